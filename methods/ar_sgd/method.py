@@ -1,0 +1,55 @@
+"""AR-SGD: synchronous data parallelism with a gradient all-reduce every step (DDP semantics).
+
+Every worker computes a gradient on its own batch, the gradients are averaged with one ring
+all-reduce of the whole flat bucket, and every replica applies the same SGD step, so replicas
+stay identical. With ``weighting: equal`` the average is the plain mean over workers, as
+PyTorch DDP computes it whatever the local batch sizes; with ``weighting: samples`` (default)
+it is weighted by local batch size, i.e. the exact gradient of the mean loss over the global
+batch when batches differ. Floating buffers (BatchNorm statistics) are broadcast from rank 0
+every step, as DDP's ``broadcast_buffers=True`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from suite import api
+from suite.optim import float_buffers, grads_of, sgd
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    nesterov: bool = False
+    weighting: Literal["samples", "equal"] = "samples"
+
+
+class Method(api.Method):
+    name = "ar_sgd"
+    Params = Params
+    synchronous = True
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay, p.nesterov)
+        self.buffers = float_buffers(ctx.model)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        ctx.forward_backward(batch)
+        grads = grads_of(ctx.model)
+        if p.weighting == "samples":
+            ctx.comm.weighted_average(grads, weight=len(batch))
+        else:
+            ctx.comm.all_reduce_coalesced(grads, op="mean")
+        self.opt.step()
+        if self.buffers:
+            flat = torch.cat([b.reshape(-1) for b in self.buffers])
+            ctx.comm.broadcast(flat, src=0)
+            offset = 0
+            for b in self.buffers:
+                b.copy_(flat[offset : offset + b.numel()].view_as(b))
+                offset += b.numel()

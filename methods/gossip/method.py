@@ -1,0 +1,94 @@
+"""Asynchronous randomized pairwise gossip (AD-PSGD-like), the A²CiD² paper's baseline.
+
+Each worker computes gradients at its own pace (``synchronous = False``: no step is shared).
+After each gradient step it performs a number of pairwise averagings drawn from Poisson(rate)
+(or exactly ``rate`` on average with ``poisson: false``); for each it asks the pairing
+coordinator for a neighbour on the graph that is also ready, swaps full parameter vectors
+with it and both set x ← (x_i + x_j)/2. This is the dynamics of Nabli et al. (2023) with
+α = 1/2 and no momentum copy, paired as their orchestrator pairs ready neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from suite import api
+from suite.optim import sgd
+
+
+def neighbours(topology: str, rank: int, n: int) -> list[int]:
+    """Neighbour list of ``rank``; the exponential graph keeps i ± n/2 twice (double weight), as the
+    reference ``utils/graph_utils.py`` does."""
+    if n < 2:
+        return []
+    if topology == "ring":
+        return sorted({(rank - 1) % n, (rank + 1) % n})
+    if topology == "complete":
+        return [j for j in range(n) if j != rank]
+    if topology == "exponential":
+        k = int(math.log2(n))
+        plus = [(rank + 2**i) % n for i in range(k)]
+        minus = [(rank - 2**i) % n for i in range(k)]
+        return minus + plus if rank % 2 == 0 else plus + minus
+    raise ValueError(f"unknown topology {topology!r}")
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    topology: Literal["ring", "exponential", "complete"] = "ring"
+    rate: float = 1.0  # expected pairwise averagings per gradient step ("com/∇")
+    poisson: bool = True
+
+
+class Method(api.Method):
+    name = "gossip"
+    Params = Params
+    synchronous = False
+
+    def skip(self, world_size: int) -> str | None:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.topology == "exponential" and world_size & (world_size - 1):
+            return f"the exponential graph needs a power-of-two world size, not {world_size}"
+        if world_size < 2:
+            return "gossip needs at least two workers"
+        return None
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.rate < 0:
+            raise ValueError("rate must be >= 0")
+        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.neighbours = neighbours(p.topology, ctx.rank, ctx.world_size)
+        self.carry = 0.0
+
+    def _count(self, ctx: api.WorkerContext) -> int:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.poisson:
+            return int(torch.poisson(torch.tensor([p.rate], dtype=torch.float64), generator=ctx.rng).item())
+        self.carry += p.rate
+        k = int(self.carry)
+        self.carry -= k
+        return k
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        ctx.forward_backward(batch)
+        self.opt.step()
+        params = list(ctx.model.parameters())
+        done = 0
+        for _ in range(self._count(ctx)):
+            order = torch.randperm(len(self.neighbours), generator=ctx.rng).tolist()
+            peer = ctx.comm.pair([self.neighbours[i] for i in order])
+            if peer is None:
+                break
+            with torch.no_grad():
+                mine = parameters_to_vector(params)
+                theirs = ctx.comm.exchange(peer, mine)
+                vector_to_parameters(mine.add_(theirs).mul_(0.5), params)
+            done += 1
+        ctx.record("averagings_per_step", done)

@@ -1,0 +1,49 @@
+"""Local SGD with a constant period H: local steps, then parameter averaging.
+
+Each worker runs plain SGD on its own data; every ``period`` steps the replicas' parameters (and
+floating buffers) are averaged with one ring all-reduce. Optimizer state (momentum) stays local,
+as in Lin et al. (2020) and the QSR paper's Local SGD baseline. A final averaging happens in
+``finalize`` so the returned model is the consensus.
+"""
+
+from __future__ import annotations
+
+from suite import api
+from suite.optim import sgd, state_tensors
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    period: int = 4
+
+
+class Method(api.Method):
+    name = "local_sgd"
+    Params = Params
+    synchronous = True
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.period < 1:
+            raise ValueError("period must be >= 1")
+        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.local_steps = 0
+
+    def _average(self, ctx: api.WorkerContext) -> None:
+        ctx.comm.all_reduce_coalesced(state_tensors(ctx.model), op="mean")
+        self.local_steps = 0
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        ctx.forward_backward(batch)
+        self.opt.step()
+        self.local_steps += 1
+        ctx.record("sync_period", p.period)
+        if self.local_steps >= p.period:
+            self._average(ctx)
+
+    def finalize(self, ctx: api.WorkerContext) -> None:
+        if self.local_steps:
+            self._average(ctx)

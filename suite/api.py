@@ -1,0 +1,332 @@
+"""The method API: the one typed contract between the harness and a method plugin.
+
+Split of responsibilities (as in AlgoPerf's ``spec.py``):
+
+* the **harness** owns data loading, model construction, the loss, evaluation, budgets, the
+  virtual clock and logging;
+* the **method** owns data allocation (per-worker share and batch size), local optimisation
+  and communication.
+
+A method is written once, per worker, in plain blocking style ("SPMD"): the same code runs on
+the in-process engine (K virtual workers in one process, ordered by virtual time) and on the
+torch.distributed engine (one process per worker). It may communicate *only* through
+``ctx.comm`` so that every byte is counted and charged to the clock, and it may compute
+gradients only through ``ctx.forward_backward`` so that every sample is charged too.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+ReduceOp = Literal["sum", "mean", "max", "min"]
+PartitionKind = Literal["iid_shards", "full_shuffle"]
+
+
+class Batch(NamedTuple):
+    """One mini-batch for one worker: ``inputs`` (N, C, H, W) and integer ``targets`` (N,)."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:  # number of samples, not the tuple length
+        return int(self.targets.shape[0])
+
+
+class MethodParams(BaseModel):
+    """Base class of a method's hyperparameters; defaults are the paper's values.
+
+    Unknown keys are rejected so that a typo in a config (``lr`` vs ``lrr``) is an error,
+    not a silently ignored setting.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- allocation
+
+
+@dataclass(frozen=True)
+class DeviceView:
+    """What a method may know about one worker's device when it allocates data."""
+
+    rank: int
+    name: str
+    kind: str  # "gpu" | "cpu"
+    declared_samples_per_s: float  # from the hardware profile, for the charged workload
+    memory_gib: float | None = None
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Input to :meth:`Method.allocate`: the cluster as declared, plus what was measured.
+
+    ``measured_samples_per_s`` holds each worker's compute throughput over the previous epoch
+    (samples / compute seconds, waiting excluded); it is ``None`` before the first epoch.
+    """
+
+    world_size: int
+    devices: tuple[DeviceView, ...]
+    dataset_size: int
+    batch_sizes: tuple[int, ...]  # per-rank batch sizes from the run config / profile
+    epoch: int = 0
+    measured_samples_per_s: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A method's data allocation: per-worker data share and per-step batch size.
+
+    ``shares`` are fractions of the training set (non-negative, summing to 1). With
+    ``partition="iid_shards"`` worker *j* gets a disjoint random shard of ``shares[j]·N``
+    samples; with ``"full_shuffle"`` every worker streams the whole set in its own order and
+    ``shares`` only records the intended split of work.
+    """
+
+    shares: tuple[float, ...]
+    batch_sizes: tuple[int, ...]
+    partition: PartitionKind = "iid_shards"
+
+    def __post_init__(self) -> None:
+        if len(self.shares) != len(self.batch_sizes):
+            raise ValueError("Allocation: shares and batch_sizes differ in length")
+        if any(s < 0 for s in self.shares) or abs(sum(self.shares) - 1.0) > 1e-6:
+            raise ValueError(f"Allocation: shares must be >= 0 and sum to 1, got {self.shares}")
+        if any(b < 0 for b in self.batch_sizes):
+            raise ValueError(f"Allocation: negative batch size in {self.batch_sizes}")
+
+    @staticmethod
+    def equal(world_size: int, batch_sizes: Sequence[int]) -> Allocation:
+        """Equal shares; the per-rank batch sizes as configured."""
+        return Allocation(tuple([1.0 / world_size] * world_size), tuple(int(b) for b in batch_sizes))
+
+    @staticmethod
+    def proportional_to_batch(batch_sizes: Sequence[int]) -> Allocation:
+        """Shares proportional to batch size, so every worker finishes its shard in the same steps."""
+        total = float(sum(batch_sizes))
+        return Allocation(tuple(b / total for b in batch_sizes), tuple(int(b) for b in batch_sizes))
+
+
+# --------------------------------------------------------------------------- communication
+
+
+@runtime_checkable
+class Work(Protocol):
+    """Handle of a non-blocking operation; ``wait()`` blocks until it has completed.
+
+    On the virtual clock the operation completes at a definite virtual time; ``wait()`` moves
+    the caller's clock to ``max(now, completion)`` so communication overlapped with compute
+    costs only what is not hidden.
+    """
+
+    def wait(self) -> None: ...
+
+    def is_completed(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Group:
+    """A subset of ranks for group collectives (``Comm.new_group``)."""
+
+    ranks: tuple[int, ...]
+    handle: Any = field(default=None, compare=False, repr=False)
+
+
+class Comm(abc.ABC):
+    """Every way a method may talk to other workers.
+
+    Each call is charged to the virtual clock by the profile's alpha-beta model for its
+    pattern, and its bytes are counted. Tensors are modified in place where noted, like
+    ``torch.distributed``. Collectives must be called by every member of the group in the same
+    order; a collective starts when its last member arrives and the others' wait is recorded
+    as idle time.
+    """
+
+    rank: int
+    world_size: int
+
+    # collectives --------------------------------------------------------------------
+    @abc.abstractmethod
+    def all_reduce(
+        self, tensor: torch.Tensor, op: ReduceOp = "sum", group: Group | None = None, async_op: bool = False
+    ) -> Work | None:
+        """Ring all-reduce of ``tensor`` in place."""
+
+    @abc.abstractmethod
+    def all_reduce_coalesced(
+        self,
+        tensors: Sequence[torch.Tensor],
+        op: ReduceOp = "sum",
+        group: Group | None = None,
+        async_op: bool = False,
+    ) -> Work | None:
+        """All-reduce several tensors as one flat bucket (one message, one latency)."""
+
+    @abc.abstractmethod
+    def weighted_average(
+        self,
+        tensors: Sequence[torch.Tensor],
+        weight: float,
+        group: Group | None = None,
+        async_op: bool = False,
+    ) -> Work | None:
+        """In place ``x ← Σ_j w_j x_j / Σ_j w_j`` over the group (exact sample-weighted averaging).
+
+        Charged as one ring all-reduce of the bucket plus one scalar.
+        """
+
+    @abc.abstractmethod
+    def broadcast(
+        self, tensor: torch.Tensor, src: int, group: Group | None = None, async_op: bool = False
+    ) -> Work | None:
+        """Binomial-tree broadcast from ``src`` in place."""
+
+    @abc.abstractmethod
+    def all_gather_object(self, obj: Any, group: Group | None = None) -> list[Any]:
+        """Gather a small picklable object from every member (control traffic, e.g. speeds)."""
+
+    @abc.abstractmethod
+    def barrier(self, group: Group | None = None) -> None:
+        """Wait for every member."""
+
+    @abc.abstractmethod
+    def new_group(self, ranks: Sequence[int]) -> Group:
+        """A group of ranks. Every rank must call it with the same ``ranks``, in the same order."""
+
+    # point to point ---------------------------------------------------------------
+    @abc.abstractmethod
+    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+        """Swap ``tensor`` with ``peer`` (both call it); returns the peer's tensor (a new tensor).
+
+        Charged as one full-duplex point-to-point transfer on the link between the two.
+        """
+
+    @abc.abstractmethod
+    def pair(self, neighbors: Sequence[int]) -> int | None:
+        """Ask the pairing coordinator for a partner among ``neighbors`` that is also asking.
+
+        Blocks until a neighbour that lists this worker is ready (asynchronous gossip, as the
+        A²CiD² reference orchestrator does); returns its rank, or ``None`` if every neighbour
+        has finished training. The wait is recorded as idle time; pairing itself is free.
+        """
+
+    # parameter server -------------------------------------------------------------
+    @abc.abstractmethod
+    def ps_sync(self, tensors: Sequence[torch.Tensor], weight: float, group: Group | None = None) -> None:
+        """Push to a parameter server and pull back the ``weight``-weighted average, in place.
+
+        Charged as the parameter-server pattern: every worker pushes and pulls the bucket
+        over its own server link while the server link serialises all of them.
+        """
+
+    # accounting ---------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def bytes_sent(self) -> int:
+        """Bytes this worker has sent so far (as charged, i.e. of the emulated workload)."""
+
+
+# --------------------------------------------------------------------------- worker context
+
+
+class ClockView(Protocol):
+    """Read-only view of one worker's virtual clock (seconds)."""
+
+    def now(self) -> float: ...
+
+    @property
+    def compute_s(self) -> float: ...
+
+    @property
+    def comm_s(self) -> float: ...
+
+    @property
+    def idle_s(self) -> float: ...
+
+
+class WorkerContext(Protocol):
+    """What the harness hands a method on one worker.
+
+    ``train_state`` is a read-only mapping (``types.MappingProxyType``) with ``step`` (local
+    steps done), ``epoch`` (global, fractional), ``samples`` (global samples processed) and
+    ``budget``; a method can read the harness state but not write it.
+    """
+
+    rank: int
+    world_size: int
+    model: torch.nn.Module
+    device: torch.device
+    comm: Comm
+    clock: ClockView
+    rng: torch.Generator
+    train_state: Mapping[str, Any]
+
+    def forward_backward(self, batch: Batch, zero_grad: bool = True) -> float:
+        """Forward and backward pass with the harness's loss; gradients land in ``model``.
+
+        Charges the compute time of ``len(batch)`` samples on this worker's device to the
+        clock and returns the mean loss of the batch.
+        """
+        ...
+
+    def seed(self, *parts: object) -> int:
+        """A seed derived from this run, this rank and ``parts`` (never draw your own)."""
+        ...
+
+    def record(self, name: str, value: float) -> None:
+        """Record a method-specific scalar (e.g. the current sync period H) for logging."""
+        ...
+
+
+class Method(abc.ABC):
+    """Base class of every method plugin (``methods/<name>/method.py`` defines ``Method``).
+
+    A fresh instance is created per worker with the validated ``params``; instance attributes
+    are that worker's private state (optimizer, momentum buffers, ...).
+    """
+
+    #: short name, same as the plugin folder
+    name: ClassVar[str]
+    #: pydantic model of the hyperparameters (defaults = paper values)
+    Params: ClassVar[type[MethodParams]] = MethodParams
+    #: lockstep methods do the same number of steps on every worker (stop decisions are
+    #: taken together); asynchronous methods let each worker run at its own pace and stop
+    #: on the global budget.
+    synchronous: ClassVar[bool] = True
+    #: which model the harness evaluates: the parameter average of all workers (observer's
+    #: view, untimed) or rank 0's replica
+    eval_on: ClassVar[Literal["average", "rank0"]] = "average"
+
+    def __init__(self, params: MethodParams) -> None:
+        self.params = params
+
+    @classmethod
+    def allocate(cls, params: MethodParams, cluster: ClusterView) -> Allocation:
+        """Data allocation, called before training and at every epoch boundary.
+
+        Must be a pure function of its inputs: under the distributed engine every rank calls
+        it and must get the same answer. Default: equal shares, configured batch sizes.
+        """
+        return Allocation.equal(cluster.world_size, cluster.batch_sizes)
+
+    def setup(self, ctx: WorkerContext) -> None:  # noqa: B027 - optional hook
+        """Create per-worker state (optimizer, buffers). Not timed."""
+
+    @abc.abstractmethod
+    def train_step(self, ctx: WorkerContext, batch: Batch) -> None:
+        """One local step: ``ctx.forward_backward``, communication, update. Timed."""
+
+    def finalize(self, ctx: WorkerContext) -> None:  # noqa: B027 - optional hook
+        """Called once after the budget is spent, before the final evaluation. Timed.
+
+        E.g. Local SGD averages its replicas one last time here.
+        """
+
+    def skip(self, world_size: int) -> str | None:
+        """Return a reason if this method cannot run at this world size (benchopt's ``skip``)."""
+        return None

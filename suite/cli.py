@@ -1,0 +1,123 @@
+"""``distrepro``: the command line.
+
+    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
+    distrepro list
+
+Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
+line naming the file and field, with exit status 2; nothing already logged to MLflow is lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from suite.errors import DistreproError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from suite.campaign import run_campaign
+    from suite.config import load_config
+
+    overrides = list(args.set or [])
+    if args.seeds:
+        overrides.append(f"seeds=[{args.seeds}]")
+    if args.engine:
+        overrides.append(f"engine={args.engine}")
+    cfg = load_config(args.config, overrides)
+    result = run_campaign(cfg, source=args.config, show_progress=False if args.no_progress else None)
+    print(
+        f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}"
+    )
+    for cell in result.cells:
+        final = cell.result.final
+        ttt = cell.result.time_to_target_s
+        print(
+            f"  seed {cell.seed}: val_acc {final.metrics['val_accuracy']:.4f}  val_loss {final.metrics['val_loss']:.4f}"
+            f"  emulated {final.emulated_s:.3f}s  wall {cell.result.wall_s:.1f}s"
+            + (f"  time-to-target {ttt:.3f}s" if ttt is not None else "")
+            + f"  run {cell.run_id}"
+        )
+    print(
+        "open the MLflow UI with:  nox -s ui   (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
+        f"{result.tracking_uri})"
+    )
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from suite import registry
+
+    print("methods:")
+    for name, plugin in sorted(registry.methods().items()):
+        cite = plugin.paper.get("citation", {})
+        kind = plugin.paper.get("kind", "-")
+        mode = "lockstep" if plugin.cls.synchronous else "asynchronous"
+        print(f"  {name:<14} {kind:<13} {mode:<13} {cite.get('title', '')} ({cite.get('venue', '')})")
+    print("datasets:")
+    for name, module in sorted(registry.datasets().items()):
+        print(f"  {name:<14} {getattr(module, 'DESCRIPTION', '')}")
+    print("hardware profiles:")
+    from suite.profiles import load_profile
+
+    for name in registry.profile_names():
+        try:
+            prof = load_profile(name)
+            print(f"  {name:<20} {prof.world_size:>3} workers  {prof.description}")
+        except DistreproError as exc:
+            print(f"  {name:<20} INVALID: {exc}")
+    failed = registry.failed_plugins()
+    if failed:
+        print("plugins that failed to load:")
+        for f in failed:
+            print(f"  {f.kind} {f.name} ({f.path}): {f.error}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distrepro",
+        description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser(
+        "run",
+        help="train a config (every seed) and log it to MLflow",
+        description="Train a run config once per seed; log to MLflow "
+        "(MLFLOW_TRACKING_URI, default sqlite:///./mlflow.db).",
+    )
+    run.add_argument("config", help="run config YAML (see configs/)")
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set budget.steps=50 --set method_params.lr=0.1",
+    )
+    run.add_argument("--seeds", help="comma-separated seed indices, e.g. 0,1,2 (overrides the config)")
+    run.add_argument(
+        "--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.set_defaults(func=_cmd_run)
+    lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
+    lst.set_defaults(func=_cmd_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except DistreproError as exc:
+        print(f"distrepro: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("distrepro: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

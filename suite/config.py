@@ -1,0 +1,196 @@
+"""Run configuration: one validated YAML file per experiment, plus command-line overrides.
+
+Every field has a sensible default except the method, so a config can be four lines. Errors name
+the file and the dotted field (``budget.steps``), never a pydantic traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from suite.errors import ConfigError, format_pydantic_error
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    name: str = "synthetic"
+    root: Path | None = None  # for real datasets; relative paths are taken from the config's folder
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelConfig(_Strict):
+    name: str = "small_cnn"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Budget(_Strict):
+    """How long to train: exactly one of the four units.
+
+    ``steps`` are iterations of a lockstep method, or for asynchronous methods the total number
+    of gradient computations divided by the world size. ``epochs`` and ``samples`` count samples
+    processed by all workers together. ``emulated_seconds`` is virtual time.
+    """
+
+    steps: int | None = Field(default=None, gt=0)
+    epochs: float | None = Field(default=None, gt=0)
+    samples: int | None = Field(default=None, gt=0)
+    emulated_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Budget:
+        set_ = [k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None]
+        if len(set_) != 1:
+            raise ValueError(
+                f"set exactly one of steps, epochs, samples, emulated_seconds (got {set_ or 'none'})"
+            )
+        return self
+
+    @property
+    def unit(self) -> str:
+        return next(
+            k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None
+        )
+
+    @property
+    def amount(self) -> float:
+        return float(getattr(self, self.unit))
+
+
+class EvalSchedule(_Strict):
+    """When to evaluate (untimed, on the averaged model). At most one period; default: ``times`` evenly."""
+
+    every_steps: int | None = Field(default=None, gt=0)
+    every_epochs: float | None = Field(default=None, gt=0)
+    every_emulated_seconds: float | None = Field(default=None, gt=0)
+    times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
+    batch_size: int = Field(default=512, gt=0)
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> EvalSchedule:
+        set_ = [k for k in ("every_steps", "every_epochs", "every_emulated_seconds") if getattr(self, k)]
+        if len(set_) > 1:
+            raise ValueError(f"set at most one evaluation period (got {set_})")
+        return self
+
+
+class Target(_Strict):
+    """Quality target for time-to-target: the first evaluation where ``metric`` reaches ``value``."""
+
+    metric: Literal["val_accuracy", "val_loss"] = "val_accuracy"
+    value: float
+    direction: Literal["max", "min"] = "max"
+
+
+class RunConfig(_Strict):
+    name: str = "run"
+    paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
+    method: str
+    method_params: dict[str, Any] = Field(default_factory=dict)
+    profile: str = "homogeneous-4"
+    profile_variant: str | None = None
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    #: per-worker batch size: one int for all, a list per rank, or "profile" (the device groups')
+    batch_size: int | list[int] | Literal["profile"] = 32
+    budget: Budget = Field(default_factory=lambda: Budget(steps=100))
+    eval: EvalSchedule = Field(default_factory=EvalSchedule)
+    target: Target | None = None
+    #: charge time and bytes as this named workload (hardware_profiles/workloads.yaml) while the
+    #: math trains ``model``; None charges the trained model's own FLOPs and bytes
+    emulated_workload: str | None = None
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    engine: Literal["inprocess", "dist"] = "inprocess"
+    torch_threads: int | None = Field(default=None, gt=0)
+    timeline_spans_per_worker: int = Field(default=400, ge=0)
+
+    @field_validator("batch_size")
+    @classmethod
+    def _positive_batches(cls, v: int | list[int] | str) -> int | list[int] | str:
+        values = [v] if isinstance(v, int) else (v if isinstance(v, list) else [])
+        if any(b <= 0 for b in values):
+            raise ValueError("batch sizes must be positive")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
+            raise ValueError("seeds must be a non-empty list of distinct non-negative integers")
+        return v
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse ``a.b.c=value`` (value read as YAML: ``0.1``, ``[1,2]``, ``true``, ``null``)."""
+    if "=" not in text:
+        raise ConfigError("--set", text, "overrides look like key.path=value")
+    key, raw = text.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ConfigError("--set", text, "empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError("--set", key, f"cannot parse value {raw!r}: {exc}") from exc
+    return parts, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``key.path=value`` applied (creating dicts as needed)."""
+    out = yaml.safe_load(yaml.safe_dump(data)) or {}
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = out
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError("--set", ".".join(parts), f"'{p}' is not a mapping")
+            node = nxt
+        node[parts[-1]] = value
+        if parts[0] == "budget" and len(parts) == 2:  # a new budget unit replaces the old one
+            for k in ("steps", "epochs", "samples", "emulated_seconds"):
+                if k != parts[1]:
+                    out["budget"].pop(k, None)
+    return out
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a YAML mapping with errors that name the file (and line, for syntax errors)."""
+    if not path.is_file():
+        raise ConfigError(path, None, "file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(path, None, f"malformed YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Load and validate a run config; relative dataset roots resolve against the config's folder."""
+    path = Path(path)
+    data = apply_overrides(read_yaml(path), overrides or [])
+    cfg = validate_config(data, source=path)
+    if cfg.dataset.root is not None and not cfg.dataset.root.is_absolute():
+        cfg.dataset.root = (path.parent / cfg.dataset.root).resolve()
+    return cfg
+
+
+def validate_config(data: dict[str, Any], source: str | Path | None = None) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise format_pydantic_error(source, exc) from None

@@ -1,0 +1,84 @@
+"""Per-worker virtual clock.
+
+Training is real; time is modelled. Each worker owns a :class:`VirtualClock` in seconds that the
+harness advances by the modelled compute time of every forward/backward and by the modelled
+cost of every communication. Time spent waiting for slower peers is kept apart as *idle*, so a
+report can show who computed, who talked and who waited (a Gantt chart of a few steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SpanKind = Literal["compute", "comm", "idle"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One interval of a worker's timeline, in virtual seconds."""
+
+    rank: int
+    kind: SpanKind
+    start_s: float
+    end_s: float
+    step: int
+
+
+@dataclass
+class VirtualClock:
+    """A worker's virtual time and its split into compute, communication and idle time.
+
+    ``max_spans`` bounds how many timeline spans are kept (the first ones: a report shows a few
+    steps, and a long run must not grow memory without bound).
+    """
+
+    rank: int
+    max_spans: int = 400
+    t: float = 0.0
+    compute_s: float = 0.0
+    comm_s: float = 0.0
+    idle_s: float = 0.0
+    step: int = 0
+    spans: list[Span] = field(default_factory=list)
+
+    def now(self) -> float:
+        return self.t
+
+    def _span(self, kind: SpanKind, dt: float) -> None:
+        if dt > 0 and len(self.spans) < self.max_spans:
+            self.spans.append(Span(self.rank, kind, self.t, self.t + dt, self.step))
+
+    def compute(self, dt: float) -> None:
+        """Charge ``dt`` seconds of computation."""
+        if dt < 0:
+            raise ValueError(f"negative compute time {dt}")
+        self._span("compute", dt)
+        self.t += dt
+        self.compute_s += dt
+
+    def communicate(self, dt: float) -> None:
+        """Charge ``dt`` seconds of communication the worker could not hide."""
+        if dt < 0:
+            raise ValueError(f"negative communication time {dt}")
+        self._span("comm", dt)
+        self.t += dt
+        self.comm_s += dt
+
+    def idle_until(self, t: float) -> None:
+        """Wait (idle) until virtual time ``t``; no-op if ``t`` is not in the future."""
+        dt = t - self.t
+        if dt > 0:
+            self._span("idle", dt)
+            self.t = t
+            self.idle_s += dt
+
+    def finish_op(self, start_s: float, end_s: float) -> None:
+        """Complete an operation that started at ``start_s`` and ended at ``end_s``.
+
+        Time before the start is idle (waiting for the last member); the rest up to the end
+        is communication. Parts already in the past (overlapped with compute) cost nothing.
+        """
+        self.idle_until(start_s)
+        if end_s > self.t:
+            self.communicate(end_s - self.t)

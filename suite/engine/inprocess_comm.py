@@ -1,0 +1,417 @@
+"""In-memory implementation of :class:`suite.api.Comm` for the in-process engine.
+
+Each call parks the worker (see :mod:`suite.engine.scheduler`) with a request; requests are
+handled in virtual-time order. A collective starts when its last member arrives
+(``start = max(arrival times)``), costs what the profile's alpha-beta model says for its pattern
+and ends for everyone at ``start + cost``; earlier arrivals record the wait as idle time.
+Non-blocking operations return a :class:`InProcessWork` that completes at a definite virtual
+time, so communication overlapped with computation costs only what is not hidden.
+
+Reductions are summed in rank order, so results do not depend on who arrived first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from suite.api import Comm, Group, ReduceOp
+from suite.engine.scheduler import Request, Scheduler
+from suite.timemodel import CommCostModel
+
+# -------------------------------------------------------------------------- completion handles
+
+
+@dataclass
+class InProcessWork:
+    """Handle of a non-blocking in-process operation (see :class:`suite.api.Work`)."""
+
+    comm: InProcessComm
+    start_s: float = 0.0
+    end_s: float = 0.0
+    done: bool = False
+    waiter: int | None = None
+
+    def is_completed(self) -> bool:
+        return self.done
+
+    def wait(self) -> None:
+        self.comm._call(_WaitRequest(self))
+
+
+class _WaitRequest(Request):
+    def __init__(self, work: InProcessWork) -> None:
+        self.work = work
+
+    def handle(self, sched: Scheduler) -> None:
+        if self.work.done:
+            sched.clocks[self.rank].finish_op(self.work.start_s, self.work.end_s)
+            sched.resolve(self.rank)
+        else:
+            self.work.waiter = self.rank
+
+    def describe(self) -> str:
+        return "wait() on an unfinished non-blocking operation"
+
+
+# -------------------------------------------------------------------------- collectives
+
+
+@dataclass
+class _Arrival:
+    time_s: float
+    tensors: list[torch.Tensor]
+    extra: Any
+    work: InProcessWork | None
+
+
+@dataclass
+class _Pending:
+    kind: str
+    ranks: tuple[int, ...]
+    arrivals: dict[int, _Arrival] = field(default_factory=dict)
+
+
+# A collective's behaviour: (fabric, ranks, arrivals) -> (cost seconds, per-rank results, per-rank bytes)
+Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[float, dict[int, Any], float]]
+
+
+class _CollectiveRequest(Request):
+    def __init__(
+        self,
+        kind: str,
+        ranks: tuple[int, ...],
+        tensors: list[torch.Tensor],
+        extra: Any,
+        async_op: bool,
+        behaviour: Behaviour,
+        fabric: Fabric,
+    ) -> None:
+        self.kind, self.ranks, self.tensors, self.extra = kind, ranks, tensors, extra
+        self.async_op, self.behaviour, self.fabric = async_op, behaviour, fabric
+        self.work: InProcessWork | None = None
+
+    def describe(self) -> str:
+        return f"{self.kind} over ranks {list(self.ranks)}"
+
+    def handle(self, sched: Scheduler) -> None:
+        fab = self.fabric
+        seq = fab.next_seq(self.rank, self.ranks)
+        key = (self.ranks, seq)
+        pending = fab.pending.setdefault(key, _Pending(self.kind, self.ranks))
+        if pending.kind != self.kind:
+            raise RuntimeError(
+                f"collective mismatch on ranks {list(self.ranks)} (call #{seq}): rank {self.rank} called "
+                f"{self.kind} while others called {pending.kind}"
+            )
+        if self.async_op:
+            self.work = InProcessWork(fab.comms[self.rank])
+        pending.arrivals[self.rank] = _Arrival(sched.clocks[self.rank].t, self.tensors, self.extra, self.work)
+        if self.async_op:
+            sched.resolve(self.rank, self.work)
+        if len(pending.arrivals) < len(self.ranks):
+            return
+        del fab.pending[key]
+        start = max(a.time_s for a in pending.arrivals.values())
+        cost, results, nbytes = self.behaviour(fab, self.ranks, pending.arrivals)
+        end = start + cost
+        for r in self.ranks:
+            fab.count_bytes(r, nbytes)
+            arrival = pending.arrivals[r]
+            if arrival.work is None:
+                sched.clocks[r].finish_op(start, end)
+                sched.resolve(r, results.get(r))
+            else:
+                w = arrival.work
+                w.start_s, w.end_s, w.done = start, end, True
+                if w.waiter is not None:
+                    sched.clocks[w.waiter].finish_op(start, end)
+                    sched.resolve(w.waiter)
+
+
+def _reduce(stacked: list[torch.Tensor], op: ReduceOp) -> torch.Tensor:
+    if op in ("sum", "mean"):
+        out = stacked[0].clone()
+        for t in stacked[1:]:
+            out.add_(t)
+        return out / len(stacked) if op == "mean" else out
+    out = stacked[0].clone()
+    for t in stacked[1:]:
+        out = torch.maximum(out, t) if op == "max" else torch.minimum(out, t)
+    return out
+
+
+def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
+
+
+def _unflat_into(flat: torch.Tensor, tensors: Sequence[torch.Tensor]) -> None:
+    offset = 0
+    for t in tensors:
+        n = t.numel()
+        t.copy_(flat[offset : offset + n].view_as(t))
+        offset += n
+
+
+def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _all_reduce_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    op: ReduceOp = arr[ranks[0]].extra
+    flats = [_flat(arr[r].tensors) for r in ranks]
+    total = _reduce(flats, op)
+    for r in ranks:
+        _unflat_into(total, arr[r].tensors)
+    size = fab.charged(_nbytes(arr[ranks[0]].tensors))
+    p = len(ranks)
+    return fab.cost.ring_all_reduce(list(ranks), size), {}, 2 * (p - 1) / p * size
+
+
+def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival], pattern: str):
+    weights = [float(arr[r].extra) for r in ranks]
+    wsum = sum(weights)
+    if wsum <= 0:
+        raise RuntimeError(f"weighted average over ranks {list(ranks)} with total weight {wsum}")
+    total = _reduce([_flat(arr[r].tensors) * w for r, w in zip(ranks, weights, strict=True)], "sum") / wsum
+    for r in ranks:
+        _unflat_into(total, arr[r].tensors)
+    size = fab.charged(_nbytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
+    p = len(ranks)
+    if pattern == "ps":
+        return fab.cost.parameter_server(list(ranks), size), {}, size
+    return fab.cost.ring_all_reduce(list(ranks), size), {}, 2 * (p - 1) / p * size
+
+
+def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    src: int = arr[ranks[0]].extra
+    if any(arr[r].extra != src for r in ranks):
+        raise RuntimeError(f"broadcast on ranks {list(ranks)}: members disagree on src")
+    data = _flat(arr[src].tensors)
+    for r in ranks:
+        if r != src:
+            _unflat_into(data, arr[r].tensors)
+    size = fab.charged(_nbytes(arr[src].tensors))
+    p = len(ranks)
+    return fab.cost.broadcast(list(ranks), src, size), {}, (p - 1) / p * size
+
+
+def _gather_object_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    objs = [arr[r].extra for r in ranks]
+    return fab.cost.control(list(ranks)), {r: list(objs) for r in ranks}, 0.0
+
+
+def _barrier_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    return fab.cost.control(list(ranks)), {}, 0.0
+
+
+# -------------------------------------------------------------------------- point to point
+
+
+class _ExchangeRequest(Request):
+    def __init__(self, fabric: Fabric, peer: int, tensor: torch.Tensor) -> None:
+        self.fabric, self.peer, self.tensor = fabric, peer, tensor
+
+    def describe(self) -> str:
+        return f"exchange with rank {self.peer}"
+
+    def handle(self, sched: Scheduler) -> None:
+        fab = self.fabric
+        if sched.is_finished(self.peer):
+            raise RuntimeError(f"rank {self.rank} exchanges with rank {self.peer}, which has finished")
+        pair = (min(self.rank, self.peer), max(self.rank, self.peer))
+        key = (pair, fab.next_seq(self.rank, pair))
+        other = fab.exchanges.pop(key, None)
+        if other is None:
+            fab.exchanges[key] = (self, sched.clocks[self.rank].t)
+            return
+        peer_req, peer_t = other
+        if peer_req.rank != self.peer or peer_req.peer != self.rank:
+            raise RuntimeError(f"exchange mismatch between ranks {pair}")
+        start = max(peer_t, sched.clocks[self.rank].t)
+        a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
+        size = fab.charged(_nbytes([self.tensor]))
+        end = start + fab.cost.exchange(self.rank, self.peer, size)
+        for r, got in ((self.rank, b), (self.peer, a)):
+            fab.count_bytes(r, size)
+            sched.clocks[r].finish_op(start, end)
+            sched.resolve(r, got)
+
+
+class _PairRequest(Request):
+    """Gossip pairing: match with a waiting neighbour that lists us, as the A²CiD² orchestrator does."""
+
+    def __init__(self, fabric: Fabric, neighbors: Sequence[int]) -> None:
+        self.fabric, self.neighbors = fabric, tuple(int(n) for n in neighbors)
+
+    def describe(self) -> str:
+        return f"pair() with neighbours {list(self.neighbors)}"
+
+    def handle(self, sched: Scheduler) -> None:
+        waiting = self.fabric.pair_waiting
+        for j in self.neighbors:
+            req = waiting.get(j)
+            if req is not None and self.rank in req.neighbors:
+                del waiting[j]
+                t = sched.clocks[self.rank].t
+                sched.clocks[j].idle_until(t)
+                sched.resolve(j, self.rank)
+                sched.resolve(self.rank, j)
+                return
+        if all(sched.is_finished(j) for j in self.neighbors):
+            sched.resolve(self.rank, None)
+            return
+        waiting[self.rank] = self
+
+    def on_deadlock(self, sched: Scheduler) -> bool:
+        if all(sched.is_finished(j) or j in self.fabric.pair_waiting for j in self.neighbors):
+            # nobody that could still pair with us will ever ask: give up on this exchange
+            self.fabric.pair_waiting.pop(self.rank, None)
+            sched.resolve(self.rank, None)
+            return True
+        return False
+
+
+class _EventRequest(Request):
+    """A zero-cost engine event (step accounting, evaluation) applied in virtual-time order."""
+
+    def __init__(self, fn: Callable[[], Any], label: str) -> None:
+        self.fn, self.label = fn, label
+
+    def describe(self) -> str:
+        return self.label
+
+    def handle(self, sched: Scheduler) -> None:
+        sched.resolve(self.rank, self.fn())
+
+
+class _ControlRequest(Request):
+    """A zero-cost engine rendezvous of all ranks (lockstep step decisions); clocks untouched."""
+
+    def __init__(self, fabric: Fabric, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> None:
+        self.fabric, self.payload, self.on_complete = fabric, payload, on_complete
+
+    def describe(self) -> str:
+        return "the harness's end-of-step rendezvous"
+
+    def handle(self, sched: Scheduler) -> None:
+        arrived = self.fabric.control_arrivals
+        arrived[self.rank] = self.payload
+        if len(arrived) < sched.world_size:
+            return
+        self.fabric.control_arrivals = {}
+        result = self.on_complete(arrived)
+        for r in range(sched.world_size):
+            sched.resolve(r, result)
+
+
+# -------------------------------------------------------------------------- fabric and comm
+
+
+class Fabric:
+    """Shared state of the in-process network: matching of calls, byte counts, the cost model."""
+
+    def __init__(self, sched: Scheduler, cost: CommCostModel, bytes_scale: float = 1.0) -> None:
+        self.sched = sched
+        self.cost = cost
+        self.bytes_scale = bytes_scale
+        self.world_size = sched.world_size
+        self.pending: dict[tuple[Any, int], _Pending] = {}
+        self.exchanges: dict[tuple[Any, int], tuple[_ExchangeRequest, float]] = {}
+        self.pair_waiting: dict[int, _PairRequest] = {}
+        self.control_arrivals: dict[int, Any] = {}
+        self._seqs: dict[tuple[int, Any], int] = {}
+        self.bytes_sent = [0.0] * self.world_size
+        self.comms = [InProcessComm(self, r) for r in range(self.world_size)]
+
+    def next_seq(self, rank: int, key: Any) -> int:
+        n = self._seqs.get((rank, key), 0)
+        self._seqs[(rank, key)] = n + 1
+        return n
+
+    def charged(self, nbytes: float) -> float:
+        """Bytes charged to the clock: the real payload scaled to the emulated workload."""
+        return nbytes * self.bytes_scale
+
+    def count_bytes(self, rank: int, nbytes: float) -> None:
+        self.bytes_sent[rank] += nbytes
+
+
+class InProcessComm(Comm):
+    """One worker's view of the in-process fabric."""
+
+    def __init__(self, fabric: Fabric, rank: int) -> None:
+        self.fabric = fabric
+        self.rank = rank
+        self.world_size = fabric.world_size
+        self._world = tuple(range(fabric.world_size))
+
+    def _call(self, req: Request) -> Any:
+        return self.fabric.sched.call(self.rank, req)
+
+    def _ranks(self, group: Group | None) -> tuple[int, ...]:
+        ranks = self._world if group is None else group.ranks
+        if self.rank not in ranks:
+            raise RuntimeError(f"rank {self.rank} is not a member of group {list(ranks)}")
+        return ranks
+
+    def _collective(self, kind, tensors, group, async_op, extra, behaviour):
+        req = _CollectiveRequest(
+            kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric
+        )
+        return self._call(req)
+
+    def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
+        return self._collective("all_reduce", [tensor], group, async_op, op, _all_reduce_behaviour)
+
+    def all_reduce_coalesced(self, tensors, op: ReduceOp = "sum", group=None, async_op=False):
+        return self._collective("all_reduce", tensors, group, async_op, op, _all_reduce_behaviour)
+
+    def weighted_average(self, tensors, weight, group=None, async_op=False):
+        def behaviour(fab, ranks, arr):
+            return _weighted_behaviour(fab, ranks, arr, "ring")
+
+        return self._collective("weighted_average", tensors, group, async_op, float(weight), behaviour)
+
+    def broadcast(self, tensor, src, group=None, async_op=False):
+        return self._collective("broadcast", [tensor], group, async_op, int(src), _broadcast_behaviour)
+
+    def all_gather_object(self, obj, group=None):
+        return self._collective("all_gather_object", [], group, False, obj, _gather_object_behaviour)
+
+    def barrier(self, group=None) -> None:
+        self._collective("barrier", [], group, False, None, _barrier_behaviour)
+
+    def new_group(self, ranks: Sequence[int]) -> Group:
+        ranks_t = tuple(int(r) for r in ranks)
+        if len(set(ranks_t)) != len(ranks_t) or any(not 0 <= r < self.world_size for r in ranks_t):
+            raise ValueError(f"invalid group ranks {list(ranks_t)} for world size {self.world_size}")
+        return Group(ranks_t)
+
+    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+        if peer == self.rank or not 0 <= peer < self.world_size:
+            raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
+        return self._call(_ExchangeRequest(self.fabric, peer, tensor))
+
+    def pair(self, neighbors: Sequence[int]) -> int | None:
+        return self._call(_PairRequest(self.fabric, neighbors))
+
+    def ps_sync(self, tensors, weight, group=None) -> None:
+        def behaviour(fab, ranks, arr):
+            return _weighted_behaviour(fab, ranks, arr, "ps")
+
+        self._collective("ps_sync", tensors, group, False, float(weight), behaviour)
+
+    @property
+    def bytes_sent(self) -> int:
+        return int(self.fabric.bytes_sent[self.rank])
+
+    # engine-only hooks (not part of the method API) ---------------------------------
+    def control(self, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> Any:
+        return self._call(_ControlRequest(self.fabric, payload, on_complete))
+
+    def event(self, fn: Callable[[], Any], label: str) -> Any:
+        return self._call(_EventRequest(fn, label))

@@ -1,0 +1,173 @@
+"""A job: one (method, profile, seed) run with every piece resolved and validated.
+
+Building a job touches every user input (config, method params, profile, dataset, model,
+workload), so all their errors surface here, before any training starts, each naming its file
+and field. Engines receive a finished :class:`Job` and never parse user input themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import torch
+from pydantic import ValidationError
+
+from suite.api import Batch, ClusterView, DeviceView, MethodParams
+from suite.config import RunConfig
+from suite.data import DatasetBundle, build_dataset
+from suite.errors import ConfigError, format_pydantic_error
+from suite.flops import param_bytes, train_flops_per_sample
+from suite.models import build_model
+from suite.profiles import HardwareProfile, load_profile
+from suite.registry import MethodPlugin, get_dataset, get_method
+from suite.seeding import derive_seed
+from suite.timemodel import CommCostModel, ComputeModel
+from suite.workloads import Workload, get_workload
+
+
+@dataclass
+class Job:
+    config: RunConfig
+    seed: int
+    method: MethodPlugin
+    params: MethodParams
+    profile: HardwareProfile
+    bundle: DatasetBundle
+    batch_sizes: tuple[int, ...]
+    workload: Workload | None
+    proxy_flops_per_sample: float
+    proxy_param_bytes: int
+    compute: ComputeModel
+    cost: CommCostModel
+    bytes_scale: float
+    seed_parts: tuple[object, ...]
+
+    @property
+    def world_size(self) -> int:
+        return self.profile.world_size
+
+    @property
+    def experiment(self) -> str:
+        return f"distrepro/{self.config.paper or 'adhoc'}"
+
+    def make_model(self) -> torch.nn.Module:
+        """The initial model, identical on every worker (seeded by the run, not the rank)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(*self.seed_parts, "model-init"))
+            return build_model(
+                self.config.model.name,
+                self.bundle.num_classes,
+                self.bundle.input_shape,
+                **self.config.model.params,
+            )
+
+    def compute_seconds(self, rank: int, n: int, step_index: int, at_s: float) -> float:
+        return self.compute.step_seconds(rank, n, step_index, at_s)
+
+    def cluster_view(self, epoch: int, measured: tuple[float, ...] | None) -> ClusterView:
+        devices = tuple(
+            DeviceView(
+                rank=r,
+                name=self.profile.device(r).name,
+                kind=self.profile.device(r).kind,
+                declared_samples_per_s=self.compute.declared_samples_per_s(r),
+                memory_gib=self.profile.device(r).memory_gib,
+            )
+            for r in range(self.world_size)
+        )
+        return ClusterView(
+            self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured
+        )
+
+    @cached_property
+    def example_batch(self) -> Batch:
+        x, y = self.bundle.train[0]
+        return Batch(torch.as_tensor(x).unsqueeze(0), torch.as_tensor(y).reshape(1))
+
+    def describe_time_model(self) -> dict[str, str]:
+        """What was measured and what was emulated, for tags and reports."""
+        charged = self.workload.name if self.workload else f"proxy:{self.config.model.name}"
+        return {
+            "time.model": "virtual (alpha-beta network, profile throughput or FLOP/s compute)",
+            "time.charged_workload": charged,
+            "time.trained_proxy": f"{self.config.model.name} on {self.config.dataset.name}",
+            "time.flops_per_sample": f"{self.compute.flops_per_sample:.4g}",
+            "time.proxy_flops_per_sample": f"{self.proxy_flops_per_sample:.4g}",
+            "time.bytes_scale": f"{self.bytes_scale:.6g}",
+        }
+
+
+def _batch_sizes(cfg: RunConfig, profile: HardwareProfile, source: str | Path | None) -> tuple[int, ...]:
+    k = profile.world_size
+    if cfg.batch_size == "profile":
+        sizes = []
+        for r in range(k):
+            b = profile.device(r).batch_size
+            if b is None:
+                raise ConfigError(
+                    profile.origin,
+                    f"{profile.device_path(r)}.batch_size",
+                    "batch_size: profile needs a batch_size on every device group",
+                )
+            sizes.append(b)
+        return tuple(sizes)
+    if isinstance(cfg.batch_size, list):
+        if len(cfg.batch_size) != k:
+            raise ConfigError(source, "batch_size", f"{len(cfg.batch_size)} batch sizes for {k} workers")
+        return tuple(cfg.batch_size)
+    return (int(cfg.batch_size),) * k
+
+
+def _dataset_seed(cfg: RunConfig) -> int:
+    """The data is the problem, not a random draw of the run: fixed across seeds and methods."""
+    return derive_seed(
+        "dataset", cfg.dataset.name, json.dumps(cfg.dataset.params, sort_keys=True, default=str)
+    )
+
+
+def build_job(
+    cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None
+) -> Job:
+    """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
+    method = get_method(cfg.method)
+    try:
+        params = method.cls.Params.model_validate(cfg.method_params)
+    except ValidationError as exc:
+        inner = format_pydantic_error(source, exc)
+        raise ConfigError(
+            source, f"method_params.{inner.field}" if inner.field else "method_params", inner.message
+        ) from None
+    profile = load_profile(cfg.profile, cfg.profile_variant)
+    if bundle is None:
+        bundle = build_dataset(
+            get_dataset(cfg.dataset.name), cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source
+        )
+    batch_sizes = _batch_sizes(cfg, profile, source)
+    seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
+    with torch.random.fork_rng(devices=[]):
+        probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
+    proxy_flops = train_flops_per_sample(probe, bundle.input_shape)
+    proxy_bytes = param_bytes(probe)
+    workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
+    flops = workload.train_flops_per_sample if workload else proxy_flops
+    scale = workload.param_bytes / proxy_bytes if workload else 1.0
+    compute = ComputeModel(profile, workload.name if workload else None, flops, (*seed_parts, "compute"))
+    return Job(
+        config=cfg,
+        seed=seed,
+        method=method,
+        params=params,
+        profile=profile,
+        bundle=bundle,
+        batch_sizes=batch_sizes,
+        workload=workload,
+        proxy_flops_per_sample=proxy_flops,
+        proxy_param_bytes=proxy_bytes,
+        compute=compute,
+        cost=CommCostModel(profile),
+        bytes_scale=scale,
+        seed_parts=seed_parts,
+    )

@@ -1,0 +1,36 @@
+"""Small optimiser helpers that several method plugins share."""
+
+from __future__ import annotations
+
+import torch
+
+
+def sgd(model: torch.nn.Module, lr: float, momentum: float, weight_decay: float, nesterov: bool = False):
+    """Plain ``torch.optim.SGD`` over all parameters (heavy-ball momentum, coupled weight decay)."""
+    return torch.optim.SGD(
+        model.parameters(),
+        lr=lr,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        nesterov=nesterov and momentum > 0,
+    )
+
+
+def grads_of(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Every parameter's gradient, materialising zeros where a parameter got none."""
+    out = []
+    for p in model.parameters():
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        out.append(p.grad)
+    return out
+
+
+def float_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Floating buffers (BatchNorm running statistics); integer counters are left alone."""
+    return [b for b in model.buffers() if b.is_floating_point()]
+
+
+def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Parameters and floating buffers: what model averaging averages."""
+    return [p.data for p in model.parameters()] + float_buffers(model)

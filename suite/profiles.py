@@ -1,0 +1,404 @@
+"""Hardware profiles: the emulated cluster a run is charged against (``hardware_profiles/*.yaml``).
+
+A profile declares devices (what each rank is, how fast it trains each workload, how its speed
+varies) and links (latency and bandwidth between ranks). The training math always runs on the
+real machine; only *time* comes from here, so every figure carries a provenance tag
+(``[M]`` measured, ``[D]`` derived, ``[E]`` estimated, ``[S]`` spec, ``[L]`` local measurement, as in
+``hardware_calibration.md``) and the schema refuses a source without one: a reader of a result must
+be able to tell a measured number from a guess.
+
+Ranks are numbered 0..world_size-1 in file order, node by node and group by group, so the same
+file always gives the same rank layout. Every loading problem is a :class:`ConfigError` naming the
+file and the field, because a profile is user input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
+
+import suite
+from suite.errors import ConfigError, format_pydantic_error
+
+#: file stems in the profiles folder that are not profiles
+RESERVED_NAMES = frozenset({"workloads"})
+_TAG = re.compile(r"\[[MDESL](?:/[MDESL])*\]")
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _check_source(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty: say where the figures come from")
+    if not _TAG.search(value):
+        raise ValueError(
+            "must carry a provenance tag [M], [D], [E], [S] or [L] (see hardware_profiles/README.md)"
+        )
+    return value
+
+
+Source = Annotated[str, AfterValidator(_check_source)]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Link(_Strict):
+    """A link class: per-message latency and effective bandwidth (GB/s = 1e9 bytes/s)."""
+
+    latency_us: NonNegative
+    bandwidth_gbytes_per_s: Positive
+    source: Source
+
+
+class Jitter(_Strict):
+    """Per-step multiplicative noise on compute time; ``lognormal`` has mean 1 (see timemodel)."""
+
+    kind: Literal["none", "lognormal"] = "none"
+    sigma: NonNegative = 0.0
+
+
+class Straggler(_Strict):
+    """With ``probability`` per step, the step takes ``slowdown`` times as long."""
+
+    probability: Annotated[float, Field(ge=0, le=1)] = 0.0
+    slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+
+
+class SpeedChange(_Strict):
+    """From virtual time ``at_s`` on, the device runs at ``factor`` × its declared speed."""
+
+    at_s: NonNegative
+    factor: Positive
+
+
+class DeviceGroup(_Strict):
+    """``count`` identical devices; each one is a rank."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["gpu", "cpu"]
+    count: int = Field(ge=1)
+    memory_gib: Positive
+    cores: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)
+    throughput_samples_per_s: dict[str, Positive] = Field(default_factory=dict)
+    effective_flops_per_s: Positive | None = None
+    source: Source
+    jitter: Jitter = Field(default_factory=Jitter)
+    straggler: Straggler = Field(default_factory=Straggler)
+    speed_changes: list[SpeedChange] = Field(default_factory=list)
+    nic: Link | None = None
+
+    @field_validator("speed_changes")
+    @classmethod
+    def _sorted(cls, changes: list[SpeedChange]) -> list[SpeedChange]:
+        times = [c.at_s for c in changes]
+        if any(b <= a for a, b in itertools.pairwise(times)):
+            raise ValueError(f"at_s must be strictly increasing, got {times}")
+        return changes
+
+    def speed_factor(self, at_s: float) -> float:
+        """The speed multiplier in force at virtual time ``at_s`` (1.0 before the first change)."""
+        factor = 1.0
+        for change in self.speed_changes:
+            if change.at_s <= at_s:
+                factor = change.factor
+            else:
+                break
+        return factor
+
+
+class Node(_Strict):
+    """One machine; ranks on the same node talk over ``network.intra_node``."""
+
+    name: str = Field(min_length=1)
+    devices: list[DeviceGroup] = Field(min_length=1)
+
+
+class NetworkBase(_Strict):
+    """The link classes; ``server`` is the worker↔parameter-server path (default: inter_node)."""
+
+    intra_node: Link
+    inter_node: Link
+    server: Link | None = None
+
+
+class Network(NetworkBase):
+    """The default network plus named alternatives selected at load time (``variant=``)."""
+
+    variants: dict[str, NetworkBase] | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedLink:
+    """A link between two endpoints in SI units, converted once so cost formulas stay unit-free."""
+
+    latency_s: float
+    bandwidth_bytes_per_s: float
+
+    def transfer_s(self, nbytes: float) -> float:
+        """α + S/B: one message of ``nbytes`` over this link."""
+        return self.latency_s + nbytes / self.bandwidth_bytes_per_s
+
+
+def _resolve(link: Link, *caps: Link | None) -> ResolvedLink:
+    """``link`` limited by each endpoint's NIC: the slowest bandwidth and the largest latency win."""
+    latency_us = link.latency_us
+    bandwidth = link.bandwidth_gbytes_per_s
+    for cap in caps:
+        if cap is not None:
+            latency_us = max(latency_us, cap.latency_us)
+            bandwidth = min(bandwidth, cap.bandwidth_gbytes_per_s)
+    return ResolvedLink(latency_s=latency_us / 1e6, bandwidth_bytes_per_s=bandwidth * 1e9)
+
+
+class HardwareProfile(_Strict):
+    """A validated profile. Build it with :func:`load_profile` so errors name the file."""
+
+    schema_version: Literal[1]
+    name: str = Field(min_length=1)
+    description: str
+    sources: list[str] = Field(default_factory=list)
+    nodes: list[Node] = Field(min_length=1)
+    network: Network
+
+    _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+    _source_path: str | None = PrivateAttr(default=None)
+    _variant: str | None = PrivateAttr(default=None)
+    _links: dict[tuple[int, int], ResolvedLink] = PrivateAttr(default_factory=dict)
+
+    @field_validator("nodes")
+    @classmethod
+    def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:
+        names = [n.name for n in nodes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
+        return nodes
+
+    def model_post_init(self, context: Any, /) -> None:
+        ranks: list[tuple[int, int]] = []
+        for i, node in enumerate(self.nodes):
+            for j, group in enumerate(node.devices):
+                ranks.extend([(i, j)] * group.count)
+        self._ranks = ranks
+
+    # ------------------------------------------------------------------ identity
+    def __eq__(self, other: object) -> bool:
+        """Equal when the declared hardware is equal; where it was loaded from and the link cache
+        (pydantic would compare private attributes too) do not matter."""
+        if not isinstance(other, HardwareProfile):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # lists inside; use digest() as a key
+
+    @property
+    def source_path(self) -> str | None:
+        """The file this profile was loaded from (``None`` if built in memory)."""
+        return self._source_path
+
+    @property
+    def variant(self) -> str | None:
+        """The network variant selected at load time (``None`` = the default network)."""
+        return self._variant
+
+    @property
+    def origin(self) -> str:
+        """What an error message should name: the file, else the profile name."""
+        return self._source_path or f"<profile {self.name}>"
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of the validated model (MLflow tag: which hardware exactly)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """Plain data that loads back into an equal profile (for run artifacts)."""
+        return self.model_dump(mode="json")
+
+    # ------------------------------------------------------------------ ranks
+    @property
+    def world_size(self) -> int:
+        return len(self._ranks)
+
+    def _locate(self, rank: int) -> tuple[int, int]:
+        if not 0 <= rank < len(self._ranks):
+            raise ConfigError(
+                self.origin,
+                "nodes",
+                f"rank {rank} is out of range: this profile has world_size {self.world_size}",
+            )
+        return self._ranks[rank]
+
+    def device(self, rank: int) -> DeviceGroup:
+        i, j = self._locate(rank)
+        return self.nodes[i].devices[j]
+
+    def device_path(self, rank: int) -> str:
+        """Dotted path of the rank's device group, as error messages name fields."""
+        i, j = self._locate(rank)
+        return f"nodes[{i}].devices[{j}]"
+
+    def node_of(self, rank: int) -> str:
+        return self.nodes[self._locate(rank)[0]].name
+
+    # ------------------------------------------------------------------ links
+    def link(self, a: int, b: int) -> ResolvedLink:
+        """The path between ranks ``a`` and ``b``: intra- or inter-node, capped by either NIC."""
+        if a == b:
+            raise ValueError(f"link({a}, {b}): a rank has no link to itself")
+        key = (a, b) if a < b else (b, a)
+        cached = self._links.get(key)
+        if cached is None:
+            same_node = self._locate(a)[0] == self._locate(b)[0]
+            base = self.network.intra_node if same_node else self.network.inter_node
+            cached = _resolve(base, self.device(a).nic, self.device(b).nic)
+            self._links[key] = cached
+        return cached
+
+    def server_link(self, rank: int) -> ResolvedLink:
+        """The rank's path to the parameter server (network.server or inter_node), capped by its NIC."""
+        return _resolve(self.network.server or self.network.inter_node, self.device(rank).nic)
+
+    def server_uplink(self) -> ResolvedLink:
+        """The server's own link, which serialises all workers' pushes and pulls."""
+        return _resolve(self.network.server or self.network.inter_node)
+
+    def with_variant(self, variant: str) -> HardwareProfile:
+        """A copy whose network is the named variant (the variants table is kept for the record)."""
+        variants = self.network.variants or {}
+        if variant not in variants:
+            known = ", ".join(sorted(variants)) or "none defined"
+            raise ConfigError(
+                self.origin, "network.variants", f"unknown variant '{variant}'; available: {known}"
+            )
+        data = self.model_dump()
+        data["network"] = {**variants[variant].model_dump(), "variants": data["network"]["variants"]}
+        new = HardwareProfile.model_validate(data)
+        new._source_path = self._source_path
+        new._variant = variant
+        return new
+
+
+# ---------------------------------------------------------------------- YAML reading
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys and reads ``1e9`` as a float (YAML 1.2 style).
+
+    PyYAML follows YAML 1.1, where ``10.65e9`` is a *string*; and it silently keeps the last of
+    two equal keys. Both would turn a typo into a wrong number instead of an error.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        if key in seen and key != "<<":
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml_mapping(path: Path, what: str = "file") -> dict[str, Any]:
+    """Read a YAML file whose top level is a mapping; every failure is a ConfigError with the line."""
+    if not path.is_file():
+        raise ConfigError(path, None, f"{what} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read {what}: {exc}") from exc
+    try:
+        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(path, None, f"malformed YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def profiles_dir(search_dir: Path | None = None) -> Path:
+    """``search_dir``, else ``$DISTREPRO_PROFILES_DIR``, else the repo's ``hardware_profiles/``."""
+    if search_dir is not None:
+        return Path(search_dir)
+    env = os.environ.get("DISTREPRO_PROFILES_DIR")
+    if env:
+        return Path(env)
+    return Path(suite.__file__).resolve().parents[1] / "hardware_profiles"
+
+
+def list_profiles(search_dir: Path | None = None) -> list[str]:
+    """Names of the profiles in the search directory (``workloads.yaml`` is not a profile)."""
+    folder = profiles_dir(search_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in RESERVED_NAMES)
+
+
+def _looks_like_path(name_or_path: str | Path) -> bool:
+    text = str(name_or_path)
+    return isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text or os.sep in text
+
+
+def load_profile(
+    name_or_path: str | Path, variant: str | None = None, search_dir: Path | None = None
+) -> HardwareProfile:
+    """Load and validate a profile by name (``<search_dir>/<name>.yaml``) or by path.
+
+    ``variant`` selects one of ``network.variants`` (e.g. ``"geo"``) as the network.
+    """
+    folder = profiles_dir(search_dir)
+    path = Path(name_or_path) if _looks_like_path(name_or_path) else folder / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(list_profiles(folder)) or "none"
+        raise ConfigError(path, None, f"hardware profile not found; available profiles in {folder}: {known}")
+    if path.stem in RESERVED_NAMES:
+        raise ConfigError(path, None, f"'{path.stem}.yaml' is the workload table, not a hardware profile")
+    data = read_yaml_mapping(path, "hardware profile")
+    try:
+        profile = HardwareProfile.model_validate(data)
+    except ValidationError as exc:
+        raise format_pydantic_error(path, exc) from None
+    profile._source_path = str(path)
+    if variant is not None:
+        profile = profile.with_variant(variant)
+    return profile
