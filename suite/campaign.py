@@ -24,7 +24,7 @@ from suite.config import RunConfig
 from suite.engine.results import RunResult
 from suite.errors import ConfigError
 from suite.job import Job, build_job
-from suite.observer import Fanout, MlflowObserver, ProgressObserver, eval_metrics
+from suite.observer import ProgressObserver, eval_metrics
 from suite.runlog import flatten_params
 from suite.tracking import Campaign, experiment_name, resolve_tracking_uri
 
@@ -49,7 +49,11 @@ def get_engine(name: str) -> Any:
         from suite.engine.inprocess import InProcessEngine
 
         return InProcessEngine()
-    raise ConfigError(None, "engine", f"engine '{name}' is not available in this version; use 'inprocess'")
+    if name == "dist":
+        from suite.engine.dist_launch import DistEngine
+
+        return DistEngine()
+    raise ConfigError(None, "engine", f"unknown engine '{name}'; use 'inprocess' or 'dist'")
 
 
 def run_tags(job: Job, engine: str) -> dict[str, str]:
@@ -82,9 +86,7 @@ def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
             "final/samples": float(final.samples),
             "final/epochs": final.epoch,
             "final/steps": float(final.step),
-            "final/useful_flops_per_emulated_s": final.samples
-            * job.compute.flops_per_sample
-            / final.emulated_s
+            "final/useful_flops_per_emulated_s": final.samples * job.compute.flops_per_sample / final.emulated_s
             if final.emulated_s > 0
             else float("nan"),
         }
@@ -103,9 +105,7 @@ def evals_table(result: RunResult) -> pd.DataFrame:
 
 
 def timeline_table(result: RunResult) -> pd.DataFrame:
-    return pd.DataFrame(
-        [vars(s) for s in result.timeline], columns=["rank", "kind", "start_s", "end_s", "step"]
-    )
+    return pd.DataFrame([vars(s) for s in result.timeline], columns=["rank", "kind", "start_s", "end_s", "step"])
 
 
 def _csv(df: pd.DataFrame) -> str:
@@ -168,9 +168,7 @@ def run_campaign(
                     "batch_sizes": list(job.batch_sizes),
                 }
             )
-            logger = campaign.child(
-                f"{cfg.method}-{job.profile.name}-s{job.seed}", params, run_tags(job, engine.name)
-            )
+            logger = campaign.child(f"{cfg.method}-{job.profile.name}-s{job.seed}", params, run_tags(job, engine.name))
             with logger:
                 logger.log_text(
                     yaml.safe_dump({**config_dict, "seed": job.seed}, sort_keys=False), "config.resolved.yaml"
@@ -178,8 +176,7 @@ def run_campaign(
                 logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
                 if job.method.readme is not None:
                     logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
-                observer = Fanout(MlflowObserver(logger), ProgressObserver(label, progress, task))
-                result = engine.run(job, observer)
+                result = engine.run_cell(job, logger, ProgressObserver(label, progress, task))
                 logger.log_summary(summary_metrics(job, result))
                 logger.log_text(_csv(evals_table(result)), "evals.csv")
                 logger.log_text(_csv(timeline_table(result)), "timeline.csv")

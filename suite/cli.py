@@ -28,9 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"engine={args.engine}")
     cfg = load_config(args.config, overrides)
     result = run_campaign(cfg, source=args.config, show_progress=False if args.no_progress else None)
-    print(
-        f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}"
-    )
+    print(f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}")
     for cell in result.cells:
         final = cell.result.final
         ttt = cell.result.time_to_target_s
@@ -96,9 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config field, e.g. --set budget.steps=50 --set method_params.lr=0.1",
     )
     run.add_argument("--seeds", help="comma-separated seed indices, e.g. 0,1,2 (overrides the config)")
-    run.add_argument(
-        "--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)"
-    )
+    run.add_argument("--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
     run.set_defaults(func=_cmd_run)
     lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")

@@ -47,16 +47,12 @@ class Budget(_Strict):
     def _exactly_one(self) -> Budget:
         set_ = [k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None]
         if len(set_) != 1:
-            raise ValueError(
-                f"set exactly one of steps, epochs, samples, emulated_seconds (got {set_ or 'none'})"
-            )
+            raise ValueError(f"set exactly one of steps, epochs, samples, emulated_seconds (got {set_ or 'none'})")
         return self
 
     @property
     def unit(self) -> str:
-        return next(
-            k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None
-        )
+        return next(k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None)
 
     @property
     def amount(self) -> float:
@@ -88,6 +84,25 @@ class Target(_Strict):
     direction: Literal["max", "min"] = "max"
 
 
+class DistConfig(_Strict):
+    """Settings of the torch.distributed engine (ignored by the in-process engine)."""
+
+    launcher: Literal["local", "torchrun"] = "local"  # local: one subprocess per rank, file rendezvous
+    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl when every rank has its own GPU
+    timeout_s: float = Field(default=120.0, gt=0)  # every collective and store wait; a hung rank fails the run
+    pin: bool = True  # pin CPU workers to core sets and GPU workers to GPUs where the host has them
+    threads_per_rank: int | None = Field(default=None, gt=0)  # default: cores / world size (at least 1)
+
+
+class ThrottleConfig(_Strict):
+    """Time dilation: make wall-clock time follow the virtual clock (distributed engine only)."""
+
+    enabled: bool = False
+    dilation: float | None = Field(default=None, gt=0)  # None: calibrate (slowest real/virtual ratio × margin)
+    margin: float = Field(default=1.5, ge=1.0)
+    calibration_steps: int = Field(default=3, ge=1)
+
+
 class RunConfig(_Strict):
     name: str = "run"
     paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
@@ -107,6 +122,8 @@ class RunConfig(_Strict):
     emulated_workload: str | None = None
     seeds: list[int] = Field(default_factory=lambda: [0])
     engine: Literal["inprocess", "dist"] = "inprocess"
+    dist: DistConfig = Field(default_factory=DistConfig)
+    throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     torch_threads: int | None = Field(default=None, gt=0)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
 

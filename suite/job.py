@@ -78,9 +78,7 @@ class Job:
             )
             for r in range(self.world_size)
         )
-        return ClusterView(
-            self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured
-        )
+        return ClusterView(self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured)
 
     @cached_property
     def example_batch(self) -> Batch:
@@ -123,14 +121,10 @@ def _batch_sizes(cfg: RunConfig, profile: HardwareProfile, source: str | Path | 
 
 def _dataset_seed(cfg: RunConfig) -> int:
     """The data is the problem, not a random draw of the run: fixed across seeds and methods."""
-    return derive_seed(
-        "dataset", cfg.dataset.name, json.dumps(cfg.dataset.params, sort_keys=True, default=str)
-    )
+    return derive_seed("dataset", cfg.dataset.name, json.dumps(cfg.dataset.params, sort_keys=True, default=str))
 
 
-def build_job(
-    cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None
-) -> Job:
+def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
     """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
     method = get_method(cfg.method)
     try:

@@ -33,6 +33,8 @@ def eval_metrics(rec: EvalRecord) -> dict[str, float]:
             "comm/bytes_total": sum(w.bytes_sent for w in rec.workers),
         }
     )
+    if rec.throttled_s is not None:
+        out["time/throttled_s"] = rec.throttled_s
     for w in rec.workers:
         for key in ("clock_s", "compute_s", "comm_s", "idle_s", "bytes_sent"):
             out[f"worker/{w.rank}/{key}"] = float(getattr(w, key))

@@ -49,9 +49,7 @@ def _check_source(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty: say where the figures come from")
     if not _TAG.search(value):
-        raise ValueError(
-            "must carry a provenance tag [M], [D], [E], [S] or [L] (see hardware_profiles/README.md)"
-        )
+        raise ValueError("must carry a provenance tag [M], [D], [E], [S] or [L] (see hardware_profiles/README.md)")
     return value
 
 
@@ -291,9 +289,7 @@ class HardwareProfile(_Strict):
         variants = self.network.variants or {}
         if variant not in variants:
             known = ", ".join(sorted(variants)) or "none defined"
-            raise ConfigError(
-                self.origin, "network.variants", f"unknown variant '{variant}'; available: {known}"
-            )
+            raise ConfigError(self.origin, "network.variants", f"unknown variant '{variant}'; available: {known}")
         data = self.model_dump()
         data["network"] = {**variants[variant].model_dump(), "variants": data["network"]["variants"]}
         new = HardwareProfile.model_validate(data)

@@ -213,9 +213,7 @@ class CommCostModel:
         start = group.index(src)
         order = group[start:] + group[:start]
         levels = math.ceil(math.log2(p))
-        edges = [
-            (order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p
-        ]
+        edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
         alpha, bandwidth = self._worst(edges)
         return levels * (alpha + self._size(nbytes) / bandwidth)
 

@@ -6,6 +6,7 @@ The harness owns the loss (cross-entropy) and charges the modelled compute time 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
@@ -53,6 +54,9 @@ class HarnessWorker:
         # per-epoch compute accounting, for measured speeds (waiting excluded)
         self.epoch_samples = 0
         self.epoch_compute_s = 0.0
+        #: set by the distributed engine when throttling: wall time then follows the virtual
+        #: clock, and measured speeds come from wall time (a throttled slow device really is slow)
+        self.pacer: Any | None = None
 
     def forward_backward(self, batch: Batch, zero_grad: bool = True) -> float:
         if zero_grad:
@@ -63,6 +67,7 @@ class HarnessWorker:
                     p.grad = torch.zeros_like(p)
             self.gradients += 1
             return float("nan")
+        wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
         targets = batch.targets.to(self.device, non_blocking=True)
         loss = F.cross_entropy(self.model(inputs), targets)
@@ -70,6 +75,9 @@ class HarnessWorker:
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())
         self.clock.compute(dt)
+        if self.pacer is not None:
+            self.pacer(self.clock.t)
+            dt = (time.perf_counter() - wall0) / self.pacer.dilation
         self.gradients += 1
         self.samples_computed += n
         self.epoch_samples += n

@@ -13,31 +13,21 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from suite.api import Allocation, Batch
+from suite.api import Allocation
 from suite.engine.clock import VirtualClock
+from suite.engine.common import TargetTracker, make_stream
 from suite.engine.inprocess_comm import Fabric
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
 from suite.engine.scheduler import Scheduler
 from suite.evaluation import average_into, evaluate
 from suite.job import Job
-from suite.partition import full_shuffle, iid_shards
 from suite.schedule import TrainingSchedule
-from suite.seeding import generator
-from suite.streams import WorkerStream, iterate_eval
+from suite.streams import iterate_eval
 from suite.worker import HarnessWorker
-
-
-class _EmptyStream:
-    """A worker allocated no data still takes part in every step (lockstep methods)."""
-
-    def __init__(self, like: Batch) -> None:
-        self._batch = Batch(like.inputs[:0], like.targets[:0])
-
-    def next_batch(self) -> Batch:
-        return self._batch
 
 
 class InProcessEngine:
@@ -45,6 +35,12 @@ class InProcessEngine:
 
     def run(self, job: Job, observer: RunObserver | None = None) -> RunResult:
         return _InProcessRun(job, observer).run()
+
+    def run_cell(self, job: Job, logger: Any, progress: RunObserver | None = None) -> RunResult:
+        """Run ``job`` logging to ``logger`` (a :class:`suite.runlog.RunLogger`) as it trains."""
+        from suite.observer import Fanout, MlflowObserver
+
+        return self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
 
 
 class _InProcessRun:
@@ -77,31 +73,13 @@ class _InProcessRun:
         self.epoch = 0
         self.loss_sum = [0.0] * k
         self.loss_count = [0] * k
-        self.time_to_target: float | None = None
-        self.step_to_target: int | None = None
+        self.target = TargetTracker(job.config.target)
         self.wall_start = 0.0
-        self.streams: list[WorkerStream | _EmptyStream] = []
+        self.streams: list = []
 
     # ------------------------------------------------------------------ data allocation
     def _apply_allocation(self, alloc: Allocation) -> None:
-        job, k = self.job, self.job.world_size
-        if len(alloc.shares) != k:
-            raise ValueError(
-                f"{job.method.name}.allocate returned {len(alloc.shares)} shares for {k} workers"
-            )
-        n = len(job.bundle.train)
-        if alloc.partition == "iid_shards":
-            shards = iid_shards(n, alloc.shares, generator(*job.seed_parts, "partition", self.epoch))
-        else:
-            shards = full_shuffle(n, k)
-        streams: list[WorkerStream | _EmptyStream] = []
-        for r in range(k):
-            b = alloc.batch_sizes[r]
-            if b == 0 or len(shards[r]) == 0:
-                streams.append(_EmptyStream(job.example_batch))
-            else:
-                streams.append(WorkerStream(job.bundle, shards[r], b, (*job.seed_parts, "rank", r, "data")))
-        self.streams = streams
+        self.streams = [make_stream(self.job, alloc, self.epoch, r) for r in range(self.job.world_size)]
         self.allocations.append((self.epoch, alloc))
         if self.observer:
             self.observer.on_allocation(self.epoch, alloc)
@@ -140,17 +118,11 @@ class _InProcessRun:
             emulated_s=max(c.t for c in self.clocks) if final else s.emulated_s,
             wall_s=time.perf_counter() - self.wall_start,
             metrics=metrics,
-            workers=[
-                WorkerTotals.of(c, self.fabric.bytes_sent[c.rank], self.workers[c.rank]) for c in self.clocks
-            ],
+            workers=[WorkerTotals.of(c, self.fabric.bytes_sent[c.rank], self.workers[c.rank]) for c in self.clocks],
             method_records={k: sum(v) / len(v) for k, v in records.items()},
             final=final,
         )
-        target = job.config.target
-        if target is not None and self.time_to_target is None:
-            value = metrics[target.metric]
-            if (value >= target.value) if target.direction == "max" else (value <= target.value):
-                self.time_to_target, self.step_to_target = rec.emulated_s, rec.step
+        self.target.update(metrics, rec.emulated_s, rec.step)
         self.evals.append(rec)
         if self.observer:
             self.observer.on_eval(rec)
@@ -229,7 +201,7 @@ class _InProcessRun:
             allocations=self.allocations,
             wall_s=wall,
             emulated_s=final.emulated_s,
-            time_to_target_s=self.time_to_target,
-            step_to_target=self.step_to_target,
+            time_to_target_s=self.target.time_s,
+            step_to_target=self.target.step,
             models=self.models,
         )

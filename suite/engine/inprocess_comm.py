@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from suite.api import Comm, Group, ReduceOp
+from suite.engine import charges
 from suite.engine.scheduler import Request, Scheduler
 from suite.timemodel import CommCostModel
 
@@ -166,9 +167,8 @@ def _all_reduce_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
     total = _reduce(flats, op)
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    size = fab.charged(_nbytes(arr[ranks[0]].tensors))
-    p = len(ranks)
-    return fab.cost.ring_all_reduce(list(ranks), size), {}, 2 * (p - 1) / p * size
+    seconds, sent = charges.all_reduce(fab.cost, ranks, fab.charged(_nbytes(arr[ranks[0]].tensors)))
+    return seconds, {}, sent
 
 
 def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival], pattern: str):
@@ -180,10 +180,11 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
     size = fab.charged(_nbytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
-    p = len(ranks)
     if pattern == "ps":
-        return fab.cost.parameter_server(list(ranks), size), {}, size
-    return fab.cost.ring_all_reduce(list(ranks), size), {}, 2 * (p - 1) / p * size
+        seconds, sent = charges.parameter_server(fab.cost, ranks, size)
+    else:
+        seconds, sent = charges.all_reduce(fab.cost, ranks, size)
+    return seconds, {}, sent
 
 
 def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
@@ -194,18 +195,19 @@ def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Ar
     for r in ranks:
         if r != src:
             _unflat_into(data, arr[r].tensors)
-    size = fab.charged(_nbytes(arr[src].tensors))
-    p = len(ranks)
-    return fab.cost.broadcast(list(ranks), src, size), {}, (p - 1) / p * size
+    seconds, sent = charges.broadcast(fab.cost, ranks, src, fab.charged(_nbytes(arr[src].tensors)))
+    return seconds, {}, sent
 
 
 def _gather_object_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     objs = [arr[r].extra for r in ranks]
-    return fab.cost.control(list(ranks)), {r: list(objs) for r in ranks}, 0.0
+    seconds, sent = charges.control(fab.cost, ranks)
+    return seconds, {r: list(objs) for r in ranks}, sent
 
 
 def _barrier_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
-    return fab.cost.control(list(ranks)), {}, 0.0
+    seconds, sent = charges.control(fab.cost, ranks)
+    return seconds, {}, sent
 
 
 # -------------------------------------------------------------------------- point to point
@@ -233,10 +235,10 @@ class _ExchangeRequest(Request):
             raise RuntimeError(f"exchange mismatch between ranks {pair}")
         start = max(peer_t, sched.clocks[self.rank].t)
         a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
-        size = fab.charged(_nbytes([self.tensor]))
-        end = start + fab.cost.exchange(self.rank, self.peer, size)
+        seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(_nbytes([self.tensor])))
+        end = start + seconds
         for r, got in ((self.rank, b), (self.peer, a)):
-            fab.count_bytes(r, size)
+            fab.count_bytes(r, sent)
             sched.clocks[r].finish_op(start, end)
             sched.resolve(r, got)
 
@@ -359,9 +361,7 @@ class InProcessComm(Comm):
         return ranks
 
     def _collective(self, kind, tensors, group, async_op, extra, behaviour):
-        req = _CollectiveRequest(
-            kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric
-        )
+        req = _CollectiveRequest(kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric)
         return self._call(req)
 
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):

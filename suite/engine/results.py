@@ -53,6 +53,7 @@ class EvalRecord:
     workers: list[WorkerTotals]
     method_records: dict[str, float] = field(default_factory=dict)
     final: bool = False
+    throttled_s: float | None = None  # wall time / dilation, when the run was throttled
 
 
 @dataclass

@@ -1,0 +1,445 @@
+"""The ``paper.yaml`` claims format: what a paper says, as data the verdict engine can check.
+
+A method folder's ``paper.yaml`` already names the paper (``kind``, ``citation``). A reproduction
+adds ``setup:`` (the arms compared and where) and ``claims:``, one entry per quantitative claim.
+Claims are a *closed set of kinds* (MLPerf's checker power without its ``eval``'d YAML strings):
+each kind fixes how a number is computed from the runs, so a claims file can be linted, diffed
+and trusted. Every claim states its metric's ``direction`` (MLPerf #162: direction inferred from
+a metric's name broke a checker), where in the paper it comes from, and how much of it is the
+paper's own words (``evidence``). See ``reports/README.md`` for the field reference and examples.
+
+Errors are :class:`~suite.errors.ConfigError` naming the file and the field, e.g.
+``methods/x/paper.yaml: field 'claims[2].direction': Input should be 'max' or 'min'``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from suite.config import read_yaml
+from suite.errors import ConfigError
+
+Direction = Literal["max", "min"]
+Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
+Scale = Literal["paper", "proxy"]
+Statistic = Literal["median", "mean", "geometric_mean", "olympic_mean"]
+CLAIM_KINDS = ("speedup", "final_metric", "relative_improvement", "convergence", "ordering", "non_inferiority")
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: ``claimd: 0.9`` must not silently leave the claim without a value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Citation(_Strict):
+    id: str = Field(pattern=_ID)
+    title: str
+    authors: str | None = None
+    venue: str | None = None
+    url: str | None = None
+    arxiv: str | None = None
+    doi: str | None = None
+
+
+class Arm(_Strict):
+    """A named arm of a comparison: the runs of ``method`` whose ``method_params`` include ``params``.
+
+    ``params`` tells apart arms of one method (``local_sgd`` with ``period: 8`` vs ``32``);
+    ``campaign`` restricts to runs of one campaign (the run config's ``name``); ``config`` is the
+    run config that produces the arm, for the reproduce command and for readers.
+    """
+
+    method: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    campaign: str | None = None
+    config: str | None = None
+    label: str | None = None
+
+
+class Setup(_Strict):
+    """Defaults for every claim: the profile and scale they are checked at, the baseline, the arms."""
+
+    profile: str | None = None
+    scale: Scale = "proxy"
+    min_seeds: int = Field(default=3, ge=1)
+    baseline: str | None = None
+    arms: dict[str, Arm] = Field(default_factory=dict)
+    notes: str | None = None
+
+
+class Source(_Strict):
+    """Where the claim is in the paper: ``kind`` (table/figure/abstract/text), ``ref`` ("Table 3"), a short quote."""
+
+    kind: Literal["table", "figure", "abstract", "text"]
+    ref: str | None = None
+    quote: str | None = None
+
+
+class Target(_Strict):
+    metric: str = Field(min_length=1)
+    value: Finite
+    direction: Direction
+
+
+class Ideal(_Strict):
+    """A bound no method can beat (e.g. perfect load balance), shown beside the measured value."""
+
+    value: Finite
+    label: str
+
+
+class Accept(_Strict):
+    """How the reproduced statistic is compared with the claimed value.
+
+    The acceptance band is the claimed value (or range) widened by ``max(abs_tolerance,
+    rel_tolerance·|claimed|)`` on each side; ``one_sided`` drops the bound on the "better" side, so
+    a result better than claimed passes. ``rule: point`` judges the statistic itself; ``rule: ci``
+    asks its bootstrap CI to lie inside the band (PASS), outside it (FAIL), or else INCONCLUSIVE.
+    """
+
+    statistic: Statistic | None = None  # default depends on the kind (geometric mean for ratios)
+    paired: bool | None = None  # pair arms by seed; default True where a baseline is compared
+    rel_tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    abs_tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    sided: Literal["two_sided", "one_sided"] = "two_sided"
+    rule: Literal["point", "ci"] = "point"
+    ci: float = Field(default=0.95, gt=0, lt=1)
+    n_boot: int = Field(default=2000, ge=100, le=100_000)
+    min_seeds: int | None = Field(default=None, ge=1)
+
+
+Claimed = Finite | tuple[Finite, Finite]
+
+
+class _ClaimBase(_Strict):
+    id: str = Field(pattern=_ID)
+    statement: str | None = None
+    source: Source
+    evidence: Evidence
+    arm: str | None = None
+    profile: str | None = None
+    scale: Scale | None = None
+    accept: Accept = Field(default_factory=Accept)
+    ideal: Ideal | None = None
+    notes: str | None = None
+    conflicts_with: list[str] = Field(default_factory=list)
+
+    @field_validator("claimed", check_fields=False)
+    @classmethod
+    def _range_ordered(cls, v: Any) -> Any:
+        if isinstance(v, tuple) and v[0] > v[1]:
+            raise ValueError(f"a claimed range must be [low, high], got [{v[0]}, {v[1]}]")
+        return v
+
+
+class SpeedupClaim(_ClaimBase):
+    """``baseline time / arm time``: time to a quality target, or to finish the budget."""
+
+    kind: Literal["speedup"]
+    baseline: str | None = None
+    measure: Literal["budget_time", "time_to_target"] = "budget_time"
+    clock: Literal["emulated", "wall", "steps", "epochs", "samples"] = "emulated"
+    target: Target | None = None  # time_to_target: None uses the runs' own logged time_to_target_s
+    claimed: Claimed
+
+
+class FinalMetricClaim(_ClaimBase):
+    kind: Literal["final_metric"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    claimed: Claimed
+
+
+class RelativeImprovementClaim(_ClaimBase):
+    """``fraction``: (arm−base)/base signed so positive is better ("time reduced by 72%" → 0.72);
+    ``ratio``: arm/base, or base/arm for a ``min`` metric ("21.6 times the FLOPS" → 21.6)."""
+
+    kind: Literal["relative_improvement"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    baseline: str | None = None
+    form: Literal["fraction", "ratio"] = "fraction"
+    claimed: Claimed
+
+
+class ConvergenceClaim(_ClaimBase):
+    """Hardware-free convergence (MLPerf RCP style): epochs/steps/samples until ``target`` is met."""
+
+    kind: Literal["convergence"]
+    target: Target
+    unit: Literal["epochs", "steps", "samples", "emulated_s"] = "epochs"
+    claimed: Claimed
+
+
+class OrderingClaim(_ClaimBase):
+    """``arms`` are claimed best first on ``metric``; each adjacent gap must exceed ``margin``."""
+
+    kind: Literal["ordering"]
+    arms: list[str] = Field(min_length=2)
+    metric: str = Field(min_length=1)
+    direction: Direction
+    margin: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+
+
+class NonInferiorityClaim(_ClaimBase):
+    """The arm is no worse than the baseline by more than ``margin`` (abs, or rel to the baseline)."""
+
+    kind: Literal["non_inferiority"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    baseline: str | None = None
+    margin: float = Field(gt=0, allow_inf_nan=False)
+    margin_kind: Literal["abs", "rel"] = "abs"
+
+
+Claim = (
+    SpeedupClaim | FinalMetricClaim | RelativeImprovementClaim | ConvergenceClaim | OrderingClaim | NonInferiorityClaim
+)
+_BY_KIND: dict[str, type[BaseModel]] = {
+    "speedup": SpeedupClaim,
+    "final_metric": FinalMetricClaim,
+    "relative_improvement": RelativeImprovementClaim,
+    "convergence": ConvergenceClaim,
+    "ordering": OrderingClaim,
+    "non_inferiority": NonInferiorityClaim,
+}
+#: kinds whose statistic may be negative or zero (no geometric mean)
+_SIGNED = {"final_metric", "ordering", "non_inferiority"}
+_DEFAULT_STAT = {"speedup": "geometric_mean", "relative_improvement": "median", "non_inferiority": "mean"}
+
+
+class PaperSpec(_Strict):
+    kind: Literal["baseline", "reproduction"]
+    citation: Citation
+    setup: Setup = Field(default_factory=Setup)
+    claims: list[Claim] = Field(default_factory=list)
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``; a name not in ``setup.arms`` means all runs of that method."""
+        return self.setup.arms.get(name) or Arm(method=name)
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    """``('claims', 2, 'speedup', 'claimed')`` → ``claims[2].claimed`` (drops the union's kind tag)."""
+    out = ""
+    parts = list(loc)
+    for i, part in enumerate(parts):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif i >= 2 and parts[i - 2] == "claims" and isinstance(parts[i - 1], int) and part in _BY_KIND:
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _pydantic_error(source: str | Path | None, data: dict[str, Any], exc: ValidationError) -> ConfigError:
+    items = exc.errors()
+    first = items[0]
+    loc = tuple(first.get("loc", ()))
+    msg = first.get("msg", str(exc))
+    path = _field_path(loc)
+    if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        path += ".kind"
+        got = data["claims"][loc[1]].get("kind") if isinstance(data["claims"][loc[1]], dict) else None
+        msg = f"unknown claim kind {got!r}; expected one of {', '.join(CLAIM_KINDS)}"
+    elif "claimed" in path and first.get("type") in ("float_type", "tuple_type", "float_parsing"):
+        msg = "claimed must be a number or a [low, high] range"
+    extra = f" (and {len(items) - 1} more problem(s))" if len(items) > 1 else ""
+    return ConfigError(source, path or None, f"{msg}{extra}")
+
+
+def _check_references(spec: PaperSpec, source: str | Path | None, known_methods: set[str] | None) -> None:
+    """Cross-field rules pydantic cannot see: unique ids, arms that exist, required baselines."""
+    arms = set(spec.setup.arms)
+
+    def arm_ok(name: str, where: str) -> None:
+        if name in arms or known_methods is None or name in known_methods:
+            return
+        raise ConfigError(source, where, f"unknown arm {name!r}: define it under setup.arms or name a method folder")
+
+    for name, arm in spec.setup.arms.items():
+        if known_methods is not None and arm.method not in known_methods:
+            raise ConfigError(source, f"setup.arms.{name}.method", f"unknown method {arm.method!r}")
+    if spec.setup.baseline is not None:
+        arm_ok(spec.setup.baseline, "setup.baseline")
+    ids = [c.id for c in spec.claims]
+    for i, claim in enumerate(spec.claims):
+        at = f"claims[{i}]"
+        if ids.index(claim.id) != i:
+            raise ConfigError(source, f"{at}.id", f"duplicate claim id {claim.id!r}")
+        for j, other in enumerate(claim.conflicts_with):
+            if other not in ids or other == claim.id:
+                raise ConfigError(source, f"{at}.conflicts_with[{j}]", f"no other claim with id {other!r}")
+        if isinstance(claim, OrderingClaim):
+            if len(set(claim.arms)) != len(claim.arms):
+                raise ConfigError(source, f"{at}.arms", "an arm is listed twice")
+            for j, name in enumerate(claim.arms):
+                arm_ok(name, f"{at}.arms[{j}]")
+        else:
+            if claim.arm is None:
+                raise ConfigError(source, f"{at}.arm", f"a {claim.kind} claim needs the arm it is about")
+            arm_ok(claim.arm, f"{at}.arm")
+        if hasattr(claim, "baseline"):
+            base = claim.baseline or spec.setup.baseline
+            if base is None:
+                raise ConfigError(source, f"{at}.baseline", "needs a baseline arm (here or in setup.baseline)")
+            arm_ok(base, f"{at}.baseline")
+            if base == claim.arm:
+                raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
+        stat = claim.accept.statistic
+        signed = claim.kind in _SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form == "fraction")
+        if stat == "geometric_mean" and signed:
+            raise ConfigError(
+                source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"
+            )
+        if isinstance(claim, SpeedupClaim):
+            if claim.measure == "budget_time" and claim.clock not in ("emulated", "wall"):
+                raise ConfigError(source, f"{at}.clock", "budget_time is measured on the emulated or wall clock only")
+            if claim.measure == "budget_time" and claim.target is not None:
+                raise ConfigError(source, f"{at}.target", "a target needs measure: time_to_target")
+            if claim.measure == "time_to_target" and claim.target is None and claim.clock != "emulated":
+                raise ConfigError(
+                    source, f"{at}.target", f"clock {claim.clock!r} needs an explicit target (curves are read)"
+                )
+        bounds = claimed_bounds(getattr(claim, "claimed", None))
+        positive = claim.kind in ("speedup", "convergence") or (
+            isinstance(claim, RelativeImprovementClaim) and claim.form == "ratio"
+        )
+        if positive and bounds is not None and bounds[0] <= 0:
+            raise ConfigError(source, f"{at}.claimed", "must be positive for this kind")
+
+
+def _resolve(spec: PaperSpec) -> PaperSpec:
+    """Fill every claim's defaults from ``setup`` so the engine never has to look twice."""
+    claims = []
+    for claim in spec.claims:
+        accept = claim.accept.model_copy(
+            update={
+                "statistic": claim.accept.statistic or _DEFAULT_STAT.get(claim.kind, "median"),
+                "paired": claim.accept.paired
+                if claim.accept.paired is not None
+                else claim.kind in ("speedup", "relative_improvement", "non_inferiority"),
+                "min_seeds": claim.accept.min_seeds or spec.setup.min_seeds,
+            }
+        )
+        update: dict[str, Any] = {
+            "accept": accept,
+            "profile": claim.profile or spec.setup.profile,
+            "scale": claim.scale or spec.setup.scale,
+        }
+        if hasattr(claim, "baseline"):
+            update["baseline"] = claim.baseline or spec.setup.baseline
+        claims.append(claim.model_copy(update=update))
+    return spec.model_copy(update={"claims": claims})
+
+
+def validate_paper(
+    data: dict[str, Any], source: str | Path | None = None, known_methods: set[str] | None = None
+) -> PaperSpec:
+    """Validate a parsed ``paper.yaml``; returns the spec with every claim's defaults resolved.
+
+    ``known_methods`` (method folder names) lets arm names be checked; ``None`` skips that check.
+    """
+    try:
+        spec = PaperSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(source, data, exc) from None
+    _check_references(spec, source, known_methods)
+    return _resolve(spec)
+
+
+def load_paper_file(path: str | Path, known_methods: set[str] | None = None) -> PaperSpec:
+    path = Path(path)
+    return validate_paper(read_yaml(path), path, known_methods)
+
+
+@dataclass
+class PaperInfo:
+    """What the repo knows about a paper id: its claims file (if any) and its method folders."""
+
+    id: str
+    spec: PaperSpec | None = None
+    path: Path | None = None
+    method_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return self.spec.citation.title if self.spec else self.id
+
+
+def _method_dirs(root: Path) -> list[Path]:
+    folder = root / "methods"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
+    """Collect ``methods/*/paper.yaml`` whose ``citation.id`` is ``paper`` (read, not imported).
+
+    Method modules are not imported: judging claims must not depend on torch code loading. At
+    most one of those files may carry ``claims``/``setup``; the one with claims (else the first,
+    preferring ``kind: reproduction``) becomes :attr:`PaperInfo.spec`. Every file found is validated.
+    """
+    from suite.registry import repo_root
+
+    root = root or repo_root()
+    dirs = _method_dirs(root)
+    known = {d.name for d in dirs if (d / "method.py").is_file()}
+    info = PaperInfo(paper)
+    candidates: list[tuple[Path, PaperSpec, dict[str, Any]]] = []
+    for folder in dirs:
+        path = folder / "paper.yaml"
+        if not path.is_file():
+            continue
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError:
+            raw = {}  # validated (and reported) below only if it is this paper's file
+        cite = raw.get("citation") if isinstance(raw, dict) else None
+        if not isinstance(cite, dict) or cite.get("id") != paper:
+            continue
+        spec = load_paper_file(path, known)
+        info.method_dirs.append(folder)
+        candidates.append((path, spec, raw))
+    with_claims = [c for c in candidates if "claims" in c[2] or "setup" in c[2]]
+    if len(with_claims) > 1:
+        raise ConfigError(
+            with_claims[1][0], "claims", f"paper {paper!r} already has claims in {with_claims[0][0]}; keep one file"
+        )
+    ordered = with_claims or sorted(candidates, key=lambda c: c[1].kind != "reproduction")
+    if ordered:
+        info.path, info.spec = ordered[0][0], ordered[0][1]
+    return info
+
+
+def claimed_bounds(claimed: float | tuple[float, float] | None) -> tuple[float, float] | None:
+    if claimed is None:
+        return None
+    if isinstance(claimed, tuple):
+        return float(claimed[0]), float(claimed[1])
+    return float(claimed), float(claimed)
+
+
+def acceptance_band(claim: Any, higher_is_better: bool) -> tuple[float, float] | None:
+    """The interval the statistic must fall in (see :class:`Accept`); ``None`` for kinds without one."""
+    bounds = claimed_bounds(getattr(claim, "claimed", None))
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    acc: Accept = claim.accept
+    lo -= max(acc.abs_tolerance, acc.rel_tolerance * abs(lo))
+    hi += max(acc.abs_tolerance, acc.rel_tolerance * abs(hi))
+    if acc.sided == "one_sided":
+        return (lo, math.inf) if higher_is_better else (-math.inf, hi)
+    return lo, hi

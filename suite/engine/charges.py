@@ -1,0 +1,38 @@
+"""Time and bytes charged for each communication pattern: one place, used by every engine.
+
+Both the in-process and the torch.distributed ``Comm`` call these, so the two engines charge
+exactly the same virtual time and count exactly the same bytes for the same call. ``bytes`` is
+the algorithmic volume each member puts on the wire: ring all-reduce 2(p−1)/p·S, ring
+all-gather (p−1)/p·S, (pipelined) broadcast (p−1)/p·S, pairwise exchange S, parameter server S
+pushed per worker (the pull is the server's traffic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from suite.timemodel import CommCostModel
+
+Charge = tuple[float, float]  # (seconds, bytes sent per member)
+
+
+def all_reduce(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
+    p = len(ranks)
+    return cost.ring_all_reduce(list(ranks), nbytes), (2 * (p - 1) / p * nbytes if p > 1 else 0.0)
+
+
+def broadcast(cost: CommCostModel, ranks: Sequence[int], src: int, nbytes: float) -> Charge:
+    p = len(ranks)
+    return cost.broadcast(list(ranks), src, nbytes), ((p - 1) / p * nbytes if p > 1 else 0.0)
+
+
+def parameter_server(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
+    return cost.parameter_server(list(ranks), nbytes), nbytes
+
+
+def exchange(cost: CommCostModel, a: int, b: int, nbytes: float) -> Charge:
+    return cost.exchange(a, b, nbytes), nbytes
+
+
+def control(cost: CommCostModel, ranks: Sequence[int]) -> Charge:
+    return cost.control(list(ranks)), 0.0

@@ -1,0 +1,254 @@
+"""``Comm`` over ``torch.distributed``: the same method code on real processes.
+
+Every call does the real collective (gloo on CPU, NCCL on GPU) *and* advances the rank's
+virtual clock exactly as the in-process engine does (:mod:`suite.engine.charges`). To agree on
+when a collective starts (the last member's arrival) without an extra round trip, each member
+packs its virtual clock into the payload: a one-hot slot per member, split into a float32
+high part and the remainder so the sum reproduces float64 clocks to ~1e-12 s. Summing one-hot
+slots (or taking their max) yields every member's clock, hence ``start = max``.
+
+Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
+coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.pairing`).
+CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
+tensors for send/recv). Every wait has the process group's timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from suite.api import Comm, Group, ReduceOp
+from suite.engine import charges
+from suite.engine.clock import VirtualClock
+from suite.engine.pairing import PairingClient
+from suite.timemodel import CommCostModel
+
+Pace = Callable[[float], None]
+
+
+def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _clock_slots(t: float, index: int, size: int, dtype: torch.dtype) -> torch.Tensor:
+    slots = torch.zeros(2 * size, dtype=dtype)
+    hi = torch.tensor(t, dtype=torch.float32).item()
+    slots[2 * index] = hi
+    slots[2 * index + 1] = t - hi
+    return slots
+
+
+def _clocks_from(slots: torch.Tensor) -> list[float]:
+    s = slots.double().cpu()
+    return [float(s[2 * i] + s[2 * i + 1]) for i in range(s.numel() // 2)]
+
+
+class DistWork:
+    """Handle of a non-blocking distributed collective; ``wait()`` finishes the math and the clock."""
+
+    def __init__(self, finish: Callable[[], None], work: Any) -> None:
+        self._finish, self._work, self._done = finish, work, False
+
+    def is_completed(self) -> bool:
+        return self._done
+
+    def wait(self) -> None:
+        if not self._done:
+            self._work.wait()
+            self._finish()
+            self._done = True
+
+
+class DistComm(Comm):
+    def __init__(
+        self,
+        rank: int,
+        world_size: int,
+        clock: VirtualClock,
+        cost: CommCostModel,
+        bytes_scale: float = 1.0,
+        device: torch.device | None = None,
+        pairing: PairingClient | None = None,
+        pace: Pace | None = None,
+    ) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.clock, self.cost, self.bytes_scale = clock, cost, bytes_scale
+        self.device = device or torch.device("cpu")
+        self.stage_cpu = dist.get_backend() == "gloo"
+        self.pairing = pairing
+        self.pace = pace
+        self._bytes = 0.0
+        self._world = Group(tuple(range(world_size)), None)
+        self.comm_wall_s = 0.0
+
+    # ------------------------------------------------------------------ helpers
+    def _group(self, group: Group | None) -> Group:
+        g = group or self._world
+        if self.rank not in g.ranks:
+            raise RuntimeError(f"rank {self.rank} is not a member of group {list(g.ranks)}")
+        return g
+
+    def _to_wire(self, t: torch.Tensor) -> torch.Tensor:
+        return t.cpu() if self.stage_cpu else t.to(self.device)
+
+    def _finish(self, start: float, seconds: float, sent: float) -> None:
+        self._bytes += sent
+        self.clock.finish_op(start, start + seconds)
+        if self.pace is not None:
+            self.pace(self.clock.t)
+
+    def _packed_collective(
+        self,
+        tensors: Sequence[torch.Tensor],
+        group: Group | None,
+        async_op: bool,
+        prepare: Callable[[torch.Tensor], torch.Tensor],
+        unpack: Callable[[torch.Tensor, int], torch.Tensor],
+        reduce_op: Any,
+        charge: Callable[[tuple[int, ...], float], charges.Charge],
+        extra_bytes: int = 0,
+    ) -> DistWork | None:
+        g = self._group(group)
+        flat = torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
+        dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
+        body = prepare(flat.to(dtype))
+        slots = _clock_slots(self.clock.t, g.ranks.index(self.rank), len(g.ranks), dtype)
+        wire = self._to_wire(torch.cat([body, slots.to(body.device)]))
+        nbody = body.numel()
+        work = dist.all_reduce(wire, op=reduce_op, group=g.handle, async_op=True)
+
+        def finish() -> None:
+            start = max(_clocks_from(wire[nbody:]))
+            result = unpack(wire[:nbody].to(flat.device), len(g.ranks))
+            offset = 0
+            for t in tensors:
+                n = t.numel()
+                t.copy_(result[offset : offset + n].view_as(t))
+                offset += n
+            seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
+            self._finish(start, seconds, sent)
+
+        handle = DistWork(finish, work)
+        if async_op:
+            return handle
+        handle.wait()
+        return None
+
+    # ------------------------------------------------------------------ collectives
+    def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
+        return self.all_reduce_coalesced([tensor], op, group, async_op)
+
+    def all_reduce_coalesced(self, tensors, op: ReduceOp = "sum", group=None, async_op=False):
+        if op == "min":  # one-hot clock slots do not survive MIN: negate, reduce with MAX
+            return self._packed_collective(
+                tensors,
+                group,
+                async_op,
+                lambda x: -x,
+                lambda x, p: -x,
+                dist.ReduceOp.MAX,
+                lambda ranks, n: charges.all_reduce(self.cost, ranks, n),
+            )
+        red = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
+        scale = (lambda x, p: x / p) if op == "mean" else (lambda x, p: x)
+        return self._packed_collective(
+            tensors, group, async_op, lambda x: x, scale, red, lambda ranks, n: charges.all_reduce(self.cost, ranks, n)
+        )
+
+    def _weighted(self, tensors, weight, group, async_op, pattern: str):
+        w = float(weight)
+
+        def prepare(x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x * w, torch.tensor([w], dtype=x.dtype)])
+
+        def unpack(x: torch.Tensor, p: int) -> torch.Tensor:
+            total = float(x[-1])
+            if total <= 0:
+                raise RuntimeError(f"weighted average with total weight {total}")
+            return x[:-1] / total
+
+        def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
+            if pattern == "ps":
+                return charges.parameter_server(self.cost, ranks, n)
+            return charges.all_reduce(self.cost, ranks, n)
+
+        return self._packed_collective(tensors, group, async_op, prepare, unpack, dist.ReduceOp.SUM, charge, 4)
+
+    def weighted_average(self, tensors, weight, group=None, async_op=False):
+        return self._weighted(tensors, weight, group, async_op, "ring")
+
+    def ps_sync(self, tensors, weight, group=None) -> None:
+        self._weighted(tensors, weight, group, False, "ps")
+
+    def broadcast(self, tensor, src, group=None, async_op=False):
+        g = self._group(group)
+        start = self._clock_max(g)
+        wire = self._to_wire(tensor.detach().clone())
+        dist.broadcast(wire, src=src, group=g.handle)
+        tensor.copy_(wire.to(tensor.device))
+        seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
+        self._finish(start, seconds, sent)
+        return DistWork(lambda: None, _Done()) if async_op else None
+
+    def _clock_max(self, g: Group) -> float:
+        t = torch.tensor([self.clock.t], dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g.handle)
+        return float(t)
+
+    def all_gather_object(self, obj, group=None):
+        g = self._group(group)
+        out: list[Any] = [None] * len(g.ranks)
+        dist.all_gather_object(out, (self.clock.t, obj), group=g.handle)
+        start = max(t for t, _ in out)
+        seconds, sent = charges.control(self.cost, g.ranks)
+        self._finish(start, seconds, sent)
+        return [o for _, o in out]
+
+    def barrier(self, group=None) -> None:
+        g = self._group(group)
+        start = self._clock_max(g)
+        seconds, sent = charges.control(self.cost, g.ranks)
+        self._finish(start, seconds, sent)
+
+    def new_group(self, ranks: Sequence[int]) -> Group:
+        ranks_t = tuple(int(r) for r in ranks)
+        if len(set(ranks_t)) != len(ranks_t) or any(not 0 <= r < self.world_size for r in ranks_t):
+            raise ValueError(f"invalid group ranks {list(ranks_t)} for world size {self.world_size}")
+        return Group(ranks_t, dist.new_group(list(ranks_t)))
+
+    # ------------------------------------------------------------------ point to point
+    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+        if peer == self.rank or not 0 <= peer < self.world_size:
+            raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
+        flat = tensor.detach().reshape(-1)
+        dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
+        mine = self._to_wire(torch.cat([flat.to(dtype), _clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
+        theirs = torch.empty_like(mine)
+        ops = [dist.P2POp(dist.isend, mine, peer), dist.P2POp(dist.irecv, theirs, peer)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        start = max(self.clock.t, _clocks_from(theirs[-2:])[0])
+        seconds, sent = charges.exchange(self.cost, self.rank, peer, _nbytes([tensor]) * self.bytes_scale)
+        self._finish(start, seconds, sent)
+        return theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
+
+    def pair(self, neighbors: Sequence[int]) -> int | None:
+        if self.pairing is None:
+            raise RuntimeError("pair() needs the pairing coordinator (asynchronous methods only)")
+        peer, peer_t = self.pairing.request(list(neighbors), self.clock.t)
+        if peer is not None:
+            self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready
+        return peer
+
+    @property
+    def bytes_sent(self) -> int:
+        return int(self._bytes)
+
+
+class _Done:
+    def wait(self) -> None:
+        pass

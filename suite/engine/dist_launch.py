@@ -1,0 +1,165 @@
+"""The distributed engine's launcher: start one process per worker, watch them, collect the result.
+
+``launcher: local`` (default) starts the ranks as subprocesses that rendezvous through a file in
+a fresh temporary folder (no fixed port, so parallel runs and tests never collide);
+``launcher: torchrun`` runs ``torchrun --standalone`` (which picks a free port) on this machine.
+For several machines see ``docs/multinode.md``: every node runs ``torchrun`` (under ``srun``)
+with the same ``python -m suite.engine.dist_worker`` command.
+
+Faults: if a rank exits with an error, or dies, the launcher kills the others at once and raises
+:class:`~suite.errors.WorkerFailure` naming the rank; a rank that hangs makes its peers fail at
+the collective timeout (``dist.timeout_s``), after which the hung rank is named and killed. Every
+rank runs in its own process group and all of them are killed on the way out, so no process is
+left behind. The campaign marks the MLflow run FAILED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from suite.engine.results import RunResult
+from suite.errors import WorkerFailure
+from suite.job import Job
+
+
+def _worker_cmd(job_file: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "suite.engine.dist_worker", "--job", str(job_file), "--out", str(out)]
+
+
+def _read_status(out: Path, rank: int) -> dict[str, Any] | None:
+    path = out / f"rank{rank}.status.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+    for p in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=10)
+
+
+def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, str]:
+    """Name the rank that caused a failure, from exit codes and status files."""
+    statuses = {r: _read_status(out, r) for r in range(world)}
+    died = [r for r, c in codes.items() if c is not None and c != 0 and (statuses[r] or {}).get("status") != "error"]
+    if died:
+        r = died[0]
+        sig = f"signal {-codes[r]}" if (codes[r] or 0) < 0 else f"exit code {codes[r]}"
+        return r, f"rank {r} died ({sig}) without reporting an error"
+    errors = {r: s for r, s in statuses.items() if s and s.get("status") == "error"}
+    timeouts = {r for r, s in errors.items() if "timeout" in s["error"].lower() or "timed out" in s["error"].lower()}
+    if errors and timeouts == set(errors):
+        hung = [r for r in range(world) if r not in errors and statuses[r] is None]
+        if hung:
+            return hung[0], (
+                f"rank {hung[0]} stopped responding (hung); ranks {sorted(errors)} timed out waiting for it"
+            )
+    if errors:
+        r = min(errors)
+        return r, f"rank {r} raised {errors[r]['error']}"
+    r = next((r for r, c in codes.items() if c not in (0, None)), 0)
+    return r, f"rank {r} failed (exit code {codes.get(r)})"
+
+
+class DistEngine:
+    name = "dist"
+
+    def run_cell(self, job: Job, logger: Any, progress: Any = None) -> RunResult:
+        """Launch the ranks for ``job``; rank 0 logs to ``logger``'s run; returns rank 0's result."""
+        cfg = job.config
+        with tempfile.TemporaryDirectory(prefix="distrepro-dist-") as tmp:
+            out = Path(tmp)
+            job_file = out / "job.json"
+            job_file.write_text(
+                json.dumps(
+                    {
+                        "config": cfg.model_dump(mode="json"),
+                        "seed": job.seed,
+                        "source": None,
+                        "run_id": getattr(logger, "run_id", None),
+                        "tracking_uri": _uri_of(logger),
+                    }
+                )
+            )
+            if logger is not None:
+                logger.flush()  # rank 0 writes to this run next; one writer at a time
+            world = job.world_size
+            env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // world))}
+            if cfg.dist.launcher == "torchrun":
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "torch.distributed.run",
+                    "--standalone",
+                    f"--nproc-per-node={world}",
+                    "-m",
+                    "suite.engine.dist_worker",
+                    "--job",
+                    str(job_file),
+                    "--out",
+                    str(out),
+                ]
+                procs = [subprocess.Popen(cmd, env=env, start_new_session=True)]
+            else:
+                init = f"file://{out / 'rendezvous'}"
+                procs = [
+                    subprocess.Popen(
+                        [*_worker_cmd(job_file, out), "--rank", str(r), "--world-size", str(world), "--init", init],
+                        env=env,
+                        start_new_session=True,
+                    )
+                    for r in range(world)
+                ]
+            try:
+                self._watch(procs, out, world, cfg.dist.timeout_s, torchrun=cfg.dist.launcher == "torchrun")
+            finally:
+                _kill(procs)
+            result_file = out / "result.pkl"
+            if not result_file.is_file():
+                raise WorkerFailure(0, "rank 0 finished without writing its result")
+            return pickle.loads(result_file.read_bytes())
+
+    def _watch(self, procs: list[subprocess.Popen], out: Path, world: int, timeout_s: float, torchrun: bool) -> None:
+        first_failure: float | None = None
+        while True:
+            codes = {i: p.poll() for i, p in enumerate(procs)}
+            if all(c == 0 for c in codes.values()):
+                return
+            failed = [i for i, c in codes.items() if c not in (0, None)]
+            if failed and first_failure is None:
+                first_failure = time.monotonic()
+            if failed:
+                # a rank failed: give the others a moment to write their status, then stop all.
+                # Exit codes are read *before* killing: a rank still running then is a suspect (hung).
+                running = [i for i, c in codes.items() if c is None]
+                if not running or time.monotonic() - first_failure > 2.0:
+                    if torchrun:  # one agent process: per-rank outcome only from the status files
+                        codes = {
+                            r: (1 if (_read_status(out, r) or {}).get("status") == "error" else None)
+                            for r in range(world)
+                        }
+                    _kill(procs)
+                    rank, msg = diagnose(out, codes, world)
+                    raise WorkerFailure(rank, msg)
+            time.sleep(0.1)
+
+
+def _uri_of(logger: Any) -> str | None:
+    client = getattr(logger, "_client", None)
+    return getattr(client, "tracking_uri", None)

@@ -1,0 +1,93 @@
+"""Entry point of one rank of the distributed engine: ``python -m suite.engine.dist_worker``.
+
+Started by the launcher (:mod:`suite.engine.dist_launch`), by ``torchrun`` or by ``srun``; reads
+its rank from ``--rank``/``--world-size`` or from the ``RANK``/``WORLD_SIZE`` variables that
+torchrun and the SLURM recipe set. Every rank builds the same job from the same config (data,
+partition and initial model are derived from seeds, so no rank needs to ship them to another),
+pins itself, joins the process group and trains. Rank 0 logs to the MLflow run the launcher
+created and writes the result for the launcher. Each rank writes a status file, so the launcher
+can say which rank failed and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import sys
+import traceback
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def _status(out: Path, rank: int, **fields: object) -> None:
+    (out / f"rank{rank}.status.json").write_text(json.dumps({"rank": rank, **fields}))
+
+
+def choose_backend(requested: str, gpu_ranks_all: bool) -> str:
+    """NCCL only when every rank is a GPU worker with a GPU (NCCL refuses two ranks on one GPU)."""
+    if requested != "auto":
+        return requested
+    if gpu_ranks_all and torch.cuda.is_available():
+        return "nccl"
+    return "gloo"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--job", required=True, help="job JSON written by the launcher")
+    ap.add_argument("--out", required=True, help="folder for status and result files")
+    ap.add_argument("--rank", type=int, default=None)
+    ap.add_argument("--world-size", type=int, default=None)
+    ap.add_argument("--init", default="env://", help="file:///path for file rendezvous, env:// under torchrun")
+    args = ap.parse_args(argv)
+    rank = args.rank if args.rank is not None else int(os.environ["RANK"])
+    world = args.world_size if args.world_size is not None else int(os.environ["WORLD_SIZE"])
+    out = Path(args.out)
+    spec = json.loads(Path(args.job).read_text())
+    try:
+        from suite.config import validate_config
+        from suite.engine.pinning import pin_worker
+        from suite.job import build_job
+
+        cfg = validate_config(spec["config"], spec.get("source"))
+        job = build_job(cfg, int(spec["seed"]), spec.get("source"))
+        if job.world_size != world:
+            raise ValueError(f"profile {job.profile.name} has {job.world_size} workers but {world} ranks started")
+        local_rank = int(os.environ.get("LOCAL_RANK", rank))
+        note = pin_worker(job, rank, local_rank, world)
+        gpu_all = all(job.profile.device(r).kind == "gpu" for r in range(world))
+        backend = choose_backend(cfg.dist.backend, gpu_all)
+        dist.init_process_group(
+            backend, init_method=args.init, rank=rank, world_size=world, timeout=timedelta(seconds=cfg.dist.timeout_s)
+        )
+        from suite.engine.dist_run import DistRun, store_of_default_group
+
+        observer = logger = None
+        if rank == 0 and spec.get("run_id"):
+            from suite.observer import MlflowObserver
+            from suite.tracking import RunLogger, make_client
+
+            logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
+            logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
+            observer = MlflowObserver(logger)
+        result = DistRun(job, rank, store_of_default_group(), observer).run()
+        if logger is not None:
+            logger.flush()
+        if result is not None:
+            (out / "result.pkl").write_bytes(pickle.dumps(result))
+        _status(out, rank, status="ok", pinning=note)
+        dist.destroy_process_group()
+        return 0
+    except BaseException as exc:
+        _status(out, rank, status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        print(f"distrepro rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

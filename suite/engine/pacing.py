@@ -1,0 +1,61 @@
+"""Throttling by time dilation: make wall-clock time follow the virtual clock, slowed down.
+
+To emulate slower devices and links on a faster host for real, every worker paces itself so
+that its wall-clock time stands to the profile's times in one common ratio, the dilation factor
+D: after each compute step or communication the worker sleeps until ``t0 + D · virtual_time``
+(deadline pacing). A plain duty-cycle sleep after each step drifted by 20–40% under contention
+on this machine, while deadline pacing held the intended ratios exactly
+(``shared/research/environment.md`` §3). D is chosen so that no worker must run faster than it
+can: the largest ratio of real to modelled time measured in a short calibration, times a
+margin. Reported ("throttled") times are wall time divided by D.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class Pacer:
+    """Deadline pacing of one worker against its virtual clock."""
+
+    def __init__(self, dilation: float) -> None:
+        if dilation <= 0:
+            raise ValueError(f"dilation must be positive, got {dilation}")
+        self.dilation = dilation
+        self.t0: float | None = None
+        self.late_s = 0.0  # total wall time spent behind schedule (a sign D is too small)
+        self.late_events = 0
+
+    def start(self) -> None:
+        """Start the wall clock (call on every rank right after a barrier)."""
+        self.t0 = time.perf_counter()
+
+    def __call__(self, virtual_t: float) -> None:
+        if self.t0 is None:
+            return
+        target = self.t0 + self.dilation * virtual_t
+        now = time.perf_counter()
+        if target > now:
+            time.sleep(target - now)
+        else:
+            self.late_s += now - target
+            self.late_events += 1
+
+    def wall_s(self) -> float:
+        return 0.0 if self.t0 is None else time.perf_counter() - self.t0
+
+    def throttled_s(self) -> float:
+        """Wall time since start in emulated seconds (wall / D)."""
+        return self.wall_s() / self.dilation
+
+
+def choose_dilation(real_over_virtual: list[float], margin: float) -> float:
+    """The common dilation factor: the slowest worker's real/virtual ratio times ``margin``.
+
+    >>> choose_dilation([2.0, 10.0, 4.0], 1.5)
+    15.0
+    """
+    ratios = [r for r in real_over_virtual if r > 0]
+    if not ratios:
+        raise ValueError("no calibration measurement")
+    return max(ratios) * margin
