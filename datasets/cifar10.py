@@ -1,0 +1,129 @@
+"""CIFAR-10 from a local folder in torchvision's format (``<root>/cifar-10-batches-py/``).
+
+The suite never downloads on its own (runs must work offline and be reproducible from a known
+copy); ``download: true`` lets torchvision fetch the archive for users who have internet.
+
+Without augmentation, both splits are decoded once into normalised float32 tensors (600 MB for
+the training set) and served through the tensor fast path: gathering a batch is one indexing
+operation instead of 32 PIL round trips. With ``augment: true`` the training split goes through
+torchvision's ``transforms.v2`` per item (random crop with 4 px padding + horizontal flip, the
+standard CIFAR recipe); those transforms draw from torch's global RNG, which the harness seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch.utils.data import TensorDataset
+
+from suite import _torchvision
+from suite.data import DatasetBundle
+from suite.errors import ConfigError
+
+NAME: str = "cifar10"
+DESCRIPTION: str = "CIFAR-10 (Krizhevsky 2009): 50,000 train / 10,000 test 32×32 colour images, 10 classes."
+
+BASE_FOLDER = "cifar-10-batches-py"
+#: per-channel statistics of the CIFAR-10 training set (the values used by kuangliu/pytorch-cifar)
+MEAN: tuple[float, float, float] = (0.4914, 0.4822, 0.4465)
+STD: tuple[float, float, float] = (0.2470, 0.2435, 0.2616)
+
+
+class Params(BaseModel):
+    """Options of the CIFAR-10 loader."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: let torchvision download the archive into ``root`` if it is not there (needs internet)
+    download: bool = False
+    #: random crop (4 px zero padding) + horizontal flip on the training split
+    augment: bool = False
+    #: check the files' MD5 sums against torchvision's list (turn off for re-packed or test copies)
+    verify_checksums: bool = True
+
+
+def _dataset_class(verify_checksums: bool) -> type[Any]:
+    """torchvision's ``CIFAR10``, or a subclass that only checks that the files exist."""
+    cifar10: type[Any] = _torchvision.load().datasets.CIFAR10
+    if verify_checksums:
+        return cifar10
+
+    class _UncheckedCIFAR10(cifar10):  # type: ignore[misc,valid-type]
+        train_list: ClassVar[list[list[str | None]]] = [[name, None] for name, _ in cifar10.train_list]
+        test_list: ClassVar[list[list[str | None]]] = [[name, None] for name, _ in cifar10.test_list]
+        meta: ClassVar[dict[str, str | None]] = {**cifar10.meta, "md5": None}
+
+    return _UncheckedCIFAR10
+
+
+def _to_tensors(data: Any, targets: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, 32, 32, 3) uint8 → normalised (N, 3, 32, 32) float32; exactly what ToTensor+Normalize give."""
+    # in place after one uint8 copy: peak memory ~1× the float tensor (600 MB for the train split)
+    x = torch.from_numpy(data).permute(0, 3, 1, 2).contiguous().float().div_(255.0)
+    x.sub_(torch.tensor(MEAN).view(1, 3, 1, 1)).div_(torch.tensor(STD).view(1, 3, 1, 1))
+    return x, torch.as_tensor(targets, dtype=torch.int64)
+
+
+def _augment_transform() -> Any:
+    _torchvision.load()
+    from torchvision.transforms import v2
+
+    return v2.Compose(
+        [
+            v2.ToImage(),
+            v2.RandomCrop(32, padding=4),
+            v2.RandomHorizontalFlip(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize(list(MEAN), list(STD)),
+        ]
+    )
+
+
+def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+    """Load both splits from ``root``; ``seed`` is unused (the data is fixed)."""
+    del seed
+    if root is None:
+        raise ConfigError(
+            None,
+            "dataset.root",
+            f"cifar10 needs dataset.root: a folder containing '{BASE_FOLDER}/' (torchvision's format); "
+            "set download: true in dataset.params to fetch it there",
+        )
+    folder = root / BASE_FOLDER
+    if not params.download and not folder.is_dir():
+        raise ConfigError(
+            root,
+            "dataset.root",
+            f"no CIFAR-10 found: expected the folder '{folder}' (torchvision's 'cifar-10-batches-py' with "
+            "data_batch_1..5, test_batch, batches.meta); set download: true in dataset.params to fetch it",
+        )
+    cls = _dataset_class(params.verify_checksums)
+    try:
+        raw_train = cls(str(root), train=True, download=params.download)
+        raw_test = cls(str(root), train=False, download=False)
+    except (RuntimeError, OSError) as exc:
+        hint = " (copies not from the official archive: set verify_checksums: false)" if params.verify_checksums else ""
+        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10 from '{folder}': {exc}{hint}") from exc
+
+    x_test, y_test = _to_tensors(raw_test.data, raw_test.targets)
+    test_tensors = (x_test, y_test)
+    if params.augment:
+        raw_train.transform = _augment_transform()
+        train: Any = raw_train
+        train_tensors = None
+    else:
+        train_tensors = _to_tensors(raw_train.data, raw_train.targets)
+        train = TensorDataset(*train_tensors)
+    return DatasetBundle(
+        name=NAME,
+        train=train,
+        test=TensorDataset(*test_tensors),
+        num_classes=10,
+        input_shape=(3, 32, 32),
+        train_tensors=train_tensors,
+        test_tensors=test_tensors,
+        description=f"{DESCRIPTION} [{len(raw_train)}/{len(raw_test)} loaded, augment={params.augment}]",
+    )
