@@ -154,7 +154,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
-        raise ConfigError("--set", key, f"cannot parse value {raw!r}: {exc}") from exc
+        problem = getattr(exc, "problem", None) or str(exc)  # one line, as read_yaml reports it
+        raise ConfigError("--set", key, f"cannot parse value {raw!r}: {problem}") from exc
     return parts, value
 
 

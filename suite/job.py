@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from suite.api import Batch, ClusterView, DeviceView, MethodParams
 from suite.config import RunConfig
 from suite.data import DatasetBundle, build_dataset
-from suite.errors import ConfigError, format_pydantic_error
+from suite.errors import ConfigError, PluginError, format_pydantic_error
 from suite.flops import param_bytes, train_flops_per_sample
 from suite.models import build_model
 from suite.profiles import HardwareProfile, load_profile
@@ -126,7 +126,10 @@ def _dataset_seed(cfg: RunConfig) -> int:
 
 def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
     """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
-    method = get_method(cfg.method)
+    try:
+        method = get_method(cfg.method)
+    except PluginError as exc:  # name the config file and field, as every other input error does
+        raise ConfigError(source, "method", str(exc)) from None
     try:
         params = method.cls.Params.model_validate(cfg.method_params)
     except ValidationError as exc:
@@ -136,9 +139,11 @@ def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundl
         ) from None
     profile = load_profile(cfg.profile, cfg.profile_variant)
     if bundle is None:
-        bundle = build_dataset(
-            get_dataset(cfg.dataset.name), cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source
-        )
+        try:
+            dataset_plugin = get_dataset(cfg.dataset.name)
+        except PluginError as exc:
+            raise ConfigError(source, "dataset.name", str(exc)) from None
+        bundle = build_dataset(dataset_plugin, cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source)
     batch_sizes = _batch_sizes(cfg, profile, source)
     seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
     with torch.random.fork_rng(devices=[]):

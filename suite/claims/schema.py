@@ -221,7 +221,7 @@ class PaperSpec(_Strict):
     kind: Literal["baseline", "reproduction"]
     citation: Citation
     setup: Setup = Field(default_factory=Setup)
-    claims: list[Claim] = Field(default_factory=list)
+    claims: list[Annotated[Claim, Field(discriminator="kind")]] = Field(default_factory=list)
 
     def arm(self, name: str) -> Arm:
         """The arm called ``name``; a name not in ``setup.arms`` means all runs of that method."""
@@ -229,7 +229,11 @@ class PaperSpec(_Strict):
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
-    """``('claims', 2, 'speedup', 'claimed')`` → ``claims[2].claimed`` (drops the union's kind tag)."""
+    """``('claims', 2, 'speedup', 'claimed', 'float')`` → ``claims[2].claimed``.
+
+    Drops the discriminated union's kind tag and the member names pydantic appends inside a
+    ``number | [low, high]`` union, which mean nothing to someone editing YAML.
+    """
     out = ""
     parts = list(loc)
     for i, part in enumerate(parts):
@@ -239,22 +243,36 @@ def _field_path(loc: tuple[Any, ...]) -> str:
             continue
         else:
             out += ("." if out else "") + str(part)
+            if part == "claimed":
+                break
     return out
 
 
-def _pydantic_error(source: str | Path | None, data: dict[str, Any], exc: ValidationError) -> ConfigError:
-    items = exc.errors()
+def _precheck_kinds(source: str | Path | None, data: dict[str, Any]) -> None:
+    """Report a missing or unknown ``kind`` as such, not as a failure against every kind."""
+    claims = data.get("claims")
+    if not isinstance(claims, list):
+        return
+    for i, raw in enumerate(claims):
+        if not isinstance(raw, dict):
+            raise ConfigError(source, f"claims[{i}]", "each claim must be a mapping")
+        kind = raw.get("kind")
+        if kind not in _BY_KIND:
+            what = "missing" if kind is None else f"unknown claim kind {kind!r}"
+            raise ConfigError(source, f"claims[{i}].kind", f"{what}; expected one of {', '.join(CLAIM_KINDS)}")
+
+
+def _pydantic_error(source: str | Path | None, exc: ValidationError) -> ConfigError:
+    # A misspelt key (extra_forbidden) usually explains the "Field required" next to it: report it first.
+    items = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
     first = items[0]
-    loc = tuple(first.get("loc", ()))
+    path = _field_path(tuple(first.get("loc", ())))
     msg = first.get("msg", str(exc))
-    path = _field_path(loc)
-    if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):
-        path += ".kind"
-        got = data["claims"][loc[1]].get("kind") if isinstance(data["claims"][loc[1]], dict) else None
-        msg = f"unknown claim kind {got!r}; expected one of {', '.join(CLAIM_KINDS)}"
-    elif "claimed" in path and first.get("type") in ("float_type", "tuple_type", "float_parsing"):
+    if path.endswith("claimed") and first.get("type") not in ("value_error", "missing"):
         msg = "claimed must be a number or a [low, high] range"
-    extra = f" (and {len(items) - 1} more problem(s))" if len(items) > 1 else ""
+    msg = msg.removeprefix("Value error, ")
+    others = {_field_path(tuple(e.get("loc", ()))) for e in items} - {path}
+    extra = f" (and {len(others)} more problem(s))" if others else ""
     return ConfigError(source, path or None, f"{msg}{extra}")
 
 
@@ -350,10 +368,11 @@ def validate_paper(
 
     ``known_methods`` (method folder names) lets arm names be checked; ``None`` skips that check.
     """
+    _precheck_kinds(source, data)
     try:
         spec = PaperSpec.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(source, data, exc) from None
+        raise _pydantic_error(source, exc) from None
     _check_references(spec, source, known_methods)
     return _resolve(spec)
 

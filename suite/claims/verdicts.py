@@ -62,13 +62,15 @@ class Verdict:
     n_seeds: int = 0
     points: dict[int, float] = field(default_factory=dict)  # per seed, in the statistic's units
     per_seed: dict[str, dict[int, float]] = field(default_factory=dict)  # arm → seed → raw value
+    censored: dict[str, dict[int, float]] = field(default_factory=dict)  # arm → seed → value at budget end
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("statistic", "ci", "band"):
             out[key] = _json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}
-        out["per_seed"] = {a: {str(k): v for k, v in d.items()} for a, d in self.per_seed.items()}
+        for key in ("per_seed", "censored"):
+            out[key] = {a: {str(k): _json_safe(v) for k, v in d.items()} for a, d in getattr(self, key).items()}
         return out
 
 
@@ -126,7 +128,7 @@ def select_arm(runs: pd.DataFrame, spec: PaperSpec, name: str, profile: str | No
         mask &= runs["scale"].fillna(scale).replace("", scale) == scale
     if arm.campaign is not None:
         mask &= runs.get("campaign", pd.Series(None, index=runs.index)) == arm.campaign
-    for key, wanted in flatten_params({"method_params": arm.params}).items():
+    for key, wanted in (flatten_params({"method_params": arm.params}) if arm.params else {}).items():
         col = f"params.{key}"
         mask &= runs[col].map(lambda x, w=wanted: _same(x, w)) if col in runs else False
     return runs[mask]
@@ -265,10 +267,12 @@ def evaluate_claim(
     claim: Claim, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None = None, paper_id: str = ""
 ) -> Verdict:
     """Judge one claim (already resolved by :func:`suite.claims.schema.validate_paper`)."""
+    verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "")
     try:
-        return _evaluate(claim, spec, runs, curves, paper_id or spec.citation.id)
-    except _Inconclusive as exc:
-        return Verdict(claim.id, claim.kind, exc.verdict, exc.reason)
+        return _evaluate(claim, spec, runs, curves, paper_id or spec.citation.id, verdict)
+    except _Inconclusive as exc:  # keep whatever per-seed values were gathered: they explain the reason
+        verdict.verdict, verdict.reason = exc.verdict, exc.reason
+        return verdict
 
 
 def evaluate_claims(
@@ -292,7 +296,9 @@ def _gather(claim: Any, spec: PaperSpec, runs: pd.DataFrame, name: str) -> pd.Da
     return done
 
 
-def _evaluate(claim: Any, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None, paper: str) -> Verdict:
+def _evaluate(
+    claim: Any, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None, paper: str, verdict: Verdict
+) -> Verdict:
     acc = claim.accept
     names = list(claim.arms) if claim.kind == "ordering" else [claim.arm]
     if hasattr(claim, "baseline"):
@@ -309,9 +315,11 @@ def _evaluate(claim: Any, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFr
         if not values and not censored:
             raise _Inconclusive(f"no usable value of '{metric or 'target'}' in arm '{name}' (seeds {missing})")
         arms[name], censored_all[name] = values, censored
+        verdict.per_seed[name] = dict(values)
+        if censored:
+            verdict.censored[name] = dict(censored)
     need = acc.min_seeds if acc.statistic != "olympic_mean" else max(acc.min_seeds, 3)
     seed_key = derive_seed("claims", paper, claim.id)
-    verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "", per_seed={k: dict(v) for k, v in arms.items()})
 
     unreached = {n: sorted(c) for n, c in censored_all.items() if c}
     if unreached:
@@ -408,7 +416,8 @@ def _decide(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdic
     if claim.kind == "ordering":
         v.band = (claim.margin, math.inf)
         medians = {n: float(np.median(list(d.values()))) for n, d in arms.items()}
-        observed = " > ".join(sorted(medians, key=medians.get, reverse=claim.direction == "max"))
+        ranked = sorted(medians, key=medians.__getitem__, reverse=claim.direction == "max")
+        observed = (" > " if claim.direction == "max" else " < ").join(f"{n} ({fmt(medians[n])})" for n in ranked)
         lower, upper = (lo, hi) if claim.accept.rule == "ci" else (s, s)
         if lower > claim.margin:
             v.verdict, v.reason = "PASS", f"smallest adjacent gap {ci_text} > {fmt(claim.margin)}; observed {observed}"

@@ -93,16 +93,21 @@ class DistRun:
             virtual = len(batch) / self.job.compute.samples_per_s(self.rank, 0.0)
             ratios.append(sorted(real[1:])[len(real[1:]) // 2] / virtual)
         grads = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
-        t = time.perf_counter()
-        dist.all_reduce(grads)
-        real_comm = time.perf_counter() - t
+        dist.barrier()  # time the collective itself, not the wait for ranks still starting up
+        real_comm = []
+        for _ in range(cfg.calibration_steps + 1):
+            t = time.perf_counter()
+            dist.all_reduce(grads)
+            real_comm.append(time.perf_counter() - t)
+        real_comm_s = sorted(real_comm[1:])[len(real_comm[1:]) // 2]
         virtual_comm = self.job.cost.ring_all_reduce(
             list(range(self.job.world_size)), grads.numel() * 4 * self.job.bytes_scale
         )
         if virtual_comm > 0:
-            ratios.append(real_comm / virtual_comm)
+            ratios.append(real_comm_s / virtual_comm)
         mine = torch.tensor([choose_dilation(ratios, cfg.margin) if max(ratios) > 0 else 0.0], dtype=torch.float64)
         dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        self.calibration = {"compute_ratio": ratios[1] if len(ratios) > 2 else 0.0, "comm_ratio": ratios[-1]}
         return float(mine)
 
     # ------------------------------------------------------------------ data

@@ -75,8 +75,15 @@ def main(argv: list[str] | None = None) -> int:
             logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
             logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
             observer = MlflowObserver(logger)
-        result = DistRun(job, rank, store_of_default_group(), observer).run()
+        run = DistRun(job, rank, store_of_default_group(), observer)
+        result = run.run()
         if logger is not None:
+            if run.pacer is not None:
+                logger.set_tags({
+                    "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
+                    "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
+                    "distrepro.throttle.rank0_late_s": f"{run.pacer.late_s:.4g}",
+                })
             logger.flush()
         if result is not None:
             (out / "result.pkl").write_bytes(pickle.dumps(result))

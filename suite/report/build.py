@@ -1,0 +1,242 @@
+"""``distrepro report <paper>``: verdicts, figures, Markdown and HTML, rebuilt from MLflow alone.
+
+The report is regenerated from the tracked runs without re-running anything (as benchopt's
+``--collect``): :func:`build_report` reads the runs (:func:`suite.claims.runs.load_runs`), judges
+the paper's claims (:mod:`suite.claims.verdicts`), writes ``report.md``, a self-contained
+``report.html``, ``figures/*.png``, ``claims_verdict.json`` and ``runs.csv`` under
+``reports/<paper>/``, and logs the same files under ``report/`` on every campaign (parent) run the
+runs came from, so the MLflow UI shows each campaign's report next to its runs.
+
+A paper without claims (a baseline, or the ad-hoc experiment ``distrepro/adhoc``) still gets the
+runs table, curves, timelines and environment.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import suite
+from suite.claims.runs import RunSet, load_runs
+from suite.claims.schema import PaperInfo, PaperSpec, find_paper
+from suite.claims.verdicts import Verdict, evaluate_claims, select_arm
+from suite.registry import repo_root
+from suite.report import figures as figs
+from suite.report import sections as sec
+from suite.report.html import render_html
+from suite.runlog import flatten_params
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class Report:
+    paper: str
+    out_dir: Path
+    markdown: Path
+    html: Path
+    figures: dict[str, Path]
+    verdicts: list[Verdict]
+    logged_to: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}
+        for v in self.verdicts:
+            out[v.verdict] += 1
+        return out
+
+    def summary(self) -> str:
+        c = self.counts()
+        return f"{c['PASS']} PASS · {c['FAIL']} FAIL · {c['INCONCLUSIVE']} INCONCLUSIVE"
+
+
+def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
+    """Run id → arm name for figures: the most specific ``setup.arms`` entry a run matches, else its
+    method; `` @ <profile>`` is appended when the runs span several profiles."""
+    labels = dict(zip(runs["run_id"], runs["method"], strict=True))
+    best: dict[str, int] = {}
+    for name, arm in (spec.setup.arms if spec else {}).items():
+        specificity = len(flatten_params({"p": arm.params})) + (arm.campaign is not None)
+        for run_id in select_arm(runs, spec, name, None, None)["run_id"]:  # type: ignore[arg-type]
+            if specificity >= best.get(run_id, -1):
+                labels[run_id], best[run_id] = name, specificity
+    if runs["profile"].nunique() > 1:
+        profiles = dict(zip(runs["run_id"], runs["profile"], strict=True))
+        labels = {r: f"{lab} @ {profiles[r]}" for r, lab in labels.items()}
+    return labels
+
+
+def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, str]:
+    """One finished run per arm (lowest seed) for the timeline and README."""
+    done = runs[runs["status"] == "FINISHED"].sort_values(["seed", "start_time"])
+    out: dict[str, str] = {}
+    for run_id in done["run_id"]:
+        out.setdefault(labels[run_id], run_id)
+    return out
+
+
+def _speedup_marks(spec: PaperSpec | None) -> dict[str, list[tuple[str, float]]]:
+    marks: dict[str, list[tuple[str, float]]] = {}
+    for c in spec.claims if spec else []:
+        if c.kind == "speedup":
+            values = c.claimed if isinstance(c.claimed, tuple) else (c.claimed,)
+            marks.setdefault(c.arm or "", []).extend((c.id, float(v)) for v in values)
+    return marks
+
+
+def _draw(
+    info: PaperInfo, rs: RunSet, labels: dict[str, str], verdicts: list[Verdict], fig_dir: Path, baseline: str | None
+) -> dict[str, Path]:
+    spec = info.spec
+    reps = _representatives(rs.runs, labels)
+    drawn = {
+        "curves_emulated_time": figs.curves_figure(rs.curves, labels, "time/emulated_s", fig_dir / "curves_emulated_time.png"),
+        "curves_epochs": figs.curves_figure(rs.curves, labels, "epoch", fig_dir / "curves_epochs.png"),
+        "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}, fig_dir / "claims.png"),
+        "speedup": figs.speedup_figure(rs.runs, labels, baseline, _speedup_marks(spec), fig_dir / "speedup.png")
+        if baseline in set(labels.values())
+        else None,
+        "time": figs.time_figure(rs.runs, labels, fig_dir / "time_per_arm.png"),
+        "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, fig_dir / "timeline.png"),
+        "breakdown": figs.breakdown_figure(rs.runs, labels, fig_dir / "breakdown.png"),
+        "allocation": figs.allocation_figure(rs.runs, rs.alloc, labels, fig_dir / "allocation.png"),
+        "comm": figs.comm_figure(rs.runs, labels, fig_dir / "comm_volume.png"),
+    }
+    return {k: v for k, v in drawn.items() if v is not None}
+
+
+_FIGURE_TEXT = {
+    "curves_emulated_time": ("Quality vs emulated time", "Median over seeds, band = min–max over seeds."),
+    "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves."),
+    "claims": ("Claims: reproduced vs claimed", "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound."),
+    "speedup": ("Speedup vs the baseline", "Per seed (paired by seed); bar = geometric mean; black lines = claimed values."),
+    "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
+    "timeline": ("Per-worker timeline (first steps)", "Compute, communication and idle spans of one run per arm (lowest seed)."),
+    "breakdown": ("Compute / communication / idle per worker", "Emulated seconds over the whole run, mean over seeds."),
+    "allocation": ("Data allocation per worker", "`alloc/<r>/share` at the last epoch (and over epochs if it changed)."),
+    "comm": ("Communication volume", "`comm/bytes_total` per arm and `worker/<r>/bytes_sent` per worker."),
+}
+
+
+def _markdown(
+    info: PaperInfo, rs: RunSet, labels: dict[str, str], verdicts: list[Verdict], drawn: dict[str, Path], out: Path,
+    root: Path,
+) -> str:
+    spec = info.spec
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    n_done = int((rs.runs["status"] == "FINISHED").sum())
+    parts = [f"# {info.title} — reproduction report", ""]
+    parts.append(
+        f"Paper `{info.id}` · experiment `{rs.experiment}` · campaign run(s) "
+        f"{', '.join(f'`{c}`' for c in rs.campaigns) or '–'} · tracking `{rs.tracking_uri}` · "
+        f"{len(rs.runs)} runs ({n_done} finished) · generated {now} by distrepro {suite.__version__} from MLflow alone."
+    )
+    if spec is not None:
+        c = spec.citation
+        cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
+        parts += ["", f"> {cite}" + (f". <{c.url}>" if c.url else "")]
+    parts += ["", "## Claims", ""]
+    if spec is None or not spec.claims:
+        parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
+    else:
+        counts = {k: sum(v.verdict == k for v in verdicts) for k in ("PASS", "FAIL", "INCONCLUSIVE")}
+        parts += [
+            f"**{counts['PASS']} PASS · {counts['FAIL']} FAIL · {counts['INCONCLUSIVE']} INCONCLUSIVE** "
+            f"of {len(verdicts)} claims (profile `{spec.setup.profile or 'any'}`, scale `{spec.setup.scale}`).",
+            "",
+            sec.claims_table(spec, verdicts),
+        ]
+        conflicts = sec.conflicts_section(spec)
+        if conflicts:
+            parts += ["### Claims that cannot all hold", "", conflicts]
+        parts += ["### Claim details", "", sec.claim_details(spec, verdicts)]
+    parts += ["## Runs", "", sec.runs_table(rs.runs, labels)]
+    bad = rs.runs[rs.runs["status"] != "FINISHED"]
+    if len(bad):
+        parts.append(
+            "Not finished (ignored by every verdict): "
+            + ", ".join(f"{labels[r]} seed {s} `{st}` ({r})" for r, s, st in zip(bad.run_id, bad.seed, bad.status, strict=True))
+            + "\n"
+        )
+    parts += ["## Figures", ""]
+    for key, path in drawn.items():
+        title, caption = _FIGURE_TEXT[key]
+        parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
+    parts += ["## Environment", "", sec.environment(rs.runs, labels)]
+    parts += ["## Known deviations", ""]
+    reps = _representatives(rs.runs, labels)
+    for method in sorted(rs.runs["method"].unique()):
+        run_id = next((r for r in reps.values() if rs.runs.set_index("run_id").at[r, "method"] == method), None)
+        text, origin = sec.readme_for(method, rs.artifact_text(run_id, "method_README.md") if run_id else None, info.method_dirs, root)
+        parts += [f"### {method}", ""]
+        parts += [f"_README {origin}._", "", sec.deviations(text)] if text else ["_No README found._", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def write_report(
+    info: PaperInfo, rs: RunSet, out_dir: Path, baseline: str | None = None, root: Path | None = None
+) -> Report:
+    """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = out_dir / "figures"
+    for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
+        stale.unlink()
+    spec = info.spec
+    verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
+    labels = arm_labels(rs.runs, spec)
+    baseline = baseline or (spec.setup.baseline if spec else None)
+    drawn = _draw(info, rs, labels, verdicts, fig_dir, baseline)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root())
+    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path.write_text(text, encoding="utf-8")
+    html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
+    payload: dict[str, Any] = {
+        "paper": info.id,
+        "experiment": rs.experiment,
+        "campaigns": rs.campaigns,
+        "claims_file": str(info.path) if info.path else None,
+        "verdicts": [v.to_dict() for v in verdicts],
+        "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
+    }
+    (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    rs.runs.to_csv(out_dir / "runs.csv", index=False)
+    return Report(info.id, out_dir, md_path, html_path, drawn, verdicts)
+
+
+def log_report(rs: RunSet, report: Report) -> list[str]:
+    """Log the report files under ``report/`` on every campaign run; returns the run ids logged to."""
+    logged = []
+    for parent in rs.campaigns:
+        try:
+            rs.client.log_artifacts(parent, str(report.out_dir), artifact_path="report")
+            rs.client.set_tag(parent, "distrepro.report.verdicts", report.summary())
+            logged.append(parent)
+        except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
+            _log.warning("could not log the report to campaign run %s: %s", parent, exc)
+    return logged
+
+
+def build_report(
+    paper: str,
+    out_dir: str | Path | None = None,
+    campaigns: list[str] | None = None,
+    tracking_uri: str | None = None,
+    root: Path | None = None,
+    baseline: str | None = None,
+    log_to_mlflow: bool = True,
+) -> Report:
+    """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
+    ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs."""
+    info = find_paper(paper, root)
+    targets = [c.target.metric for c in (info.spec.claims if info.spec else []) if getattr(c, "target", None)]
+    rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
+    report = write_report(info, rs, Path(out_dir) if out_dir else Path("reports") / paper, baseline, root)
+    if log_to_mlflow:
+        report.logged_to = log_report(rs, report)
+    return report

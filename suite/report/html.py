@@ -1,0 +1,63 @@
+"""Markdown → one self-contained HTML file (figures inlined as base64 PNG, CSS inline, no scripts).
+
+The Markdown report is the source of truth; the HTML is rendered from it with markdown-it (a
+dependency of rich, already installed) so the two can never disagree. Raw HTML in the Markdown is
+escaped (``html: False``): claim statements and README text come from YAML and Markdown files and
+must not be able to inject markup. The file loads nothing from the network, so it can be mailed,
+attached to an MLflow run, or opened offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 2rem auto;
+       max-width: 1200px; padding: 0 1rem; color: #1d1d1f; line-height: 1.45; }
+h1 { border-bottom: 2px solid #ddd; padding-bottom: .3rem; }
+h2 { border-bottom: 1px solid #eee; padding-bottom: .2rem; margin-top: 2.2rem; }
+table { border-collapse: collapse; margin: .8rem 0; font-size: .86rem; display: block; overflow-x: auto; }
+th, td { border: 1px solid #d0d7de; padding: .3rem .55rem; vertical-align: top; text-align: left; }
+th { background: #f6f8fa; }
+tr:nth-child(even) td { background: #fbfbfc; }
+td.verdict { font-weight: 700; white-space: nowrap; }
+td.pass { color: #1b5e20; background: #e8f5e9 !important; }
+td.fail { color: #b71c1c; background: #ffebee !important; }
+td.inconclusive { color: #7a5900; background: #fff8e1 !important; }
+img { max-width: 100%; border: 1px solid #eee; margin: .4rem 0; }
+code { background: #f6f8fa; padding: 0 .2rem; border-radius: 3px; font-size: .9em; }
+blockquote { border-left: 4px solid #ddd; margin: .5rem 0; padding: .1rem 1rem; color: #555; }
+"""
+
+_IMG = re.compile(r'<img src="([^"]+)"')
+_VERDICT_CELL = re.compile(r'<td(?: style="[^"]*")?>(PASS|FAIL|INCONCLUSIVE)</td>')
+
+
+def _inline_images(body: str, base: Path) -> str:
+    def repl(m: re.Match[str]) -> str:
+        src = m.group(1)
+        path = (base / html.unescape(src)).resolve()
+        if src.startswith(("data:", "http:", "https:")) or not path.is_file() or path.suffix.lower() != ".png":
+            return m.group(0)
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'<img src="data:image/png;base64,{data}"'
+
+    return _IMG.sub(repl, body)
+
+
+def render_html(markdown: str, base: Path, title: str) -> str:
+    """The HTML page for ``markdown``; relative PNG links are resolved against ``base`` and inlined."""
+    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    body = md.render(markdown)
+    body = _inline_images(body, base)
+    body = _VERDICT_CELL.sub(lambda m: f'<td class="verdict {m.group(1).lower()}">{m.group(1)}</td>', body)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    )
