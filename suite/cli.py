@@ -2,6 +2,7 @@
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
     distrepro list
+    distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
 
 Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
 line naming the file and field, with exit status 2; nothing already logged to MLflow is lost.
@@ -74,6 +75,48 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from suite.report.build import build_report
+
+    report = build_report(
+        args.paper,
+        out_dir=args.out,
+        campaigns=args.campaign,
+        tracking_uri=args.tracking_uri,
+        baseline=args.baseline,
+        log_to_mlflow=not args.no_log,
+    )
+    claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
+    print(f"report for {report.paper}: {claims}")
+    for v in report.verdicts:
+        print(f"  {v.verdict:<12} {v.claim_id}: {v.reason}")
+    print(f"  {report.markdown}\n  {report.html}")
+    if report.logged_to:
+        print(f"  logged under report/ on campaign run(s) {', '.join(report.logged_to)}")
+    return 1 if args.check and report.counts()["FAIL"] else 0
+
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    rep = sub.add_parser(
+        "report",
+        help="judge a paper's claims and write its report from MLflow (no training)",
+        description="Read experiment distrepro/PAPER from MLflow (MLFLOW_TRACKING_URI, default "
+        "sqlite:///./mlflow.db), judge the claims in the paper's paper.yaml, and write report.md, a "
+        "self-contained report.html and figures under reports/PAPER/; the files are also logged under "
+        "report/ on the campaign run(s). PAPER 'adhoc' reports the runs of configs without a paper.",
+    )
+    rep.add_argument("paper", help="paper id (citation.id in methods/*/paper.yaml), or 'adhoc'")
+    rep.add_argument(
+        "--campaign", action="append", metavar="RUN_ID", help="only runs of this campaign (parent run); repeatable"
+    )
+    rep.add_argument("--out", help="output folder (default: reports/PAPER)")
+    rep.add_argument("--baseline", help="arm for the speedup figure (default: the paper's setup.baseline)")
+    rep.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
+    rep.add_argument("--no-log", action="store_true", help="do not log the report files to MLflow")
+    rep.add_argument("--check", action="store_true", help="exit with status 1 if any claim FAILS")
+    rep.set_defaults(func=_cmd_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -99,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)
+    _add_report_parser(sub)
     return parser
 
 

@@ -89,7 +89,8 @@ class DistConfig(_Strict):
 
     launcher: Literal["local", "torchrun"] = "local"  # local: one subprocess per rank, file rendezvous
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl when every rank has its own GPU
-    timeout_s: float = Field(default=120.0, gt=0)  # every collective and store wait; a hung rank fails the run
+    timeout_s: float = Field(default=120.0, gt=0)  # every training collective and store wait: a hung rank fails the run
+    startup_timeout_s: float = Field(default=600.0, gt=0)  # rendezvous: ranks start at different times on busy hosts
     pin: bool = True  # pin CPU workers to core sets and GPU workers to GPUs where the host has them
     threads_per_rank: int | None = Field(default=None, gt=0)  # default: cores / world size (at least 1)
 

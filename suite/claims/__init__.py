@@ -12,14 +12,13 @@ never require re-running anything.
 
 from __future__ import annotations
 
+from suite.claims.papers import PaperInfo, find_paper
 from suite.claims.schema import (
     CLAIM_KINDS,
     Arm,
     Claim,
-    PaperInfo,
     PaperSpec,
     Setup,
-    find_paper,
     load_paper_file,
     validate_paper,
 )

@@ -15,11 +15,9 @@ Errors are :class:`~suite.errors.ConfigError` naming the file and the field, e.g
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from suite.config import read_yaml
@@ -380,66 +378,6 @@ def validate_paper(
 def load_paper_file(path: str | Path, known_methods: set[str] | None = None) -> PaperSpec:
     path = Path(path)
     return validate_paper(read_yaml(path), path, known_methods)
-
-
-@dataclass
-class PaperInfo:
-    """What the repo knows about a paper id: its claims file (if any) and its method folders."""
-
-    id: str
-    spec: PaperSpec | None = None
-    path: Path | None = None
-    method_dirs: list[Path] = field(default_factory=list)
-
-    @property
-    def title(self) -> str:
-        return self.spec.citation.title if self.spec else self.id
-
-
-def _method_dirs(root: Path) -> list[Path]:
-    folder = root / "methods"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-
-
-def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
-    """Collect ``methods/*/paper.yaml`` whose ``citation.id`` is ``paper`` (read, not imported).
-
-    Method modules are not imported: judging claims must not depend on torch code loading. At
-    most one of those files may carry ``claims``/``setup``; the one with claims (else the first,
-    preferring ``kind: reproduction``) becomes :attr:`PaperInfo.spec`. Every file found is validated.
-    """
-    from suite.registry import repo_root
-
-    root = root or repo_root()
-    dirs = _method_dirs(root)
-    known = {d.name for d in dirs if (d / "method.py").is_file()}
-    info = PaperInfo(paper)
-    candidates: list[tuple[Path, PaperSpec, dict[str, Any]]] = []
-    for folder in dirs:
-        path = folder / "paper.yaml"
-        if not path.is_file():
-            continue
-        try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError:
-            raw = {}  # validated (and reported) below only if it is this paper's file
-        cite = raw.get("citation") if isinstance(raw, dict) else None
-        if not isinstance(cite, dict) or cite.get("id") != paper:
-            continue
-        spec = load_paper_file(path, known)
-        info.method_dirs.append(folder)
-        candidates.append((path, spec, raw))
-    with_claims = [c for c in candidates if "claims" in c[2] or "setup" in c[2]]
-    if len(with_claims) > 1:
-        raise ConfigError(
-            with_claims[1][0], "claims", f"paper {paper!r} already has claims in {with_claims[0][0]}; keep one file"
-        )
-    ordered = with_claims or sorted(candidates, key=lambda c: c[1].kind != "reproduction")
-    if ordered:
-        info.path, info.spec = ordered[0][0], ordered[0][1]
-    return info
 
 
 def claimed_bounds(claimed: float | tuple[float, float] | None) -> tuple[float, float] | None:

@@ -23,8 +23,9 @@ differences. CIs are percentile bootstraps whose generator is seeded from the pa
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from suite.claims.schema import Claim, PaperSpec, acceptance_band
+from suite.claims.stats import bootstrap, fmt, json_safe, stat
 from suite.runlog import flatten_params
 from suite.seeding import derive_seed
 
@@ -67,19 +69,11 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("statistic", "ci", "band"):
-            out[key] = _json_safe(out[key])
+            out[key] = json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}
         for key in ("per_seed", "censored"):
-            out[key] = {a: {str(k): _json_safe(v) for k, v in d.items()} for a, d in getattr(self, key).items()}
+            out[key] = {a: {str(k): json_safe(v) for k, v in d.items()} for a, d in getattr(self, key).items()}
         return out
-
-
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, list | tuple):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
 
 
 class _Inconclusive(Exception):
@@ -89,19 +83,6 @@ class _Inconclusive(Exception):
         super().__init__(reason)
         self.reason = reason
         self.verdict = verdict
-
-
-def fmt(v: float | None, unit: str = "") -> str:
-    """A number as the report shows it: ratios as ``2.31×``, fractions as ``72.0%``, else 4 significant digits."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if math.isinf(v):
-        return "∞" if v > 0 else "−∞"
-    if unit == "x":
-        return f"{v:.3g}×"
-    if unit == "fraction":
-        return f"{100 * v:.1f}%"
-    return f"{v:.4g}"
 
 
 # ---------------------------------------------------------------- selecting runs
@@ -211,46 +192,6 @@ def _claim_metric(claim: Any) -> str | None:
     return getattr(claim, "metric", None)
 
 
-# ---------------------------------------------------------------- statistics
-
-
-def stat(x: np.ndarray, name: str) -> np.ndarray:
-    """The statistic over the last axis (seeds); NaN where undefined (e.g. geometric mean of x <= 0)."""
-    x = np.asarray(x, dtype=float)
-    if name == "median":
-        return np.median(x, axis=-1)
-    if name == "mean":
-        return np.mean(x, axis=-1)
-    if name == "geometric_mean":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.exp(np.mean(np.log(np.where(x > 0, x, np.nan)), axis=-1))
-        return out
-    if name == "olympic_mean":
-        s = np.sort(x, axis=-1)
-        return np.mean(s[..., 1:-1], axis=-1) if x.shape[-1] >= 3 else np.mean(s, axis=-1)
-    raise ValueError(f"unknown statistic {name!r}")
-
-
-def bootstrap(
-    samples: Sequence[np.ndarray],
-    combine: Callable[[list[np.ndarray]], Any],
-    seed: int,
-    n_boot: int,
-    level: float,
-) -> tuple[float, tuple[float, float]]:
-    """Point estimate and percentile CI; each sample is resampled independently (pairs stay together
-    because a paired claim passes one sample of per-seed ratios/differences)."""
-    point = float(combine([np.asarray(s, dtype=float) for s in samples]))
-    rng = np.random.default_rng(seed)
-    boots = [np.asarray(s, dtype=float)[rng.integers(0, len(s), size=(n_boot, len(s)))] for s in samples]
-    dist = np.asarray(combine(boots), dtype=float)
-    dist = dist[np.isfinite(dist)]
-    if dist.size == 0:
-        return point, (math.nan, math.nan)
-    lo, hi = np.quantile(dist, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return point, (float(lo), float(hi))
-
-
 def _relative(form: str, direction: str) -> Callable[[Any, Any], Any]:
     if form == "ratio":
         return (lambda a, b: a / b) if direction == "max" else (lambda a, b: b / a)
@@ -308,9 +249,9 @@ def _evaluate(
     censored_all: dict[str, dict[int, float]] = {}
     for name in names:
         done = _gather(claim, spec, runs, name)
-        if metric is not None and claim.kind != "convergence" and getattr(claim, "target", None) is None:
-            if metric_column(done, metric) is None:
-                raise _Inconclusive(f"metric '{metric}' was not logged by arm '{name}'")
+        from_summary = metric is not None and getattr(claim, "target", None) is None
+        if from_summary and metric_column(done, metric) is None:  # type: ignore[arg-type]
+            raise _Inconclusive(f"metric '{metric}' was not logged by arm '{name}'")
         values, censored, missing = _seed_values(claim, done, curves, metric)
         if not values and not censored:
             raise _Inconclusive(f"no usable value of '{metric or 'target'}' in arm '{name}' (seeds {missing})")
@@ -355,8 +296,9 @@ def _evaluate(
     else:
         for name in names:
             if len(arms[name]) < need:
+                usable = sorted(arms[name])
                 raise _Inconclusive(
-                    f"too few seeds: '{name}' has {len(arms[name])} usable (seeds {sorted(arms[name])}), {need} required"
+                    f"too few seeds: '{name}' has {len(usable)} usable (seeds {usable}), {need} required"
                 )
         samples = [np.array(list(arms[n].values())) for n in names]
         combine, verdict.unit = _unpaired(claim, acc.statistic)
@@ -385,7 +327,7 @@ def _unpaired(claim: Any, name: str) -> tuple[Callable[[list[np.ndarray]], Any],
 
         def gaps(s: list[np.ndarray]) -> Any:
             per_arm = [stat(x, name) for x in s]
-            return np.min(np.stack([sign * (p - q) for p, q in zip(per_arm, per_arm[1:], strict=False)]), axis=0)
+            return np.min(np.stack([sign * (p - q) for p, q in itertools.pairwise(per_arm)]), axis=0)
 
         return gaps, claim.metric
     unit = claim.unit if claim.kind == "convergence" else claim.metric

@@ -74,6 +74,8 @@ class DistComm(Comm):
         device: torch.device | None = None,
         pairing: PairingClient | None = None,
         pace: Pace | None = None,
+        group: Any = None,
+        timeout: Any = None,
     ) -> None:
         self.rank, self.world_size = rank, world_size
         self.clock, self.cost, self.bytes_scale = clock, cost, bytes_scale
@@ -82,7 +84,8 @@ class DistComm(Comm):
         self.pairing = pairing
         self.pace = pace
         self._bytes = 0.0
-        self._world = Group(tuple(range(world_size)), None)
+        self._world = Group(tuple(range(world_size)), group)
+        self.timeout = timeout
         self.comm_wall_s = 0.0
 
     # ------------------------------------------------------------------ helpers
@@ -218,7 +221,7 @@ class DistComm(Comm):
         ranks_t = tuple(int(r) for r in ranks)
         if len(set(ranks_t)) != len(ranks_t) or any(not 0 <= r < self.world_size for r in ranks_t):
             raise ValueError(f"invalid group ranks {list(ranks_t)} for world size {self.world_size}")
-        return Group(ranks_t, dist.new_group(list(ranks_t)))
+        return Group(ranks_t, dist.new_group(list(ranks_t), timeout=self.timeout))
 
     # ------------------------------------------------------------------ point to point
     def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
@@ -228,7 +231,10 @@ class DistComm(Comm):
         dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
         mine = self._to_wire(torch.cat([flat.to(dtype), _clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
         theirs = torch.empty_like(mine)
-        ops = [dist.P2POp(dist.isend, mine, peer), dist.P2POp(dist.irecv, theirs, peer)]
+        ops = [
+            dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
+            dist.P2POp(dist.irecv, theirs, peer, group=self._world.handle),
+        ]
         for req in dist.batch_isend_irecv(ops):
             req.wait()
         start = max(self.clock.t, _clocks_from(theirs[-2:])[0])

@@ -54,8 +54,22 @@ def _kill(procs: list[subprocess.Popen]) -> None:
             p.wait(timeout=10)
 
 
+_PEER_ERRORS = ("closed by peer", "reset by peer", "timed out", "timeout", "connection refused", "broken pipe")
+
+
+def _is_peer_error(message: str) -> bool:
+    """Errors a rank gets because *another* rank failed (gloo connection loss, collective timeout)."""
+    low = message.lower()
+    return any(p in low for p in _PEER_ERRORS)
+
+
 def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, str]:
-    """Name the rank that caused a failure, from exit codes and status files."""
+    """Name the rank that caused a failure, from exit codes and status files.
+
+    In order: a rank that died without a word (signal, crash); a rank that raised an error of its
+    own (not a lost connection or timeout caused by a peer), the earliest first; a rank that said
+    nothing while the others timed out waiting (hung); else the earliest error.
+    """
     statuses = {r: _read_status(out, r) for r in range(world)}
     died = [r for r, c in codes.items() if c is not None and c != 0 and (statuses[r] or {}).get("status") != "error"]
     if died:
@@ -63,15 +77,15 @@ def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, 
         sig = f"signal {-codes[r]}" if (codes[r] or 0) < 0 else f"exit code {codes[r]}"
         return r, f"rank {r} died ({sig}) without reporting an error"
     errors = {r: s for r, s in statuses.items() if s and s.get("status") == "error"}
-    timeouts = {r for r, s in errors.items() if "timeout" in s["error"].lower() or "timed out" in s["error"].lower()}
-    if errors and timeouts == set(errors):
-        hung = [r for r in range(world) if r not in errors and statuses[r] is None]
-        if hung:
-            return hung[0], (
-                f"rank {hung[0]} stopped responding (hung); ranks {sorted(errors)} timed out waiting for it"
-            )
+    own = sorted((s.get("time", 0.0), r) for r, s in errors.items() if not _is_peer_error(s["error"]))
+    if own:
+        r = own[0][1]
+        return r, f"rank {r} raised {errors[r]['error']}"
+    silent = [r for r in range(world) if statuses[r] is None]
+    if errors and silent:
+        return silent[0], f"rank {silent[0]} stopped responding (hung); ranks {sorted(errors)} timed out waiting for it"
     if errors:
-        r = min(errors)
+        r = min(errors, key=lambda q: (errors[q].get("time", 0.0), q))
         return r, f"rank {r} raised {errors[r]['error']}"
     r = next((r for r, c in codes.items() if c not in (0, None)), 0)
     return r, f"rank {r} failed (exit code {codes.get(r)})"
@@ -156,6 +170,9 @@ class DistEngine:
                         }
                     _kill(procs)
                     rank, msg = diagnose(out, codes, world)
+                    if os.environ.get("DISTREPRO_DEBUG"):
+                        for r in range(world):
+                            print(f"[launcher] rank {r}: exit {codes.get(r)} status {_read_status(out, r)}", flush=True)
                     raise WorkerFailure(rank, msg)
             time.sleep(0.1)
 

@@ -41,6 +41,10 @@ class DistRun:
     def __init__(self, job: Job, rank: int, store: Any, observer: RunObserver | None = None) -> None:
         self.job, self.rank, self.store, self.observer = job, rank, store, observer
         k = job.world_size
+        # training collectives get the short timeout (a hung rank fails the run); the default group
+        # keeps the long start-up one
+        dist.barrier()  # on the default group (start-up timeout): everyone is here before the short clock starts
+        self.pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=job.config.dist.timeout_s))
         self.clock = VirtualClock(rank, job.config.timeline_spans_per_worker)
         self.pacer: Pacer | None = None
         self.pairing: PairingClient | None = None
@@ -50,7 +54,17 @@ class DistRun:
             self.pairing = PairingClient(store, rank, timeout)
             if rank == 0:
                 self.coordinator = PairingCoordinator(store, k, timeout)
-        self.comm = DistComm(rank, k, self.clock, job.cost, job.bytes_scale, pairing=self.pairing, pace=self._pace)
+        self.comm = DistComm(
+            rank,
+            k,
+            self.clock,
+            job.cost,
+            job.bytes_scale,
+            pairing=self.pairing,
+            pace=self._pace,
+            group=self.pg,
+            timeout=timedelta(seconds=job.config.dist.timeout_s),
+        )
         self.model = job.make_model()
         self.eval_model = job.make_model()
         self.worker = HarnessWorker(rank, k, self.model, self.comm, self.clock, self._charge, job.seed_parts)
@@ -93,11 +107,11 @@ class DistRun:
             virtual = len(batch) / self.job.compute.samples_per_s(self.rank, 0.0)
             ratios.append(sorted(real[1:])[len(real[1:]) // 2] / virtual)
         grads = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
-        dist.barrier()  # time the collective itself, not the wait for ranks still starting up
+        dist.barrier(group=self.pg)  # time the collective itself, not the wait for ranks still starting up
         real_comm = []
         for _ in range(cfg.calibration_steps + 1):
             t = time.perf_counter()
-            dist.all_reduce(grads)
+            dist.all_reduce(grads, group=self.pg)
             real_comm.append(time.perf_counter() - t)
         real_comm_s = sorted(real_comm[1:])[len(real_comm[1:]) // 2]
         virtual_comm = self.job.cost.ring_all_reduce(
@@ -106,7 +120,7 @@ class DistRun:
         if virtual_comm > 0:
             ratios.append(real_comm_s / virtual_comm)
         mine = torch.tensor([choose_dilation(ratios, cfg.margin) if max(ratios) > 0 else 0.0], dtype=torch.float64)
-        dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.pg)
         self.calibration = {"compute_ratio": ratios[1] if len(ratios) > 2 else 0.0, "comm_ratio": ratios[-1]}
         return float(mine)
 
@@ -128,7 +142,7 @@ class DistRun:
             return
         self.epoch = e
         measured: list[Any] = [None] * self.job.world_size
-        dist.all_gather_object(measured, self.worker.measured_speed_and_reset())
+        dist.all_gather_object(measured, self.worker.measured_speed_and_reset(), group=self.pg)
         alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, tuple(measured)))
         if alloc != self.alloc:
             self._set_allocation(alloc)
@@ -139,7 +153,7 @@ class DistRun:
         if not collective:
             return [mine]
         out: list[Any] = [None] * self.job.world_size
-        dist.all_gather_object(out, mine)
+        dist.all_gather_object(out, mine, group=self.pg)
         return out
 
     def _evaluate(self, final: bool, collective: bool) -> None:
@@ -147,10 +161,10 @@ class DistRun:
         flat = _flat_state(self.model)
         losses = torch.tensor([self.loss_sum, float(self.loss_count)], dtype=torch.float64)
         if collective:
-            dist.reduce(flat, dst=0)
-            dist.reduce(losses, dst=0)
+            dist.reduce(flat, dst=0, group=self.pg)
+            dist.reduce(losses, dst=0, group=self.pg)
             clock = torch.tensor([self.clock.t], dtype=torch.float64)
-            dist.all_reduce(clock, op=dist.ReduceOp.MAX)
+            dist.all_reduce(clock, op=dist.ReduceOp.MAX, group=self.pg)
             totals = self._totals(True)
         else:  # asynchronous methods: rank 0 alone, on its own replica
             clock = torch.tensor([self.clock.t], dtype=torch.float64)
@@ -199,7 +213,7 @@ class DistRun:
             emulated = self.clock.t
             if self.needs_clock_sync:
                 t = torch.tensor([self.clock.t], dtype=torch.float64)
-                dist.all_reduce(t, op=dist.ReduceOp.MAX)
+                dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.pg)
                 emulated = float(t)
             s.record_iteration(self.samples_per_iteration, emulated)
             self._maybe_reallocate()
@@ -232,7 +246,7 @@ class DistRun:
             self.worker.pacer = self.pacer
         if self.coordinator is not None:
             self.coordinator.start()
-        dist.barrier()
+        dist.barrier(group=self.pg)
         self.wall_start = time.perf_counter()
         if self.pacer is not None:
             self.pacer.start()
@@ -252,10 +266,10 @@ class DistRun:
             self.pairing.done()
         if self.coordinator is not None:
             self.coordinator.join(job.config.dist.timeout_s)
-        dist.barrier()
+        dist.barrier(group=self.pg)
         self._evaluate(final=True, collective=True)
         spans: list[Any] = [None] * job.world_size
-        dist.all_gather_object(spans, self.clock.spans)
+        dist.all_gather_object(spans, self.clock.spans, group=self.pg)
         if self.rank != 0:
             return None
         final = self.evals[-1]

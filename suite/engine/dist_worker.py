@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import sys
+import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
@@ -25,7 +26,7 @@ import torch.distributed as dist
 
 
 def _status(out: Path, rank: int, **fields: object) -> None:
-    (out / f"rank{rank}.status.json").write_text(json.dumps({"rank": rank, **fields}))
+    (out / f"rank{rank}.status.json").write_text(json.dumps({"rank": rank, "time": time.time(), **fields}))
 
 
 def choose_backend(requested: str, gpu_ranks_all: bool) -> str:
@@ -35,6 +36,12 @@ def choose_backend(requested: str, gpu_ranks_all: bool) -> str:
     if gpu_ranks_all and torch.cuda.is_available():
         return "nccl"
     return "gloo"
+
+
+def _warm_up() -> None:
+    """Pay one-off import costs before joining the process group, so that slow starters on a busy
+    host are not mistaken for hung ranks: the first optimizer imports ``torch._dynamo`` (3-4 s)."""
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         gpu_all = all(job.profile.device(r).kind == "gpu" for r in range(world))
         backend = choose_backend(cfg.dist.backend, gpu_all)
         dist.init_process_group(
-            backend, init_method=args.init, rank=rank, world_size=world, timeout=timedelta(seconds=cfg.dist.timeout_s)
+            backend,
+            init_method=args.init,
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=cfg.dist.startup_timeout_s),
         )
         from suite.engine.dist_run import DistRun, store_of_default_group
 
@@ -79,11 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         result = run.run()
         if logger is not None:
             if run.pacer is not None:
-                logger.set_tags({
-                    "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
-                    "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
-                    "distrepro.throttle.rank0_late_s": f"{run.pacer.late_s:.4g}",
-                })
+                logger.set_tags(
+                    {
+                        "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
+                        "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
+                        "distrepro.throttle.rank0_late_s": f"{run.pacer.late_s:.4g}",
+                    }
+                )
             logger.flush()
         if result is not None:
             (out / "result.pkl").write_bytes(pickle.dumps(result))

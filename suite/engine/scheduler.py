@@ -124,10 +124,12 @@ class Scheduler:
                     done = self.finished_ranks()
                     raise DeadlockError(f"no worker can proceed: {waits}; finished ranks: {done}")
         finally:
-            torch.set_grad_enabled(outer_grad)
             self._main = None
             self.current = None
+            # Dropping the greenlets kills workers still parked (after a failure or deadlock); their
+            # unwinding runs grad-mode context managers, so the caller's mode is restored after it.
             self._greenlets = []
+            torch.set_grad_enabled(outer_grad)
 
     def _run_runnable(self) -> None:
         while self._runnable:

@@ -23,8 +23,9 @@ from typing import Any
 import pandas as pd
 
 import suite
+from suite.claims.papers import PaperInfo, find_paper
 from suite.claims.runs import RunSet, load_runs
-from suite.claims.schema import PaperInfo, PaperSpec, find_paper
+from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import Verdict, evaluate_claims, select_arm
 from suite.registry import repo_root
 from suite.report import figures as figs
@@ -81,12 +82,15 @@ def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, st
     return out
 
 
-def _speedup_marks(spec: PaperSpec | None) -> dict[str, list[tuple[str, float]]]:
-    marks: dict[str, list[tuple[str, float]]] = {}
+def _speedup_marks(spec: PaperSpec | None) -> dict[str, list[tuple[str, str, float]]]:
+    """Claimed speedups the generic speedup figure can show: emulated budget time or logged time to target."""
+    marks: dict[str, list[tuple[str, str, float]]] = {}
     for c in spec.claims if spec else []:
-        if c.kind == "speedup":
-            values = c.claimed if isinstance(c.claimed, tuple) else (c.claimed,)
-            marks.setdefault(c.arm or "", []).extend((c.id, float(v)) for v in values)
+        if c.kind != "speedup" or c.clock != "emulated" or c.target is not None:
+            continue
+        measure = "budget" if c.measure == "budget_time" else "to target"
+        values = c.claimed if isinstance(c.claimed, tuple) else (c.claimed,)
+        marks.setdefault(c.arm or "", []).extend((c.id, measure, float(v)) for v in values)
     return marks
 
 
@@ -96,7 +100,9 @@ def _draw(
     spec = info.spec
     reps = _representatives(rs.runs, labels)
     drawn = {
-        "curves_emulated_time": figs.curves_figure(rs.curves, labels, "time/emulated_s", fig_dir / "curves_emulated_time.png"),
+        "curves_emulated_time": figs.curves_figure(
+            rs.curves, labels, "time/emulated_s", fig_dir / "curves_emulated_time.png"
+        ),
         "curves_epochs": figs.curves_figure(rs.curves, labels, "epoch", fig_dir / "curves_epochs.png"),
         "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}, fig_dir / "claims.png"),
         "speedup": figs.speedup_figure(rs.runs, labels, baseline, _speedup_marks(spec), fig_dir / "speedup.png")
@@ -114,18 +120,35 @@ def _draw(
 _FIGURE_TEXT = {
     "curves_emulated_time": ("Quality vs emulated time", "Median over seeds, band = min–max over seeds."),
     "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves."),
-    "claims": ("Claims: reproduced vs claimed", "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound."),
-    "speedup": ("Speedup vs the baseline", "Per seed (paired by seed); bar = geometric mean; black lines = claimed values."),
+    "claims": (
+        "Claims: reproduced vs claimed",
+        "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound.",
+    ),
+    "speedup": (
+        "Speedup vs the baseline",
+        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values.",
+    ),
     "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
-    "timeline": ("Per-worker timeline (first steps)", "Compute, communication and idle spans of one run per arm (lowest seed)."),
+    "timeline": (
+        "Per-worker timeline (first steps)",
+        "Compute, communication and idle spans of one run per arm (lowest seed).",
+    ),
     "breakdown": ("Compute / communication / idle per worker", "Emulated seconds over the whole run, mean over seeds."),
-    "allocation": ("Data allocation per worker", "`alloc/<r>/share` at the last epoch (and over epochs if it changed)."),
+    "allocation": (
+        "Data allocation per worker",
+        "`alloc/<r>/share` at the last epoch (and over epochs if it changed).",
+    ),
     "comm": ("Communication volume", "`comm/bytes_total` per arm and `worker/<r>/bytes_sent` per worker."),
 }
 
 
 def _markdown(
-    info: PaperInfo, rs: RunSet, labels: dict[str, str], verdicts: list[Verdict], drawn: dict[str, Path], out: Path,
+    info: PaperInfo,
+    rs: RunSet,
+    labels: dict[str, str],
+    verdicts: list[Verdict],
+    drawn: dict[str, Path],
+    out: Path,
     root: Path,
 ) -> str:
     spec = info.spec
@@ -161,7 +184,9 @@ def _markdown(
     if len(bad):
         parts.append(
             "Not finished (ignored by every verdict): "
-            + ", ".join(f"{labels[r]} seed {s} `{st}` ({r})" for r, s, st in zip(bad.run_id, bad.seed, bad.status, strict=True))
+            + ", ".join(
+                f"{labels[r]} seed {s} `{st}` ({r})" for r, s, st in zip(bad.run_id, bad.seed, bad.status, strict=True)
+            )
             + "\n"
         )
     parts += ["## Figures", ""]
@@ -173,7 +198,9 @@ def _markdown(
     reps = _representatives(rs.runs, labels)
     for method in sorted(rs.runs["method"].unique()):
         run_id = next((r for r in reps.values() if rs.runs.set_index("run_id").at[r, "method"] == method), None)
-        text, origin = sec.readme_for(method, rs.artifact_text(run_id, "method_README.md") if run_id else None, info.method_dirs, root)
+        text, origin = sec.readme_for(
+            method, rs.artifact_text(run_id, "method_README.md") if run_id else None, info.method_dirs, root
+        )
         parts += [f"### {method}", ""]
         parts += [f"_README {origin}._", "", sec.deviations(text)] if text else ["_No README found._", ""]
     return "\n".join(parts).rstrip() + "\n"

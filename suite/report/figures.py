@@ -19,12 +19,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
-from suite.claims.verdicts import Verdict, fmt  # noqa: E402
+from suite.claims.verdicts import Verdict, fmt
 
 SPAN_COLORS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#C7C7C7"}
 VERDICT_COLORS = {"PASS": "#2E7D32", "FAIL": "#C62828", "INCONCLUSIVE": "#8D6E00"}
@@ -44,7 +44,11 @@ def _palette(labels: Sequence[str]) -> dict[str, Any]:
 
 
 def curves_figure(
-    curves: pd.DataFrame, labels: Mapping[str, str], x: str, path: Path, metrics: Sequence[str] = ("val_accuracy", "val_loss")
+    curves: pd.DataFrame,
+    labels: Mapping[str, str],
+    x: str,
+    path: Path,
+    metrics: Sequence[str] = ("val_accuracy", "val_loss"),
 ) -> Path | None:
     """Quality vs ``x`` per arm: median over seeds, min–max band (curves interpolated on the union of x)."""
     data = curves[curves["run_id"].isin(list(labels))]
@@ -81,13 +85,17 @@ def curves_figure(
 def _claim_panel(ax: Any, v: Verdict, claim: Any) -> None:
     scale = 100.0 if v.unit == "fraction" else 1.0
     claimed = getattr(claim, "claimed", None)
-    claimed_vals = [c * scale for c in (claimed if isinstance(claimed, tuple) else (claimed,))] if claimed is not None else []
+    claimed_vals = (
+        [c * scale for c in (claimed if isinstance(claimed, tuple) else (claimed,))] if claimed is not None else []
+    )
     ideal = claim.ideal.value * scale if claim.ideal is not None else None
     points = np.array(list(v.points.values()), dtype=float) * scale
     ci = [c * scale for c in v.ci] if v.ci is not None and all(math.isfinite(c) for c in v.ci) else []
     band = [b * scale for b in v.band] if v.band is not None else []
     s = v.statistic * scale  # type: ignore[operator]
-    seen = [s, *points, *ci, *claimed_vals, *[b for b in band if math.isfinite(b)]] + ([ideal] if ideal is not None else [])
+    seen = [s, *points, *ci, *claimed_vals, *[b for b in band if math.isfinite(b)]] + (
+        [ideal] if ideal is not None else []
+    )
     lo, hi = min(seen), max(seen)
     pad = 0.12 * (hi - lo) if hi > lo else max(abs(hi) * 0.1, 1e-9)
     ylim = (lo - pad, hi + pad)
@@ -148,7 +156,9 @@ def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], path: Path) -> Pa
     fig, axes = plt.subplots(1, len(cols), figsize=(4.6 * len(cols), 3.4), squeeze=False)
     order = sorted(done["arm"].unique())
     for ax, col in zip(axes[0], cols, strict=True):
-        sns.barplot(done, x="arm", y=col, order=order, estimator="median", errorbar=None, ax=ax, alpha=0.6, color="#4C72B0")
+        sns.barplot(
+            done, x="arm", y=col, order=order, estimator="median", errorbar=None, ax=ax, alpha=0.6, color="#4C72B0"
+        )
         sns.stripplot(done, x="arm", y=col, order=order, ax=ax, color="black", size=4)
         ax.set_xlabel("")
         ax.set_ylabel({"final/emulated_s": "emulated time for the budget (s)"}.get(col, "emulated time to target (s)"))
@@ -158,9 +168,16 @@ def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], path: Path) -> Pa
 
 
 def speedup_figure(
-    runs: pd.DataFrame, labels: Mapping[str, str], baseline: str, marks: Mapping[str, list[tuple[str, float]]], path: Path
+    runs: pd.DataFrame,
+    labels: Mapping[str, str],
+    baseline: str,
+    marks: Mapping[str, list[tuple[str, str, float]]],
+    path: Path,
 ) -> Path | None:
-    """Speedup of every arm over ``baseline`` (paired by seed; bar = geometric mean), claimed values marked."""
+    """Speedup of every arm over ``baseline`` (paired by seed; bar = geometric mean), claimed values marked.
+
+    ``marks``: arm → (claim id, ``"budget"`` or ``"to target"``, claimed value), drawn over that bar.
+    """
     done = _finished(runs, labels)
     rows = []
     for col, what in (("final/emulated_s", "budget"), ("time_to_target_s", "to target")):
@@ -178,13 +195,29 @@ def speedup_figure(
     fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * frame["arm"].nunique() * frame["time"].nunique()), 3.6))
     gmean = frame.groupby(["arm", "time"])["speedup"].apply(lambda s: float(np.exp(np.log(s).mean()))).reset_index()
     order = sorted(frame["arm"].unique())
-    sns.barplot(gmean, x="arm", y="speedup", hue="time", order=order, ax=ax, alpha=0.6)
-    sns.stripplot(frame, x="arm", y="speedup", hue="time", order=order, dodge=True, ax=ax, palette="dark:black", size=4, legend=False)
+    hues = [h for h in ("budget", "to target") if h in set(frame["time"])]
+    sns.barplot(gmean, x="arm", y="speedup", hue="time", order=order, hue_order=hues, ax=ax, alpha=0.6)
+    sns.stripplot(
+        frame,
+        x="arm",
+        y="speedup",
+        hue="time",
+        order=order,
+        hue_order=hues,
+        dodge=True,
+        ax=ax,
+        palette="dark:black",
+        size=4,
+        legend=False,
+    )
     ax.axhline(1.0, color="grey", lw=1)
+    width = 0.8 / len(hues)
     for i, arm in enumerate(order):
-        for cid, value in marks.get(arm, []):
-            ax.hlines(value, i - 0.4, i + 0.4, color="black", lw=2)
-            ax.annotate(f"claimed {cid}: {value:g}×", (i + 0.42, value), fontsize=7, va="center")
+        for cid, measure, value in marks.get(arm, []):
+            if measure in hues:
+                left = i - 0.4 + hues.index(measure) * width
+                ax.hlines(value, left, left + width, color="black", lw=2)
+                ax.annotate(f"claimed {cid}: {value:g}×", (left + width, value), fontsize=7, va="bottom")
     ax.set_xlabel("")
     ax.set_ylabel(f"speedup vs {baseline} (×)")
     return _save(fig, path)
@@ -205,7 +238,12 @@ def timeline_figure(timelines: Mapping[str, pd.DataFrame], path: Path, max_steps
     if not items:
         return None
     sns.set_theme(style="white", context="paper")
-    fig, axes = plt.subplots(len(items), 1, figsize=(9, 0.5 + 0.45 * sum(t["rank"].nunique() for _, t in items) + 0.6 * len(items)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(items),
+        1,
+        figsize=(9, 0.5 + 0.45 * sum(t["rank"].nunique() for _, t in items) + 0.6 * len(items)),
+        squeeze=False,
+    )
     for ax, (arm, tl) in zip(axes[:, 0], items, strict=True):
         tl = _window(tl, max_steps)
         ranks = sorted(tl["rank"].unique())
@@ -214,7 +252,9 @@ def timeline_figure(timelines: Mapping[str, pd.DataFrame], path: Path, max_steps
                 spans = tl[(tl["rank"] == r) & (tl["kind"] == kind)]
                 ax.broken_barh(
                     list(zip(spans["start_s"] * 1e3, (spans["end_s"] - spans["start_s"]) * 1e3, strict=True)),
-                    (i - 0.4, 0.8), facecolors=color, label=kind if i == 0 else None,
+                    (i - 0.4, 0.8),
+                    facecolors=color,
+                    label=kind if i == 0 else None,
                 )
         ax.set_yticks(range(len(ranks)), [f"worker {r}" for r in ranks])
         ax.invert_yaxis()

@@ -57,7 +57,7 @@ def render_html(markdown: str, base: Path, title: str) -> str:
     body = _inline_images(body, base)
     body = _VERDICT_CELL.sub(lambda m: f'<td class="verdict {m.group(1).lower()}">{m.group(1)}</td>', body)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
     )

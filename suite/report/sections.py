@@ -136,7 +136,9 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
                 row: dict[str, Any] = {"seed": s}
                 for arm in arms:
                     cens = v.censored.get(arm, {})
-                    row[arm] = f"≥ {fmt(cens[s])} (target not reached)" if s in cens else fmt(v.per_seed.get(arm, {}).get(s))
+                    row[arm] = (
+                        f"≥ {fmt(cens[s])} (target not reached)" if s in cens else fmt(v.per_seed.get(arm, {}).get(s))
+                    )
                 if v.points and len(v.per_seed) > 1:
                     row["per-seed value"] = fmt(v.points.get(s), v.unit)
                 rows.append(row)
@@ -201,7 +203,9 @@ def environment(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
     """What produced these runs, and the split between what was measured and what was emulated."""
     rows: list[dict[str, str]] = []
     commit = _values(runs, "tags.git.commit")
-    rows.append({"what": "git commit", "value": commit + (" ⚠ runs from different commits" if "several" in commit else "")})
+    rows.append(
+        {"what": "git commit", "value": commit + (" ⚠ runs from different commits" if "several" in commit else "")}
+    )
     rows.append({"what": "work tree dirty", "value": _values(runs, "tags.git.dirty")})
     for col in sorted(c for c in runs.columns if c.startswith(("tags.versions.", "tags.host."))):
         rows.append({"what": col.removeprefix("tags."), "value": _values(runs, col)})
@@ -217,12 +221,16 @@ def environment(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
         ("charged FLOPs per sample", "tags.time.flops_per_sample"),
         ("proxy FLOPs per sample", "tags.time.proxy_flops_per_sample"),
         ("bytes scale (emulated / proxy)", "tags.time.bytes_scale"),
+        ("scale (paper | proxy)", "scale"),
         ("dataset", "dataset"),
         ("model", "model"),
         ("budget", "budget"),
     ):
         rows.append({"what": what, "value": _values(runs, col)})
     frame = runs.assign(arm=runs["run_id"].map(labels))
+    for row in rows:
+        if row["what"].startswith("scale") and row["value"] == "–":
+            row["value"] = "not recorded by the runs (tag distrepro.scale); each claim's scale is assumed"
     for arm, g in frame.groupby("arm"):
         rows.append({"what": f"seeds · {arm}", "value": ", ".join(str(s) for s in sorted(g["seed"].unique()))})
     charged = _values(runs, "tags.time.charged_workload")
@@ -248,7 +256,9 @@ def deviations(readme: str) -> str:
     """The README's deviations section if it has one (a heading with "deviation"), else the whole
     README, headings demoted below the report's own."""
     lines = readme.strip().splitlines()
-    start = next((i for i, ln in enumerate(lines) if (m := _HEADING.match(ln)) and "deviation" in m.group(2).lower()), None)
+    start = next(
+        (i for i, ln in enumerate(lines) if (m := _HEADING.match(ln)) and "deviation" in m.group(2).lower()), None
+    )
     if start is not None:
         level = len(_HEADING.match(lines[start]).group(1))  # type: ignore[union-attr]
         end = next(

@@ -1,0 +1,39 @@
+"""Test-only method: AR-SGD that fails on purpose on one rank at one step (kill, hang or raise)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Literal
+
+from suite import api
+from suite.optim import grads_of, sgd
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+    fail_rank: int = 1
+    fail_step: int = 2
+    mode: Literal["kill", "hang", "raise", "none"] = "kill"
+
+
+class Method(api.Method):
+    name = "faulty"
+    Params = Params
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        self.opt = sgd(ctx.model, self.params.lr, 0.0, 0.0)  # type: ignore[attr-defined]
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        if ctx.rank == p.fail_rank and ctx.train_state["step"] == p.fail_step:
+            if p.mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            elif p.mode == "hang":
+                time.sleep(3600)
+            elif p.mode == "raise":
+                raise RuntimeError("injected failure")
+        ctx.forward_backward(batch)
+        ctx.comm.all_reduce_coalesced(grads_of(ctx.model), op="mean")
+        self.opt.step()

@@ -1,0 +1,45 @@
+"""Test-only method: unequal data shares and batch sizes, changed at the first epoch boundary.
+
+Used by ``tests/test_engine.py`` (found with ``suite.registry.get_method(..., root=tests/plugins)``)
+to check that the engine hands every worker exactly the share and batch size ``allocate`` asked
+for, re-allocates at epoch boundaries and reports measured speeds. Training is sample-weighted
+gradient averaging, as AR-SGD's.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from suite import api
+from suite.optim import grads_of, sgd
+
+#: (shares, batch sizes) before the first epoch boundary; rank 3 gets no data at all
+FIRST = api.Allocation((0.5, 0.25, 0.25, 0.0), (12, 6, 3, 5))
+#: after it: equal shares, batch sizes reversed
+LATER = api.Allocation((0.25, 0.25, 0.25, 0.25), (2, 4, 6, 8))
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+
+
+class Method(api.Method):
+    name = "unequal_alloc"
+    Params = Params
+    synchronous = True
+    #: every ClusterView allocate() was called with, in order (the test resets it)
+    seen: ClassVar[list[api.ClusterView]] = []
+
+    @classmethod
+    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
+        cls.seen.append(cluster)
+        return FIRST if cluster.epoch == 0 else LATER
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        self.opt = sgd(ctx.model, p.lr, 0.0, 0.0)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        ctx.forward_backward(batch)
+        ctx.comm.weighted_average(grads_of(ctx.model), weight=len(batch))
+        self.opt.step()

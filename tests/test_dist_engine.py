@@ -1,0 +1,188 @@
+"""The torch.distributed engine: real processes (gloo), file rendezvous, faults, equivalence."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+import torch
+
+from suite.campaign import run_campaign
+from suite.config import validate_config
+from suite.engine.dist_launch import DistEngine, diagnose
+from suite.engine.inprocess import InProcessEngine
+from suite.engine.pacing import Pacer, choose_dilation
+from suite.engine.pairing import PairingCoordinator
+from suite.errors import WorkerFailure
+from suite.job import build_job
+
+REPO = Path(__file__).resolve().parents[1]
+
+PAIR_PROFILE = """\
+schema_version: 1
+name: pair-2
+description: two workers, the second at half speed
+nodes:
+  - name: a
+    devices:
+      - {name: fast, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 1.0e13, source: "[E] test"}
+  - name: b
+    devices:
+      - {name: slow, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 5.0e12, source: "[E] test"}
+network:
+  intra_node: {latency_us: 15, bandwidth_gbytes_per_s: 8, source: "[E] test"}
+  inter_node: {latency_us: 80, bandwidth_gbytes_per_s: 1.1, source: "[E] test"}
+"""
+
+
+@pytest.fixture
+def profiles(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "pair-2.yaml").write_text(PAIR_PROFILE)
+    for f in ("hetero-2fast-2slow.yaml", "workloads.yaml"):
+        shutil.copy(REPO / "hardware_profiles" / f, folder / f)
+    monkeypatch.setenv("DISTREPRO_PROFILES_DIR", str(folder))
+    return folder
+
+
+def _cfg(**over):
+    base = {
+        "method": "ar_sgd",
+        "profile": "pair-2",
+        "dataset": {"params": {"train_size": 256, "test_size": 128, "image_size": 8}},
+        "budget": {"steps": 4},
+        "eval": {"times": 2},
+        "dist": {"timeout_s": 20},
+    }
+    base.update(over)
+    return validate_config(base)
+
+
+def _flat(model: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+@pytest.mark.distributed
+def test_ar_sgd_same_parameters_as_inprocess(profiles):
+    cfg = _cfg(batch_size=[8, 16])
+    a = InProcessEngine().run(build_job(cfg, 0))
+    b = DistEngine().run_cell(build_job(cfg.model_copy(update={"engine": "dist"}), 0), None)
+    assert torch.allclose(_flat(a.models[0]), _flat(b.models[0]), atol=1e-6)
+    assert b.final.emulated_s == pytest.approx(a.final.emulated_s, rel=1e-9)
+    assert [w.bytes_sent for w in b.final.workers] == [w.bytes_sent for w in a.final.workers]
+    assert b.final.metrics["val_loss"] == pytest.approx(a.final.metrics["val_loss"], rel=1e-5)
+    # the slow worker (rank 1) never waits; the fast one does
+    assert b.final.workers[0].idle_s > 0 and b.final.workers[1].idle_s == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("method", ["local_sgd", "gossip"])
+def test_baselines_run_and_log(profiles, mlflow_uri, method):
+    cfg = _cfg(method=method, engine="dist", seeds=[0])
+    result = run_campaign(cfg, show_progress=False)
+    cell = result.cells[0]
+    assert cell.result.final.metrics["val_loss"] == cell.result.final.metrics["val_loss"]  # not NaN
+    run = mlflow.MlflowClient(mlflow_uri).get_run(cell.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["distrepro.engine"] == "dist"
+    assert "val_accuracy" in run.data.metrics and "emu/val_accuracy" in run.data.metrics
+    assert run.data.tags["distrepro.backend"] == "gloo"
+    if method == "gossip":
+        assert cell.result.final.workers[0].bytes_sent > 0
+
+
+def _faulty_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "methods").mkdir(parents=True)
+    os.symlink(REPO / "tests" / "plugins" / "methods" / "faulty", root / "methods" / "faulty")
+    os.symlink(REPO / "datasets", root / "datasets")
+    os.symlink(REPO / "hardware_profiles", root / "hardware_profiles")
+    return root
+
+
+def _leftover_workers(job_marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "suite.engine.dist_worker" in line and job_marker in line]
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize(("mode", "words"), [("kill", "died"), ("raise", "injected failure"), ("hang", "hung")])
+def test_failing_rank_is_named_and_run_marked_failed(profiles, mlflow_uri, tmp_path, monkeypatch, mode, words):
+    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
+    cfg = _cfg(
+        method="faulty",
+        method_params={"mode": mode, "fail_rank": 1, "fail_step": 2},
+        engine="dist",
+        dist={"timeout_s": 8},
+        budget={"steps": 6},
+    )
+    t0 = time.monotonic()
+    with pytest.raises(WorkerFailure) as info:
+        run_campaign(cfg, show_progress=False)
+    assert info.value.rank == 1
+    assert words in str(info.value)
+    assert time.monotonic() - t0 < 90  # bounded by the collective timeout, not a hang
+    runs = mlflow.search_runs(experiment_names=["distrepro/adhoc"], filter_string="tags.`distrepro.method` = 'faulty'")
+    assert set(runs["status"]) == {"FAILED"}
+    assert not _leftover_workers("distrepro-dist-")
+
+
+def test_diagnose_names_dead_hung_and_raising_ranks(tmp_path):
+    (tmp_path / "rank0.status.json").write_text(
+        '{"rank": 0, "status": "error", "error": "DistBackendError: timed out"}'
+    )
+    assert diagnose(tmp_path, {0: 1, 1: -9}, 2) == (1, "rank 1 died (signal 9) without reporting an error")
+    rank, msg = diagnose(tmp_path, {0: 1, 1: None}, 2)
+    assert rank == 1 and "hung" in msg
+    # rank 1's own error is the cause; rank 0 only lost its connection to it
+    (tmp_path / "rank1.status.json").write_text(
+        '{"rank": 1, "time": 2.0, "status": "error", "error": "ValueError: boom"}'
+    )
+    (tmp_path / "rank0.status.json").write_text(
+        '{"rank": 0, "time": 1.0, "status": "error", "error": "RuntimeError: Connection closed by peer"}'
+    )
+    assert diagnose(tmp_path, {0: 1, 1: 1}, 2) == (1, "rank 1 raised ValueError: boom")
+
+
+class _DictStore:
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+
+@pytest.mark.smoke
+def test_pairing_coordinator_matches_ready_neighbours_and_releases_when_done():
+    store = _DictStore()
+    coord = PairingCoordinator(store, world_size=4)
+    coord.handle({"rank": 0, "k": 0, "neighbours": [1, 3], "t": 1.0})
+    assert coord.waiting.keys() == {0}
+    coord.handle({"rank": 2, "k": 0, "neighbours": [1, 3], "t": 1.5})  # not a neighbour of 0: waits too
+    assert coord.waiting.keys() == {0, 2}
+    coord.handle({"rank": 1, "k": 0, "neighbours": [0, 2], "t": 2.0})  # pairs with 0 (first listed)
+    assert store.data["pair/ans/1/0"] == '{"peer": 0, "t": 2.0}'
+    assert store.data["pair/ans/0/0"] == '{"peer": 1, "t": 2.0}'
+    coord.handle({"rank": 1, "done": True})
+    coord.handle({"rank": 3, "done": True})
+    assert store.data["pair/ans/2/0"] == '{"peer": -1, "t": 1.5}'  # all its neighbours finished
+    assert not coord.waiting
+
+
+@pytest.mark.smoke
+def test_deadline_pacer_follows_virtual_time():
+    pacer = Pacer(dilation=0.02)  # 1 virtual second = 20 ms wall
+    pacer.start()
+    for k in range(1, 6):
+        pacer(float(k))
+    assert pacer.wall_s() == pytest.approx(0.1, abs=0.03)
+    assert pacer.throttled_s() == pytest.approx(5.0, rel=0.3)
+    assert choose_dilation([0.5, 3.0], 2.0) == 6.0
+    with pytest.raises(ValueError):
+        choose_dilation([0.0], 1.5)
