@@ -1,4 +1,4 @@
-"""nox sessions: tests, smoke, lint, ui, and one ``reproduce-<paper>`` per paper.
+"""nox sessions: tests, smoke, lint, ui, report, and one ``reproduce-<paper>`` per paper.
 
 Every session installs distrepro into its own virtualenv with uv (about 5 s on a warm cache; pip
 takes minutes here). ``torch==2.13.0`` resolves to the local CPU wheel when ``PIP_FIND_LINKS`` (or
@@ -71,6 +71,15 @@ def ui(session: nox.Session) -> None:
         "mlflow", "ui", "--host", "127.0.0.1", "--port", "5000", "--workers", "1", "--backend-store-uri", uri,
         *session.posargs, env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """A paper's claims verdicts and report from MLflow: nox -s report -- <paper> [--campaign RUN_ID] [--out DIR]."""
+    _install(session)
+    if not session.posargs:
+        session.error("name the paper: nox -s report -- <paper> [--campaign RUN_ID] [--out DIR]")
+    session.run("distrepro", "report", *session.posargs, env=_env())
 
 
 def _papers() -> dict[str, str]:

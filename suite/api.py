@@ -283,6 +283,16 @@ class WorkerContext(Protocol):
         ...
 
 
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
 class Method(abc.ABC):
     """Base class of every method plugin (``methods/<name>/method.py`` defines ``Method``).
 
@@ -326,6 +336,32 @@ class Method(abc.ABC):
 
         E.g. Local SGD averages its replicas one last time here.
         """
+
+    def state_dict(self) -> dict[str, Any]:
+        """This worker's method state for a checkpoint.
+
+        Default: the ``state_dict`` of every optimizer attribute and every plain attribute
+        (numbers, strings, booleans, None, and lists/tuples/dicts of them). Attributes holding
+        tensors are left out, since they usually alias the model (restored separately); a method
+        keeping tensor state of its own must override this and :meth:`load_state_dict`.
+        """
+        out: dict[str, Any] = {}
+        for key, value in vars(self).items():
+            if key == "params":
+                continue
+            if isinstance(value, torch.optim.Optimizer):
+                out[key] = ("optimizer", value.state_dict())
+            elif _plain(value):
+                out[key] = ("value", value)
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (called after :meth:`setup`, so optimizers exist)."""
+        for key, (kind, value) in state.items():
+            if kind == "optimizer":
+                getattr(self, key).load_state_dict(value)
+            else:
+                setattr(self, key, value)
 
     def skip(self, world_size: int) -> str | None:
         """Return a reason if this method cannot run at this world size (benchopt's ``skip``)."""

@@ -10,7 +10,9 @@ first two seeds' time.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ import pandas as pd
 import yaml
 
 from suite.config import RunConfig
+from suite.engine.checkpoint import latest_complete
 from suite.engine.results import RunResult
 from suite.errors import ConfigError
 from suite.job import Job, build_job
@@ -72,13 +75,24 @@ def run_tags(job: Job, engine: str) -> dict[str, str]:
         "distrepro.model": cfg.model.name,
         "distrepro.emulated_workload": cfg.emulated_workload or "",
         "distrepro.budget": f"{cfg.budget.amount:g} {cfg.budget.unit}",
+        "distrepro.scale": cfg.scale,
+        "distrepro.config_sha256": config_digest(cfg),
         **job.describe_time_model(),
     }
+
+
+def config_digest(cfg: RunConfig) -> str:
+    """sha256 of the resolved config without its seeds: the same arm across seeds shares it."""
+    data = cfg.model_dump(mode="json")
+    data.pop("seeds", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
     final = result.final
     out = {f"final/{k}": v for k, v in final.metrics.items()}
+    for r in range(job.world_size):  # the profile's speed for the charged workload: ideal bounds need it
+        out[f"worker/{r}/declared_samples_per_s"] = job.compute.declared_samples_per_s(r)
     out.update(
         {
             "final/emulated_s": final.emulated_s,
@@ -136,8 +150,14 @@ def run_campaign(
     source: str | Path | None = None,
     show_progress: bool | None = None,
     tracking_uri: str | None = None,
+    resume: str | None = None,
 ) -> CampaignResult:
-    """Train ``cfg`` once per seed and log everything; returns the results and run ids."""
+    """Train ``cfg`` once per seed and log everything; returns the results and run ids.
+
+    ``resume`` is the run id of a failed campaign (its parent run): seeds that finished are
+    skipped, failed ones continue in their own MLflow run from their latest complete checkpoint
+    (``checkpoint.every_steps``, distributed engine), or start over if there is none.
+    """
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
     bundle = None
@@ -152,31 +172,52 @@ def run_campaign(
     config_dict = cfg.model_dump(mode="json")
     cells: list[CellResult] = []
     tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
+    campaign_params = None if resume else flatten_params(config_dict)
     with (
-        Campaign(experiment, cfg.name, tags, flatten_params(config_dict), tracking_uri=uri) as campaign,
+        Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume) as campaign,
         _progress(show_progress) as progress,
     ):
-        campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
+        previous = {r.data.tags.get("distrepro.seed"): r for r in campaign.children()} if resume else {}
+        if not resume:
+            campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
         for job in jobs:
+            prev = previous.get(str(job.seed))
+            if prev is not None and prev.info.status == "FINISHED":
+                print(f"seed {job.seed}: finished in run {prev.info.run_id}, skipped", file=sys.stderr)
+                continue
             label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
             task = progress.add_task(label, total=1000) if progress is not None else None
-            params = flatten_params(
-                {
-                    **config_dict,
-                    "seed": job.seed,
-                    "method_params": job.params.model_dump(mode="json"),
-                    "batch_sizes": list(job.batch_sizes),
-                }
-            )
-            logger = campaign.child(f"{cfg.method}-{job.profile.name}-s{job.seed}", params, run_tags(job, engine.name))
-            with logger:
-                logger.log_text(
-                    yaml.safe_dump({**config_dict, "seed": job.seed}, sort_keys=False), "config.resolved.yaml"
+            resume_from = None
+            if prev is not None:
+                logger = campaign.reopen_child(prev.info.run_id)
+                resume_from = latest_complete(cfg.checkpoint.dir / prev.info.run_id)
+                where = f"checkpoint {resume_from.name}" if resume_from else "the start (no checkpoint)"
+                print(f"seed {job.seed}: resuming run {prev.info.run_id} from {where}", file=sys.stderr)
+            else:
+                params = flatten_params(
+                    {
+                        **config_dict,
+                        "seed": job.seed,
+                        "method_params": job.params.model_dump(mode="json"),
+                        "batch_sizes": list(job.batch_sizes),
+                    }
                 )
-                logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
-                if job.method.readme is not None:
-                    logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
-                result = engine.run_cell(job, logger, ProgressObserver(label, progress, task))
+                logger = campaign.child(
+                    f"{cfg.method}-{job.profile.name}-s{job.seed}", params, run_tags(job, engine.name)
+                )
+            with logger:
+                if prev is None:
+                    logger.log_text(
+                        yaml.safe_dump({**config_dict, "seed": job.seed}, sort_keys=False), "config.resolved.yaml"
+                    )
+                    logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
+                    if job.method.readme is not None:
+                        logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
+                observer = ProgressObserver(label, progress, task)
+                if resume_from is not None:
+                    result = engine.run_cell(job, logger, observer, resume_from=resume_from)
+                else:
+                    result = engine.run_cell(job, logger, observer)
                 logger.log_summary(summary_metrics(job, result))
                 logger.log_text(_csv(evals_table(result)), "evals.csv")
                 logger.log_text(_csv(timeline_table(result)), "timeline.csv")

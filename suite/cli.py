@@ -28,7 +28,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.engine:
         overrides.append(f"engine={args.engine}")
     cfg = load_config(args.config, overrides)
-    result = run_campaign(cfg, source=args.config, show_progress=False if args.no_progress else None)
+    result = run_campaign(
+        cfg, source=args.config, show_progress=False if args.no_progress else None, resume=args.resume
+    )
     print(f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}")
     for cell in result.cells:
         final = cell.result.final
@@ -139,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", help="comma-separated seed indices, e.g. 0,1,2 (overrides the config)")
     run.add_argument("--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument(
+        "--resume",
+        metavar="CAMPAIGN_RUN_ID",
+        help="continue a failed campaign: finished seeds are skipped, failed ones resume from their "
+        "latest checkpoint (checkpoint.every_steps, distributed engine)",
+    )
     run.set_defaults(func=_cmd_run)
     lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)

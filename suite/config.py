@@ -104,9 +104,18 @@ class ThrottleConfig(_Strict):
     calibration_steps: int = Field(default=3, ge=1)
 
 
+class CheckpointConfig(_Strict):
+    """Checkpoints of every rank at step boundaries, for ``distrepro run --resume`` (lockstep methods)."""
+
+    every_steps: int | None = Field(default=None, gt=0)  # None: no checkpoints
+    dir: Path = Path("checkpoints")  # one folder per MLflow run id below this
+    keep: int = Field(default=2, ge=1)  # complete checkpoints kept per run
+
+
 class RunConfig(_Strict):
     name: str = "run"
     paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
+    scale: Literal["proxy", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
     method: str
     method_params: dict[str, Any] = Field(default_factory=dict)
     profile: str = "homogeneous-4"
@@ -125,6 +134,7 @@ class RunConfig(_Strict):
     engine: Literal["inprocess", "dist"] = "inprocess"
     dist: DistConfig = Field(default_factory=DistConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     torch_threads: int | None = Field(default=None, gt=0)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
 

@@ -107,6 +107,24 @@ class WorkerStream:
         self._pos = 0
 
     # ------------------------------------------------------------------ drawing
+    def state_dict(self) -> dict[str, object]:
+        """Where the stream is, so a resumed run draws exactly the batches it would have drawn."""
+        return {
+            "indices": self._indices.clone(),
+            "order": None if self._order is None else self._order.clone(),
+            "pos": self._pos,
+            "passes": self._passes,
+            "batch_size": self._batch_size,
+        }
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self._indices = state["indices"].clone()  # type: ignore[union-attr]
+        order = state["order"]
+        self._order = None if order is None else order.clone()  # type: ignore[union-attr]
+        self._pos = int(state["pos"])  # type: ignore[arg-type]
+        self._passes = int(state["passes"])  # type: ignore[arg-type]
+        self._batch_size = int(state["batch_size"])  # type: ignore[arg-type]
+
     def _start_pass(self) -> torch.Tensor:
         gen = generator(*self.seed_parts, "pass", self._passes)
         self._passes += 1

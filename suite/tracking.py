@@ -183,7 +183,9 @@ class Campaign:
         repo: Path | None = None,
         artifact_location: str | None = None,
         flush_every_s: float | None = 30.0,
+        resume_run_id: str | None = None,
     ) -> None:
+        self.resume_run_id = resume_run_id
         self.experiment = experiment
         self.name = name
         self.tags = {k: str(v) for k, v in tags.items()}
@@ -210,8 +212,12 @@ class Campaign:
         self.client = make_client(self.tracking_uri)
         self.experiment_id = ensure_experiment(self.client, self.experiment, self.artifact_location)
         self.provenance = provenance_tags(self.repo)
-        run = self.client.create_run(self.experiment_id, run_name=self.name)
-        self.run_id = run.info.run_id
+        if self.resume_run_id is not None:  # continue a failed campaign: same parent run, RUNNING again
+            self.client.update_run(self.resume_run_id, status="RUNNING")
+            self.run_id = self.resume_run_id
+        else:
+            run = self.client.create_run(self.experiment_id, run_name=self.name)
+            self.run_id = run.info.run_id
         self._parent = RunLogger(self.client, self.run_id, flush_every_s=self.flush_every_s)
         try:  # 'with' does not call __exit__ when __enter__ fails: close the run here
             self._parent.set_tags({**self.provenance, **self.tags})
@@ -242,6 +248,21 @@ class Campaign:
         if params:
             logger.log_params(params)
         return logger
+
+    def reopen_child(self, run_id: str) -> RunLogger:
+        """Continue logging into an existing child run (``--resume``); it is RUNNING again."""
+        assert self.client is not None
+        self.client.update_run(run_id, status="RUNNING")
+        logger = RunLogger(self.client, run_id, flush_every_s=self.flush_every_s)
+        self._children.append(logger)
+        return logger
+
+    def children(self) -> list[Any]:
+        """The child runs already under this campaign's parent (for ``--resume``)."""
+        assert self.client is not None and self.experiment_id is not None
+        return self.client.search_runs(
+            [self.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{self.run_id}'"
+        )
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         self.parent.set_tags(tags)

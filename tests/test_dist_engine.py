@@ -186,3 +186,40 @@ def test_deadline_pacer_follows_virtual_time():
     assert choose_dilation([0.5, 3.0], 2.0) == 6.0
     with pytest.raises(ValueError):
         choose_dilation([0.0], 1.5)
+
+
+@pytest.mark.distributed
+def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, mlflow_uri, tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
+    common = {
+        "engine": "dist",
+        "budget": {"steps": 8},
+        "eval": {"every_steps": 3},
+        "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
+        "dist": {"timeout_s": 8},
+    }
+    clean = run_campaign(
+        _cfg(method="faulty", name="clean", method_params={"mode": "none"}, **common), show_progress=False
+    ).cells[0]
+    crashing = _cfg(
+        method="faulty",
+        name="crashing",
+        **common,
+        method_params={"mode": "kill", "fail_rank": 1, "fail_step": 5, "once_file": str(tmp_path / "x")},
+    )
+    with pytest.raises(WorkerFailure):
+        run_campaign(crashing, show_progress=False)
+    parents = mlflow.search_runs(
+        experiment_names=["distrepro/adhoc"],
+        filter_string="tags.`distrepro.campaign` = 'crashing' and attributes.status = 'FAILED'",
+    )
+    parent_id = parents[parents["tags.mlflow.parentRunId"].isna()].iloc[0]["run_id"]
+    resumed = run_campaign(crashing, show_progress=False, resume=parent_id).cells[0]
+    assert resumed.run_id != clean.run_id
+    assert torch.allclose(_flat(resumed.result.models[0]), _flat(clean.result.models[0]), atol=1e-6)
+    assert resumed.result.final.metrics["val_loss"] == pytest.approx(clean.result.final.metrics["val_loss"], rel=1e-6)
+    assert resumed.result.final.emulated_s == pytest.approx(clean.result.final.emulated_s, rel=1e-9)
+    assert [e.step for e in resumed.result.evals] == [e.step for e in clean.result.evals]
+    client = mlflow.MlflowClient(mlflow_uri)
+    assert client.get_run(resumed.run_id).info.status == "FINISHED"
+    assert client.get_run(parent_id).info.status == "FINISHED"

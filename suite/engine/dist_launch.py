@@ -94,9 +94,15 @@ def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, 
 class DistEngine:
     name = "dist"
 
-    def run_cell(self, job: Job, logger: Any, progress: Any = None) -> RunResult:
-        """Launch the ranks for ``job``; rank 0 logs to ``logger``'s run; returns rank 0's result."""
+    def run_cell(self, job: Job, logger: Any, progress: Any = None, resume_from: Path | None = None) -> RunResult:
+        """Launch the ranks for ``job``; rank 0 logs to ``logger``'s run; returns rank 0's result.
+
+        With ``checkpoint.every_steps`` set, checkpoints go to ``checkpoint.dir/<run id>``;
+        ``resume_from`` is a complete checkpoint folder to continue from.
+        """
         cfg = job.config
+        run_id = getattr(logger, "run_id", None)
+        ckpt = (cfg.checkpoint.dir / run_id).resolve() if cfg.checkpoint.every_steps and run_id else None
         with tempfile.TemporaryDirectory(prefix="distrepro-dist-") as tmp:
             out = Path(tmp)
             job_file = out / "job.json"
@@ -106,8 +112,10 @@ class DistEngine:
                         "config": cfg.model_dump(mode="json"),
                         "seed": job.seed,
                         "source": None,
-                        "run_id": getattr(logger, "run_id", None),
+                        "run_id": run_id,
                         "tracking_uri": _uri_of(logger),
+                        "checkpoint_dir": str(ckpt) if ckpt else None,
+                        "resume_from": str(resume_from) if resume_from else None,
                     }
                 )
             )

@@ -10,12 +10,14 @@ global progress through atomic counters in the c10d store.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from suite.api import Allocation
+from suite.engine import checkpoint
 from suite.engine.clock import VirtualClock
 from suite.engine.common import TargetTracker, make_stream
 from suite.engine.dist_comm import DistComm
@@ -38,8 +40,17 @@ def _flat_state(model: torch.nn.Module) -> torch.Tensor:
 class DistRun:
     """Rank ``rank``'s share of one job; rank 0 also evaluates and reports to ``observer``."""
 
-    def __init__(self, job: Job, rank: int, store: Any, observer: RunObserver | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        rank: int,
+        store: Any,
+        observer: RunObserver | None = None,
+        checkpoint_root: Path | None = None,
+        resume_from: Path | None = None,
+    ) -> None:
         self.job, self.rank, self.store, self.observer = job, rank, store, observer
+        self.checkpoint_root, self.resume_from = checkpoint_root, resume_from
         k = job.world_size
         # training collectives get the short timeout (a hung rank fails the run); the default group
         # keeps the long start-up one
@@ -94,7 +105,8 @@ class DistRun:
             return cfg.dilation
         import time
 
-        batch = self.stream.next_batch()
+        # a fresh stream: calibrating must not consume the training data order
+        batch = make_stream(self.job, self.alloc, self.epoch, self.rank).next_batch()
         probe = self.job.make_model()
         ratios = [0.0]
         if len(batch):
@@ -246,11 +258,17 @@ class DistRun:
             self.worker.pacer = self.pacer
         if self.coordinator is not None:
             self.coordinator.start()
+        self.method.setup(self.worker)
+        if self.resume_from is not None:
+            if not job.method.cls.synchronous:
+                raise ValueError("asynchronous methods cannot be resumed from a checkpoint")
+            checkpoint.load(self, self.resume_from)
+        every = job.config.checkpoint.every_steps if job.method.cls.synchronous else None
         dist.barrier(group=self.pg)
         self.wall_start = time.perf_counter()
         if self.pacer is not None:
             self.pacer.start()
-        self.method.setup(self.worker)
+            self.pacer.t0 -= self.pacer.dilation * self.clock.t  # a resumed run continues its timeline
         while True:
             batch = self.stream.next_batch()
             self.clock.step = int(self.worker.train_state["step"])
@@ -259,7 +277,13 @@ class DistRun:
             if len(batch):
                 self.loss_sum += self.worker.last_loss
                 self.loss_count += 1
-            if self._after_step(len(batch)):
+            stop = self._after_step(len(batch))
+            step = int(self.worker.train_state["step"])
+            if every and self.checkpoint_root is not None and not stop and step % every == 0:
+                checkpoint.save(
+                    self, self.checkpoint_root, step, lambda: dist.barrier(group=self.pg), job.config.checkpoint.keep
+                )
+            if stop:
                 break
         self.method.finalize(self.worker)
         if self.pairing is not None:

@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
             logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
             observer = MlflowObserver(logger)
-        run = DistRun(job, rank, store_of_default_group(), observer)
+        ckpt = Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None
+        resume = Path(spec["resume_from"]) if spec.get("resume_from") else None
+        run = DistRun(job, rank, store_of_default_group(), observer, checkpoint_root=ckpt, resume_from=resume)
         result = run.run()
         if logger is not None:
             if run.pacer is not None:

@@ -16,6 +16,7 @@ class Params(api.MethodParams):
     fail_rank: int = 1
     fail_step: int = 2
     mode: Literal["kill", "hang", "raise", "none"] = "kill"
+    once_file: str | None = None  # if set, fail only while this file does not exist (then create it)
 
 
 class Method(api.Method):
@@ -25,9 +26,18 @@ class Method(api.Method):
     def setup(self, ctx: api.WorkerContext) -> None:
         self.opt = sgd(ctx.model, self.params.lr, 0.0, 0.0)  # type: ignore[attr-defined]
 
+    @staticmethod
+    def _arm(once_file: str | None) -> bool:
+        if once_file is None:
+            return True
+        if os.path.exists(once_file):
+            return False
+        open(once_file, "w").close()
+        return True
+
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p: Params = self.params  # type: ignore[assignment]
-        if ctx.rank == p.fail_rank and ctx.train_state["step"] == p.fail_step:
+        if ctx.rank == p.fail_rank and ctx.train_state["step"] == p.fail_step and self._arm(p.once_file):
             if p.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             elif p.mode == "hang":
