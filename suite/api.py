@@ -317,7 +317,8 @@ class Method(abc.ABC):
 
     @classmethod
     def allocate(cls, params: MethodParams, cluster: ClusterView) -> Allocation:
-        """Data allocation, called before training and at every epoch boundary.
+        """Data allocation: called before training and, for lockstep methods, at every epoch boundary
+        (asynchronous methods keep their first allocation).
 
         Must be a pure function of its inputs: under the distributed engine every rank calls
         it and must get the same answer. Default: equal shares, configured batch sizes.

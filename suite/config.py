@@ -81,7 +81,16 @@ class Target(_Strict):
 
     metric: Literal["val_accuracy", "val_loss"] = "val_accuracy"
     value: float
-    direction: Literal["max", "min"] = "max"
+    direction: Literal["max", "min"] | None = None  # default: max for accuracy, min for loss
+
+    @model_validator(mode="after")
+    def _direction(self) -> Target:
+        natural = "min" if self.metric == "val_loss" else "max"
+        if self.direction is None:
+            self.direction = natural
+        elif self.direction != natural:
+            raise ValueError(f"{self.metric} improves towards {natural}, not {self.direction}")
+        return self
 
 
 class DistConfig(_Strict):

@@ -35,6 +35,10 @@ class PluginError(DistreproError):
     """A method, dataset or profile plugin could not be found or loaded."""
 
 
+class CommError(DistreproError, RuntimeError):
+    """A method used ``Comm`` inconsistently (mismatched collectives, a finished peer, zero weights)."""
+
+
 class DeadlockError(DistreproError):
     """Workers wait on each other and none can proceed (a method bug, reported with who waits on what)."""
 

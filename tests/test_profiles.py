@@ -30,9 +30,7 @@ def minimal_profile() -> dict[str, Any]:
             {"name": "a", "devices": [dict(gpu)]},
             {
                 "name": "b",
-                "devices": [
-                    dict(gpu, nic={"latency_us": 200, "bandwidth_gbytes_per_s": 1, "source": "[E] nic"})
-                ],
+                "devices": [dict(gpu, nic={"latency_us": 200, "bandwidth_gbytes_per_s": 1, "source": "[E] nic"})],
             },
         ],
         "network": {
@@ -146,9 +144,7 @@ def test_rank_numbering_and_nic_caps(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, minimal_profile(), "tiny"))
     assert profile.world_size == 4
     assert [profile.node_of(r) for r in range(4)] == ["a", "a", "b", "b"]
-    assert [profile.device_path(r) for r in range(4)] == ["nodes[0].devices[0]"] * 2 + [
-        "nodes[1].devices[0]"
-    ] * 2
+    assert [profile.device_path(r) for r in range(4)] == ["nodes[0].devices[0]"] * 2 + ["nodes[1].devices[0]"] * 2
     same_fast = profile.link(0, 1)
     assert (same_fast.latency_s, same_fast.bandwidth_bytes_per_s) == pytest.approx((10e-6, 10e9))
     # the NIC caps even the intra-node link of a device that has one
@@ -240,9 +236,7 @@ def test_unsorted_speed_changes(tmp_path: Path) -> None:
 
 
 def test_unknown_variant(tmp_path: Path) -> None:
-    expect_error(
-        write(tmp_path, minimal_profile()), "network.variants", "unknown variant 'geo'", "slow", variant="geo"
-    )
+    expect_error(write(tmp_path, minimal_profile()), "network.variants", "unknown variant 'geo'", "slow", variant="geo")
 
 
 def test_bad_variant_entry_names_nested_field(tmp_path: Path) -> None:

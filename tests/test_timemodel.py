@@ -181,9 +181,7 @@ def test_cadp_cpu_is_much_slower_than_gpu() -> None:
 
 def test_device_without_any_speed_names_file_and_field(tmp_path: Path) -> None:
     data = flat(2)
-    data["nodes"].append(
-        {"name": "m", "devices": [dict(data["nodes"][0]["devices"][0], name="cpu", kind="cpu")]}
-    )
+    data["nodes"].append({"name": "m", "devices": [dict(data["nodes"][0]["devices"][0], name="cpu", kind="cpu")]})
     data["nodes"][0]["devices"][0]["effective_flops_per_s"] = 1e12
     path = tmp_path / "nospeed.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")

@@ -25,6 +25,7 @@ from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.clock import VirtualClock
 from suite.engine.pairing import PairingClient
+from suite.errors import CommError
 from suite.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
@@ -92,7 +93,7 @@ class DistComm(Comm):
     def _group(self, group: Group | None) -> Group:
         g = group or self._world
         if self.rank not in g.ranks:
-            raise RuntimeError(f"rank {self.rank} is not a member of group {list(g.ranks)}")
+            raise CommError(f"rank {self.rank} is not a member of group {list(g.ranks)}")
         return g
 
     def _to_wire(self, t: torch.Tensor) -> torch.Tensor:
@@ -171,7 +172,7 @@ class DistComm(Comm):
         def unpack(x: torch.Tensor, p: int) -> torch.Tensor:
             total = float(x[-1])
             if total <= 0:
-                raise RuntimeError(f"weighted average with total weight {total}")
+                raise CommError(f"weighted average with total weight {total}")
             return x[:-1] / total
 
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
@@ -244,7 +245,7 @@ class DistComm(Comm):
 
     def pair(self, neighbors: Sequence[int]) -> int | None:
         if self.pairing is None:
-            raise RuntimeError("pair() needs the pairing coordinator (asynchronous methods only)")
+            raise CommError("pair() needs the pairing coordinator (asynchronous methods only)")
         peer, peer_t = self.pairing.request(list(neighbors), self.clock.t)
         if peer is not None:
             self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready

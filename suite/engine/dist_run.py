@@ -79,6 +79,7 @@ class DistRun:
         self.model = job.make_model()
         self.eval_model = job.make_model()
         self.worker = HarnessWorker(rank, k, self.model, self.comm, self.clock, self._charge, job.seed_parts)
+        self.worker.update_state(budget={"unit": job.config.budget.unit, "amount": job.config.budget.amount})
         self.method = job.method.cls(job.params)
         self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
         self.target = TargetTracker(job.config.target)

@@ -66,6 +66,9 @@ class _InProcessRun:
             )
             for r in range(k)
         ]
+        budget = {"unit": job.config.budget.unit, "amount": job.config.budget.amount}
+        for w in self.workers:
+            w.update_state(budget=budget)
         self.methods = [job.method.cls(job.params) for _ in range(k)]
         self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
         self.evals: list[EvalRecord] = []

@@ -21,6 +21,7 @@ import torch
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.scheduler import Request, Scheduler
+from suite.errors import CommError
 from suite.timemodel import CommCostModel
 
 # -------------------------------------------------------------------------- completion handles
@@ -104,7 +105,7 @@ class _CollectiveRequest(Request):
         key = (self.ranks, seq)
         pending = fab.pending.setdefault(key, _Pending(self.kind, self.ranks))
         if pending.kind != self.kind:
-            raise RuntimeError(
+            raise CommError(
                 f"collective mismatch on ranks {list(self.ranks)} (call #{seq}): rank {self.rank} called "
                 f"{self.kind} while others called {pending.kind}"
             )
@@ -175,7 +176,7 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
     weights = [float(arr[r].extra) for r in ranks]
     wsum = sum(weights)
     if wsum <= 0:
-        raise RuntimeError(f"weighted average over ranks {list(ranks)} with total weight {wsum}")
+        raise CommError(f"weighted average over ranks {list(ranks)} with total weight {wsum}")
     total = _reduce([_flat(arr[r].tensors) * w for r, w in zip(ranks, weights, strict=True)], "sum") / wsum
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
@@ -190,7 +191,7 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
 def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     src: int = arr[ranks[0]].extra
     if any(arr[r].extra != src for r in ranks):
-        raise RuntimeError(f"broadcast on ranks {list(ranks)}: members disagree on src")
+        raise CommError(f"broadcast on ranks {list(ranks)}: members disagree on src")
     data = _flat(arr[src].tensors)
     for r in ranks:
         if r != src:
@@ -223,7 +224,7 @@ class _ExchangeRequest(Request):
     def handle(self, sched: Scheduler) -> None:
         fab = self.fabric
         if sched.is_finished(self.peer):
-            raise RuntimeError(f"rank {self.rank} exchanges with rank {self.peer}, which has finished")
+            raise CommError(f"rank {self.rank} exchanges with rank {self.peer}, which has finished")
         pair = (min(self.rank, self.peer), max(self.rank, self.peer))
         key = (pair, fab.next_seq(self.rank, pair))
         other = fab.exchanges.pop(key, None)
@@ -232,7 +233,7 @@ class _ExchangeRequest(Request):
             return
         peer_req, peer_t = other
         if peer_req.rank != self.peer or peer_req.peer != self.rank:
-            raise RuntimeError(f"exchange mismatch between ranks {pair}")
+            raise CommError(f"exchange mismatch between ranks {pair}")
         start = max(peer_t, sched.clocks[self.rank].t)
         a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
         seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(_nbytes([self.tensor])))
@@ -357,7 +358,7 @@ class InProcessComm(Comm):
     def _ranks(self, group: Group | None) -> tuple[int, ...]:
         ranks = self._world if group is None else group.ranks
         if self.rank not in ranks:
-            raise RuntimeError(f"rank {self.rank} is not a member of group {list(ranks)}")
+            raise CommError(f"rank {self.rank} is not a member of group {list(ranks)}")
         return ranks
 
     def _collective(self, kind, tensors, group, async_op, extra, behaviour):

@@ -1,0 +1,115 @@
+"""``distrepro`` on the command line: list, run, help (bad input is in ``test_config_errors.py``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from suite.cli import main
+from suite.profiles import list_profiles
+from suite.tracking import make_client
+
+pytestmark = pytest.mark.smoke
+
+TINY: dict[str, Any] = {
+    "name": "cli-tiny",
+    "method": "ar_sgd",
+    "dataset": {"name": "synthetic", "params": {"train_size": 256, "test_size": 64, "image_size": 8}},
+    "model": {"name": "small_cnn", "params": {"hidden": 16}},
+    "batch_size": 8,
+    "budget": {"steps": 2},
+    "eval": {"times": 2},
+    "torch_threads": 1,
+}
+
+
+@pytest.fixture
+def tracking(mlflow_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's private store (``mlflow_uri``, set in the environment); the cwd is a scratch folder."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return mlflow_uri
+
+
+def test_list_prints_methods_datasets_and_profiles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out, _ = capsys.readouterr()
+    methods = out.split("methods:")[1].split("datasets:")[0]
+    for name, mode in (("ar_sgd", "lockstep"), ("local_sgd", "lockstep"), ("gossip", "asynchronous")):
+        assert re.search(rf"^\s+{name}\s+baseline\s+{mode}\s", methods, re.M), methods
+    assert "synthetic" in out.split("datasets:")[1]
+    profiles = out.split("hardware profiles:")[1]
+    for name in list_profiles():
+        assert re.search(rf"^\s+{re.escape(name)}\s+\d+ workers", profiles, re.M), name
+    assert re.search(r"homogeneous-4\s+4 workers", profiles)
+    assert "INVALID" not in out
+    assert "plugins that failed to load" not in out
+
+
+def test_list_shows_plugins_that_failed_to_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    (root / "methods" / "cli_broken").mkdir(parents=True)
+    (root / "methods" / "cli_broken" / "method.py").write_text("1 / 0\n", encoding="utf-8")
+    monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+    assert main(["list"]) == 0
+    out, _ = capsys.readouterr()
+    assert "plugins that failed to load:" in out
+    assert re.search(r"method cli_broken \(.*cli_broken\): ZeroDivisionError", out), out
+
+
+def test_run_tiny_config_succeeds_and_prints_run_ids(
+    tracking: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY), encoding="utf-8")
+    assert main(["run", str(path), "--no-progress", "--set", "budget.steps=3", "--seeds", "0,1"]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    parent = re.search(r"campaign run ([0-9a-f]{32})", out)
+    assert parent is not None, out
+    assert f"tracking {tracking}" in out
+    children = re.findall(r"seed (\d): val_acc [0-9.]+ .* run ([0-9a-f]{32})", out)
+    assert [seed for seed, _ in children] == ["0", "1"]
+
+    client = make_client(tracking)
+    assert client.get_run(parent.group(1)).info.status == "FINISHED"
+    for seed, run_id in children:
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["mlflow.parentRunId"] == parent.group(1)
+        assert run.data.tags["distrepro.seed"] == seed
+        assert run.data.params["budget.steps"] == "3"  # the --set override reached the run
+        assert run.data.metrics["final/steps"] == 3.0
+    assert not (Path.cwd() / "mlflow.db").exists()  # the store is the one in MLFLOW_TRACKING_URI
+
+
+@pytest.mark.parametrize("command", ["run", "list"])
+def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    out, _ = capsys.readouterr()
+    assert out.startswith(f"usage: distrepro {command}")
+    if command == "run":
+        for option in ("--set", "--seeds", "--engine", "--no-progress", "config"):
+            assert option in out
+
+
+def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: distrepro")
+    assert re.search(r"^\s+run\s+train a config", out, re.M) and re.search(r"^\s+list\s+list discovered", out, re.M)
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2  # argparse: a command is required
+    assert "required" in capsys.readouterr().err
