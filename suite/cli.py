@@ -119,6 +119,30 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     rep.set_defaults(func=_cmd_report)
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from suite.reproduce import reproduce
+
+    arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
+    result = reproduce(
+        args.paper,
+        scale=args.scale,
+        seeds=args.seeds,
+        overrides=list(args.set or []),
+        arms=arms,
+        report=not args.no_report,
+        show_progress=False if args.no_progress else None,
+    )
+    for arm, campaign in result.campaigns.items():
+        print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
+    if result.report is not None:
+        rep = result.report
+        print(f"report: {rep.summary() if rep.verdicts else 'no claims encoded'}")
+        for v in rep.verdicts:
+            print(f"  {v.claim_id}: {v.verdict} — {v.reason}")
+        print(f"  {rep.markdown}\n  {rep.html}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -148,6 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
         "latest checkpoint (checkpoint.every_steps, distributed engine)",
     )
     run.set_defaults(func=_cmd_run)
+    rep = sub.add_parser(
+        "reproduce",
+        help="run every arm of a paper (paper.yaml setup.arms), then write its report",
+        description="Run one campaign per arm of PAPER's claims (every seed), then build reports/PAPER/.",
+    )
+    rep.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
+    rep.add_argument("--scale", choices=["proxy", "paper"], default="proxy", help="proxy (default) or paper scale")
+    rep.add_argument("--seeds", help="comma-separated seed indices (default: each config's)")
+    rep.add_argument("--arms", help="comma-separated subset of arms")
+    rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
+    rep.add_argument("--no-report", action="store_true", help="train only")
+    rep.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    rep.set_defaults(func=_cmd_reproduce)
     lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)
     _add_report_parser(sub)

@@ -1,0 +1,95 @@
+"""``distrepro reproduce <paper>``: run every arm a paper's claims need, then write the report.
+
+The arms come from the paper's ``paper.yaml`` (``setup.arms``): each names a method, the
+method parameters that tell it apart, and the run config that produces it. Reproducing runs one
+campaign per arm (every seed), all in the experiment ``distrepro/<paper>``, then builds the
+report from MLflow, restricted to those campaigns. Training and judging stay separate: the
+report reads only what the runs logged.
+
+Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
+``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
+exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from suite.campaign import CampaignResult, run_campaign
+from suite.config import load_config
+from suite.errors import ConfigError
+
+
+@dataclass
+class Reproduction:
+    paper: str
+    campaigns: dict[str, CampaignResult]
+    report: Any | None
+
+
+def _arm_config(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path) -> Path:
+    if not config:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
+    for base in (paper_file.parent, root):
+        path = (base / config).resolve()
+        if path.is_file():
+            break
+    else:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
+    if scale == "paper":
+        paper_path = path.with_name(path.name.replace(".yaml", ".paper.yaml"))
+        if not paper_path.is_file():
+            raise ConfigError(
+                paper_file, f"setup.arms.{arm_name}.config", f"--scale paper needs {paper_path.name} beside {path.name}"
+            )
+        return paper_path
+    return path
+
+
+def _param_overrides(params: dict[str, Any]) -> list[str]:
+    import json
+
+    return [f"method_params.{k}={json.dumps(v)}" for k, v in params.items()]
+
+
+def reproduce(
+    paper: str,
+    scale: str = "proxy",
+    seeds: str | None = None,
+    overrides: list[str] | None = None,
+    arms: list[str] | None = None,
+    report: bool = True,
+    show_progress: bool | None = None,
+    root: Path | None = None,
+) -> Reproduction:
+    from suite.claims.papers import find_paper
+    from suite.registry import repo_root
+
+    root = root or repo_root()
+    info = find_paper(paper, root)
+    if info.spec is None or not info.spec.setup.arms:
+        where = info.path or root / "methods"
+        raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
+    chosen = arms or list(info.spec.setup.arms)
+    unknown = [a for a in chosen if a not in info.spec.setup.arms]
+    if unknown:
+        raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(info.spec.setup.arms)}")
+    campaigns: dict[str, CampaignResult] = {}
+    for name in chosen:
+        arm = info.spec.setup.arms[name]
+        path = _arm_config(info.path, name, arm.config, scale, root)
+        sets = [f"paper={paper}", f"scale={scale}", f"name={arm.campaign or name}", f"method={arm.method}"]
+        sets += _param_overrides(arm.params) + list(overrides or [])
+        if seeds:
+            sets.append(f"seeds=[{seeds}]")
+        cfg = load_config(path, sets)
+        campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
+    built = None
+    if report:
+        from suite.report.build import build_report
+
+        ids = [c.parent_run_id for c in campaigns.values()]
+        built = build_report(paper, campaigns=ids, root=root)
+    return Reproduction(paper, campaigns, built)
