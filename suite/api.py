@@ -68,6 +68,8 @@ class ClusterView:
 
     ``measured_samples_per_s`` holds each worker's compute throughput over the previous epoch
     (samples / compute seconds, waiting excluded); it is ``None`` before the first epoch.
+    ``current`` is the allocation in force during that epoch (``None`` before training), so a
+    method can damp its re-split (Chao et al.) while ``allocate`` stays a pure function.
     """
 
     world_size: int
@@ -76,6 +78,7 @@ class ClusterView:
     batch_sizes: tuple[int, ...]  # per-rank batch sizes from the run config / profile
     epoch: int = 0
     measured_samples_per_s: tuple[float, ...] | None = None
+    current: Allocation | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from pydantic import ValidationError
 
-from suite.api import Batch, ClusterView, DeviceView, MethodParams
+from suite.api import Allocation, Batch, ClusterView, DeviceView, MethodParams
 from suite.config import RunConfig
 from suite.data import DatasetBundle, build_dataset
 from suite.errors import ConfigError, PluginError, format_pydantic_error
@@ -67,7 +67,9 @@ class Job:
     def compute_seconds(self, rank: int, n: int, step_index: int, at_s: float) -> float:
         return self.compute.step_seconds(rank, n, step_index, at_s)
 
-    def cluster_view(self, epoch: int, measured: tuple[float, ...] | None) -> ClusterView:
+    def cluster_view(
+        self, epoch: int, measured: tuple[float, ...] | None, current: Allocation | None = None
+    ) -> ClusterView:
         devices = tuple(
             DeviceView(
                 rank=r,
@@ -78,7 +80,7 @@ class Job:
             )
             for r in range(self.world_size)
         )
-        return ClusterView(self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured)
+        return ClusterView(self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current)
 
     @cached_property
     def example_batch(self) -> Batch:

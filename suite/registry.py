@@ -111,14 +111,17 @@ def failed_plugins(root: Path | None = None) -> list[FailedPlugin]:
     return list(_discover_methods(root)[1]) + list(_discover_datasets(root)[1])
 
 
-def get_method(name: str, root: Path | None = None) -> MethodPlugin:
-    found, failed = _discover_methods(root or repo_root())
+def _lookup(kind: str, name: str, found: dict[str, Any], failed: tuple[FailedPlugin, ...]) -> Any:
     if name in found:
         return found[name]
     for f in failed:
         if f.name == name:
-            raise PluginError(f"method '{name}' failed to load from {f.path}: {f.error}")
-    raise PluginError(f"unknown method '{name}'; available: {', '.join(sorted(found)) or 'none'}")
+            raise PluginError(f"{kind} '{name}' failed to load from {f.path}: {f.error}")
+    raise PluginError(f"unknown {kind} '{name}'; available: {', '.join(sorted(found)) or 'none'}")
+
+
+def get_method(name: str, root: Path | None = None) -> MethodPlugin:
+    return _lookup("method", name, *_discover_methods(root or repo_root()))
 
 
 @cache
@@ -130,13 +133,13 @@ def _discover_datasets(root: Path) -> tuple[dict[str, types.ModuleType], tuple[F
         if path.name.startswith(("_", ".")):
             continue
         try:
-            module = import_file(path, f"_distrepro_datasets.{path.stem}")
-            name = getattr(module, "NAME", path.stem)
-            if not callable(getattr(module, "build", None)):
-                raise TypeError("a dataset plugin must define build(params, root, seed)")
-            found[name] = module
+            from suite.data import load_dataset_plugin  # validates NAME, DESCRIPTION, Params, build
+
+            module = load_dataset_plugin(path)
+            found[getattr(module, "NAME", path.stem)] = module
         except Exception as exc:
-            failed.append(FailedPlugin("dataset", path.stem, path, _short_error(exc)))
+            cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ is not None else exc
+            failed.append(FailedPlugin("dataset", path.stem, path, _short_error(cause)))
     return found, tuple(failed)
 
 
@@ -145,13 +148,7 @@ def datasets(root: Path | None = None) -> dict[str, types.ModuleType]:
 
 
 def get_dataset(name: str, root: Path | None = None) -> types.ModuleType:
-    found, failed = _discover_datasets(root or repo_root())
-    if name in found:
-        return found[name]
-    for f in failed:
-        if f.name == name:
-            raise PluginError(f"dataset '{name}' failed to load from {f.path}: {f.error}")
-    raise PluginError(f"unknown dataset '{name}'; available: {', '.join(sorted(found)) or 'none'}")
+    return _lookup("dataset", name, *_discover_datasets(root or repo_root()))
 
 
 def profile_names(root: Path | None = None) -> list[str]:

@@ -9,6 +9,7 @@ global progress through atomic counters in the c10d store.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,6 @@ class DistRun:
         cfg = self.job.config.throttle
         if cfg.dilation is not None:
             return cfg.dilation
-        import time
-
         # a fresh stream: calibrating must not consume the training data order
         batch = make_stream(self.job, self.alloc, self.epoch, self.rank).next_batch()
         probe = self.job.make_model()
@@ -156,7 +155,7 @@ class DistRun:
         self.epoch = e
         measured: list[Any] = [None] * self.job.world_size
         dist.all_gather_object(measured, self.worker.measured_speed_and_reset(), group=self.pg)
-        alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, tuple(measured)))
+        alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, tuple(measured), self.alloc))
         if alloc != self.alloc:
             self._set_allocation(alloc)
 
@@ -215,8 +214,6 @@ class DistRun:
             self.observer.on_eval(rec)
 
     def _wall(self) -> float:
-        import time
-
         return time.perf_counter() - self.wall_start
 
     # ------------------------------------------------------------------ loop
@@ -247,8 +244,6 @@ class DistRun:
         return s.budget_spent()
 
     def run(self) -> RunResult | None:
-        import time
-
         job = self.job
         reason = self.method.skip(job.world_size)
         if reason:
@@ -316,7 +311,3 @@ def store_of_default_group() -> Any:
     from torch.distributed import distributed_c10d as c10d
 
     return dist.PrefixStore("distrepro/", c10d._get_default_store())
-
-
-def timeout(job: Job) -> timedelta:
-    return timedelta(seconds=job.config.dist.timeout_s)

@@ -93,7 +93,9 @@ class _InProcessRun:
             return
         self.epoch = e
         measured = tuple(w.measured_speed_and_reset() for w in self.workers)
-        alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, measured))
+        alloc = self.job.method.cls.allocate(
+            self.job.params, self.job.cluster_view(e, measured, self.allocations[-1][1])
+        )
         if alloc != self.allocations[-1][1]:
             self._apply_allocation(alloc)
 
