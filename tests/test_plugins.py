@@ -45,14 +45,6 @@ SMOKE: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="session")
-def migrated_mlflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An MLflow sqlite store migrated once per session (migration takes seconds; a copy does not)."""
-    db = tmp_path_factory.mktemp("mlflow_template") / "template.db"
-    make_client(f"sqlite:///{db}").search_experiments()
-    return db
-
-
 @pytest.fixture
 def tracking(mlflow_uri: str, migrated_mlflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test's private store (``mlflow_uri``), pre-migrated; the cwd is a scratch folder."""

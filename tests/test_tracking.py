@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +34,10 @@ from suite.tracking import (
 EXP = "distrepro/test-paper"
 
 
-@pytest.fixture(scope="session")
-def migrated_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, fully migrated store, built once and kept in pytest's cache between sessions.
-
-    Keyed by the MLflow version (a new version may add migrations). Built in a private file and
-    moved into place atomically, so parallel xdist workers never see a half-migrated DB.
-    """
-    cache = getattr(request.config, "cache", None)
-    folder = (
-        cache.mkdir(f"mlflow-template-{metadata.version('mlflow')}")
-        if cache is not None
-        else tmp_path_factory.mktemp("mlflow_template")
-    )
-    db = Path(folder) / "template.db"
-    if not db.exists():
-        scratch = tmp_path_factory.mktemp("mlflow_build") / "template.db"
-        make_client(f"sqlite:///{scratch}").search_experiments()  # creates and migrates the tables
-        os.replace(shutil.copyfile(scratch, Path(folder) / f"template.{os.getpid()}.tmp"), db)
-    return db
+@pytest.fixture
+def migrated_db(migrated_mlflow_db: Path) -> Path:
+    """The session's pre-migrated template store (tests/conftest.py)."""
+    return migrated_mlflow_db
 
 
 @pytest.fixture
