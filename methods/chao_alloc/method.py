@@ -1,0 +1,104 @@
+"""Chao, Liao, Gao (arXiv 2111.08272): task allocation for Ring-AllReduce training on uneven hardware.
+
+One plugin, three modes, so that the baseline and both methods share every other choice
+(optimizer, averaging, rounding) and a measured difference can only come from the split:
+
+* ``equal``: every worker gets the same share and the same per-iteration batch ``B/n``, the
+  default of data-parallel training that the paper starts from;
+* ``static``: shares fixed before training, proportional to given ratios (``speeds``) or to the
+  profile's declared speeds ("artificially allocated", "drawn proportionally");
+* ``adaptive``: every epoch each worker's own compute throughput (waiting excluded) is
+  all-gathered by the harness and every worker computes the same damped re-split towards it
+  ("each machine finds the data it needs").
+
+The global batch B and the number of iterations per epoch are the same in every mode, so the
+optimisation problem is unchanged; the lockstep ring all-reduce makes every iteration as slow
+as its slowest worker, which proportional batches equalise. Gradients are averaged weighted by
+batch size (the exact gradient of the global-batch mean loss) unless ``unweighted`` is set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from suite import api
+from suite.optim import float_buffers, grads_of, sgd
+from suite.registry import import_file
+
+rules = import_file(Path(__file__).with_name("allocation.py"), "_distrepro_methods.chao_alloc_allocation")
+
+
+class Params(api.MethodParams):
+    mode: Literal["equal", "static", "adaptive"] = "adaptive"
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    #: True: plain mean of the workers' gradients (DDP's division by world size) instead of
+    #: the exact sample-weighted mean; the paper does not say which it used
+    unweighted: bool = False
+    #: global batch B; default: the sum of the configured per-rank batch sizes
+    global_batch: int | None = Field(default=None, gt=0)
+    #: static mode: the user's ratios ("artificially allocated"); default: declared speeds
+    speeds: list[float] | None = None
+    #: adaptive mode: weight α of the new measurement in (1-α)·p + α·p_new
+    damping: float = Field(default=0.5, gt=0, le=1)
+    #: adaptive mode: the split before anything is measured
+    init: Literal["equal", "declared"] = "equal"
+    min_batch: int = Field(default=1, ge=1)
+
+
+def _initial(p: Params, cluster: api.ClusterView) -> tuple[float, ...]:
+    if p.mode == "static" and p.speeds is not None:
+        if len(p.speeds) != cluster.world_size:
+            raise ValueError(f"speeds has {len(p.speeds)} entries for {cluster.world_size} workers")
+        return rules.normalise(p.speeds)
+    if p.mode == "static" or (p.mode == "adaptive" and p.init == "declared"):
+        return rules.normalise([d.declared_samples_per_s for d in cluster.devices])
+    return rules.normalise([1.0] * cluster.world_size)
+
+
+class Method(api.Method):
+    name = "chao_alloc"
+    Params = Params
+    synchronous = True
+
+    @classmethod
+    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
+        """Shares = per-iteration batch / B, so every worker's shard lasts the same iterations.
+
+        Pure in its inputs: the previous split comes from ``cluster.current``, the speeds from
+        ``cluster.measured_samples_per_s`` (identical on every rank after the all-gather).
+        """
+        p: Params = params  # type: ignore[assignment]
+        total = p.global_batch or sum(cluster.batch_sizes)
+        fractions = _initial(p, cluster)
+        if p.mode == "adaptive" and cluster.current is not None:
+            fractions = rules.adaptive_fractions(cluster.current.shares, cluster.measured_samples_per_s, p.damping)
+        batches = rules.round_batches(fractions, total, p.min_batch)
+        return api.Allocation(tuple(b / total for b in batches), batches)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.buffers = float_buffers(ctx.model)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        ctx.forward_backward(batch)
+        grads = grads_of(ctx.model)
+        if p.unweighted:
+            ctx.comm.all_reduce_coalesced(grads, op="mean")
+        else:
+            ctx.comm.weighted_average(grads, weight=len(batch))
+        self.opt.step()
+        if self.buffers:  # BatchNorm statistics follow rank 0, as DDP's broadcast_buffers
+            flat = torch.cat([b.reshape(-1) for b in self.buffers])
+            ctx.comm.broadcast(flat, src=0)
+            offset = 0
+            for b in self.buffers:
+                b.copy_(flat[offset : offset + b.numel()].view_as(b))
+                offset += b.numel()
