@@ -68,8 +68,18 @@ def ui(session: nox.Session) -> None:
     _install(session)
     uri = os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{ROOT / 'mlflow.db'}")
     session.run(
-        "mlflow", "ui", "--host", "127.0.0.1", "--port", "5000", "--workers", "1", "--backend-store-uri", uri,
-        *session.posargs, env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        "mlflow",
+        "ui",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "5000",
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        uri,
+        *session.posargs,
+        env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )
 
 
