@@ -190,6 +190,30 @@ class Comm(abc.ABC):
         """Binomial-tree broadcast from ``src`` in place."""
 
     @abc.abstractmethod
+    def reduce_scatter(
+        self,
+        output: torch.Tensor,
+        input: torch.Tensor,
+        op: ReduceOp = "sum",
+        group: Group | None = None,
+        async_op: bool = False,
+    ) -> Work | None:
+        """Ring reduce-scatter (``torch.distributed.reduce_scatter_tensor``): ``input`` is 1-D with
+        ``p·m`` elements on every member; member *i* of the group gets elements ``[i·m, (i+1)·m)`` of
+        the reduction in ``output`` (1-D, ``m`` elements). Charged as a ring reduce-scatter of the
+        whole ``input`` (ZeRO's gradient pattern).
+        """
+
+    @abc.abstractmethod
+    def all_gather(
+        self, output: torch.Tensor, input: torch.Tensor, group: Group | None = None, async_op: bool = False
+    ) -> Work | None:
+        """Ring all-gather (``torch.distributed.all_gather_into_tensor``): every member's 1-D ``input``
+        (``m`` elements) lands at ``[i·m, (i+1)·m)`` of ``output`` (``p·m``) on every member, in group
+        order. Charged as a ring all-gather (ZeRO's parameter pattern).
+        """
+
+    @abc.abstractmethod
     def all_gather_object(self, obj: Any, group: Group | None = None) -> list[Any]:
         """Gather a small picklable object from every member (control traffic, e.g. speeds)."""
 

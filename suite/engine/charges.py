@@ -3,8 +3,8 @@
 Both the in-process and the torch.distributed ``Comm`` call these, so the two engines charge
 exactly the same virtual time and count exactly the same bytes for the same call. ``bytes`` is
 the algorithmic volume each member puts on the wire: ring all-reduce 2(p−1)/p·S, ring
-all-gather (p−1)/p·S, (pipelined) broadcast (p−1)/p·S, pairwise exchange S, parameter server S
-pushed per worker (the pull is the server's traffic).
+all-gather and ring reduce-scatter (p−1)/p·S of the whole vector S, (pipelined) broadcast (p−1)/p·S,
+pairwise exchange S, parameter server S pushed per worker (the pull is the server's traffic).
 """
 
 from __future__ import annotations
@@ -19,6 +19,16 @@ Charge = tuple[float, float]  # (seconds, bytes sent per member)
 def all_reduce(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
     p = len(ranks)
     return cost.ring_all_reduce(list(ranks), nbytes), (2 * (p - 1) / p * nbytes if p > 1 else 0.0)
+
+
+def reduce_scatter(cost: CommCostModel, ranks: Sequence[int], nbytes_total: float) -> Charge:
+    p = len(ranks)
+    return cost.reduce_scatter(list(ranks), nbytes_total), ((p - 1) / p * nbytes_total if p > 1 else 0.0)
+
+
+def all_gather(cost: CommCostModel, ranks: Sequence[int], nbytes_per_rank: float) -> Charge:
+    p = len(ranks)
+    return cost.all_gather(list(ranks), nbytes_per_rank), ((p - 1) * nbytes_per_rank if p > 1 else 0.0)
 
 
 def broadcast(cost: CommCostModel, ranks: Sequence[int], src: int, nbytes: float) -> Charge:

@@ -198,6 +198,67 @@ class DistComm(Comm):
         self._finish(start, seconds, sent)
         return DistWork(lambda: None, _Done()) if async_op else None
 
+    def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
+        """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
+        the math and the charged reduce-scatter cost are exact, the real traffic is larger."""
+        g = self._group(group)
+        p, total = len(g.ranks), input.numel()
+        if total % p or output.numel() * p != total:
+            raise CommError(f"reduce_scatter: input of {total} elements cannot give {p} outputs of {output.numel()}")
+        full = input.detach().reshape(-1).clone()
+        i, m = g.ranks.index(self.rank), output.numel()
+
+        def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
+            return charges.reduce_scatter(self.cost, ranks, n)
+
+        red = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
+        if op == "min":
+            handle = self._packed_collective(
+                [full], group, True, lambda x: -x, lambda x, p: -x, dist.ReduceOp.MAX, charge
+            )
+        else:
+            scale = (lambda x, p: x / p) if op == "mean" else (lambda x, p: x)
+            handle = self._packed_collective([full], group, True, lambda x: x, scale, red, charge)
+        assert handle is not None
+        inner = handle._finish
+
+        def finish() -> None:
+            inner()
+            output.copy_(full[i * m : (i + 1) * m].view_as(output))
+
+        handle._finish = finish
+        if async_op:
+            return handle
+        handle.wait()
+        return None
+
+    def all_gather(self, output, input, group=None, async_op=False):
+        """Done as a packed sum of one-hot placed pieces (the clocks ride along), charged as a ring all-gather."""
+        g = self._group(group)
+        p, m = len(g.ranks), input.numel()
+        if output.numel() != p * m:
+            raise CommError(f"all_gather: output has {output.numel()} elements, expected {p * m}")
+        i = g.ranks.index(self.rank)
+        placed = torch.zeros(p * m, dtype=input.dtype, device=input.device)
+        placed[i * m : (i + 1) * m] = input.detach().reshape(-1)
+
+        def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
+            return charges.all_gather(self.cost, ranks, n / len(ranks))
+
+        handle = self._packed_collective([placed], group, True, lambda x: x, lambda x, p: x, dist.ReduceOp.SUM, charge)
+        assert handle is not None
+        inner = handle._finish
+
+        def finish() -> None:
+            inner()
+            output.copy_(placed.view_as(output))
+
+        handle._finish = finish
+        if async_op:
+            return handle
+        handle.wait()
+        return None
+
     def _clock_max(self, g: Group) -> float:
         t = torch.tensor([self.clock.t], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g.handle)

@@ -200,6 +200,38 @@ def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Ar
     return seconds, {}, sent
 
 
+def _reduce_scatter_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    op: ReduceOp = arr[ranks[0]].extra
+    inputs = [arr[r].tensors[1].detach().reshape(-1) for r in ranks]
+    p, total = len(ranks), inputs[0].numel()
+    if any(t.numel() != total for t in inputs) or total % p:
+        raise CommError(f"reduce_scatter over ranks {list(ranks)}: inputs must be 1-D, equal and divisible by {p}")
+    m = total // p
+    reduced = _reduce(inputs, op)
+    for i, r in enumerate(ranks):
+        out = arr[r].tensors[0]
+        if out.numel() != m:
+            raise CommError(f"reduce_scatter: rank {r}'s output has {out.numel()} elements, expected {m}")
+        out.copy_(reduced[i * m : (i + 1) * m].view_as(out))
+    seconds, sent = charges.reduce_scatter(fab.cost, ranks, fab.charged(_nbytes([arr[ranks[0]].tensors[1]])))
+    return seconds, {}, sent
+
+
+def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    pieces = [arr[r].tensors[1].detach().reshape(-1) for r in ranks]
+    m = pieces[0].numel()
+    if any(t.numel() != m for t in pieces):
+        raise CommError(f"all_gather over ranks {list(ranks)}: inputs differ in size")
+    gathered = torch.cat(pieces)
+    for r in ranks:
+        out = arr[r].tensors[0]
+        if out.numel() != gathered.numel():
+            raise CommError(f"all_gather: rank {r}'s output has {out.numel()} elements, expected {gathered.numel()}")
+        out.copy_(gathered.view_as(out))
+    seconds, sent = charges.all_gather(fab.cost, ranks, fab.charged(_nbytes([arr[ranks[0]].tensors[1]])))
+    return seconds, {}, sent
+
+
 def _gather_object_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     objs = [arr[r].extra for r in ranks]
     seconds, sent = charges.control(fab.cost, ranks)
@@ -379,6 +411,12 @@ class InProcessComm(Comm):
 
     def broadcast(self, tensor, src, group=None, async_op=False):
         return self._collective("broadcast", [tensor], group, async_op, int(src), _broadcast_behaviour)
+
+    def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
+        return self._collective("reduce_scatter", [output, input], group, async_op, op, _reduce_scatter_behaviour)
+
+    def all_gather(self, output, input, group=None, async_op=False):
+        return self._collective("all_gather", [output, input], group, async_op, None, _all_gather_behaviour)
 
     def all_gather_object(self, obj, group=None):
         return self._collective("all_gather_object", [], group, False, obj, _gather_object_behaviour)

@@ -1,0 +1,135 @@
+"""C-ADP: co-adaptive data parallelism (Chen et al., IJCAI 2025), as reconstructed.
+
+The paper's architecture [V, abstract]: a data owner and parameter server (PS) distributes the
+data to the devices and coordinates them; the devices train locally and synchronise with the PS
+with a delay; the data distribution solves a scheduling problem that minimises training time.
+
+How that maps onto the harness (README: every choice with its evidence grade):
+
+* ``allocate`` (the data owner) solves problem P with Algorithm 1 (``solver.py``): shares
+  ``x̂_j`` of the S training samples with ``a_j = 1/speed_j`` (declared speed of the emulated
+  workload; with ``co_adaptive`` the speeds measured over the previous epoch) and ``c_j`` the
+  per-round sync cost.
+* One lockstep engine iteration is **one round**: device *j* receives ``B_j ≈ x̂_j / R`` samples
+  (R = ``1/round_epochs``) and runs ``⌈B_j / b_j⌉`` local SGD steps on micro-batches of its own
+  batch size ``b_j`` (64 on a GPU, 4 on a CPU, as the paper), then the round ends with one
+  sample-weighted ``ps_sync``. Because ``B_j ∝ x̂_j`` and the solver equalises ``a_j x̂_j``, every
+  device's round takes about the same virtual time: the fast devices simply do more local steps.
+* The learning rate follows the paper's step decay (×0.5 every 10 epochs) inside the plugin,
+  since the harness has no schedule of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from suite import api
+from suite.optim import sgd, state_tensors
+from suite.registry import import_file
+
+_solver = import_file(Path(__file__).with_name("solver.py"), "_distrepro_methods.cadp_solver")
+
+
+class Params(api.MethodParams):
+    lr: float = 0.01  # [B] reproducibility summary
+    momentum: float = 0.9  # [D]
+    weight_decay: float = 5e-4  # [D]
+    lr_decay_every_epochs: float | None = Field(default=10.0, gt=0)  # [B] halved every 10 epochs
+    lr_decay_factor: float = Field(default=0.5, gt=0)  # [B]
+    #: b_j, the per-device local batch; one int for all or a list per rank (paper: 64 GPU / 4 CPU)
+    micro_batch: int | list[int] = 64
+    #: length of one PS round in epochs of the training set: device j gets ``x̂_j·round_epochs``
+    #: samples per round (1 = one sync per epoch [D]; > 1 lets a small proxy set keep the paper's
+    #: samples per sync; < 1 syncs several times per epoch)
+    round_epochs: float = Field(default=1.0, gt=0)
+    #: c_j, fixed per-round cost per device in seconds (one number for all, or a list)
+    round_cost_s: float | list[float] = 0.0
+    co_adaptive: bool = False  # re-solve every epoch from the measured speeds
+    aggregation: Literal["samples", "equal"] = "samples"  # [D] PS averaging weights
+    solver: Literal["alm", "water_fill"] = "alm"  # alm = Algorithm 1; water_fill = the exact oracle
+    solver_direction: Literal["newton", "gradient"] = "newton"
+
+
+def _per_rank(value: float | int | list, k: int, name: str) -> list[float]:
+    values = list(value) if isinstance(value, list) else [value] * k
+    if len(values) != k:
+        raise ValueError(f"cadp: {name} lists {len(values)} values for {k} workers")
+    return [float(v) for v in values]
+
+
+def speeds(params: Params, cluster: api.ClusterView) -> list[float]:
+    """Samples per second per device: declared, or measured last epoch when ``co_adaptive``."""
+    declared = [d.declared_samples_per_s for d in cluster.devices]
+    if not params.co_adaptive or cluster.measured_samples_per_s is None:
+        return declared
+    measured = cluster.measured_samples_per_s
+    return [m if math.isfinite(m) and m > 0 else d for m, d in zip(measured, declared, strict=True)]
+
+
+def solve(params: Params, cluster: api.ClusterView) -> tuple[int, ...]:
+    """x̂: integer per-device shares of the training set (Σ x̂ = S)."""
+    a = [1.0 / v for v in speeds(params, cluster)]
+    c = _per_rank(params.round_cost_s, cluster.world_size, "round_cost_s")
+    total = cluster.dataset_size
+    if params.solver == "water_fill":
+        cont = _solver.water_fill(a, c, total)
+        return _solver.round_shares(a, c, cont.shares, total)
+    settings = _solver.AlmSettings(direction=params.solver_direction)
+    shares, _ = _solver.schedule(a, c, total, settings)
+    return shares
+
+
+class Method(api.Method):
+    name = "cadp"
+    Params = Params
+    synchronous = True
+
+    @classmethod
+    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
+        p: Params = params  # type: ignore[assignment]
+        shares = solve(p, cluster)
+        total = cluster.dataset_size
+        per_round = max(1, round(total * p.round_epochs))
+        # B_j: one round's samples, again by the makespan-aware rounding so Σ B_j is exact
+        a = [1.0 / v for v in speeds(p, cluster)]
+        c = _per_rank(p.round_cost_s, cluster.world_size, "round_cost_s")
+        batches = _solver.round_shares(a, c, [x * p.round_epochs for x in shares], per_round)
+        return api.Allocation(tuple(x / total for x in shares), batches)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        self.micro = int(_per_rank(p.micro_batch, ctx.world_size, "micro_batch")[ctx.rank])
+        if self.micro < 1:
+            raise ValueError("cadp: micro_batch must be >= 1")
+        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.rounds = 0
+
+    def _lr(self, epoch: float) -> float:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.lr_decay_every_epochs is None:
+            return p.lr
+        return p.lr * p.lr_decay_factor ** math.floor(epoch / p.lr_decay_every_epochs + 1e-9)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        """One PS round: local SGD over this round's samples in micro-batches, then ``ps_sync``."""
+        p: Params = self.params  # type: ignore[assignment]
+        lr = self._lr(float(ctx.train_state["epoch"]))
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        n = len(batch)
+        steps = 0
+        for start in range(0, n, self.micro):
+            end = start + self.micro
+            ctx.forward_backward(api.Batch(batch.inputs[start:end], batch.targets[start:end]))
+            self.opt.step()
+            steps += 1
+        ctx.record("local_steps", steps)
+        ctx.record("round_samples", n)
+        ctx.record("lr", lr)
+        weight = float(n) if p.aggregation == "samples" else (1.0 if n else 0.0)
+        ctx.comm.ps_sync(state_tensors(ctx.model), weight=weight)
+        self.rounds += 1

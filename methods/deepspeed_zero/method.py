@@ -1,0 +1,98 @@
+"""DeepSpeed ZeRO-1/2 data parallelism, modelled on the harness: DDP's math, ZeRO's traffic.
+
+Why a model and not DeepSpeed itself: the C-ADP paper compares against DeepSpeed, and what sets
+ZeRO-1/2 apart from DDP on a data-parallel run is *where the optimizer step happens and what goes
+on the wire*, not the gradient: every rank computes its gradient, the gradients are
+**reduce-scattered** (each rank receives the mean of its 1/p partition), each rank updates only its
+partition of the parameters with its partition of the optimizer state (momentum), and the updated
+partitions are **all-gathered** back into every replica. With SGD + momentum this is bit-for-bit
+the update DDP makes (elementwise), so any difference between the arms is the time model's.
+Gradients are averaged with equal weights over ranks, as DeepSpeed divides by the data-parallel
+world size whatever the local micro-batch. Floating buffers (BatchNorm statistics) are broadcast
+from rank 0 as in ``ar_sgd`` so the two arms stay comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from suite import api
+from suite.optim import float_buffers, grads_of
+
+
+class Params(api.MethodParams):
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    stage: Literal[1, 2] = 2  # same wire pattern in this model (README)
+    lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay, e.g. C-ADP's 10
+    lr_decay_factor: float = Field(default=0.5, gt=0)
+
+
+class Method(api.Method):
+    name = "deepspeed_zero"
+    Params = Params
+    synchronous = True
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        self.p = [q for q in ctx.model.parameters()]
+        self.numel = sum(q.numel() for q in self.p)
+        k = ctx.world_size
+        self.part = math.ceil(self.numel / k)  # partition size; the flat vector is padded to k·part
+        self.momentum_buf: torch.Tensor | None = None  # this rank's partition of the optimizer state
+        self.buffers = float_buffers(ctx.model)
+
+    def _lr(self, epoch: float) -> float:
+        p: Params = self.params  # type: ignore[assignment]
+        if p.lr_decay_every_epochs is None:
+            return p.lr
+        return p.lr * p.lr_decay_factor ** math.floor(epoch / p.lr_decay_every_epochs + 1e-9)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p: Params = self.params  # type: ignore[assignment]
+        k = ctx.world_size
+        ctx.forward_backward(batch)
+        grads = torch.zeros(self.part * k)
+        grads[: self.numel] = torch.cat([g.reshape(-1) for g in grads_of(ctx.model)])
+        grad_part = torch.zeros(self.part)
+        ctx.comm.reduce_scatter(grad_part, grads, op="mean")
+        params = torch.zeros(self.part * k)
+        params[: self.numel] = torch.cat([q.detach().reshape(-1) for q in self.p])
+        mine = params[ctx.rank * self.part : (ctx.rank + 1) * self.part].clone()
+        # torch.optim.SGD semantics on the partition: d = g + wd·w; buf = μ·buf + d; w -= lr·buf
+        d = grad_part + p.weight_decay * mine if p.weight_decay else grad_part
+        if p.momentum:
+            if self.momentum_buf is None:
+                self.momentum_buf = d.clone()
+            else:
+                self.momentum_buf.mul_(p.momentum).add_(d)
+            d = self.momentum_buf
+        mine.add_(d, alpha=-self._lr(float(ctx.train_state["epoch"])))
+        ctx.comm.all_gather(params, mine)
+        offset = 0
+        with torch.no_grad():
+            for q in self.p:
+                n = q.numel()
+                q.copy_(params[offset : offset + n].view_as(q))
+                offset += n
+        if self.buffers:
+            flat = torch.cat([b.reshape(-1) for b in self.buffers])
+            ctx.comm.broadcast(flat, src=0)
+            offset = 0
+            for b in self.buffers:
+                b.copy_(flat[offset : offset + b.numel()].view_as(b))
+                offset += b.numel()
+
+    def state_dict(self) -> dict:
+        out = super().state_dict()
+        out["momentum_buf"] = ("value", None if self.momentum_buf is None else self.momentum_buf.tolist())
+        return out
+
+    def load_state_dict(self, state: dict) -> None:
+        buf = state.pop("momentum_buf", ("value", None))[1]
+        super().load_state_dict(state)
+        self.momentum_buf = None if buf is None else torch.tensor(buf)
