@@ -20,6 +20,7 @@ import torch
 
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
+from suite.engine.inprocess_p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
 from suite.engine.scheduler import Request, Scheduler
 from suite.errors import CommError
 from suite.timemodel import CommCostModel
@@ -243,106 +244,6 @@ def _barrier_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arri
     return seconds, {}, sent
 
 
-# -------------------------------------------------------------------------- point to point
-
-
-class _ExchangeRequest(Request):
-    def __init__(self, fabric: Fabric, peer: int, tensor: torch.Tensor) -> None:
-        self.fabric, self.peer, self.tensor = fabric, peer, tensor
-
-    def describe(self) -> str:
-        return f"exchange with rank {self.peer}"
-
-    def handle(self, sched: Scheduler) -> None:
-        fab = self.fabric
-        if sched.is_finished(self.peer):
-            raise CommError(f"rank {self.rank} exchanges with rank {self.peer}, which has finished")
-        pair = (min(self.rank, self.peer), max(self.rank, self.peer))
-        key = (pair, fab.next_seq(self.rank, pair))
-        other = fab.exchanges.pop(key, None)
-        if other is None:
-            fab.exchanges[key] = (self, sched.clocks[self.rank].t)
-            return
-        peer_req, peer_t = other
-        if peer_req.rank != self.peer or peer_req.peer != self.rank:
-            raise CommError(f"exchange mismatch between ranks {pair}")
-        start = max(peer_t, sched.clocks[self.rank].t)
-        a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
-        seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(_nbytes([self.tensor])))
-        end = start + seconds
-        for r, got in ((self.rank, b), (self.peer, a)):
-            fab.count_bytes(r, sent)
-            sched.clocks[r].finish_op(start, end)
-            sched.resolve(r, got)
-
-
-class _PairRequest(Request):
-    """Gossip pairing: match with a waiting neighbour that lists us, as the A²CiD² orchestrator does."""
-
-    def __init__(self, fabric: Fabric, neighbors: Sequence[int]) -> None:
-        self.fabric, self.neighbors = fabric, tuple(int(n) for n in neighbors)
-
-    def describe(self) -> str:
-        return f"pair() with neighbours {list(self.neighbors)}"
-
-    def handle(self, sched: Scheduler) -> None:
-        waiting = self.fabric.pair_waiting
-        for j in self.neighbors:
-            req = waiting.get(j)
-            if req is not None and self.rank in req.neighbors:
-                del waiting[j]
-                t = sched.clocks[self.rank].t
-                sched.clocks[j].idle_until(t)
-                sched.resolve(j, self.rank)
-                sched.resolve(self.rank, j)
-                return
-        if all(sched.is_finished(j) for j in self.neighbors):
-            sched.resolve(self.rank, None)
-            return
-        waiting[self.rank] = self
-
-    def on_deadlock(self, sched: Scheduler) -> bool:
-        if all(sched.is_finished(j) or j in self.fabric.pair_waiting for j in self.neighbors):
-            # nobody that could still pair with us will ever ask: give up on this exchange
-            self.fabric.pair_waiting.pop(self.rank, None)
-            sched.resolve(self.rank, None)
-            return True
-        return False
-
-
-class _EventRequest(Request):
-    """A zero-cost engine event (step accounting, evaluation) applied in virtual-time order."""
-
-    def __init__(self, fn: Callable[[], Any], label: str) -> None:
-        self.fn, self.label = fn, label
-
-    def describe(self) -> str:
-        return self.label
-
-    def handle(self, sched: Scheduler) -> None:
-        sched.resolve(self.rank, self.fn())
-
-
-class _ControlRequest(Request):
-    """A zero-cost engine rendezvous of all ranks (lockstep step decisions); clocks untouched."""
-
-    def __init__(self, fabric: Fabric, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> None:
-        self.fabric, self.payload, self.on_complete = fabric, payload, on_complete
-
-    def describe(self) -> str:
-        return "the harness's end-of-step rendezvous"
-
-    def handle(self, sched: Scheduler) -> None:
-        arrived = self.fabric.control_arrivals
-        arrived[self.rank] = self.payload
-        if len(arrived) < sched.world_size:
-            return
-        self.fabric.control_arrivals = {}
-        result = self.on_complete(arrived)
-        for r in range(sched.world_size):
-            sched.resolve(r, result)
-
-
 # -------------------------------------------------------------------------- fabric and comm
 
 
@@ -355,8 +256,8 @@ class Fabric:
         self.bytes_scale = bytes_scale
         self.world_size = sched.world_size
         self.pending: dict[tuple[Any, int], _Pending] = {}
-        self.exchanges: dict[tuple[Any, int], tuple[_ExchangeRequest, float]] = {}
-        self.pair_waiting: dict[int, _PairRequest] = {}
+        self.exchanges: dict[tuple[Any, int], tuple[ExchangeRequest, float]] = {}
+        self.pair_waiting: dict[int, PairRequest] = {}
         self.control_arrivals: dict[int, Any] = {}
         self._seqs: dict[tuple[int, Any], int] = {}
         self.bytes_sent = [0.0] * self.world_size
@@ -433,10 +334,10 @@ class InProcessComm(Comm):
     def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
         if peer == self.rank or not 0 <= peer < self.world_size:
             raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
-        return self._call(_ExchangeRequest(self.fabric, peer, tensor))
+        return self._call(ExchangeRequest(self.fabric, peer, tensor))
 
     def pair(self, neighbors: Sequence[int]) -> int | None:
-        return self._call(_PairRequest(self.fabric, neighbors))
+        return self._call(PairRequest(self.fabric, neighbors))
 
     def ps_sync(self, tensors, weight, group=None) -> None:
         def behaviour(fab, ranks, arr):
@@ -450,7 +351,7 @@ class InProcessComm(Comm):
 
     # engine-only hooks (not part of the method API) ---------------------------------
     def control(self, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> Any:
-        return self._call(_ControlRequest(self.fabric, payload, on_complete))
+        return self._call(ControlRequest(self.fabric, payload, on_complete))
 
     def event(self, fn: Callable[[], Any], label: str) -> Any:
-        return self._call(_EventRequest(fn, label))
+        return self._call(EventRequest(fn, label))
