@@ -97,6 +97,8 @@ class ComputeModel:
         changing the expected speed. A straggler step takes ``slowdown`` times as long.
         """
         device = self.profile.device(rank)
+        if (device.jitter.kind == "none" or device.jitter.sigma == 0) and device.straggler.probability == 0:
+            return 1.0  # no noise declared: skip deriving a seed every step
         u_jitter, u_straggler = _uniforms(derive_seed(*self.seed_parts, rank, step_index))
         factor = 1.0
         if device.jitter.kind == "lognormal" and device.jitter.sigma > 0:

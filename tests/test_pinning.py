@@ -38,3 +38,14 @@ def test_nccl_only_when_every_rank_has_a_gpu():
     assert choose_backend("auto", gpu_ranks_all=False) == "gloo"
     assert choose_backend("gloo", gpu_ranks_all=True) == "gloo"
     assert choose_backend("nccl", gpu_ranks_all=False) == "nccl"  # explicit choice is the user's
+
+
+@pytest.mark.smoke
+def test_multi_node_pins_only_the_ranks_on_this_host(cadp_job):
+    from suite.engine.pinning import local_ranks
+
+    # node 2 of a 2-ranks-per-node launch holds global ranks 4 and 5 (the two 4-core CPU boxes)
+    here = local_ranks(rank=5, local_rank=1, local_world=2)
+    assert here == [4, 5]
+    sets = cpu_core_sets(cadp_job, list(range(8)), here)
+    assert sets == {4: [0, 1, 2, 3], 5: [4, 5, 6, 7]}  # the 16- and 8-core ranks live elsewhere

@@ -82,6 +82,8 @@ class DistComm(Comm):
         self.clock, self.cost, self.bytes_scale = clock, cost, bytes_scale
         self.device = device or torch.device("cpu")
         self.stage_cpu = dist.get_backend() == "gloo"
+        #: where collective buffers live: CPU for gloo (it carries no CUDA send/recv), else the device
+        self.wire_device = torch.device("cpu") if self.stage_cpu else self.device
         self.pairing = pairing
         self.pace = pace
         self._bytes = 0.0
@@ -110,29 +112,63 @@ class DistComm(Comm):
         tensors: Sequence[torch.Tensor],
         group: Group | None,
         async_op: bool,
-        prepare: Callable[[torch.Tensor], torch.Tensor],
-        unpack: Callable[[torch.Tensor, int], torch.Tensor],
-        reduce_op: Any,
+        mode: str,
         charge: Callable[[tuple[int, ...], float], charges.Charge],
+        weight: float | None = None,
         extra_bytes: int = 0,
     ) -> DistWork | None:
+        """One all-reduce of ``[tensors…, (weight), clock slots]`` in a preallocated buffer.
+
+        ``mode``: sum | mean | max | min | weighted. Scaling (weight, negation for MIN-as-MAX) is
+        fused into the copy in and the division into the copy out: two passes over the data.
+        """
         g = self._group(group)
-        flat = torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
-        dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
-        body = prepare(flat.to(dtype))
-        slots = _clock_slots(self.clock.t, g.ranks.index(self.rank), len(g.ranks), dtype)
-        wire = self._to_wire(torch.cat([body, slots.to(body.device)]))
-        nbody = body.numel()
+        p = len(g.ranks)
+        dtype = tensors[0].dtype if tensors and tensors[0].dtype in (torch.float32, torch.float64) else torch.float32
+        n = sum(t.numel() for t in tensors)
+        n_extra = 1 if mode == "weighted" else 0
+        wire = torch.empty(n + n_extra + 2 * p, dtype=dtype, device=self.wire_device)
+        offset = 0
+        with torch.no_grad():
+            for t in tensors:
+                k = t.numel()
+                src = t.detach().reshape(-1).to(self.wire_device, dtype)
+                dst = wire[offset : offset + k]
+                if mode == "weighted":
+                    torch.mul(src, float(weight or 0.0), out=dst)
+                elif mode == "min":  # one-hot clock slots do not survive MIN: negate and take MAX
+                    torch.neg(src, out=dst)
+                else:
+                    dst.copy_(src)
+                offset += k
+            if n_extra:
+                wire[n] = float(weight or 0.0)
+            wire[n + n_extra :] = _clock_slots(self.clock.t, g.ranks.index(self.rank), p, dtype)
+        reduce_op = dist.ReduceOp.MAX if mode in ("max", "min") else dist.ReduceOp.SUM
         work = dist.all_reduce(wire, op=reduce_op, group=g.handle, async_op=True)
 
         def finish() -> None:
-            start = max(_clocks_from(wire[nbody:]))
-            result = unpack(wire[:nbody].to(flat.device), len(g.ranks))
+            start = max(_clocks_from(wire[n + n_extra :]))
+            divisor: float | None = None
+            if mode == "weighted":
+                divisor = float(wire[n])
+                if divisor <= 0:
+                    raise CommError(f"weighted average with total weight {divisor}")
+            elif mode == "mean":
+                divisor = float(p)
             offset = 0
-            for t in tensors:
-                n = t.numel()
-                t.copy_(result[offset : offset + n].view_as(t))
-                offset += n
+            with torch.no_grad():
+                for t in tensors:
+                    k = t.numel()
+                    src = wire[offset : offset + k].view(t.shape)
+                    same = src.device == t.device and src.dtype == t.dtype
+                    if divisor is not None:
+                        torch.div(src, divisor, out=t) if same else t.copy_(src / divisor)
+                    elif mode == "min":
+                        torch.neg(src, out=t) if same else t.copy_(-src)
+                    else:
+                        t.copy_(src)
+                    offset += k
             seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
@@ -147,40 +183,19 @@ class DistComm(Comm):
         return self.all_reduce_coalesced([tensor], op, group, async_op)
 
     def all_reduce_coalesced(self, tensors, op: ReduceOp = "sum", group=None, async_op=False):
-        if op == "min":  # one-hot clock slots do not survive MIN: negate, reduce with MAX
-            return self._packed_collective(
-                tensors,
-                group,
-                async_op,
-                lambda x: -x,
-                lambda x, p: -x,
-                dist.ReduceOp.MAX,
-                lambda ranks, n: charges.all_reduce(self.cost, ranks, n),
-            )
-        red = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
-        scale = (lambda x, p: x / p) if op == "mean" else (lambda x, p: x)
         return self._packed_collective(
-            tensors, group, async_op, lambda x: x, scale, red, lambda ranks, n: charges.all_reduce(self.cost, ranks, n)
+            tensors, group, async_op, op, lambda ranks, n: charges.all_reduce(self.cost, ranks, n)
         )
 
     def _weighted(self, tensors, weight, group, async_op, pattern: str):
-        w = float(weight)
-
-        def prepare(x: torch.Tensor) -> torch.Tensor:
-            return torch.cat([x * w, torch.tensor([w], dtype=x.dtype)])
-
-        def unpack(x: torch.Tensor, p: int) -> torch.Tensor:
-            total = float(x[-1])
-            if total <= 0:
-                raise CommError(f"weighted average with total weight {total}")
-            return x[:-1] / total
-
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
             if pattern == "ps":
                 return charges.parameter_server(self.cost, ranks, n)
             return charges.all_reduce(self.cost, ranks, n)
 
-        return self._packed_collective(tensors, group, async_op, prepare, unpack, dist.ReduceOp.SUM, charge, 4)
+        return self._packed_collective(
+            tensors, group, async_op, "weighted", charge, weight=float(weight), extra_bytes=4
+        )
 
     def weighted_average(self, tensors, weight, group=None, async_op=False):
         return self._weighted(tensors, weight, group, async_op, "ring")
@@ -211,14 +226,7 @@ class DistComm(Comm):
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
             return charges.reduce_scatter(self.cost, ranks, n)
 
-        red = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
-        if op == "min":
-            handle = self._packed_collective(
-                [full], group, True, lambda x: -x, lambda x, p: -x, dist.ReduceOp.MAX, charge
-            )
-        else:
-            scale = (lambda x, p: x / p) if op == "mean" else (lambda x, p: x)
-            handle = self._packed_collective([full], group, True, lambda x: x, scale, red, charge)
+        handle = self._packed_collective([full], group, True, op, charge)
         assert handle is not None
         inner = handle._finish
 
@@ -245,7 +253,7 @@ class DistComm(Comm):
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
             return charges.all_gather(self.cost, ranks, n / len(ranks))
 
-        handle = self._packed_collective([placed], group, True, lambda x: x, lambda x, p: x, dist.ReduceOp.SUM, charge)
+        handle = self._packed_collective([placed], group, True, "sum", charge)
         assert handle is not None
         inner = handle._finish
 
@@ -260,7 +268,7 @@ class DistComm(Comm):
         return None
 
     def _clock_max(self, g: Group) -> float:
-        t = torch.tensor([self.clock.t], dtype=torch.float64)
+        t = torch.tensor([self.clock.t], dtype=torch.float64, device=self.wire_device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=g.handle)
         return float(t)
 

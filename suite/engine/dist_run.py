@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from suite.api import Allocation
+from suite.api import Allocation, Method
 from suite.engine import checkpoint
 from suite.engine.clock import VirtualClock
 from suite.engine.common import TargetTracker, make_stream
@@ -31,6 +31,10 @@ from suite.partition import shard_sizes
 from suite.schedule import TrainingSchedule
 from suite.streams import iterate_eval
 from suite.worker import HarnessWorker
+
+
+def _tensor(values: list[float], device: torch.device) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64, device=device)
 
 
 def _flat_state(model: torch.nn.Module) -> torch.Tensor:
@@ -58,6 +62,9 @@ class DistRun:
         dist.barrier()  # on the default group (start-up timeout): everyone is here before the short clock starts
         self.pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=job.config.dist.timeout_s))
         self.clock = VirtualClock(rank, job.config.timeline_spans_per_worker)
+        # NCCL carries only CUDA tensors: model, control tensors and buffers go to this rank's GPU
+        nccl = dist.get_backend() == "nccl"
+        self.device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
         self.pacer: Pacer | None = None
         self.pairing: PairingClient | None = None
         self.coordinator: PairingCoordinator | None = None
@@ -77,9 +84,11 @@ class DistRun:
             group=self.pg,
             timeout=timedelta(seconds=job.config.dist.timeout_s),
         )
-        self.model = job.make_model()
-        self.eval_model = job.make_model()
-        self.worker = HarnessWorker(rank, k, self.model, self.comm, self.clock, self._charge, job.seed_parts)
+        self.model = job.make_model().to(self.device)
+        self.eval_model = job.make_model()  # rank 0 evaluates on the CPU
+        self.worker = HarnessWorker(
+            rank, k, self.model, self.comm, self.clock, self._charge, job.seed_parts, device=self.device
+        )
         self.worker.update_state(budget={"unit": job.config.budget.unit, "amount": job.config.budget.amount})
         self.method = job.method.cls(job.params)
         self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
@@ -131,10 +140,14 @@ class DistRun:
         )
         if virtual_comm > 0:
             ratios.append(real_comm_s / virtual_comm)
-        mine = torch.tensor([choose_dilation(ratios, cfg.margin) if max(ratios) > 0 else 0.0], dtype=torch.float64)
-        dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.pg)
-        self.calibration = {"compute_ratio": ratios[1] if len(ratios) > 2 else 0.0, "comm_ratio": ratios[-1]}
-        return float(mine)
+        mine = {"compute_ratio": ratios[1] if len(ratios) > 2 else 0.0, "comm_ratio": ratios[-1]}
+        every: list[Any] = [None] * self.job.world_size
+        dist.all_gather_object(every, mine, group=self.pg)
+        # the calibration of every rank (the dilation is set by the largest ratio, on any rank)
+        self.calibration = {key: max(c[key] for c in every) for key in ("compute_ratio", "comm_ratio")} | {
+            "per_rank": every
+        }
+        return choose_dilation([c[k] for c in every for k in ("compute_ratio", "comm_ratio")], cfg.margin)
 
     # ------------------------------------------------------------------ data
     def _set_allocation(self, alloc: Allocation) -> None:
@@ -153,6 +166,8 @@ class DistRun:
         if e <= self.epoch:
             return
         self.epoch = e
+        if type(self.method).allocate.__func__ is Method.allocate.__func__:  # type: ignore[attr-defined]
+            return  # the default allocation ignores measured speeds: no gather needed
         measured: list[Any] = [None] * self.job.world_size
         dist.all_gather_object(measured, self.worker.measured_speed_and_reset(), group=self.pg)
         alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, tuple(measured), self.alloc))
@@ -169,23 +184,35 @@ class DistRun:
         return out
 
     def _evaluate(self, final: bool, collective: bool) -> None:
+        """Untimed evaluation; under throttling the wall time it takes is taken out of the pacing."""
+        started = time.perf_counter()
+        throttled = self.pacer.throttled_s() if self.pacer else None
+        try:
+            self._evaluate_now(final, collective, throttled)
+        finally:
+            if collective:
+                dist.barrier(group=self.pg)  # everyone resumes together, after rank 0's evaluation
+            if self.pacer is not None:
+                self.pacer.shift(time.perf_counter() - started)
+
+    def _evaluate_now(self, final: bool, collective: bool, throttled: float | None) -> None:
         """Collective: average all replicas (uncharged) and evaluate on rank 0; else rank 0's replica."""
         flat = _flat_state(self.model)
-        losses = torch.tensor([self.loss_sum, float(self.loss_count)], dtype=torch.float64)
+        losses = _tensor([self.loss_sum, float(self.loss_count)], self.device)
         if collective:
             dist.reduce(flat, dst=0, group=self.pg)
             dist.reduce(losses, dst=0, group=self.pg)
-            clock = torch.tensor([self.clock.t], dtype=torch.float64)
+            clock = _tensor([self.clock.t], self.device)
             dist.all_reduce(clock, op=dist.ReduceOp.MAX, group=self.pg)
             totals = self._totals(True)
         else:  # asynchronous methods: rank 0 alone, on its own replica
-            clock = torch.tensor([self.clock.t], dtype=torch.float64)
+            clock = _tensor([self.clock.t], self.device)
             totals = self._totals(False)
         self.loss_sum, self.loss_count = 0.0, 0
         if self.rank != 0:
             return
         state = self.eval_model.state_dict()
-        avg = flat / self.job.world_size if collective else flat
+        avg = (flat / self.job.world_size if collective else flat).cpu()
         offset = 0
         for key, value in state.items():
             if value.is_floating_point():
@@ -206,7 +233,7 @@ class DistRun:
             workers=totals,
             method_records=dict(self.worker.records),
             final=final,
-            throttled_s=self.pacer.throttled_s() if self.pacer else None,
+            throttled_s=throttled,
         )
         self.target.update(metrics, rec.emulated_s, rec.step)
         self.evals.append(rec)
@@ -222,7 +249,7 @@ class DistRun:
         if self.job.method.cls.synchronous:
             emulated = self.clock.t
             if self.needs_clock_sync:
-                t = torch.tensor([self.clock.t], dtype=torch.float64)
+                t = _tensor([self.clock.t], self.device)
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.pg)
                 emulated = float(t)
             s.record_iteration(self.samples_per_iteration, emulated)

@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         if job.world_size != world:
             raise ValueError(f"profile {job.profile.name} has {job.world_size} workers but {world} ranks started")
         local_rank = int(os.environ.get("LOCAL_RANK", rank))
-        note = pin_worker(job, rank, local_rank, world)
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        note = pin_worker(job, rank, local_rank, world, local_world)
         gpu_all = all(job.profile.device(r).kind == "gpu" for r in range(world))
         backend = choose_backend(cfg.dist.backend, gpu_all)
         dist.init_process_group(
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
                         "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
-                        "distrepro.throttle.rank0_late_s": f"{run.pacer.late_s:.4g}",
+                        "distrepro.throttle.rank0_max_late_s": f"{run.pacer.max_late_s:.4g}",
+                        "distrepro.throttle.rank0_late_events": str(run.pacer.late_events),
                     }
                 )
             logger.flush()

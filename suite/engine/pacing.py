@@ -23,7 +23,7 @@ class Pacer:
             raise ValueError(f"dilation must be positive, got {dilation}")
         self.dilation = dilation
         self.t0: float | None = None
-        self.late_s = 0.0  # total wall time spent behind schedule (a sign D is too small)
+        self.max_late_s = 0.0  # the furthest behind schedule a pacing point was (a sign D is too small)
         self.late_events = 0
 
     def start(self) -> None:
@@ -38,8 +38,13 @@ class Pacer:
         if target > now:
             time.sleep(target - now)
         else:
-            self.late_s += now - target
+            self.max_late_s = max(self.max_late_s, now - target)
             self.late_events += 1
+
+    def shift(self, seconds: float) -> None:
+        """Leave ``seconds`` of wall time out of the schedule (untimed work such as evaluation)."""
+        if self.t0 is not None:
+            self.t0 += seconds
 
     def wall_s(self) -> float:
         return 0.0 if self.t0 is None else time.perf_counter() - self.t0

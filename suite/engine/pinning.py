@@ -16,11 +16,12 @@ import torch
 from suite.job import Job
 
 
-def cpu_core_sets(job: Job, host_cores: list[int]) -> dict[int, list[int]] | None:
-    """Disjoint core sets for the CPU ranks in rank order, or None if the host is too small."""
+def cpu_core_sets(job: Job, host_cores: list[int], ranks: list[int] | None = None) -> dict[int, list[int]] | None:
+    """Disjoint core sets for the CPU ranks among ``ranks`` (those on this host; default all), in
+    rank order, or None if the host is too small."""
     sets: dict[int, list[int]] = {}
     cursor = 0
-    for r in range(job.world_size):
+    for r in ranks if ranks is not None else range(job.world_size):
         dev = job.profile.device(r)
         if dev.kind != "cpu":
             continue
@@ -32,10 +33,21 @@ def cpu_core_sets(job: Job, host_cores: list[int]) -> dict[int, list[int]] | Non
     return sets
 
 
-def pin_worker(job: Job, rank: int, local_rank: int, world: int) -> str:
-    """Pin this process; returns a one-line note of what was done (logged as a tag)."""
+def local_ranks(rank: int, local_rank: int, local_world: int) -> list[int]:
+    """The ranks on this host: torchrun numbers the ranks of one node contiguously."""
+    first = rank - local_rank
+    return list(range(first, first + local_world))
+
+
+def pin_worker(job: Job, rank: int, local_rank: int, world: int, local_world: int | None = None) -> str:
+    """Pin this process; returns a one-line note of what was done (logged as a tag).
+
+    Only the ranks on this host (``local_world`` of them, from torchrun's LOCAL_WORLD_SIZE) share
+    its cores; on one machine that is every rank.
+    """
+    local_world = local_world or world
     if not job.config.dist.pin:
-        threads = job.config.dist.threads_per_rank or max(1, (os.cpu_count() or 1) // world)
+        threads = job.config.dist.threads_per_rank or max(1, (os.cpu_count() or 1) // local_world)
         torch.set_num_threads(threads)
         return f"pinning off; {threads} threads"
     dev = job.profile.device(rank)
@@ -44,12 +56,13 @@ def pin_worker(job: Job, rank: int, local_rank: int, world: int) -> str:
         torch.cuda.set_device(gpu)
         return f"rank {rank} -> cuda:{gpu}"
     host = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    sets = cpu_core_sets(job, host) if dev.kind == "cpu" else None
+    here = local_ranks(rank, local_rank, local_world)
+    sets = cpu_core_sets(job, host, here) if dev.kind == "cpu" else None
     if sets is not None and rank in sets:
         os.sched_setaffinity(0, sets[rank])
         torch.set_num_threads(len(sets[rank]))
         return f"rank {rank} -> cores {sets[rank]}"
-    threads = job.config.dist.threads_per_rank or max(1, len(host) // world if host else 1)
+    threads = job.config.dist.threads_per_rank or max(1, len(host) // local_world if host else 1)
     torch.set_num_threads(threads)
     why = "no GPU on this host" if dev.kind == "gpu" else f"host has {len(host)} cores, profile needs more"
     return f"rank {rank} not pinned ({why}); {threads} threads; speeds from throttling or the virtual clock"
