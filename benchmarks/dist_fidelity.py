@@ -6,7 +6,7 @@ MLflow in a private sqlite store), then reads back, per evaluation point, the th
 (``time/throttled_s`` = rank 0's wall time since the start of training / dilation) and the virtual
 clock's prediction for the same run (``time/emulated_s``), and the tags the engine writes:
 ``distrepro.throttle.dilation``, ``distrepro.throttle.calibration`` (real/virtual ratios of
-compute and of a gradient all-reduce) and ``distrepro.throttle.rank0_late_s`` (wall time rank 0
+compute and of a gradient all-reduce) and ``distrepro.throttle.rank0_max_late_s`` (wall time rank 0
 spent behind its pacing schedule). Relative error = throttled / emulated - 1, at every evaluation,
 over every interval between evaluations, at the end and at the time-to-target.
 
@@ -141,7 +141,7 @@ def one_run(args: argparse.Namespace, workload: str | None, rep: int, uri: str) 
         "train_wall_s": result.wall_s,
         "dilation": dilation,
         "calibration": calibration,
-        "rank0_late_s": float(tags.get("distrepro.throttle.rank0_late_s", "nan")),
+        "rank0_late_s": float(tags.get("distrepro.throttle.rank0_max_late_s", "nan")),
         "pinning": tags.get("distrepro.pinning"),
         "points": points,
         "final_rel_err": points[-1]["rel_err"],
