@@ -252,6 +252,17 @@ class Comm(abc.ABC):
         """
 
     # accounting ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+        """Accounting only: advance the clock and byte count as ``pattern`` on ``nbytes`` would, moving no data.
+
+        For arms whose communication is done by an external library (a real DeepSpeed engine) that
+        cannot go through this interface: they charge what that library sent. A collective (every
+        member calls it in the same order; start = last arrival). ``pattern``: ``all_reduce``,
+        ``reduce_scatter``, ``all_gather``, ``parameter_server`` (:data:`suite.engine.charges.PATTERNS`);
+        ``nbytes``: real bytes of the whole vector (all-gather: the gathered output), scaled like any call.
+        """
+
     @property
     @abc.abstractmethod
     def bytes_sent(self) -> int:

@@ -459,3 +459,33 @@ def test_bytes_scale_scales_charged_bytes_and_time(tmp_path: Path, scale: float)
     assert [c.t for c in net.clocks] == pytest.approx([t] * 4, rel=1e-12)
     assert net.bytes_sent() == [int(1.5 * scale * S + scale * S)] * 4
     assert math.isclose(net.fabric.charged(100.0), 100.0 * scale)
+
+
+# ---------------------------------------------------------------------- accounting-only charge
+
+
+@pytest.mark.parametrize("pattern", ["all_reduce", "reduce_scatter", "all_gather"])
+def test_charge_costs_what_the_data_moving_call_costs_and_moves_nothing(tmp_path: Path, pattern: str) -> None:
+    """``Comm.charge`` (for arms whose library communicates itself) = the real op's clock and bytes."""
+
+    def moving(rank: int, comm: InProcessComm, clock: VirtualClock) -> float:
+        clock.compute(1e-3 * rank)  # staggered arrivals: the collective starts at the last one
+        full = torch.ones(N_FLOATS)
+        if pattern == "all_reduce":
+            comm.all_reduce(full)
+        elif pattern == "reduce_scatter":
+            comm.reduce_scatter(torch.zeros(N_FLOATS // 4), full)
+        else:
+            comm.all_gather(full, torch.ones(N_FLOATS // 4))
+        return clock.t
+
+    def charged(rank: int, comm: InProcessComm, clock: VirtualClock) -> float:
+        clock.compute(1e-3 * rank)
+        comm.charge(pattern, S)
+        return clock.t
+
+    a, b = Net(tmp_path), Net(tmp_path)
+    assert b.run(charged) == pytest.approx(a.run(moving), rel=1e-12)
+    assert b.bytes_sent() == a.bytes_sent() and a.bytes_sent()[0] > 0
+    with pytest.raises(ValueError, match="unknown charge pattern"):
+        b.fabric.comms[0].charge("gossip", S)

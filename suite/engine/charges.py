@@ -46,3 +46,24 @@ def exchange(cost: CommCostModel, a: int, b: int, nbytes: float) -> Charge:
 
 def control(cost: CommCostModel, ranks: Sequence[int]) -> Charge:
     return cost.control(list(ranks)), 0.0
+
+
+#: patterns :meth:`suite.api.Comm.charge` accepts (accounting only, no data moved)
+PATTERNS = ("all_reduce", "reduce_scatter", "all_gather", "parameter_server")
+
+
+def by_pattern(cost: CommCostModel, pattern: str, ranks: Sequence[int], nbytes: float) -> Charge:
+    """The charge of ``pattern`` on a vector of ``nbytes`` in all (all-gather: the gathered output).
+
+    One entry point for ``Comm.charge`` so both engines map a pattern name to the same formula
+    and the same byte convention as the data-moving call of that name.
+    """
+    if pattern == "all_reduce":
+        return all_reduce(cost, ranks, nbytes)
+    if pattern == "reduce_scatter":
+        return reduce_scatter(cost, ranks, nbytes)
+    if pattern == "all_gather":
+        return all_gather(cost, ranks, nbytes / len(ranks))
+    if pattern == "parameter_server":
+        return parameter_server(cost, ranks, nbytes)
+    raise ValueError(f"unknown charge pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")

@@ -115,7 +115,7 @@ class DistComm(Comm):
         mode: str,
         charge: Callable[[tuple[int, ...], float], charges.Charge],
         weight: float | None = None,
-        extra_bytes: int = 0,
+        extra_bytes: float = 0,
     ) -> DistWork | None:
         """One all-reduce of ``[tensors…, (weight), clock slots]`` in a preallocated buffer.
 
@@ -266,6 +266,16 @@ class DistComm(Comm):
             return handle
         handle.wait()
         return None
+
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+        """The packed collective with an empty body: only the clock slots travel (start = max)."""
+        if pattern not in charges.PATTERNS:
+            raise ValueError(f"unknown charge pattern {pattern!r}; expected one of {', '.join(charges.PATTERNS)}")
+
+        def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
+            return charges.by_pattern(self.cost, pattern, ranks, n)
+
+        self._packed_collective([], group, False, "sum", charge, extra_bytes=nbytes)
 
     def _clock_max(self, g: Group) -> float:
         t = torch.tensor([self.clock.t], dtype=torch.float64, device=self.wire_device)

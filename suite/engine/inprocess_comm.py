@@ -233,6 +233,14 @@ def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
     return seconds, {}, sent
 
 
+def _charge_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
+    pattern, nbytes = arr[ranks[0]].extra
+    if any(arr[r].extra != (pattern, nbytes) for r in ranks):
+        raise CommError(f"charge over ranks {list(ranks)}: members disagree on pattern or bytes")
+    seconds, sent = charges.by_pattern(fab.cost, pattern, ranks, fab.charged(nbytes))
+    return seconds, {}, sent
+
+
 def _gather_object_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     objs = [arr[r].extra for r in ranks]
     seconds, sent = charges.control(fab.cost, ranks)
@@ -318,6 +326,11 @@ class InProcessComm(Comm):
 
     def all_gather(self, output, input, group=None, async_op=False):
         return self._collective("all_gather", [output, input], group, async_op, None, _all_gather_behaviour)
+
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+        if pattern not in charges.PATTERNS:
+            raise ValueError(f"unknown charge pattern {pattern!r}; expected one of {', '.join(charges.PATTERNS)}")
+        self._collective("charge", [], group, False, (pattern, float(nbytes)), _charge_behaviour)
 
     def all_gather_object(self, obj, group=None):
         return self._collective("all_gather_object", [], group, False, obj, _gather_object_behaviour)
