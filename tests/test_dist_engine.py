@@ -223,3 +223,24 @@ def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, m
     client = mlflow.MlflowClient(mlflow_uri)
     assert client.get_run(resumed.run_id).info.status == "FINISHED"
     assert client.get_run(parent_id).info.status == "FINISHED"
+
+
+@pytest.mark.smoke
+def test_rank0_progress_reaches_the_launchers_display(tmp_path):
+    from suite.engine.dist_launch import ProgressFile, _forward_progress
+
+    seen: list[tuple[float, float]] = []
+
+    class Display:
+        def on_progress(self, fraction: float, emulated_s: float) -> None:
+            seen.append((fraction, emulated_s))
+
+    path = tmp_path / "progress.json"
+    _forward_progress(path, Display())  # nothing written yet: nothing shown, no error
+    writer = ProgressFile(path)
+    writer.on_progress(0.25, 1.5)
+    writer.on_progress(0.3, 1.6)  # within half a second: skipped
+    _forward_progress(path, Display())
+    writer.on_progress(1.0, 6.0)  # the end is always written
+    _forward_progress(path, Display())
+    assert seen == [(0.25, 1.5), (1.0, 6.0)]

@@ -149,7 +149,7 @@ class DistEngine:
                     for r in range(world)
                 ]
             try:
-                self._watch(procs, out, world, cfg.dist.timeout_s, torchrun=cfg.dist.launcher == "torchrun")
+                self._watch(procs, out, world, torchrun=cfg.dist.launcher == "torchrun", progress=progress)
             finally:
                 _kill(procs)
             result_file = out / "result.pkl"
@@ -157,9 +157,13 @@ class DistEngine:
                 raise WorkerFailure(0, "rank 0 finished without writing its result")
             return pickle.loads(result_file.read_bytes())
 
-    def _watch(self, procs: list[subprocess.Popen], out: Path, world: int, timeout_s: float, torchrun: bool) -> None:
+    def _watch(
+        self, procs: list[subprocess.Popen], out: Path, world: int, torchrun: bool, progress: Any = None
+    ) -> None:
         first_failure: float | None = None
         while True:
+            if progress is not None:
+                _forward_progress(out / "progress.json", progress)
             codes = {i: p.poll() for i, p in enumerate(procs)}
             if all(c == 0 for c in codes.values()):
                 return
@@ -183,6 +187,37 @@ class DistEngine:
                             print(f"[launcher] rank {r}: exit {codes.get(r)} status {_read_status(out, r)}", flush=True)
                     raise WorkerFailure(rank, msg)
             time.sleep(0.1)
+
+
+def _forward_progress(path: Path, progress: Any) -> None:
+    """Show rank 0's progress (written by :class:`ProgressFile`) in the launcher's display."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    progress.on_progress(float(data["fraction"]), float(data["emulated_s"]))
+
+
+class ProgressFile:
+    """Rank 0's observer that leaves its progress in a small file for the launcher (twice a second)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._last = path, 0.0
+
+    def on_allocation(self, epoch: int, allocation: Any) -> None:
+        pass
+
+    def on_eval(self, record: Any) -> None:
+        pass
+
+    def on_progress(self, fraction: float, emulated_s: float) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.5 and fraction < 1.0:
+            return
+        self._last = now
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"fraction": fraction, "emulated_s": emulated_s}))
+        tmp.replace(self.path)
 
 
 def _uri_of(logger: Any) -> str | None:

@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
             logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
             logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
             observer = MlflowObserver(logger)
+        if rank == 0:
+            from suite.engine.dist_launch import ProgressFile
+            from suite.observer import Fanout
+
+            observer = Fanout(observer, ProgressFile(out / "progress.json"))
         ckpt = Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None
         resume = Path(spec["resume_from"]) if spec.get("resume_from") else None
         run = DistRun(job, rank, store_of_default_group(), observer, checkpoint_root=ckpt, resume_from=resume)
