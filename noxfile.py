@@ -9,6 +9,8 @@ first, or point ``UV_FIND_LINKS`` at their wheel folder.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -22,8 +24,29 @@ ROOT = Path(__file__).parent
 PYTHON = "3.11"
 
 
-def _install(session: nox.Session, extras: str = "test") -> None:
+def _find_links() -> str | None:
+    """Where the local torch wheel lives: UV_FIND_LINKS, PIP_FIND_LINKS, else pip's own config.
+
+    uv does not read pip.conf; without this a machine whose find-links is set only there would
+    resolve ``torch==2.13.0`` to the multi-GB CUDA build from the index.
+    """
     links = os.environ.get("UV_FIND_LINKS") or os.environ.get("PIP_FIND_LINKS")
+    if links:
+        return links
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _install(session: nox.Session, extras: str = "test") -> None:
+    links = _find_links()
     args = ["--find-links", links] if links else []
     session.install(*args, "-e", f".[{extras}]")
 
