@@ -21,6 +21,7 @@ import math
 import random
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import Any
 
 from suite.errors import ConfigError
 from suite.profiles import HardwareProfile, ResolvedLink
@@ -67,6 +68,8 @@ class ComputeModel:
         # resolved for every rank now, so a profile that cannot charge this workload fails at
         # start-up rather than when the slow rank first steps
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
+        # looked up once: device() is on the per-step path of every worker
+        self._devices = [profile.device(rank) for rank in range(profile.world_size)]
 
     def _declare(self, rank: int) -> float:
         device = self.profile.device(rank)
@@ -82,13 +85,16 @@ class ComputeModel:
             f"no throughput_samples_per_s entry for it (has: {known}) and no effective_flops_per_s",
         )
 
+    def _device(self, rank: int) -> Any:
+        return self._devices[rank] if 0 <= rank < len(self._devices) else self.profile.device(rank)
+
     def declared_samples_per_s(self, rank: int) -> float:
         """The profile's speed for this workload, before speed changes and noise."""
         return self._declared[rank] if 0 <= rank < len(self._declared) else self._declare(rank)
 
     def samples_per_s(self, rank: int, at_s: float = 0.0) -> float:
         """Declared speed × the speed-change factor in force at virtual time ``at_s``."""
-        return self.declared_samples_per_s(rank) * self.profile.device(rank).speed_factor(at_s)
+        return self.declared_samples_per_s(rank) * self._device(rank).speed_factor(at_s)
 
     def noise_factor(self, rank: int, step_index: int) -> float:
         """Jitter × straggler multiplier of this (rank, step): 1.0 when the profile declares none.
@@ -96,7 +102,7 @@ class ComputeModel:
         Jitter is ``exp(σZ − σ²/2)``: lognormal with mean exactly 1, so it adds variance without
         changing the expected speed. A straggler step takes ``slowdown`` times as long.
         """
-        device = self.profile.device(rank)
+        device = self._device(rank)
         if (device.jitter.kind == "none" or device.jitter.sigma == 0) and device.straggler.probability == 0:
             return 1.0  # no noise declared: skip deriving a seed every step
         u_jitter, u_straggler = _uniforms(derive_seed(*self.seed_parts, rank, step_index))
