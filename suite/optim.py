@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import torch
 
 
@@ -34,3 +37,24 @@ def float_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
 def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     """Parameters and floating buffers: what model averaging averages."""
     return [p.data for p in model.parameters()] + float_buffers(model)
+
+
+def step_decay(lr: float, epoch: float, every_epochs: float | None, factor: float) -> float:
+    """Learning rate ``lr · factor^⌊epoch / every_epochs⌋`` (e.g. halved every 10 epochs); ``lr`` if
+    ``every_epochs`` is None. The small epsilon keeps an exact boundary (10.0) from rounding down."""
+    if every_epochs is None:
+        return lr
+    return lr * factor ** math.floor(epoch / every_epochs + 1e-9)
+
+
+def broadcast_buffers(comm: Any, buffers: list[torch.Tensor], src: int = 0) -> None:
+    """Broadcast floating buffers (BatchNorm statistics) from ``src`` as one bucket, as DDP's
+    ``broadcast_buffers=True`` does every step."""
+    if not buffers:
+        return
+    flat = torch.cat([b.reshape(-1) for b in buffers])
+    comm.broadcast(flat, src=src)
+    offset = 0
+    for b in buffers:
+        b.copy_(flat[offset : offset + b.numel()].view_as(b))
+        offset += b.numel()

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
-
 from suite import api
-from suite.optim import float_buffers, grads_of, sgd
+from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd
 
 
 class Params(api.MethodParams):
@@ -46,10 +44,4 @@ class Method(api.Method):
         else:
             ctx.comm.all_reduce_coalesced(grads, op="mean")
         self.opt.step()
-        if self.buffers:
-            flat = torch.cat([b.reshape(-1) for b in self.buffers])
-            ctx.comm.broadcast(flat, src=0)
-            offset = 0
-            for b in self.buffers:
-                b.copy_(flat[offset : offset + b.numel()].view_as(b))
-                offset += b.numel()
+        broadcast_buffers(ctx.comm, self.buffers)

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from suite import api
-from suite.optim import sgd, state_tensors
+from suite.optim import sgd, state_tensors, step_decay
 from suite.registry import import_file
 
 _solver = import_file(Path(__file__).with_name("solver.py"), "_distrepro_methods.cadp_solver")
@@ -110,9 +110,7 @@ class Method(api.Method):
 
     def _lr(self, epoch: float) -> float:
         p: Params = self.params  # type: ignore[assignment]
-        if p.lr_decay_every_epochs is None:
-            return p.lr
-        return p.lr * p.lr_decay_factor ** math.floor(epoch / p.lr_decay_every_epochs + 1e-9)
+        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         """One PS round: local SGD over this round's samples in micro-batches, then ``ps_sync``."""

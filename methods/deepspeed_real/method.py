@@ -27,7 +27,7 @@ import torch
 from pydantic import Field
 
 from suite import api
-from suite.optim import float_buffers
+from suite.optim import broadcast_buffers, float_buffers, step_decay
 
 EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / ".torch_extensions"
 
@@ -121,9 +121,7 @@ class Method(api.Method):
 
     def _lr(self, epoch: float) -> float:
         p: Params = self.params  # type: ignore[assignment]
-        if p.lr_decay_every_epochs is None:
-            return p.lr
-        return p.lr * p.lr_decay_factor ** math.floor(epoch / p.lr_decay_every_epochs + 1e-9)
+        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         lr = self._lr(float(ctx.train_state["epoch"]))
@@ -139,13 +137,7 @@ class Method(api.Method):
         self.engine.step()  # real ZeRO step: partition update + parameter all-gather (DeepSpeed's traffic)
         ctx.comm.charge("reduce_scatter", self.vector_bytes)
         ctx.comm.charge("all_gather", self.vector_bytes)
-        if self.buffers:
-            flat = torch.cat([b.reshape(-1) for b in self.buffers])
-            ctx.comm.broadcast(flat, src=0)
-            offset = 0
-            for b in self.buffers:
-                b.copy_(flat[offset : offset + b.numel()].view_as(b))
-                offset += b.numel()
+        broadcast_buffers(ctx.comm, self.buffers)
 
     def state_dict(self) -> dict[str, Any]:
         """No checkpoint support: DeepSpeed's partitioned optimizer state has its own format."""

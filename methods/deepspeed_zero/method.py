@@ -21,7 +21,7 @@ import torch
 from pydantic import Field
 
 from suite import api
-from suite.optim import float_buffers, grads_of
+from suite.optim import broadcast_buffers, float_buffers, grads_of, step_decay
 
 
 class Params(api.MethodParams):
@@ -48,9 +48,7 @@ class Method(api.Method):
 
     def _lr(self, epoch: float) -> float:
         p: Params = self.params  # type: ignore[assignment]
-        if p.lr_decay_every_epochs is None:
-            return p.lr
-        return p.lr * p.lr_decay_factor ** math.floor(epoch / p.lr_decay_every_epochs + 1e-9)
+        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p: Params = self.params  # type: ignore[assignment]
@@ -79,13 +77,7 @@ class Method(api.Method):
                 n = q.numel()
                 q.copy_(params[offset : offset + n].view_as(q))
                 offset += n
-        if self.buffers:
-            flat = torch.cat([b.reshape(-1) for b in self.buffers])
-            ctx.comm.broadcast(flat, src=0)
-            offset = 0
-            for b in self.buffers:
-                b.copy_(flat[offset : offset + b.numel()].view_as(b))
-                offset += b.numel()
+        broadcast_buffers(ctx.comm, self.buffers)
 
     def state_dict(self) -> dict:
         out = super().state_dict()
