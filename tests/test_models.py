@@ -136,13 +136,3 @@ def test_param_bytes() -> None:
     shared = nn.Linear(4, 4)
     assert param_bytes(nn.Sequential(shared, shared)) == 20 * 4
     assert param_bytes(build_model("small_cnn", 10, (3, 32, 32))) == PARAMS_10_CLASSES["small_cnn"] * 4
-
-
-@pytest.mark.smoke
-def test_step_decay_halves_at_exact_epoch_boundaries():
-    from suite.optim import step_decay
-
-    assert step_decay(0.01, 9.99, 10, 0.5) == 0.01
-    assert step_decay(0.01, 10.0, 10, 0.5) == 0.005  # the boundary itself already decays
-    assert step_decay(0.01, 25.0, 10, 0.5) == 0.0025
-    assert step_decay(0.01, 25.0, None, 0.5) == 0.01
