@@ -13,7 +13,7 @@ Launch with torchrun::
 
     torchrun --standalone --nproc-per-node=2 benchmarks/plain_ddp.py --steps 300 --out stamps.json
 
-or start one process per rank with ``--rank R --world-size W --init file:///tmp/rdzv`` (what the
+or start one process per rank with ``--rank R --world-size W --init file://$RDZV_DIR/rdzv`` (what the
 overhead benchmark does, so that both sides start the same way). Rank 0 writes a JSON file with a
 ``time.perf_counter()`` stamp after every step (taken after ``optimizer.step()``), the loss and
 the settings (every rank does when ``--out`` contains ``{rank}``); the CPU time of the process
