@@ -115,26 +115,47 @@ def report(session: nox.Session) -> None:
     session.run("distrepro", "report", *session.posargs, env=_env())
 
 
-def _papers() -> dict[str, str]:
-    """paper id -> title, from every method folder whose paper.yaml says kind: reproduction."""
-    papers: dict[str, str] = {}
+def _papers() -> dict[str, dict]:
+    """paper id -> its paper.yaml, for every method folder whose paper.yaml says kind: reproduction."""
+    papers: dict[str, dict] = {}
     for path in sorted(ROOT.glob("methods/*/paper.yaml")):
         data = yaml.safe_load(path.read_text()) or {}
         if data.get("kind") == "reproduction":
             cite = data.get("citation") or {}
             if cite.get("id"):
-                papers[cite["id"]] = cite.get("title", cite["id"])
+                papers[cite["id"]] = data
     return papers
 
 
-def _make_reproduce(paper: str, title: str):
+def _requested_arms(posargs: list[str]) -> set[str]:
+    """Arm names given to ``--arms``/``--with`` (``--with a,b`` or ``--with=a,b``)."""
+    names: set[str] = set()
+    for i, arg in enumerate(posargs):
+        for flag in ("--arms", "--with"):
+            if arg == flag and i + 1 < len(posargs):
+                names.update(posargs[i + 1].split(","))
+            elif arg.startswith(flag + "="):
+                names.update(arg.split("=", 1)[1].split(","))
+    return {n.strip() for n in names}
+
+
+def _extras(paper: dict, posargs: list[str]) -> str:
+    """The pip extras to install: ``test`` plus the ``extra`` of every optional arm asked for."""
+    arms = (paper.get("setup") or {}).get("arms") or {}
+    wanted = _requested_arms(posargs)
+    extras = {arm["extra"] for name, arm in arms.items() if name in wanted and (arm or {}).get("extra")}
+    return ",".join(["test", *sorted(extras)])
+
+
+def _make_reproduce(paper: str, data: dict):
     def reproduce(session: nox.Session) -> None:
-        _install(session)
+        _install(session, _extras(data, session.posargs))
         session.run("distrepro", "reproduce", paper, *session.posargs, env=_env())
 
+    title = (data.get("citation") or {}).get("title", paper)
     reproduce.__doc__ = f"Reproduce {title}."
     return reproduce
 
 
-for _paper, _title in _papers().items():
-    nox.session(python=PYTHON, name=f"reproduce-{_paper}")(_make_reproduce(_paper, _title))
+for _paper, _data in _papers().items():
+    nox.session(python=PYTHON, name=f"reproduce-{_paper}")(_make_reproduce(_paper, _data))

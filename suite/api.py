@@ -17,7 +17,7 @@ gradients only through ``ctx.forward_backward`` so that every sample is charged 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -70,6 +70,8 @@ class ClusterView:
     (samples / compute seconds, waiting excluded); it is ``None`` before the first epoch.
     ``current`` is the allocation in force during that epoch (``None`` before training), so a
     method can damp its re-split (Chao et al.) while ``allocate`` stays a pure function.
+    ``profiled_samples_per_s`` holds each worker's speed from the timed warm-up the harness runs
+    before training when the method asks for one (:meth:`Method.warmup_steps`); ``None`` otherwise.
     """
 
     world_size: int
@@ -79,6 +81,7 @@ class ClusterView:
     epoch: int = 0
     measured_samples_per_s: tuple[float, ...] | None = None
     current: Allocation | None = None
+    profiled_samples_per_s: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,12 +91,14 @@ class Allocation:
     ``shares`` are fractions of the training set (non-negative, summing to 1). With
     ``partition="iid_shards"`` worker *j* gets a disjoint random shard of ``shares[j]·N``
     samples; with ``"full_shuffle"`` every worker streams the whole set in its own order and
-    ``shares`` only records the intended split of work.
+    ``shares`` only records the intended split of work. ``speeds`` (samples/s per worker) records
+    what a speed-aware method based the split on, for the logs; it takes no part in equality.
     """
 
     shares: tuple[float, ...]
     batch_sizes: tuple[int, ...]
     partition: PartitionKind = "iid_shards"
+    speeds: tuple[float, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.shares) != len(self.batch_sizes):
@@ -102,6 +107,8 @@ class Allocation:
             raise ValueError(f"Allocation: shares must be >= 0 and sum to 1, got {self.shares}")
         if any(b < 0 for b in self.batch_sizes):
             raise ValueError(f"Allocation: negative batch size in {self.batch_sizes}")
+        if self.speeds is not None and len(self.speeds) != len(self.shares):
+            raise ValueError("Allocation: speeds and shares differ in length")
 
     @staticmethod
     def equal(world_size: int, batch_sizes: Sequence[int]) -> Allocation:
@@ -304,11 +311,18 @@ class WorkerContext(Protocol):
     rng: torch.Generator
     train_state: Mapping[str, Any]
 
-    def forward_backward(self, batch: Batch, zero_grad: bool = True) -> float:
+    def forward_backward(
+        self,
+        batch: Batch,
+        zero_grad: bool = True,
+        forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> float:
         """Forward and backward pass with the harness's loss; gradients land in ``model``.
 
         Charges the compute time of ``len(batch)`` samples on this worker's device to the
-        clock and returns the mean loss of the batch.
+        clock and returns the mean loss of the batch. ``forward_with`` runs the forward through
+        a wrapper of ``model`` instead of ``model`` itself (a DeepSpeed engine, whose backward
+        hooks must see the graph); it must compute ``model``'s function, as that is what is charged.
         """
         ...
 
@@ -362,6 +376,15 @@ class Method(abc.ABC):
         it and must get the same answer. Default: equal shares, configured batch sizes.
         """
         return Allocation.equal(cluster.world_size, cluster.batch_sizes)
+
+    @classmethod
+    def warmup_steps(cls, params: MethodParams) -> int:
+        """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
+
+        For methods that allocate from *profiled* speeds (C-ADP): the harness then fills
+        ``ClusterView.profiled_samples_per_s`` (:mod:`suite.engine.warmup`). Not charged to the clock.
+        """
+        return 0
 
     def setup(self, ctx: WorkerContext) -> None:  # noqa: B027 - optional hook
         """Create per-worker state (optimizer, buffers). Not timed."""

@@ -123,12 +123,14 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from suite.reproduce import reproduce
 
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
+    with_arms = [a.strip() for a in args.with_arms.split(",")] if args.with_arms else None
     result = reproduce(
         args.paper,
         scale=args.scale,
         seeds=args.seeds,
         overrides=list(args.set or []),
         arms=arms,
+        with_arms=with_arms,
         report=not args.no_report,
         show_progress=False if args.no_progress else None,
     )
@@ -180,7 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
     rep.add_argument("--scale", choices=["proxy", "paper"], default="proxy", help="proxy (default) or paper scale")
     rep.add_argument("--seeds", help="comma-separated seed indices (default: each config's)")
-    rep.add_argument("--arms", help="comma-separated subset of arms")
+    rep.add_argument("--arms", help="comma-separated arms to run (default: every arm not marked optional)")
+    rep.add_argument(
+        "--with",
+        dest="with_arms",
+        metavar="ARMS",
+        help="comma-separated optional arms to run as well (e.g. cadp's deepspeed_real: pip extra + dist engine)",
+    )
     rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
     rep.add_argument("--no-report", action="store_true", help="train only")
     rep.add_argument("--no-progress", action="store_true", help="no live progress bar")

@@ -68,7 +68,11 @@ class Job:
         return self.compute.step_seconds(rank, n, step_index, at_s)
 
     def cluster_view(
-        self, epoch: int, measured: tuple[float, ...] | None, current: Allocation | None = None
+        self,
+        epoch: int,
+        measured: tuple[float, ...] | None,
+        current: Allocation | None = None,
+        profiled: tuple[float, ...] | None = None,
     ) -> ClusterView:
         devices = tuple(
             DeviceView(
@@ -80,7 +84,9 @@ class Job:
             )
             for r in range(self.world_size)
         )
-        return ClusterView(self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current)
+        return ClusterView(
+            self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current, profiled
+        )
 
     @cached_property
     def example_batch(self) -> Batch:

@@ -7,7 +7,8 @@ back from MLflow only:
   ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
   ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>``;
 * the same quality metrics against emulated time: ``emu/<name>`` at ``step`` = emulated ms;
-* the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``;
+* the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
+  ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
 * summaries (``final/*``, ``time_to_target_s``, ``target_reached``) at step 0, written by
   :mod:`suite.campaign`.
 """
@@ -54,6 +55,8 @@ class MlflowObserver:
         for r, (share, b) in enumerate(zip(allocation.shares, allocation.batch_sizes, strict=True)):
             metrics[f"alloc/{r}/share"] = share
             metrics[f"alloc/{r}/batch_size"] = float(b)
+        for r, speed in enumerate(allocation.speeds or ()):
+            metrics[f"alloc/{r}/speed"] = float(speed)
         self.logger.log_metrics(metrics, step=epoch)
 
     def on_eval(self, record: EvalRecord) -> None:

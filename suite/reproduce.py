@@ -6,6 +6,9 @@ campaign per arm (every seed), all in the experiment ``distrepro/<paper>``, then
 report from MLflow, restricted to those campaigns. Training and judging stay separate: the
 report reads only what the runs logged.
 
+Arms marked ``optional`` (e.g. the real DeepSpeed arm, which needs an extra install and the
+torch.distributed engine) run only when named in ``arms`` or ``with_arms``.
+
 Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
 exist.
@@ -60,6 +63,7 @@ def reproduce(
     seeds: str | None = None,
     overrides: list[str] | None = None,
     arms: list[str] | None = None,
+    with_arms: list[str] | None = None,
     report: bool = True,
     show_progress: bool | None = None,
     root: Path | None = None,
@@ -72,7 +76,8 @@ def reproduce(
     if info.spec is None or not info.spec.setup.arms:
         where = info.path or root / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
-    chosen = arms or list(info.spec.setup.arms)
+    default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
+    chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
     if unknown:
         raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(info.spec.setup.arms)}")

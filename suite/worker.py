@@ -58,7 +58,12 @@ class HarnessWorker:
         #: clock, and measured speeds come from wall time (a throttled slow device really is slow)
         self.pacer: Any | None = None
 
-    def forward_backward(self, batch: Batch, zero_grad: bool = True) -> float:
+    def forward_backward(
+        self,
+        batch: Batch,
+        zero_grad: bool = True,
+        forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> float:
         if zero_grad:
             self.model.zero_grad(set_to_none=True)
         if len(batch) == 0:  # a worker allocated no data contributes a zero gradient for free
@@ -70,7 +75,7 @@ class HarnessWorker:
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
         targets = batch.targets.to(self.device, non_blocking=True)
-        loss = F.cross_entropy(self.model(inputs), targets)
+        loss = F.cross_entropy((forward_with or self.model)(inputs), targets)
         loss.backward()
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())

@@ -135,10 +135,10 @@ def test_reduce_scatter_and_all_gather_values_and_costs() -> None:
 
 @pytest.fixture
 def cadp_root(tmp_path: Path, monkeypatch) -> Path:
-    """A repo root holding only the three arms' plugins, so the report lands in tmp_path."""
+    """A repo root holding only the arms' plugins (the optional real DeepSpeed one too): reports land in tmp_path."""
     root = tmp_path / "root"
     (root / "methods").mkdir(parents=True)
-    for name in ("cadp", "ar_sgd", "deepspeed_zero"):
+    for name in ("cadp", "ar_sgd", "deepspeed_zero", "deepspeed_real"):
         os.symlink(REPO / "methods" / name, root / "methods" / name)
     for name in ("datasets", "hardware_profiles"):
         os.symlink(REPO / name, root / name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -148,6 +149,19 @@ def test_diagnose_names_dead_hung_and_raising_ranks(tmp_path):
         '{"rank": 0, "time": 1.0, "status": "error", "error": "RuntimeError: Connection closed by peer"}'
     )
     assert diagnose(tmp_path, {0: 1, 1: 1}, 2) == (1, "rank 1 raised ValueError: boom")
+
+
+def test_a_rank_dying_after_it_reported_success_does_not_fail_the_run(tmp_path, capsys):
+    """DeepSpeed's extension can abort at process exit; a rank that already said "ok" has finished."""
+    abort = [sys.executable, "-c", "import os; os.abort()"]
+    procs = [subprocess.Popen([sys.executable, "-c", "pass"]), subprocess.Popen(abort)]
+    (tmp_path / "rank1.status.json").write_text('{"rank": 1, "status": "ok"}')
+    DistEngine()._watch(procs, tmp_path, 2, torchrun=False)
+    assert "rank 1 died (signal 6) after reporting success" in capsys.readouterr().err
+    (tmp_path / "rank1.status.json").unlink()  # the same death before reporting fails the run
+    procs = [subprocess.Popen([sys.executable, "-c", "pass"]), subprocess.Popen(abort)]
+    with pytest.raises(WorkerFailure, match="rank 1 died"):
+        DistEngine()._watch(procs, tmp_path, 2, torchrun=False)
 
 
 class _DictStore:

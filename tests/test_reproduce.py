@@ -24,6 +24,7 @@ setup:
   arms:
     sync: {method: ar_sgd, config: tiny.yaml}
     local: {method: local_sgd, params: {period: 2}, config: tiny.yaml}
+    rare: {method: local_sgd, params: {period: 4}, config: tiny.yaml, optional: true, extra: nothing}
 claims:
   - id: fewer-bytes
     kind: relative_improvement
@@ -87,3 +88,23 @@ def test_reproduce_errors_name_the_paper_file(paper_root: Path, mlflow_uri: str,
         reproduce("tinypaper", scale="paper", root=paper_root)
     assert main(["reproduce", "nosuchpaper"]) == 2
     assert "nosuchpaper" in capsys.readouterr().err
+
+
+def test_optional_arms_run_only_when_asked(paper_root: Path, mlflow_uri: str) -> None:
+    result = reproduce("tinypaper", seeds="0", with_arms=["rare"], report=False, show_progress=False, root=paper_root)
+    assert set(result.campaigns) == {"sync", "local", "rare"}
+    runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
+    assert set(runs["params.method_params.period"].dropna()) == {"2", "4"}
+    only = reproduce("tinypaper", seeds="0", arms=["rare"], report=False, show_progress=False, root=paper_root)
+    assert set(only.campaigns) == {"rare"}
+
+
+def test_a_claim_on_an_optional_arm_is_refused(tmp_path: Path) -> None:
+    from suite.claims.schema import load_paper_file
+
+    path = tmp_path / "paper.yaml"
+    path.write_text(PAPER.replace("    arm: local\n", "    arm: rare\n"))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.arm.*optional"):
+        load_paper_file(path)
+    path.write_text(PAPER)  # the same arm, carrying no claim, is fine
+    assert load_paper_file(path).setup.arms["rare"].optional

@@ -7,9 +7,12 @@ with a delay; the data distribution solves a scheduling problem that minimises t
 How that maps onto the harness (README: every choice with its evidence grade):
 
 * ``allocate`` (the data owner) solves problem P with Algorithm 1 (``solver.py``): shares
-  ``x̂_j`` of the S training samples with ``a_j = 1/speed_j`` (declared speed of the emulated
-  workload; with ``co_adaptive`` the speeds measured over the previous epoch) and ``c_j`` the
-  per-round sync cost.
+  ``x̂_j`` of the S training samples with ``a_j = 1/speed_j`` and ``c_j`` the per-round sync cost.
+  Speeds come from profiling (``speeds: profiled``, default): a timed warm-up of ``warmup_steps``
+  batches per device that the harness runs before training (:mod:`suite.engine.warmup`: real
+  passes on the distributed engine, the emulated clock's charges in-process); ``declared`` uses the
+  profile's figures unmeasured; with ``co_adaptive`` every later epoch re-solves from the speeds
+  measured over the previous one.
 * One lockstep engine iteration is **one round**: device *j* receives ``B_j ≈ x̂_j / R`` samples
   (R = ``1/round_epochs``) and runs ``⌈B_j / b_j⌉`` local SGD steps on micro-batches of its own
   batch size ``b_j`` (64 on a GPU, 4 on a CPU, as the paper), then the round ends with one
@@ -49,6 +52,9 @@ class Params(api.MethodParams):
     #: c_j, fixed per-round cost per device in seconds (one number for all, or a list)
     round_cost_s: float | list[float] = 0.0
     co_adaptive: bool = False  # re-solve every epoch from the measured speeds
+    #: where the first solve's speeds come from: a timed warm-up (profiling) or the profile's declared figures
+    speeds: Literal["profiled", "declared"] = "profiled"
+    warmup_steps: int = Field(default=20, ge=1)  # [D] timed batches per device when profiling (notes: 20-50)
     aggregation: Literal["samples", "equal"] = "samples"  # [D] PS averaging weights
     solver: Literal["alm", "water_fill"] = "alm"  # alm = Algorithm 1; water_fill = the exact oracle
     solver_direction: Literal["newton", "gradient"] = "newton"
@@ -61,13 +67,22 @@ def _per_rank(value: float | int | list, k: int, name: str) -> list[float]:
     return [float(v) for v in values]
 
 
+def _usable(values: tuple[float, ...] | None, fallback: list[float]) -> list[float]:
+    """``values`` where finite and positive (a device with no data measures NaN), else ``fallback``."""
+    if values is None:
+        return fallback
+    return [v if math.isfinite(v) and v > 0 else f for v, f in zip(values, fallback, strict=True)]
+
+
 def speeds(params: Params, cluster: api.ClusterView) -> list[float]:
-    """Samples per second per device: declared, or measured last epoch when ``co_adaptive``."""
-    declared = [d.declared_samples_per_s for d in cluster.devices]
-    if not params.co_adaptive or cluster.measured_samples_per_s is None:
-        return declared
-    measured = cluster.measured_samples_per_s
-    return [m if math.isfinite(m) and m > 0 else d for m, d in zip(measured, declared, strict=True)]
+    """Samples per second per device: measured over the last epoch (``co_adaptive``), else profiled
+    by the warm-up (``speeds: profiled``), else declared by the profile."""
+    base = [d.declared_samples_per_s for d in cluster.devices]
+    if params.speeds == "profiled":
+        base = _usable(cluster.profiled_samples_per_s, base)
+    if params.co_adaptive:
+        base = _usable(cluster.measured_samples_per_s, base)
+    return base
 
 
 def solve(params: Params, cluster: api.ClusterView) -> tuple[int, ...]:
@@ -89,16 +104,22 @@ class Method(api.Method):
     synchronous = True
 
     @classmethod
+    def warmup_steps(cls, params: api.MethodParams) -> int:
+        p: Params = params  # type: ignore[assignment]
+        return p.warmup_steps if p.speeds == "profiled" else 0
+
+    @classmethod
     def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
         p: Params = params  # type: ignore[assignment]
         shares = solve(p, cluster)
         total = cluster.dataset_size
         per_round = max(1, round(total * p.round_epochs))
         # B_j: one round's samples, again by the makespan-aware rounding so Σ B_j is exact
-        a = [1.0 / v for v in speeds(p, cluster)]
+        v = speeds(p, cluster)
+        a = [1.0 / s for s in v]
         c = _per_rank(p.round_cost_s, cluster.world_size, "round_cost_s")
         batches = _solver.round_shares(a, c, [x * p.round_epochs for x in shares], per_round)
-        return api.Allocation(tuple(x / total for x in shares), batches)
+        return api.Allocation(tuple(x / total for x in shares), batches, speeds=tuple(v))
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p: Params = self.params  # type: ignore[assignment]

@@ -39,6 +39,9 @@ class Params(api.MethodParams):
     stage: Literal[1, 2] = 2
     lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay, e.g. C-ADP's 10
     lr_decay_factor: float = Field(default=0.5, gt=0)
+    #: DeepSpeed's global gradient-norm clip. 0 = off, as DDP and ``deepspeed_zero`` do; DeepSpeed's own
+    #: default became 1.0 in June 2026 (microsoft/DeepSpeed#8068, was 0.0), so it is always set explicitly
+    gradient_clipping: float = Field(default=0.0, ge=0)
 
 
 def unavailable_reason() -> str | None:
@@ -96,6 +99,7 @@ class Method(api.Method):
             "gradient_accumulation_steps": 1,
             "zero_optimization": {"stage": p.stage, "overlap_comm": False, "contiguous_gradients": True},
             "zero_allow_untested_optimizer": True,
+            "gradient_clipping": p.gradient_clipping,
             "steps_per_print": 10**9,
             "wall_clock_breakdown": False,
         }
@@ -127,13 +131,10 @@ class Method(api.Method):
         lr = self._lr(float(ctx.train_state["epoch"]))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        # The harness's forward_backward charges the compute; it must run through the engine so that
-        # DeepSpeed's backward hooks (prologue, ZeRO gradient reduction, epilogue) fire on loss.backward().
-        ctx.model = self.engine  # type: ignore[misc]
-        try:
-            ctx.forward_backward(batch, zero_grad=False)
-        finally:
-            ctx.model = self.module  # type: ignore[misc]
+        # The harness's forward_backward charges the compute; the forward runs through the engine so
+        # that DeepSpeed's backward hooks (prologue, ZeRO gradient reduction, epilogue) fire on
+        # loss.backward(). Gradients are DeepSpeed's to clear (its step() does), hence zero_grad=False.
+        ctx.forward_backward(batch, zero_grad=False, forward_with=self.engine)
         self.engine.step()  # real ZeRO step: partition update + parameter all-gather (DeepSpeed's traffic)
         ctx.comm.charge("reduce_scatter", self.vector_bytes)
         ctx.comm.charge("all_gather", self.vector_bytes)

@@ -53,7 +53,10 @@ class Arm(_Strict):
 
     ``params`` tells apart arms of one method (``local_sgd`` with ``period: 8`` vs ``32``);
     ``campaign`` restricts to runs of one campaign (the run config's ``name``); ``config`` is the
-    run config that produces the arm, for the reproduce command and for readers.
+    run config that produces the arm, for the reproduce command and for readers. An ``optional``
+    arm (one that needs an extra install, a real process group, or hours) is reproduced only when
+    asked for by name (``--with``/``--arms``); ``extra`` names the pip extra it needs, so the nox
+    session can install it.
     """
 
     method: str = Field(min_length=1)
@@ -61,6 +64,8 @@ class Arm(_Strict):
     campaign: str | None = None
     config: str | None = None
     label: str | None = None
+    optional: bool = False
+    extra: str | None = None
 
 
 class Setup(_Strict):
@@ -277,8 +282,11 @@ def _pydantic_error(source: str | Path | None, exc: ValidationError) -> ConfigEr
 def _check_references(spec: PaperSpec, source: str | Path | None, known_methods: set[str] | None) -> None:
     """Cross-field rules pydantic cannot see: unique ids, arms that exist, required baselines."""
     arms = set(spec.setup.arms)
+    optional = {name for name, arm in spec.setup.arms.items() if arm.optional}
 
     def arm_ok(name: str, where: str) -> None:
+        if name in optional:  # a default reproduction does not run it: its claims would stay INCONCLUSIVE
+            raise ConfigError(source, where, f"arm {name!r} is optional (run only on request) and cannot carry a claim")
         if name in arms or known_methods is None or name in known_methods:
             return
         raise ConfigError(source, where, f"unknown arm {name!r}: define it under setup.arms or name a method folder")

@@ -165,9 +165,11 @@ class DistEngine:
             if progress is not None:
                 _forward_progress(out / "progress.json", progress)
             codes = {i: p.poll() for i, p in enumerate(procs)}
-            if all(c == 0 for c in codes.values()):
+            finished = {i for i, c in codes.items() if c == 0 or (c is not None and _said_ok(out, i, torchrun))}
+            if len(finished) == len(procs):
+                _warn_teardown_crashes(codes)
                 return
-            failed = [i for i, c in codes.items() if c not in (0, None)]
+            failed = [i for i, c in codes.items() if c is not None and i not in finished]
             if failed and first_failure is None:
                 first_failure = time.monotonic()
             if failed:
@@ -187,6 +189,24 @@ class DistEngine:
                             print(f"[launcher] rank {r}: exit {codes.get(r)} status {_read_status(out, r)}", flush=True)
                     raise WorkerFailure(rank, msg)
             time.sleep(0.1)
+
+
+def _said_ok(out: Path, rank: int, torchrun: bool) -> bool:
+    """Whether ``rank`` reported success before exiting (torchrun: one agent, no per-rank exit code)."""
+    return not torchrun and (_read_status(out, rank) or {}).get("status") == "ok"
+
+
+def _warn_teardown_crashes(codes: dict[int, int | None]) -> None:
+    """A rank that reported success and then died did so tearing down (a C++ extension's threads at
+    exit, seen with DeepSpeed's): its work is complete and written, so the run stands; say so."""
+    for rank, code in codes.items():
+        if code not in (0, None):
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            print(
+                f"distrepro: warning: rank {rank} died ({how}) after reporting success; its results are complete",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _forward_progress(path: Path, progress: Any) -> None:

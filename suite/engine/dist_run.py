@@ -25,6 +25,7 @@ from suite.engine.dist_comm import DistComm
 from suite.engine.pacing import Pacer, choose_dilation
 from suite.engine.pairing import PairingClient, PairingCoordinator
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
+from suite.engine.warmup import emulated_speed, timed_speed
 from suite.evaluation import evaluate
 from suite.job import Job
 from suite.partition import shard_sizes
@@ -96,6 +97,7 @@ class DistRun:
         self.evals: list[EvalRecord] = []
         self.allocations: list[tuple[int, Allocation]] = []
         self.epoch = 0
+        self.profiled: tuple[float, ...] | None = None  # warm-up speeds, if the method profiles
         self.loss_sum, self.loss_count = 0.0, 0
         self.needs_clock_sync = (
             job.config.budget.unit == "emulated_seconds" or job.config.eval.every_emulated_seconds is not None
@@ -109,13 +111,13 @@ class DistRun:
         if self.pacer is not None:
             self.pacer(virtual_t)
 
-    def _calibrate(self) -> float:
+    def _calibrate(self, alloc: Allocation) -> float:
         """Real/virtual ratio of this rank's compute and of a gradient all-reduce; agreed max × margin."""
         cfg = self.job.config.throttle
         if cfg.dilation is not None:
             return cfg.dilation
         # a fresh stream: calibrating must not consume the training data order
-        batch = make_stream(self.job, self.alloc, self.epoch, self.rank).next_batch()
+        batch = make_stream(self.job, alloc, self.epoch, self.rank).next_batch()
         probe = self.job.make_model()
         ratios = [0.0]
         if len(batch):
@@ -170,7 +172,8 @@ class DistRun:
             return  # the default allocation ignores measured speeds: no gather needed
         measured: list[Any] = [None] * self.job.world_size
         dist.all_gather_object(measured, self.worker.measured_speed_and_reset(), group=self.pg)
-        alloc = self.job.method.cls.allocate(self.job.params, self.job.cluster_view(e, tuple(measured), self.alloc))
+        view = self.job.cluster_view(e, tuple(measured), self.alloc, self.profiled)
+        alloc = self.job.method.cls.allocate(self.job.params, view)
         if alloc != self.alloc:
             self._set_allocation(alloc)
 
@@ -275,10 +278,21 @@ class DistRun:
         reason = self.method.skip(job.world_size)
         if reason:
             raise ValueError(f"method {job.method.name} cannot run here: {reason}")
-        self._set_allocation(job.method.cls.allocate(job.params, job.cluster_view(0, None)))
+        alloc = job.method.cls.allocate(job.params, job.cluster_view(0, None))
         if job.config.throttle.enabled:
-            self.pacer = Pacer(self._calibrate())
+            self.pacer = Pacer(self._calibrate(alloc))
             self.worker.pacer = self.pacer
+        steps = job.method.cls.warmup_steps(job.params)
+        if steps > 0:  # profile every device, then allocate from what was measured
+            if self.pacer is not None:  # wall time follows the emulated devices: time real passes
+                mine = timed_speed(job, self.rank, steps, self.device, self.pacer.dilation)
+            else:  # time is the virtual clock's: profile on it, as in-process
+                mine = emulated_speed(job, self.rank, steps)
+            profiled: list[Any] = [None] * job.world_size
+            dist.all_gather_object(profiled, mine, group=self.pg)
+            self.profiled = tuple(profiled)
+            alloc = job.method.cls.allocate(job.params, job.cluster_view(0, None, profiled=self.profiled))
+        self._set_allocation(alloc)
         if self.coordinator is not None:
             self.coordinator.start()
         self.method.setup(self.worker)
