@@ -87,6 +87,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
         baseline=args.baseline,
         log_to_mlflow=not args.no_log,
+        scale=args.scale,
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
@@ -116,6 +117,9 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     rep.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
     rep.add_argument("--no-log", action="store_true", help="do not log the report files to MLflow")
     rep.add_argument("--check", action="store_true", help="exit with status 1 if any claim FAILS")
+    rep.add_argument(
+        "--scale", choices=["proxy", "paper"], help="judge the claims on runs of this scale (default: the paper's)"
+    )
     rep.set_defaults(func=_cmd_report)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.campaign import CampaignResult, run_campaign
+from suite.claims.schema import Scale
 from suite.config import load_config
 from suite.errors import ConfigError
 
@@ -59,7 +60,7 @@ def _param_overrides(params: dict[str, Any]) -> list[str]:
 
 def reproduce(
     paper: str,
-    scale: str = "proxy",
+    scale: Scale = "proxy",
     seeds: str | None = None,
     overrides: list[str] | None = None,
     arms: list[str] | None = None,
@@ -96,5 +97,5 @@ def reproduce(
         from suite.report.build import build_report
 
         ids = [c.parent_run_id for c in campaigns.values()]
-        built = build_report(paper, campaigns=ids, root=root)
+        built = build_report(paper, campaigns=ids, root=root, scale=scale)
     return Reproduction(paper, campaigns, built)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from suite.claims.papers import find_paper
-from suite.claims.schema import acceptance_band, load_paper_file, validate_paper
+from suite.claims.schema import acceptance_band, at_scale, load_paper_file, validate_paper
 from suite.errors import ConfigError
 from suite.registry import repo_root
 
@@ -79,6 +79,18 @@ def test_defaults_are_resolved_from_setup_and_kind() -> None:
     assert (final.accept.statistic, final.accept.paired) == ("median", False)
     assert rel.claimed == (0.33, 0.5) and rel.form == "fraction"
     assert spec.arm("local_sgd").method == "local_sgd"  # an undeclared arm is the method of that name
+
+
+def test_at_scale_moves_every_claim_and_keeps_only_ideals_of_that_scale() -> None:
+    data = _paper()
+    data["claims"][0]["ideal"] = {"value": 4.0, "label": "proxy bound"}  # setup.scale: proxy
+    data["claims"][1]["ideal"] = {"value": 0.95, "label": "paper bound", "scale": "paper"}
+    spec = validate_paper(data)
+    assert [c.ideal.label if c.ideal else None for c in spec.claims] == ["proxy bound", "paper bound", None]
+    paper = at_scale(spec, "paper")
+    assert paper.setup.scale == "paper" and {c.scale for c in paper.claims} == {"paper"}
+    assert [c.ideal.label if c.ideal else None for c in paper.claims] == [None, "paper bound", None]
+    assert [c.ideal.label if c.ideal else None for c in at_scale(spec, "proxy").claims] == ["proxy bound", None, None]
 
 
 def _set(data: dict[str, Any], path: str, value: Any) -> None:

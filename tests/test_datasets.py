@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from PIL import Image
+from imagefolders import write_image_folder
 
 from suite.data import DatasetBundle, build_dataset, load_dataset_plugin
 from suite.errors import ConfigError, PluginError
@@ -237,17 +237,6 @@ def test_cifar10_missing_root_is_a_config_error(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- imagenet100
-
-
-def write_image_folder(root: Path, classes: list[str], per_class: int, size: tuple[int, int] = (24, 20)) -> None:
-    rng = np.random.default_rng(1)
-    for split in ("train", "val"):
-        for name in classes:
-            folder = root / split / name
-            folder.mkdir(parents=True)
-            for i in range(per_class):
-                pixels = rng.integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)
-                Image.fromarray(pixels).save(folder / f"{name}_{i}.JPEG", format="JPEG")
 
 
 def test_imagenet100_class_list() -> None:

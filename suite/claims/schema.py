@@ -94,10 +94,15 @@ class Target(_Strict):
 
 
 class Ideal(_Strict):
-    """A bound no method can beat (e.g. perfect load balance), shown beside the measured value."""
+    """A bound no method can beat (e.g. perfect load balance), shown beside the measured value.
+
+    Bounds depend on the run configs (work, cluster), so one holds at one ``scale`` (default: the
+    paper's ``setup.scale``) and a report judged at another scale leaves it out.
+    """
 
     value: Finite
     label: str
+    scale: Scale | None = None
 
 
 class Accept(_Strict):
@@ -229,6 +234,18 @@ class PaperSpec(_Strict):
     def arm(self, name: str) -> Arm:
         """The arm called ``name``; a name not in ``setup.arms`` means all runs of that method."""
         return self.setup.arms.get(name) or Arm(method=name)
+
+
+def at_scale(spec: PaperSpec, scale: Scale) -> PaperSpec:
+    """``spec`` judged at ``scale``: every claim's scale set to it, ideals computed for another dropped."""
+    claims = []
+    for claim in spec.claims:
+        ideal = claim.ideal
+        if ideal is not None and (ideal.scale or spec.setup.scale) != scale:
+            ideal = None
+        claims.append(claim.model_copy(update={"scale": scale, "ideal": ideal}))
+    setup = spec.setup.model_copy(update={"scale": scale})
+    return spec.model_copy(update={"setup": setup, "claims": claims})
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

@@ -13,6 +13,7 @@ runs table, curves, timelines and environment.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -25,7 +26,7 @@ import pandas as pd
 import suite
 from suite.claims.papers import PaperInfo, find_paper
 from suite.claims.runs import RunSet, load_runs
-from suite.claims.schema import PaperSpec
+from suite.claims.schema import PaperSpec, Scale, at_scale
 from suite.claims.verdicts import Verdict, evaluate_claims, select_arm
 from suite.registry import repo_root
 from suite.report import figures as figs
@@ -257,10 +258,15 @@ def build_report(
     root: Path | None = None,
     baseline: str | None = None,
     log_to_mlflow: bool = True,
+    scale: Scale | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
-    ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs."""
+    ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
+
+    ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``)."""
     info = find_paper(paper, root)
+    if info.spec is not None:
+        info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
     targets = [c.target.metric for c in (info.spec.claims if info.spec else []) if getattr(c, "target", None)]
     rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
     report = write_report(info, rs, Path(out_dir) if out_dir else Path("reports") / paper, baseline, root)
