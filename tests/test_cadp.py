@@ -167,6 +167,7 @@ def test_smoke_reproduction_runs_every_arm_and_reports_the_conflict(mlflow_uri: 
     assert all(v.verdict == "INCONCLUSIVE" for v in verdicts.values())  # 2 seeds < min_seeds 3
     text = Path(result.report.markdown).read_text(encoding="utf-8")
     assert "cannot all hold" in text and "A-C1" in text and "cannot both hold under one definition" in text
+    assert "### Time against compute bounds" in text  # C-ADP beside the balanced and straggler bounds
 
 
 def test_paper_scale_reproduction_runs_on_an_imagenet100_folder(mlflow_uri: str, cadp_root: Path, tmp_path) -> None:

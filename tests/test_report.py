@@ -415,3 +415,27 @@ def test_report_end_to_end_from_mlflow(
 
     if CHROMIUM is not None:
         check_in_chromium(report.html, tmp_path)
+
+
+@pytest.mark.smoke
+def test_time_bounds_put_each_arm_beside_the_balanced_and_straggler_bounds() -> None:
+    from suite.report.sections import time_bounds_table
+
+    runs = pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "status": ["FINISHED", "FINISHED"],
+            "final/samples": [400.0, 400.0],
+            "final/emulated_s": [12.0, 25.0],
+            "worker/0/declared_samples_per_s": [10.0, 10.0],
+            "worker/1/declared_samples_per_s": [30.0, 30.0],
+            "worker/0/compute_s": [10.0, 20.0],  # balanced split vs equal halves (the slow device straggles)
+            "worker/1/compute_s": [10.0, 6.7],
+            "worker/0/comm_s": [2.0, 5.0],
+            "worker/1/comm_s": [1.0, 5.0],
+        }
+    )
+    text = time_bounds_table(runs, {"a": "balanced arm", "b": "lockstep arm"})
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()[2:]}
+    assert rows["balanced arm"] == ["12", "10", "1.20×", "10", "2"]
+    assert rows["lockstep arm"] == ["25", "10", "2.50×", "20", "5"]

@@ -14,7 +14,7 @@ Tables (column names follow :mod:`suite.observer`'s metric-name contract):
   ``worker/0/comm_s``, ``alloc/0/share`` …), and ``params.<key>`` / ``tags.<key>``;
 * ``curves`` — one row per (run, evaluation): ``run_id, step`` plus ``val_accuracy``, ``epoch``,
   ``samples``, ``time/emulated_s`` …;
-* ``alloc`` — one row per (run, epoch, rank): ``share``, ``batch_size``.
+* ``alloc`` — one row per (run, epoch, rank): ``share``, ``batch_size``, ``speed``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ IDENTITY_TAGS = {
 #: metric-name prefixes and summary keys that are not per-evaluation curves
 _NOT_CURVES = ("final/", "emu/", "alloc/", "worker/", "method/")
 _SUMMARIES = {"time_to_target_s", "target_reached", "step_to_target"}
-_ALLOC = re.compile(r"^alloc/(\d+)/(share|batch_size)$")
+_ALLOC = re.compile(r"^alloc/(\d+)/(share|batch_size|speed)$")
 
 
 class ReportError(DistreproError):
@@ -199,8 +199,9 @@ def load_runs(
 
 
 def alloc_table(long: pd.DataFrame) -> pd.DataFrame:
-    """``alloc/<r>/<field>`` histories (step = epoch) → rows of (run_id, epoch, rank, share, batch_size)."""
-    cols = ["run_id", "epoch", "rank", "share", "batch_size"]
+    """``alloc/<r>/<field>`` histories (step = epoch) → rows of (run_id, epoch, rank, share, batch_size,
+    speed); ``speed`` (samples/s the split was based on) is NaN for methods that do not report it."""
+    cols = ["run_id", "epoch", "rank", "share", "batch_size", "speed"]
     if long.empty:
         return pd.DataFrame(columns=cols)
     parts = long["key"].str.extract(_ALLOC)

@@ -181,6 +181,17 @@ def _markdown(
             parts += ["### Claims that cannot all hold", "", conflicts]
         parts += ["### Claim details", "", sec.claim_details(spec, verdicts)]
     parts += ["## Runs", "", sec.runs_table(rs.runs, labels)]
+    bounds = sec.time_bounds_table(rs.runs, labels)
+    if bounds:
+        parts += [
+            "### Time against compute bounds",
+            "",
+            "*Balanced*: samples / sum of the devices' declared speeds, the compute time of a perfect split with no "
+            "communication. *Slowest device's compute*: what lockstep training waits for at every step (the straggler "
+            "bound). The rest of an arm's time is communication and waiting. Medians over seeds; all emulated.",
+            "",
+            bounds,
+        ]
     bad = rs.runs[rs.runs["status"] != "FINISHED"]
     if len(bad):
         parts.append(

@@ -190,6 +190,45 @@ def runs_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
     return table(rows, list(rows[0]) if rows else [])
 
 
+def _per_worker(done: pd.DataFrame, field: str) -> pd.DataFrame:
+    cols = sorted((c for c in done.columns if re.fullmatch(rf"worker/\d+/{field}", str(c))), key=_rank_of)
+    return done[cols]
+
+
+def _rank_of(col: str) -> int:
+    return int(str(col).split("/")[1])
+
+
+def time_bounds_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
+    """Each arm's emulated time beside two compute bounds, from what every run logged.
+
+    *balanced*: samples / Σ declared device speeds, the compute time of a perfect split with no
+    communication (no method beats it); *slowest device's compute*: the largest per-worker compute
+    time, which lockstep training (DDP) waits for at every step. Medians over finished seeds.
+    """
+    rows = []
+    frame = runs.assign(arm=runs["run_id"].map(labels))
+    for arm, g in frame.groupby("arm"):
+        done = g[g["status"] == "FINISHED"]
+        speeds = _per_worker(done, "declared_samples_per_s")
+        compute, comm = _per_worker(done, "compute_s"), _per_worker(done, "comm_s")
+        if done.empty or speeds.empty or compute.empty or "final/samples" not in done:
+            continue
+        balanced = done["final/samples"] / speeds.sum(axis=1)
+        total = done["final/emulated_s"]
+        rows.append(
+            {
+                "arm": arm,
+                "emulated time s": fmt(float(total.median())),
+                "balanced compute bound s": fmt(float(balanced.median())),
+                "time / balanced": f"{float((total / balanced).median()):.2f}×",
+                "slowest device's compute s": fmt(float(compute.max(axis=1).median())),
+                "most communication s (one device)": fmt(float(comm.max(axis=1).median())) if not comm.empty else "–",
+            }
+        )
+    return table(rows, list(rows[0])) if rows else ""
+
+
 def _values(runs: pd.DataFrame, col: str) -> str:
     if col not in runs:
         return "–"
