@@ -17,9 +17,14 @@ C++ extension on first start (≈ 60 s), kept in the repository's gitignored ``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
+import logging
 import math
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +62,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _quiet_deepspeed() -> Iterator[None]:
+    """Hold back DeepSpeed's start-up chatter, printed once per rank (8x on C-ADP's cluster): its
+    extension-build print and its "untested optimizer" warning (we allow SGD on purpose). Errors raise."""
+    ds_logger = logging.getLogger("DeepSpeed")
+    level = ds_logger.level
+    ds_logger.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        ds_logger.setLevel(level)
+
+
 def _owners(module: torch.nn.Module) -> list[Any]:
     return [*module.modules(), *module.parameters()]
 
@@ -85,6 +104,10 @@ class Method(api.Method):
         for key, value in (("RANK", ctx.rank), ("LOCAL_RANK", ctx.rank), ("WORLD_SIZE", ctx.world_size)):
             os.environ.setdefault(key, str(value))
         os.environ.setdefault("LOCAL_WORLD_SIZE", str(ctx.world_size))
+        if ctx.device.type == "cpu":  # say so, rather than have DeepSpeed warn that it guessed
+            os.environ.setdefault("DS_ACCELERATOR", "cpu")
+        # DeepSpeed's own call into a collective torch deprecates; not ours to act on
+        warnings.filterwarnings("ignore", message=r".*all_gather_into_tensor.*", category=FutureWarning)
         import deepspeed  # optional extra: imported only where skip() said it can run
 
         p: Params = self.params  # type: ignore[assignment]
@@ -105,7 +128,8 @@ class Method(api.Method):
         }
         before = _hooks(module)
         attrs_before = {id(o): set(vars(o)) for o in _owners(module)}
-        self.engine, self.optimizer, _, _ = deepspeed.initialize(model=module, optimizer=optimizer, config=config)
+        with _quiet_deepspeed():
+            self.engine, self.optimizer, _, _ = deepspeed.initialize(model=module, optimizer=optimizer, config=config)
         self.module = module
         self._added_hooks = {k: set(v) - before.get(k, set()) for k, v in _hooks(module).items()}
         self._added_attrs = [(o, set(vars(o)) - attrs_before.get(id(o), set())) for o in _owners(module)]
