@@ -300,7 +300,8 @@ def breakdown_figure(runs: pd.DataFrame, labels: Mapping[str, str], path: Path) 
 
 
 def allocation_figure(runs: pd.DataFrame, alloc: pd.DataFrame, labels: Mapping[str, str], path: Path) -> Path | None:
-    """Share of the data per worker (last epoch; mean over seeds), and its course over epochs if it moved."""
+    """Share of the data per worker (last epoch; mean over seeds), the share of the summed speed a
+    speed-aware split was based on (black ticks), and the shares' course over epochs if they moved."""
     a = alloc[alloc["run_id"].isin(list(labels))].assign(arm=lambda d: d["run_id"].map(labels))
     if a.empty or a["share"].isna().all():
         return None
@@ -309,6 +310,12 @@ def allocation_figure(runs: pd.DataFrame, alloc: pd.DataFrame, labels: Mapping[s
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 2 if moving else 1, figsize=(9 if moving else 5, 3.4), squeeze=False)
     sns.barplot(last, x="rank", y="share", hue="arm", errorbar=None, ax=axes[0, 0])
+    if "speed" in last and last["speed"].notna().any():  # what a speed-aware split was based on
+        based = last.dropna(subset=["speed"])
+        based = based.assign(speed_share=based["speed"] / based.groupby("run_id")["speed"].transform("sum"))
+        marks = based.groupby("rank")["speed_share"].mean()
+        axes[0, 0].scatter(marks.index, marks.values, marker="_", s=300, color="black", zorder=5, label="speed share")
+        axes[0, 0].legend(fontsize=7)
     axes[0, 0].set_xlabel("worker")
     axes[0, 0].set_ylabel("share of the data (last epoch)")
     if moving:
