@@ -363,6 +363,9 @@ class Method(abc.ABC):
     #: which model the harness evaluates: the parameter average of all workers (observer's
     #: view, untimed) or rank 0's replica
     eval_on: ClassVar[Literal["average", "rank0"]] = "average"
+    #: modules the method needs beyond the core install → how to get them; checked when a run is
+    #: configured, so a missing optional extra is one clear error instead of one per started rank
+    requires: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, params: MethodParams) -> None:
         self.params = params

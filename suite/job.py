@@ -7,6 +7,7 @@ and field. Engines receive a finished :class:`Job` and never parse user input th
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -132,12 +133,22 @@ def _dataset_seed(cfg: RunConfig) -> int:
     return derive_seed("dataset", cfg.dataset.name, json.dumps(cfg.dataset.params, sort_keys=True, default=str))
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
+
+
 def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
     """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
     try:
         method = get_method(cfg.method)
     except PluginError as exc:  # name the config file and field, as every other input error does
         raise ConfigError(source, "method", str(exc)) from None
+    missing = [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
+    if missing:
+        raise ConfigError(source, "method", f"{cfg.method} needs {', '.join(missing)}")
     try:
         params = method.cls.Params.model_validate(cfg.method_params)
     except ValidationError as exc:

@@ -32,8 +32,15 @@ class _Block:
         return None
 sys.meta_path.insert(0, _Block())
 from suite import registry
+from suite.config import validate_config
+from suite.errors import ConfigError
+from suite.job import build_job
 plugin = registry.methods()["deepspeed_real"]
 print(plugin.cls(plugin.cls.Params()).skip(2))
+try:
+    build_job(validate_config({"method": "deepspeed_real", "engine": "dist", "profile": "chao-1m-1to2"}), 0, "x.yaml")
+except ConfigError as exc:
+    print(exc)
 """
 
 
@@ -48,6 +55,8 @@ def test_skip_says_why_in_process() -> None:
 def test_skip_says_not_installed_when_deepspeed_is_hidden() -> None:
     out = subprocess.run([sys.executable, "-c", BLOCK_DEEPSPEED], capture_output=True, text=True, check=True)
     assert "DeepSpeed is not installed" in out.stdout, out.stdout + out.stderr
+    # and a run is refused before any rank starts, naming the config file and field
+    assert "x.yaml" in out.stdout and "method" in out.stdout and "'deepspeed' (optional extra" in out.stdout
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:

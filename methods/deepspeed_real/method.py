@@ -24,9 +24,9 @@ import logging
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
@@ -94,6 +94,7 @@ class Method(api.Method):
     name = "deepspeed_real"
     Params = Params
     synchronous = True
+    requires: ClassVar[Mapping[str, str]] = {"deepspeed": 'optional extra: pip install -e ".[deepspeed]"'}
 
     def skip(self, world_size: int) -> str | None:
         return unavailable_reason()
