@@ -258,3 +258,29 @@ def test_rank0_progress_reaches_the_launchers_display(tmp_path):
     writer.on_progress(1.0, 6.0)  # the end is always written
     _forward_progress(path, Display())
     assert seen == [(0.25, 1.5), (1.0, 6.0)]
+
+
+@pytest.mark.smoke
+def test_rank0_evaluations_reach_the_launchers_log_lines(tmp_path):
+    """Without a live bar, a distributed run prints one line per evaluation, as an in-process run does."""
+    import io
+
+    from suite.engine.dist_launch import ProgressFile, _forward_progress
+    from suite.engine.results import EvalRecord
+    from suite.observer import ProgressObserver
+
+    def record(step: int, acc: float, final: bool = False) -> EvalRecord:
+        metrics = {"val_accuracy": acc, "val_loss": 1.0}
+        return EvalRecord(step, step / 10, step * 8, step * 0.5, 0.1, metrics, workers=[], final=final)
+
+    path, out = tmp_path / "progress.json", io.StringIO()
+    shown_to = ProgressObserver("m · p · seed 0", None, None, stream=out)
+    writer = ProgressFile(path)
+    writer.on_eval(record(5, 0.25))
+    shown = _forward_progress(path, shown_to)
+    writer.on_eval(record(10, 0.5, final=True))
+    shown = _forward_progress(path, shown_to, shown)
+    assert shown == 2 and _forward_progress(path, shown_to, shown) == 2  # nothing shown twice
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "step 5" in lines[0] and "val_acc 0.2500" in lines[0]
+    assert lines[1].endswith("(final)") and "emulated 5.000s" in lines[1]

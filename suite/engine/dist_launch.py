@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from suite.engine.results import RunResult
+from suite.engine.results import EvalRecord, RunResult
 from suite.errors import WorkerFailure
 from suite.job import Job
 
@@ -161,12 +161,15 @@ class DistEngine:
         self, procs: list[subprocess.Popen], out: Path, world: int, torchrun: bool, progress: Any = None
     ) -> None:
         first_failure: float | None = None
+        shown = 0
         while True:
             if progress is not None:
-                _forward_progress(out / "progress.json", progress)
+                shown = _forward_progress(out / "progress.json", progress, shown)
             codes = {i: p.poll() for i, p in enumerate(procs)}
             finished = {i for i, c in codes.items() if c == 0 or (c is not None and _said_ok(out, i, torchrun))}
             if len(finished) == len(procs):
+                if progress is not None:  # what rank 0 wrote last (the final evaluation)
+                    _forward_progress(out / "progress.json", progress, shown)
                 _warn_teardown_crashes(codes)
                 return
             failed = [i for i, c in codes.items() if c is not None and i not in finished]
@@ -209,34 +212,49 @@ def _warn_teardown_crashes(codes: dict[int, int | None]) -> None:
             )
 
 
-def _forward_progress(path: Path, progress: Any) -> None:
-    """Show rank 0's progress (written by :class:`ProgressFile`) in the launcher's display."""
+def _forward_progress(path: Path, progress: Any, shown: int = 0) -> int:
+    """Show rank 0's progress (written by :class:`ProgressFile`) in the launcher's display: the bar,
+    and every evaluation after the first ``shown`` (one line each without a bar); returns how many
+    evaluations have been shown."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return
+        return shown
     progress.on_progress(float(data["fraction"]), float(data["emulated_s"]))
+    evals = data.get("evals", [])
+    on_eval = getattr(progress, "on_eval", None)
+    if on_eval is not None:
+        for record in evals[shown:]:
+            on_eval(EvalRecord(**record, workers=[]))
+    return len(evals)
 
 
 class ProgressFile:
-    """Rank 0's observer that leaves its progress in a small file for the launcher (twice a second)."""
+    """Rank 0's observer that leaves its progress in a small file for the launcher: the fraction done
+    (at most twice a second) and every evaluation so far (written at once)."""
 
     def __init__(self, path: Path) -> None:
         self.path, self._last = path, 0.0
+        self.fraction, self.emulated_s = 0.0, 0.0
+        self.evals: list[dict[str, Any]] = []
 
     def on_allocation(self, epoch: int, allocation: Any) -> None:
         pass
 
-    def on_eval(self, record: Any) -> None:
-        pass
+    def on_eval(self, record: EvalRecord) -> None:
+        fields = ("step", "epoch", "samples", "emulated_s", "wall_s", "metrics", "final", "throttled_s")
+        self.evals.append({k: getattr(record, k) for k in fields})
+        self._write()
 
     def on_progress(self, fraction: float, emulated_s: float) -> None:
-        now = time.monotonic()
-        if now - self._last < 0.5 and fraction < 1.0:
-            return
-        self._last = now
+        self.fraction, self.emulated_s = fraction, emulated_s
+        if time.monotonic() - self._last >= 0.5 or fraction >= 1.0:
+            self._write()
+
+    def _write(self) -> None:
+        self._last = time.monotonic()
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"fraction": fraction, "emulated_s": emulated_s}))
+        tmp.write_text(json.dumps({"fraction": self.fraction, "emulated_s": self.emulated_s, "evals": self.evals}))
         tmp.replace(self.path)
 
 
