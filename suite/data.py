@@ -175,7 +175,13 @@ def build_dataset(
         inner = format_pydantic_error(source, exc)
         field = f"dataset.params.{inner.field}" if inner.field else "dataset.params"
         raise ConfigError(source, field, inner.message) from exc
-    bundle = plugin.build(validated, Path(root) if root is not None else None, int(seed))
+    try:
+        bundle = plugin.build(validated, Path(root) if root is not None else None, int(seed))
+    except ConfigError as exc:  # a plugin names the data folder; the user edits the run config
+        if source is None or exc.source in (None, str(source)):
+            raise
+        message = exc.message if exc.source in exc.message else f"{exc.message} (in '{exc.source}')"
+        raise ConfigError(source, exc.field, message) from exc
     if not isinstance(bundle, DatasetBundle):
         raise PluginError(
             f"dataset plugin {getattr(plugin, 'NAME', plugin.__name__)}: build() returned "

@@ -286,3 +286,7 @@ def test_imagenet100_errors_name_the_root(tmp_path: Path) -> None:
         build_dataset(mod, {"strict_classes": False}, tmp_path, 0)
     with pytest.raises(ConfigError, match=r"dataset\.root"):
         build_dataset(mod, {}, None, 0)
+    # from a run config, the error names the config file (what the user edits) and keeps the folder
+    with pytest.raises(ConfigError, match="1 unexpected") as info:
+        build_dataset(mod, {"strict_classes": False}, tmp_path, 0, source="run.yaml")
+    assert info.value.source == "run.yaml" and str(tmp_path) in info.value.message
