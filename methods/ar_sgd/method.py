@@ -6,15 +6,18 @@ stay identical. With ``weighting: equal`` the average is the plain mean over wor
 PyTorch DDP computes it whatever the local batch sizes; with ``weighting: samples`` (default)
 it is weighted by local batch size, i.e. the exact gradient of the mean loss over the global
 batch when batches differ. Floating buffers (BatchNorm statistics) are broadcast from rank 0
-every step, as DDP's ``broadcast_buffers=True`` does.
+every step, as DDP's ``broadcast_buffers=True`` does. ``lr_decay_every_epochs`` applies a step
+decay (the harness has no LR schedule), so a paper's schedule reaches the DDP arm too.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from suite import api
-from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd
+from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd, step_decay
 
 
 class Params(api.MethodParams):
@@ -23,6 +26,8 @@ class Params(api.MethodParams):
     weight_decay: float = 0.0
     nesterov: bool = False
     weighting: Literal["samples", "equal"] = "samples"
+    lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay (e.g. C-ADP's ×0.5 every 10)
+    lr_decay_factor: float = Field(default=0.5, gt=0)
 
 
 class Method(api.Method):
@@ -37,6 +42,10 @@ class Method(api.Method):
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p: Params = self.params  # type: ignore[assignment]
+        if p.lr_decay_every_epochs is not None:
+            lr = step_decay(p.lr, float(ctx.train_state["epoch"]), p.lr_decay_every_epochs, p.lr_decay_factor)
+            for group in self.opt.param_groups:
+                group["lr"] = lr
         ctx.forward_backward(batch)
         grads = grads_of(ctx.model)
         if p.weighting == "samples":
