@@ -89,6 +89,16 @@ class Job:
             self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current, profiled
         )
 
+    def allocate(
+        self,
+        epoch: int,
+        measured: tuple[float, ...] | None = None,
+        current: Allocation | None = None,
+        profiled: tuple[float, ...] | None = None,
+    ) -> Allocation:
+        """The method's allocation for what the cluster looks like at ``epoch`` (both engines)."""
+        return self.method.cls.allocate(self.params, self.cluster_view(epoch, measured, current, profiled))
+
     @cached_property
     def example_batch(self) -> Batch:
         x, y = self.bundle.train[0]

@@ -25,7 +25,7 @@ from suite.engine.dist_comm import DistComm
 from suite.engine.pacing import Pacer, choose_dilation
 from suite.engine.pairing import PairingClient, PairingCoordinator
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
-from suite.engine.warmup import emulated_speed, timed_speed
+from suite.engine.warmup import emulated_profile, timed_speed
 from suite.evaluation import evaluate
 from suite.job import Job
 from suite.partition import shard_sizes
@@ -151,6 +151,16 @@ class DistRun:
         }
         return choose_dilation([c[k] for c in every for k in ("compute_ratio", "comm_ratio")], cfg.margin)
 
+    def _profile(self, steps: int) -> tuple[float, ...]:
+        """Warm-up speeds of every rank: timed real passes when wall time follows the emulated
+        devices (throttled), gathered; else the virtual clock's, which every rank computes alike."""
+        if self.pacer is None:
+            return emulated_profile(self.job, steps)
+        mine = timed_speed(self.job, self.rank, steps, self.device, self.pacer.dilation)
+        every: list[Any] = [None] * self.job.world_size
+        dist.all_gather_object(every, mine, group=self.pg)
+        return tuple(every)
+
     # ------------------------------------------------------------------ data
     def _set_allocation(self, alloc: Allocation) -> None:
         self.alloc = alloc
@@ -172,8 +182,7 @@ class DistRun:
             return  # the default allocation ignores measured speeds: no gather needed
         measured: list[Any] = [None] * self.job.world_size
         dist.all_gather_object(measured, self.worker.measured_speed_and_reset(), group=self.pg)
-        view = self.job.cluster_view(e, tuple(measured), self.alloc, self.profiled)
-        alloc = self.job.method.cls.allocate(self.job.params, view)
+        alloc = self.job.allocate(e, tuple(measured), self.alloc, self.profiled)
         if alloc != self.alloc:
             self._set_allocation(alloc)
 
@@ -278,20 +287,14 @@ class DistRun:
         reason = self.method.skip(job.world_size)
         if reason:
             raise ValueError(f"method {job.method.name} cannot run here: {reason}")
-        alloc = job.method.cls.allocate(job.params, job.cluster_view(0, None))
+        alloc = job.allocate(0)
         if job.config.throttle.enabled:
             self.pacer = Pacer(self._calibrate(alloc))
             self.worker.pacer = self.pacer
         steps = job.method.cls.warmup_steps(job.params)
         if steps > 0:  # profile every device, then allocate from what was measured
-            if self.pacer is not None:  # wall time follows the emulated devices: time real passes
-                mine = timed_speed(job, self.rank, steps, self.device, self.pacer.dilation)
-            else:  # time is the virtual clock's: profile on it, as in-process
-                mine = emulated_speed(job, self.rank, steps)
-            profiled: list[Any] = [None] * job.world_size
-            dist.all_gather_object(profiled, mine, group=self.pg)
-            self.profiled = tuple(profiled)
-            alloc = job.method.cls.allocate(job.params, job.cluster_view(0, None, profiled=self.profiled))
+            self.profiled = self._profile(steps)
+            alloc = job.allocate(0, profiled=self.profiled)
         self._set_allocation(alloc)
         if self.coordinator is not None:
             self.coordinator.start()

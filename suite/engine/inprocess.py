@@ -23,7 +23,7 @@ from suite.engine.common import TargetTracker, make_stream
 from suite.engine.inprocess_comm import Fabric
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
 from suite.engine.scheduler import Scheduler
-from suite.engine.warmup import emulated_speed
+from suite.engine.warmup import emulated_profile
 from suite.evaluation import average_into, evaluate
 from suite.job import Job
 from suite.schedule import TrainingSchedule
@@ -83,13 +83,6 @@ class _InProcessRun:
         self.profiled: tuple[float, ...] | None = None  # warm-up speeds, if the method profiles
 
     # ------------------------------------------------------------------ data allocation
-    def _profile(self) -> tuple[float, ...] | None:
-        """The warm-up speeds the method asked for, on the emulated clock (:mod:`suite.engine.warmup`)."""
-        steps = self.job.method.cls.warmup_steps(self.job.params)
-        if steps <= 0:
-            return None
-        return tuple(emulated_speed(self.job, r, steps) for r in range(self.job.world_size))
-
     def _apply_allocation(self, alloc: Allocation) -> None:
         self.streams = [make_stream(self.job, alloc, self.epoch, r) for r in range(self.job.world_size)]
         self.allocations.append((self.epoch, alloc))
@@ -102,9 +95,7 @@ class _InProcessRun:
             return
         self.epoch = e
         measured = tuple(w.measured_speed_and_reset() for w in self.workers)
-        alloc = self.job.method.cls.allocate(
-            self.job.params, self.job.cluster_view(e, measured, self.allocations[-1][1], self.profiled)
-        )
+        alloc = self.job.allocate(e, measured, self.allocations[-1][1], self.profiled)
         if alloc != self.allocations[-1][1]:
             self._apply_allocation(alloc)
 
@@ -200,9 +191,9 @@ class _InProcessRun:
         if job.config.torch_threads:
             torch.set_num_threads(job.config.torch_threads)
         try:
-            self.profiled = self._profile()
-            view = job.cluster_view(0, None, profiled=self.profiled)
-            self._apply_allocation(job.method.cls.allocate(job.params, view))
+            steps = job.method.cls.warmup_steps(job.params)  # profiling, on the emulated clock
+            self.profiled = emulated_profile(job, steps) if steps > 0 else None
+            self._apply_allocation(job.allocate(0, profiled=self.profiled))
             self.wall_start = time.perf_counter()
             self.sched.run([self._worker_target(r) for r in range(job.world_size)])
             final = self._evaluate(final=True)

@@ -53,6 +53,12 @@ def emulated_speed(job: Job, rank: int, steps: int) -> float:
     return steps * n / sum(_charge(job, rank, n, i) for i in range(steps))
 
 
+def emulated_profile(job: Job, steps: int) -> tuple[float, ...]:
+    """Every worker's :func:`emulated_speed`: a pure function of the job, so any process can compute
+    it for all ranks without communicating."""
+    return tuple(emulated_speed(job, r, steps) for r in range(job.world_size))
+
+
 def timed_speed(
     job: Job, rank: int, steps: int, device: torch.device | None = None, dilation: float | None = None
 ) -> float:
