@@ -90,6 +90,9 @@ def test_at_scale_moves_every_claim_and_keeps_only_ideals_of_that_scale() -> Non
     paper = at_scale(spec, "paper")
     assert paper.setup.scale == "paper" and {c.scale for c in paper.claims} == {"paper"}
     assert [c.ideal.label if c.ideal else None for c in paper.claims] == [None, "paper bound", None]
+    data["claims"][2]["scale"] = "proxy"  # a claim pinned to a scale stays there
+    data["setup"]["scale"] = "paper"
+    assert [c.scale for c in at_scale(validate_paper(data), "paper").claims] == ["paper", "paper", "proxy"]
     assert [c.ideal.label if c.ideal else None for c in at_scale(spec, "proxy").claims] == ["proxy bound", None, None]
 
 

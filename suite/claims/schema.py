@@ -96,8 +96,8 @@ class Target(_Strict):
 class Ideal(_Strict):
     """A bound no method can beat (e.g. perfect load balance), shown beside the measured value.
 
-    Bounds depend on the run configs (work, cluster), so one holds at one ``scale`` (default: the
-    paper's ``setup.scale``) and a report judged at another scale leaves it out.
+    Bounds depend on the run configs (work, cluster), so one holds at one ``scale`` (default: its
+    claim's) and a report judged at another scale leaves it out.
     """
 
     value: Finite
@@ -237,13 +237,15 @@ class PaperSpec(_Strict):
 
 
 def at_scale(spec: PaperSpec, scale: Scale) -> PaperSpec:
-    """``spec`` judged at ``scale``: every claim's scale set to it, ideals computed for another dropped."""
+    """``spec`` (resolved) judged at ``scale``: the claims at the paper's scale move to it (a claim
+    pinned to another scale stays there); ideals computed for a scale other than their claim's are dropped."""
     claims = []
     for claim in spec.claims:
+        moved = scale if claim.scale == spec.setup.scale else claim.scale
         ideal = claim.ideal
-        if ideal is not None and (ideal.scale or spec.setup.scale) != scale:
+        if ideal is not None and (ideal.scale or claim.scale) != moved:
             ideal = None
-        claims.append(claim.model_copy(update={"scale": scale, "ideal": ideal}))
+        claims.append(claim.model_copy(update={"scale": moved, "ideal": ideal}))
     setup = spec.setup.model_copy(update={"scale": scale})
     return spec.model_copy(update={"setup": setup, "claims": claims})
 
