@@ -191,12 +191,8 @@ def runs_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
 
 
 def _per_worker(done: pd.DataFrame, field: str) -> pd.DataFrame:
-    cols = sorted((c for c in done.columns if re.fullmatch(rf"worker/\d+/{field}", str(c))), key=_rank_of)
-    return done[cols]
-
-
-def _rank_of(col: str) -> int:
-    return int(str(col).split("/")[1])
+    """The ``worker/<r>/<field>`` columns (one per worker)."""
+    return done[[c for c in done.columns if re.fullmatch(rf"worker/\d+/{field}", str(c))]]
 
 
 def time_bounds_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
