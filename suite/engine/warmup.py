@@ -21,6 +21,7 @@ before training starts, and its batch comes from its own derived stream.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -59,6 +60,30 @@ def emulated_profile(job: Job, steps: int) -> tuple[float, ...]:
     return tuple(emulated_speed(job, r, steps) for r in range(job.world_size))
 
 
+def paced_elapsed(
+    run_pass: Callable[[], None],
+    charges: Sequence[float],
+    dilation: float | None,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Wall seconds of one ``run_pass`` per charge, each paced to last at least D x its charge.
+
+    Split from :func:`timed_speed` so the pacing arithmetic can be checked on a fake clock: the
+    real passes' duration depends on whatever else the host is doing, the pacing must not.
+    """
+    elapsed = 0.0
+    for charge in charges:
+        start = clock()
+        run_pass()
+        if dilation is not None:  # throttled: the pass lasts D x its charge, as under the Pacer
+            left = start + dilation * charge - clock()
+            if left > 0:
+                sleep(left)
+        elapsed += clock() - start
+    return elapsed
+
+
 def timed_speed(
     job: Job, rank: int, steps: int, device: torch.device | None = None, dilation: float | None = None
 ) -> float:
@@ -70,17 +95,13 @@ def timed_speed(
     device = device or torch.device("cpu")
     model = job.make_model().to(device)
     inputs, targets = batch.inputs.to(device), batch.targets.to(device)
-    elapsed = 0.0
+
+    def run_pass() -> None:
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(inputs), targets).backward()
+
     for _ in range(UNTIMED_PASSES):
-        model.zero_grad(set_to_none=True)
-        F.cross_entropy(model(inputs), targets).backward()
-    for i in range(steps):
-        start = time.perf_counter()
-        model.zero_grad(set_to_none=True)
-        F.cross_entropy(model(inputs), targets).backward()
-        if dilation is not None:  # throttled: the pass lasts D x its charge, as under the Pacer
-            left = start + dilation * _charge(job, rank, n, i) - time.perf_counter()
-            if left > 0:
-                time.sleep(left)
-        elapsed += time.perf_counter() - start
+        run_pass()
+    charges = [_charge(job, rank, n, i) for i in range(steps)]
+    elapsed = paced_elapsed(run_pass, charges, dilation)
     return steps * n / (elapsed / (dilation or 1.0))
