@@ -195,8 +195,10 @@ def test_deadline_pacer_follows_virtual_time():
     pacer.start()
     for k in range(1, 6):
         pacer(float(k))
-    assert pacer.wall_s() == pytest.approx(0.1, abs=0.03)
-    assert pacer.throttled_s() == pytest.approx(5.0, rel=0.3)
+    wall = pacer.wall_s()
+    assert 0.1 <= wall < 0.5  # never early; late only by sleep overshoot under load
+    assert pacer.throttled_s() == pytest.approx(pacer.wall_s() / 0.02, rel=0.05)
+    assert pacer.throttled_s() >= 5.0
     assert choose_dilation([0.5, 3.0], 2.0) == 6.0
     with pytest.raises(ValueError):
         choose_dilation([0.0], 1.5)
