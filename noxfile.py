@@ -1,20 +1,25 @@
-"""nox sessions: tests, smoke, lint, ui, report, and one ``reproduce-<paper>`` per paper.
+"""nox sessions: one ``reproduce-<paper>`` per paper (the main job), tests, smoke, lint, ui, report, demo.
 
 Every session installs distrepro into its own virtualenv with uv (about 5 s on a warm cache; pip
 takes minutes here). ``torch==2.13.0`` resolves to the local CPU wheel when ``PIP_FIND_LINKS`` (or
 ``UV_FIND_LINKS``) points at a folder holding it; users with CUDA install their own torch build
 first, or point ``UV_FIND_LINKS`` at their wheel folder.
+
+This file imports only the standard library and nox: a new user has nothing but Python, ``uv`` and
+``nox`` (``pip install uv nox``, pipx or ``uv tool``), so anything else would fail before the first
+session starts. What needs the project's own dependencies (reading ``paper.yaml`` with its schema)
+runs inside a session's virtualenv, through ``distrepro``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nox
-import yaml
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
@@ -89,6 +94,10 @@ def demo(session: nox.Session) -> None:
 def ui(session: nox.Session) -> None:
     """The MLflow UI on http://127.0.0.1:5000 over ./mlflow.db (or MLFLOW_TRACKING_URI)."""
     _install(session)
+    session.log(
+        "runs: choose 'Model training' at the top left, then an experiment distrepro/<paper> "
+        "(or open the address distrepro printed after its run)"
+    )
     uri = os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{ROOT / 'mlflow.db'}")
     session.run(
         "mlflow",
@@ -115,47 +124,75 @@ def report(session: nox.Session) -> None:
     session.run("distrepro", "report", *session.posargs, env=_env())
 
 
-def _papers() -> dict[str, dict]:
-    """paper id -> its paper.yaml, for every method folder whose paper.yaml says kind: reproduction."""
-    papers: dict[str, dict] = {}
+_TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_]+):\s*(?P<value>.*?)\s*(?:#.*)?$")
+_NESTED_KEY = re.compile(r"^\s+(?P<key>[A-Za-z_]+):\s*(?P<value>.*?)\s*$")
+
+
+def _scalar(text: str) -> str:
+    return text.strip().strip("\"'")
+
+
+def _paper_header(path: Path) -> dict[str, str]:
+    """``kind``, ``citation.id`` and ``citation.title`` of a paper.yaml, read without a YAML parser.
+
+    Only these three keys are needed to name the sessions, and the noxfile may not import PyYAML
+    (see the module docstring). They sit at fixed places in every paper.yaml (top-level ``kind:``,
+    block ``citation:`` with plain ``id:``/``title:`` lines); ``tests/test_noxfile.py`` checks the
+    scan against the real YAML parse of every shipped file.
+    """
+    header: dict[str, str] = {}
+    section = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        top = _TOP_KEY.match(line)
+        if top:
+            section = top["key"]
+            if section == "kind":
+                header["kind"] = _scalar(top["value"])
+            continue
+        nested = _NESTED_KEY.match(line)
+        if section == "citation" and nested and nested["key"] in ("id", "title") and nested["key"] not in header:
+            header[nested["key"]] = _scalar(nested["value"])
+    return header
+
+
+def _papers() -> dict[str, str]:
+    """paper id -> title, for every ``methods/*/paper.yaml`` that says ``kind: reproduction``."""
+    papers: dict[str, str] = {}
     for path in sorted(ROOT.glob("methods/*/paper.yaml")):
-        data = yaml.safe_load(path.read_text()) or {}
-        if data.get("kind") == "reproduction":
-            cite = data.get("citation") or {}
-            if cite.get("id"):
-                papers[cite["id"]] = data
+        header = _paper_header(path)
+        if header.get("kind") == "reproduction" and header.get("id"):
+            papers[header["id"]] = header.get("title", header["id"])
     return papers
 
 
-def _requested_arms(posargs: list[str]) -> set[str]:
+def _requested_arms(posargs: list[str]) -> list[str]:
     """Arm names given to ``--arms``/``--with`` (``--with a,b`` or ``--with=a,b``)."""
-    names: set[str] = set()
+    names: list[str] = []
     for i, arg in enumerate(posargs):
         for flag in ("--arms", "--with"):
             if arg == flag and i + 1 < len(posargs):
-                names.update(posargs[i + 1].split(","))
+                names += posargs[i + 1].split(",")
             elif arg.startswith(flag + "="):
-                names.update(arg.split("=", 1)[1].split(","))
-    return {n.strip() for n in names}
+                names += arg.split("=", 1)[1].split(",")
+    return sorted({n.strip() for n in names if n.strip()})
 
 
-def _extras(paper: dict, posargs: list[str]) -> str:
-    """The pip extras to install: ``test`` plus the ``extra`` of every optional arm asked for."""
-    arms = (paper.get("setup") or {}).get("arms") or {}
-    wanted = _requested_arms(posargs)
-    extras = {arm["extra"] for name, arm in arms.items() if name in wanted and (arm or {}).get("extra")}
-    return ",".join(["test", *sorted(extras)])
-
-
-def _make_reproduce(paper: str, data: dict):
+def _make_reproduce(paper: str, title: str):
     def reproduce(session: nox.Session) -> None:
-        _install(session, _extras(data, session.posargs))
+        _install(session)
+        arms = _requested_arms(session.posargs)
+        if arms:  # an optional arm may need a pip extra; paper.yaml says which (read by distrepro itself)
+            out = session.run("distrepro", "extras", paper, *arms, silent=True, env=_env())
+            extras = [e for e in (out or "").split() if e]
+            if extras:
+                _install(session, ",".join(["test", *extras]))
         session.run("distrepro", "reproduce", paper, *session.posargs, env=_env())
 
-    title = (data.get("citation") or {}).get("title", paper)
-    reproduce.__doc__ = f"Reproduce {title}."
+    reproduce.__doc__ = f"Reproduce {title} (the main job: every arm, every seed, then the report)."
     return reproduce
 
 
-for _paper, _data in _papers().items():
-    nox.session(python=PYTHON, name=f"reproduce-{_paper}")(_make_reproduce(_paper, _data))
+for _paper, _title in _papers().items():
+    nox.session(python=PYTHON, name=f"reproduce-{_paper}")(_make_reproduce(_paper, _title))

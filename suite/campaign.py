@@ -45,6 +45,7 @@ class CampaignResult:
     parent_run_id: str
     tracking_uri: str
     cells: list[CellResult]
+    experiment_id: str = ""
 
 
 def get_engine(name: str) -> Any:
@@ -223,4 +224,4 @@ def run_campaign(
                 logger.log_text(_csv(timeline_table(result)), "timeline.csv")
             cells.append(CellResult(job.seed, logger.run_id, result))
         assert campaign.run_id is not None
-        return CampaignResult(experiment, campaign.run_id, uri, cells)
+        return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")

@@ -2,6 +2,8 @@
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
     distrepro list
+    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper]
+    distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
 
 Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
@@ -41,11 +43,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             + (f"  time-to-target {ttt:.3f}s" if ttt is not None else "")
             + f"  run {cell.run_id}"
         )
-    print(
-        "open the MLflow UI with:  nox -s ui   (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
-        f"{result.tracking_uri})"
-    )
+    _print_ui_hint(result.tracking_uri, result.experiment_id)
     return 0
+
+
+def _print_ui_hint(tracking_uri: str, experiment_id: str) -> None:
+    from suite.tracking import ui_url
+
+    if tracking_uri.startswith(("http://", "https://")):
+        print(f"runs in the MLflow UI: {ui_url(experiment_id, tracking_uri)}")
+        return
+    print(
+        f"runs in the MLflow UI: start it with 'nox -s ui' (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
+        f"{tracking_uri}), then open {ui_url(experiment_id)}"
+    )
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -140,12 +151,22 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     )
     for arm, campaign in result.campaigns.items():
         print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
+    if result.campaigns:
+        first = next(iter(result.campaigns.values()))
+        _print_ui_hint(first.tracking_uri, first.experiment_id)
     if result.report is not None:
         rep = result.report
-        print(f"report: {rep.summary() if rep.verdicts else 'no claims encoded'}")
+        print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
         for v in rep.verdicts:
             print(f"  {v.claim_id}: {v.verdict} — {v.reason}")
-        print(f"  {rep.markdown}\n  {rep.html}")
+        print(f"report: {rep.html}\n        {rep.markdown}")
+    return 0
+
+
+def _cmd_extras(args: argparse.Namespace) -> int:
+    from suite.reproduce import arm_extras
+
+    print(" ".join(arm_extras(args.paper, args.arms)))
     return 0
 
 
@@ -197,6 +218,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-report", action="store_true", help="train only")
     rep.add_argument("--no-progress", action="store_true", help="no live progress bar")
     rep.set_defaults(func=_cmd_reproduce)
+    ext = sub.add_parser(
+        "extras",
+        help="print the pip extras that optional arms of a paper need (used by the nox sessions)",
+        description="Print, space-separated, the pip extras (setup.arms.<arm>.extra in paper.yaml) that the "
+        "named arms of PAPER need; nothing when none do.",
+    )
+    ext.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
+    ext.add_argument("arms", nargs="*", help="arm names")
+    ext.set_defaults(func=_cmd_extras)
     lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)
     _add_report_parser(sub)

@@ -99,3 +99,18 @@ def reproduce(
         ids = [c.parent_run_id for c in campaigns.values()]
         built = build_report(paper, campaigns=ids, root=root, scale=scale)
     return Reproduction(paper, campaigns, built)
+
+
+def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> list[str]:
+    """The pip extras the named arms need (``setup.arms.<arm>.extra``), sorted, for the nox sessions.
+
+    The noxfile may not parse YAML (it runs before anything but nox is installed), so it asks
+    ``distrepro extras`` inside the session's virtualenv. Unknown arm names are left to
+    :func:`reproduce`, which rejects them with the list of known ones.
+    """
+    from suite.claims.papers import find_paper
+    from suite.registry import repo_root
+
+    info = find_paper(paper, root or repo_root())
+    arms = info.spec.setup.arms if info.spec is not None else {}
+    return sorted({arms[a].extra for a in arm_names if a in arms and arms[a].extra})

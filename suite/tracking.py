@@ -123,8 +123,25 @@ def _default_artifact_location(tracking_uri: str, experiment: str) -> str | None
     return str(db_path.parent / "mlartifacts" / slug)
 
 
+# MLflow 3's UI opens an experiment on its GenAI pages (traces, sessions) unless the experiment is
+# marked as model training. Key and value are those the MLflow UI reads (its ExperimentKind enum in
+# mlflow/server/js; MLflow's own demo data sets the same key for GenAI experiments).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+MODEL_TRAINING_KIND = "custom_model_development"
+
+
+def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:
+    """The MLflow UI page with the runs table of an experiment.
+
+    ``workflowType=machine_learning`` selects the UI's "Model training" view: MLflow 3.17 chooses
+    the view from that query parameter (else from the browser's last choice, GenAI by default)
+    before it looks at the experiment's kind tag.
+    """
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
-    """Return the id of experiment ``name``, creating it if needed.
+    """Return the id of experiment ``name``, creating it (marked as model training) if needed.
 
     Two processes may race to create it (mlflow #4123): a RESOURCE_ALREADY_EXISTS from
     ``create_experiment`` means the other one won, so look it up again.
@@ -134,7 +151,9 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
     exp = client.get_experiment_by_name(name)
     if exp is None:
         try:
-            return client.create_experiment(name, artifact_location=artifact_location)
+            return client.create_experiment(
+                name, artifact_location=artifact_location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND}
+            )
         except MlflowException as exc:
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                 raise
@@ -147,6 +166,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
             f"'mlflow experiments restore --experiment-id {exp.experiment_id}' or remove it for good "
             "with 'mlflow gc'"
         )
+    if exp.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:  # made before distrepro set the kind
+        client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
     return exp.experiment_id
 
 

@@ -1,11 +1,16 @@
-"""The nox sessions: one ``reproduce-<paper>`` per paper, installing an optional arm's extra only when asked."""
+"""The nox sessions: importable on a bare Python with nox, one ``reproduce-<paper>`` per paper, extras on request."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from suite.reproduce import arm_extras
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,21 +25,58 @@ def noxfile():
 
 
 @pytest.mark.smoke
+def test_noxfile_imports_only_the_standard_library_and_nox() -> None:
+    """A fresh machine has Python, uv and nox only: a third-party import at load fails the quick start."""
+    tree = ast.parse((REPO / "noxfile.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported - set(sys.stdlib_module_names) == {"nox"}
+
+
+@pytest.mark.smoke
 def test_one_reproduce_session_per_paper(noxfile) -> None:
     assert {"cadp", "chao"} <= set(noxfile._papers())
 
 
 @pytest.mark.smoke
+def test_header_scan_agrees_with_the_yaml_parse_of_every_paper_file(noxfile) -> None:
+    for path in sorted(REPO.glob("methods/*/paper.yaml")):
+        data = yaml.safe_load(path.read_text())
+        header = noxfile._paper_header(path)
+        assert header.get("kind") == data.get("kind"), path
+        assert header.get("id") == data["citation"]["id"], path
+        assert header.get("title") == data["citation"].get("title"), path
+
+
+@pytest.mark.smoke
 @pytest.mark.parametrize(
-    ("posargs", "extras"),
+    ("posargs", "arms"),
     [
-        ([], "test"),
-        (["--seeds", "0"], "test"),
-        (["--with", "deepspeed_real"], "test,deepspeed"),
-        (["--with=deepspeed_real"], "test,deepspeed"),
-        (["--arms", "cadp,deepspeed_real"], "test,deepspeed"),
-        (["--arms", "cadp,ddp"], "test"),
+        ([], []),
+        (["--seeds", "0"], []),
+        (["--with", "deepspeed_real"], ["deepspeed_real"]),
+        (["--with=deepspeed_real"], ["deepspeed_real"]),
+        (["--arms", "cadp,deepspeed_real"], ["cadp", "deepspeed_real"]),
     ],
 )
-def test_reproduce_installs_the_extra_of_requested_optional_arms(noxfile, posargs, extras) -> None:
-    assert noxfile._extras(noxfile._papers()["cadp"], posargs) == extras
+def test_requested_arms_are_read_from_the_session_arguments(noxfile, posargs, arms) -> None:
+    assert noxfile._requested_arms(posargs) == arms
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("arms", "extras"),
+    [
+        ([], []),
+        (["deepspeed_real"], ["deepspeed"]),
+        (["cadp", "deepspeed_real"], ["deepspeed"]),
+        (["cadp", "ddp"], []),
+        (["nosuch"], []),
+    ],
+)
+def test_reproduce_installs_the_extra_of_requested_optional_arms(arms, extras) -> None:
+    assert arm_extras("cadp", arms) == extras
