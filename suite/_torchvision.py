@@ -2,7 +2,8 @@
 
 The torchvision 0.28.0 wheel that pins torch 2.13.0 is a CUDA build; on the CPU torch wheel its
 C extension does not load and ``import torchvision`` dies in ``_meta_registrations`` with
-"operator torchvision::nms does not exist" (measured, ``shared/research/environment.md`` §1.2).
+"operator torchvision::nms does not exist" (observed on the project's CPU machine: torch 2.13.0+cpu
+with torchvision 0.28.0+cu130, whose ``_C.so`` links against ``libtorch_cuda.so``).
 Defining the two operator schemas first lets the pure-Python parts (models, datasets, transforms)
 import; the custom ops themselves stay unavailable, and nothing in distrepro uses them.
 """

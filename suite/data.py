@@ -5,7 +5,7 @@ defines ``NAME``, ``DESCRIPTION``, a pydantic ``Params`` model and
 ``build(params, root, seed) -> DatasetBundle``. Plugin files are imported **by path** under the
 private package name ``_distrepro_datasets`` rather than as an importable ``datasets`` package:
 a top-level ``datasets`` module would shadow (or be shadowed by) Hugging Face's ``datasets``,
-which many users have installed (``shared/research/anchors_harness.md`` §8.1).
+which many users have installed (it is imported as ``datasets``).
 
 The harness only ever talks to a :class:`DatasetBundle`, so adding a dataset never touches the
 harness.

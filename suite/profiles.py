@@ -3,8 +3,8 @@
 A profile declares devices (what each rank is, how fast it trains each workload, how its speed
 varies) and links (latency and bandwidth between ranks). The training math always runs on the
 real machine; only *time* comes from here, so every figure carries a provenance tag
-(``[M]`` measured, ``[D]`` derived, ``[E]`` estimated, ``[S]`` spec, ``[L]`` local measurement, as in
-``hardware_calibration.md``) and the schema refuses a source without one: a reader of a result must
+(``[M]`` measured, ``[D]`` derived, ``[E]`` estimated, ``[S]`` spec, ``[L]`` local measurement, see
+``hardware_profiles/README.md``) and the schema refuses a source without one: a reader of a result must
 be able to tell a measured number from a guess.
 
 Ranks are numbered 0..world_size-1 in file order, node by node and group by group, so the same

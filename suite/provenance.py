@@ -2,7 +2,7 @@
 
 A reproducibility claim is only checkable if every run records exactly which code, which libraries
 and which machine produced it. MLflow's own ``mlflow.source.git.*`` tags are filled by context
-providers that the ``MlflowClient`` API does not run (``shared/research/anchors_harness.md`` §6),
+providers that the ``MlflowClient`` API does not run (mlflow/mlflow discussion #11237),
 so the suite gathers these facts itself and writes them as ordinary tags.
 
 All three functions return ``dict[str, str]`` so the values drop straight into MLflow tags and the

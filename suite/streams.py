@@ -8,9 +8,9 @@ batch that runs past the end of a pass continues into the next one (no short or 
 batches), and the same seed parts always give the same batches.
 
 There is no ``DataLoader``: the in-process engine runs many virtual workers in one process
-(``shared/research/environment.md`` §4), where worker processes per stream would cost more than
-they save. In-memory datasets (``DatasetBundle.train_tensors``) are gathered with one tensor
-index per batch; other datasets are read item by item and stacked.
+(on 2 CPU cores a plain loop over the replicas is as fast as anything), where worker processes
+per stream would cost more than they save. In-memory datasets (``DatasetBundle.train_tensors``)
+are gathered with one tensor index per batch; other datasets are read item by item and stacked.
 """
 
 from __future__ import annotations

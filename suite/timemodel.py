@@ -10,7 +10,7 @@ lognormal jitter and an occasional straggler slowdown.
 
 Communication: the alpha-beta (latency-bandwidth, Hockney 1994) model with the standard
 algorithm costs of Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
-Operations in MPICH" (IJHPCA 19(1), 2005), as collected in ``hardware_calibration.md`` §4.3. A
+Operations in MPICH" (IJHPCA 19(1), 2005), and Patarasuk & Yuan (JPDC 69(2), 2009). A
 collective over heterogeneous links is charged at its *worst* link (largest α, smallest B): the
 pipeline of a ring or a tree level moves at the pace of its slowest hop.
 """
@@ -231,7 +231,7 @@ class CommCostModel:
         return self.profile.link(a, b).transfer_s(self._size(nbytes))
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
-        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p (§4.3)."""
+        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p."""
         return self.p2p(a, b, nbytes)
 
     # ------------------------------------------------------------------ parameter server
@@ -240,8 +240,8 @@ class CommCostModel:
 
         ``max( max_w 2(α_w + S/B_w), 2·α_s + 2·W·S/B_s )``: a worker needs its own push + pull
         (Li et al., "Scaling Distributed Machine Learning with the Parameter Server", OSDI 2014,
-        pattern; hardware_calibration.md §4.3), and the server's own link carries all W pushes and
-        W pulls one after another, so with many workers it is the bottleneck.
+        pattern), and the server's own link carries all W pushes and W pulls one after another, so
+        with many workers it is the bottleneck.
         """
         group = self._group(ranks)
         if not group:

@@ -7,7 +7,8 @@ Why this module exists instead of plain ``mlflow.log_metric``:
 * The fluent API keeps one global "active run"; several campaigns in one process (tests, a
   notebook) would trample each other. Everything here goes through an explicit ``MlflowClient``.
 * The MLflow UI can only plot against step or wall time, so :meth:`RunLogger.log_emulated` writes
-  ``emu/<key>`` series whose step is emulated milliseconds (``anchors_harness.md`` §6, §8.6).
+  ``emu/<key>`` series whose step is emulated milliseconds (custom x-axes are an open MLflow
+  feature request, mlflow/mlflow#11739).
 
 Only rank 0 should write (sqlite does not like concurrent writers); other ranks send their
 statistics to rank 0.

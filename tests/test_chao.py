@@ -58,7 +58,7 @@ def test_damping_and_ideal_bound_by_hand() -> None:
     # adaptive: the target is measured speed / total; NaN (a worker that computed nothing) keeps the split
     assert rules.adaptive_fractions([0.5, 0.5], [100.0, 400.0], 0.5) == pytest.approx((0.35, 0.65))
     assert rules.adaptive_fractions([0.4, 0.6], [math.nan, 400.0], 0.5) == pytest.approx((0.4, 0.6))
-    # papers_cadp_chao.md §2.5: 1:2 -> 2/3, 1:1:2:4 -> 1/2, 1:4 -> 2/5
+    # ideal bound n·min(v)/Σv (no communication): 1:2 -> 2/3, 1:1:2:4 -> 1/2, 1:4 -> 2/5
     assert rules.ideal_time_ratio([1, 2]) == pytest.approx(2 / 3)
     assert rules.ideal_time_ratio([1, 1, 2, 4]) == pytest.approx(0.5)
     assert rules.ideal_time_ratio([1, 4]) == pytest.approx(0.4)

@@ -294,7 +294,7 @@ def test_logging_1000_points_is_batched_and_fast(uri: str, tmp_path: Path) -> No
         run.flush()
         elapsed = time.perf_counter() - start
     assert len(make_client(uri).get_metric_history(run.run_id, "loss")) == 1000
-    # unbatched, this is 7-10 s on sqlite (environment.md §5); batched ~0.1 s, 3 s leaves room for CI load
+    # unbatched, this is 7-10 s on sqlite (1000 log_metric calls, measured); batched ~0.1 s, 3 s leaves room for CI load
     assert elapsed < 3.0, f"logging 1000 points took {elapsed:.2f} s"
 
 

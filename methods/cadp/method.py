@@ -54,7 +54,7 @@ class Params(api.MethodParams):
     co_adaptive: bool = False  # re-solve every epoch from the measured speeds
     #: where the first solve's speeds come from: a timed warm-up (profiling) or the profile's declared figures
     speeds: Literal["profiled", "declared"] = "profiled"
-    warmup_steps: int = Field(default=20, ge=1)  # [D] timed batches per device when profiling (notes: 20-50)
+    warmup_steps: int = Field(default=20, ge=1)  # [D] timed batches per device when profiling (our range: 20-50)
     aggregation: Literal["samples", "equal"] = "samples"  # [D] PS averaging weights
     solver: Literal["alm", "water_fill"] = "alm"  # alm = Algorithm 1; water_fill = the exact oracle
     solver_direction: Literal["newton", "gradient"] = "newton"

@@ -1,6 +1,6 @@
 """C-ADP's data-parallel scheduling problem and its solver (Algorithm 1, as reconstructed).
 
-Problem P (``papers_cadp_chao.md`` §1.2, reconstructed [R]): give device *j* a share of ``x_j``
+Problem P (reconstructed [R], see README.md): give device *j* a share of ``x_j``
 training samples, ``Σ_j x_j = S`` and ``x_j ≥ 0``, so that the round makespan
 ``max_j (a_j·x_j + c_j)`` is smallest; ``a_j`` is device *j*'s seconds per sample and ``c_j`` its
 fixed per-round cost (the synchronisation with the parameter server).
@@ -17,7 +17,8 @@ Why three solvers:
   tests hold Algorithm 1 to, and a cross-check the plugin can log.
 * :func:`round_shares` turns real shares into integers with ``Σ x̂ = S`` exactly and no negative
   share; leftovers go greedily to the device that would finish earliest with one more sample, so
-  rounding costs at most ``max_j a_j`` of makespan (the asymptotic optimality of §1.2).
+  rounding costs at most ``max_j a_j`` of makespan, a relative gap O(1/S): our reading of the
+  abstract's optimality "in the asymptotic sense".
 
 Everything works in normalised units inside (shares ``y = x/S``, times ÷ the uniform split's
 makespan), so the same defaults suit any S and any device speeds.
@@ -34,7 +35,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class AlmSettings:
-    """Algorithm 1's inputs besides S and n. Defaults: ``papers_cadp_chao.md`` §1.3 [D], validated there.
+    """Algorithm 1's inputs besides S and n. Defaults: ours [D] (no value survives in the available text).
 
     ``eta0`` is the first trial step of the Armijo backtracking in each outer iteration;
     ``eta_decay`` shrinks it per outer iteration (the paper's η_decay; the smooth max gets stiffer

@@ -3,7 +3,7 @@
 Kept apart from the plugin so the rules can be tested on hand-computed cases without a
 harness: equal, static proportional and the damped self-adaptive re-split, all ending in an
 integer rounding that keeps the global batch. Reconstructed from the abstract only
-(papers_cadp_chao.md §2.2); see README.md for the evidence grade of every choice.
+(arXiv 2111.08272); see README.md for the evidence grade of every choice.
 """
 
 from __future__ import annotations

@@ -3,11 +3,13 @@
 To emulate slower devices and links on a faster host for real, every worker paces itself so
 that its wall-clock time stands to the profile's times in one common ratio, the dilation factor
 D: after each compute step or communication the worker sleeps until ``t0 + D · virtual_time``
-(deadline pacing). A plain duty-cycle sleep after each step drifted by 20–40% under contention
-on this machine, while deadline pacing held the intended ratios exactly
-(``shared/research/environment.md`` §3). D is chosen so that no worker must run faster than it
-can: the largest ratio of real to modelled time measured in a short calibration, times a
-margin. Reported ("throttled") times are wall time divided by D.
+(deadline pacing). We measured both on a 2-vCPU VM with four concurrent single-thread workers
+training a small CNN at target speeds 1, 0.5, 0.25 and 0.1: a plain duty-cycle sleep after each
+step reached 0.387, 0.141 and 0.057 of the full-speed worker's rate (20–40% short, under
+contention), while deadline pacing gave 0.500, 0.250 and 0.100 ("Throttling fidelity" in
+BENCHMARKS.md checks the engine's throttled time against the virtual clock). D is chosen so that
+no worker must run faster than it can: the largest ratio of real to modelled time measured in a
+short calibration, times a margin. Reported ("throttled") times are wall time divided by D.
 """
 
 from __future__ import annotations

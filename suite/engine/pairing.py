@@ -1,10 +1,10 @@
 """Gossip pairing across processes: a coordinator on rank 0, talking through the c10d store.
 
-As the A²CiD² reference orchestrator does (``shared/research/paper_acid.md`` §2.1–2.2), a
-worker that wants to average announces itself; the coordinator pairs it with a *waiting*
-neighbour that also lists it, or leaves it waiting. Pairing is central, so no worker is ever in
-two pairs at once, and both members of a pair learn each other's rank, so every send has its
-receive: no deadlock. A worker that finishes training says so, and the coordinator releases any
+As the A²CiD² reference orchestrator does (github.com/AdelNabli/ACiD @ 89393fd, ``p2p_sync.py``
+``master_process``), a worker that wants to average announces itself; the coordinator pairs it
+with a *waiting* neighbour that also lists it, or leaves it waiting. Pairing is central, so no
+worker is ever in two pairs at once, and both members of a pair learn each other's rank, so every
+send has its receive: no deadlock. A worker that finishes training says so, and the coordinator releases any
 waiter whose neighbours have all finished (answer: no partner).
 
 Messages are store keys: request ``n`` is ``pair/req/<n>`` (``n`` from an atomic counter), the
