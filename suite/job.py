@@ -14,16 +14,15 @@ from functools import cached_property
 from pathlib import Path
 
 import torch
-from pydantic import ValidationError
 
 from suite.api import Allocation, Batch, ClusterView, DeviceView, MethodParams
-from suite.config import RunConfig
+from suite.config import RunConfig, resolve_method
 from suite.data import DatasetBundle, build_dataset
-from suite.errors import ConfigError, PluginError, format_pydantic_error
+from suite.errors import ConfigError, PluginError
 from suite.flops import param_bytes, train_flops_per_sample
 from suite.models import build_model
 from suite.profiles import HardwareProfile, load_profile
-from suite.registry import MethodPlugin, get_dataset, get_method
+from suite.registry import MethodPlugin, get_dataset
 from suite.seeding import derive_seed
 from suite.timemodel import CommCostModel, ComputeModel
 from suite.workloads import Workload, get_workload
@@ -152,20 +151,10 @@ def _importable(module: str) -> bool:
 
 def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
     """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
-    try:
-        method = get_method(cfg.method)
-    except PluginError as exc:  # name the config file and field, as every other input error does
-        raise ConfigError(source, "method", str(exc)) from None
+    method, params = resolve_method(cfg, source)
     missing = [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
     if missing:
         raise ConfigError(source, "method", f"{cfg.method} needs {', '.join(missing)}")
-    try:
-        params = method.cls.Params.model_validate(cfg.method_params)
-    except ValidationError as exc:
-        inner = format_pydantic_error(source, exc)
-        raise ConfigError(
-            source, f"method_params.{inner.field}" if inner.field else "method_params", inner.message
-        ) from None
     profile = load_profile(cfg.profile, cfg.profile_variant)
     if bundle is None:
         try:
