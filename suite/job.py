@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -106,7 +108,7 @@ class Job:
     def describe_time_model(self) -> dict[str, str]:
         """What was measured and what was emulated, for tags and reports."""
         charged = self.workload.name if self.workload else f"proxy:{self.config.model.name}"
-        return {
+        tags = {
             "time.model": "virtual (alpha-beta network, profile throughput or FLOP/s compute)",
             "time.charged_workload": charged,
             "time.trained_proxy": f"{self.config.model.name} on {self.config.dataset.name}",
@@ -114,6 +116,23 @@ class Job:
             "time.proxy_flops_per_sample": f"{self.proxy_flops_per_sample:.4g}",
             "time.bytes_scale": f"{self.bytes_scale:.6g}",
         }
+        note = self.compute.fallback_note()
+        if note is not None:  # a named workload charged from FLOP/s on some device: the run must say so
+            tags["time.fallback"] = note
+        return tags
+
+
+def warn_time_fallbacks(jobs: Sequence[Job]) -> None:
+    """Print each distinct FLOP/s fallback of ``jobs`` once (seeds share a profile and workload).
+
+    Only devices with measured throughputs for other workloads are warned about
+    (:meth:`~suite.timemodel.ComputeModel.fallback_note`); every fallback is in the ``time.fallback``
+    tag. Called by the parent process only, not by the distributed engine's ranks (which build their
+    own jobs), so a campaign says it once however many seeds and ranks it has.
+    """
+    notes = (job.compute.fallback_note(measured_only=True) for job in jobs)
+    for note in dict.fromkeys(n for n in notes if n is not None):
+        print(f"distrepro: warning: {note}", file=sys.stderr, flush=True)
 
 
 def _batch_sizes(cfg: RunConfig, profile: HardwareProfile, source: str | Path | None) -> tuple[int, ...]:
