@@ -12,9 +12,11 @@ standard CIFAR recipe); those transforms draw from torch's global RNG, which the
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch.utils.data import TensorDataset
@@ -57,6 +59,83 @@ def _dataset_class(verify_checksums: bool) -> type[Any]:
         meta: ClassVar[dict[str, str | None]] = {**cifar10.meta, "md5": None}
 
     return _UncheckedCIFAR10
+
+
+def _file_problem(path: Path, meta: bool) -> str | None:
+    """What is wrong with one file of the folder for torchvision's loader, or None.
+
+    Needed because with ``verify_checksums: false`` nothing vouches for the files: a truncated or
+    foreign file fails deep in ``pickle`` or numpy with no file name. Unpickling is what torchvision
+    itself does with these files (so, as there, only load copies you trust).
+    """
+    if not path.is_file():
+        return "missing"
+    try:
+        with path.open("rb") as f:
+            entry = pickle.load(f, encoding="latin1")
+    except Exception as exc:
+        return f"not a pickled CIFAR-10 file ({type(exc).__name__}: {exc})"
+    if meta:
+        names = entry.get("label_names") if isinstance(entry, dict) else None
+        if not (isinstance(names, list) and len(names) == 10):
+            return "expected a dict with 'label_names', a list of the 10 class names"
+        return None
+    labels = entry.get("labels", entry.get("fine_labels")) if isinstance(entry, dict) else None
+    if not isinstance(entry, dict) or "data" not in entry or labels is None:
+        return f"expected a dict with 'data' and 'labels', got {type(entry).__name__}"
+    data = entry["data"]
+    if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 2 and data.shape[1] == 3072):
+        shape = getattr(data, "shape", None)
+        got = f"{data.dtype} array of shape {shape}" if isinstance(data, np.ndarray) else type(data).__name__
+        return f"'data' must be a uint8 array of rows of 3072 values (3x32x32), got {got}"
+    if not isinstance(labels, list | tuple | np.ndarray) or len(labels) != data.shape[0]:
+        return f"'labels' must hold one class per image ({data.shape[0]} images)"
+    bad = [y for y in labels if not (isinstance(y, int | np.integer) and 0 <= y < 10)]
+    if bad:
+        return f"'labels' must be integers 0-9, found {bad[0]!r}"
+    return None
+
+
+def _diagnose(folder: Path, cls: type[Any]) -> str | None:
+    """The first file of ``folder`` that cannot be a CIFAR-10 file, and why (None if all look right)."""
+    names = [name for name, _ in (*cls.train_list, *cls.test_list)]
+    for name, meta in [*((n, False) for n in names), (cls.meta["filename"], True)]:
+        problem = _file_problem(folder / name, meta)
+        if problem is not None:
+            return f"'{folder / name}': {' '.join(problem.split())}"
+    return None
+
+
+def _looks_like_cifar(data: Any, targets: Any) -> bool:
+    """uint8 images and one integer label 0-9 per image: what :func:`_to_tensors` and the loss need."""
+    try:
+        labels = np.asarray(targets)
+    except Exception:
+        return False
+    return (
+        isinstance(data, np.ndarray)
+        and data.dtype == np.uint8
+        and labels.ndim == 1
+        and len(labels) == len(data)
+        and np.issubdtype(labels.dtype, np.integer)
+        and (labels.size == 0 or (int(labels.min()) >= 0 and int(labels.max()) < 10))
+    )
+
+
+def _load_split(cls: type[Any], root: Path, train: bool, download: bool) -> Any:
+    """torchvision's dataset for one split; garbage files are a ConfigError naming the file."""
+    folder = root / BASE_FOLDER
+    try:
+        raw = cls(str(root), train=train, download=download)
+    except (RuntimeError, OSError):
+        raise  # missing files or a checksum mismatch: torchvision's own message, reported by build
+    except Exception as exc:  # unpickling garbage raises anything (UnpicklingError, KeyError, ValueError, ...)
+        problem = _diagnose(folder, cls) or f"{type(exc).__name__}: {exc}"
+        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}") from None
+    if not _looks_like_cifar(raw.data, raw.targets):
+        problem = _diagnose(folder, cls) or "images or labels are not CIFAR-10's (uint8 images, labels 0-9)"
+        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}")
+    return raw
 
 
 def _to_tensors(data: Any, targets: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -102,8 +181,8 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
         )
     cls = _dataset_class(params.verify_checksums)
     try:
-        raw_train = cls(str(root), train=True, download=params.download)
-        raw_test = cls(str(root), train=False, download=False)
+        raw_train = _load_split(cls, root, train=True, download=params.download)
+        raw_test = _load_split(cls, root, train=False, download=False)
     except (RuntimeError, OSError) as exc:
         hint = " (copies not from the official archive: set verify_checksums: false)" if params.verify_checksums else ""
         raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10 from '{folder}': {exc}{hint}") from exc

@@ -19,10 +19,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 ReduceOp = Literal["sum", "mean", "max", "min"]
 PartitionKind = Literal["iid_shards", "full_shuffle"]
@@ -42,10 +42,23 @@ class MethodParams(BaseModel):
     """Base class of a method's hyperparameters; defaults are the paper's values.
 
     Unknown keys are rejected so that a typo in a config (``lr`` vs ``lrr``) is an error,
-    not a silently ignored setting.
+    not a silently ignored setting; so are infinite and NaN floats. Params are validated when the
+    config is loaded, before any run starts: declare each field's range (:data:`LearningRate`,
+    ``Field(ge=1)``, ...) so that a bad value is a config error naming the field, not an error
+    inside a worker once the run is under way (``torch.optim`` checks ``lr`` only when built).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+#: the SGD hyperparameters most methods share, with the ranges ``torch.optim.SGD`` accepts
+#: (momentum below 1: at 1 or more the momentum buffer never forgets and the run diverges)
+LearningRate = Annotated[float, Field(gt=0)]
+Momentum = Annotated[float, Field(ge=0, lt=1)]
+WeightDecay = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 
 # --------------------------------------------------------------------------- allocation

@@ -26,7 +26,7 @@ from suite.config import RunConfig
 from suite.engine.checkpoint import latest_complete
 from suite.engine.results import RunResult
 from suite.errors import ConfigError
-from suite.job import Job, build_job
+from suite.job import Job, build_job, warn_time_fallbacks
 from suite.observer import ProgressObserver, eval_metrics
 from suite.runlog import flatten_params
 from suite.tracking import Campaign, experiment_name, resolve_tracking_uri
@@ -166,6 +166,7 @@ def run_campaign(
         job = build_job(cfg, seed, source, bundle)
         bundle = job.bundle
         jobs.append(job)
+    warn_time_fallbacks(jobs)
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     uri = tracking_uri or resolve_tracking_uri()

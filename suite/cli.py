@@ -21,7 +21,6 @@ from suite.errors import DistreproError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from suite.campaign import run_campaign
     from suite.config import load_config
 
     overrides = list(args.set or [])
@@ -30,6 +29,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.engine:
         overrides.append(f"engine={args.engine}")
     cfg = load_config(args.config, overrides)
+    from suite.campaign import run_campaign  # after the config: a bad one fails without importing MLflow
+
     result = run_campaign(
         cfg, source=args.config, show_progress=False if args.no_progress else None, resume=args.resume
     )

@@ -7,12 +7,16 @@ the file and the dotted field (``budget.steps``), never a pydantic traceback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from suite.errors import ConfigError, format_pydantic_error
+from suite.errors import ConfigError, PluginError, format_pydantic_error, read_text_file, yaml_error
+
+if TYPE_CHECKING:
+    from suite.api import MethodParams
+    from suite.registry import MethodPlugin
 
 
 class _Strict(BaseModel):
@@ -201,15 +205,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read a YAML mapping with errors that name the file (and line, for syntax errors)."""
+    """Read a YAML mapping with errors that name the file (and line, for syntax errors; offset, for binary files)."""
     if not path.is_file():
         raise ConfigError(path, None, "file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text_file(path))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(path, None, f"malformed YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+        raise yaml_error(path, exc) from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -224,7 +226,27 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
     cfg = validate_config(data, source=path)
     if cfg.dataset.root is not None and not cfg.dataset.root.is_absolute():
         cfg.dataset.root = (path.parent / cfg.dataset.root).resolve()
+    resolve_method(cfg, path)  # a bad method param fails here, before a dataset is built or a run created
     return cfg
+
+
+def resolve_method(cfg: RunConfig, source: str | Path | None = None) -> tuple[MethodPlugin, MethodParams]:
+    """The method plugin of ``cfg`` and its validated ``method_params``; errors name ``source`` and the field.
+
+    Called when a config is loaded and again when a job is built (configs built in code skip the loader).
+    """
+    from suite.registry import get_method  # imports torch and the plugins: only once a config names a method
+
+    try:
+        method = get_method(cfg.method)
+    except PluginError as exc:  # name the config file and field, as every other input error does
+        raise ConfigError(source, "method", str(exc)) from None
+    try:
+        return method, method.cls.Params.model_validate(cfg.method_params)
+    except ValidationError as exc:
+        inner = format_pydantic_error(source, exc)
+        field = f"method_params.{inner.field}" if inner.field else "method_params"
+        raise ConfigError(source, field, inner.message) from None
 
 
 def validate_config(data: dict[str, Any], source: str | Path | None = None) -> RunConfig:

@@ -7,7 +7,9 @@ instead of a traceback from deep inside pydantic, yaml or torch.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 
 class DistreproError(Exception):
@@ -51,21 +53,75 @@ class WorkerFailure(DistreproError):
         super().__init__(f"worker rank {rank} failed: {message}")
 
 
+#: the labels pydantic puts in an error's location for the branches of a union (``int | list[int]``
+#: fails as ``micro_batch.constrained-int`` and ``micro_batch.list[constrained-int].1``): not fields
+_UNION_BRANCH = re.compile(r"^(?:constrained-\w+|[a-z-]+\[.*\]|int|float|str|bool|list|dict|tuple)$")
+
+
+def _field(loc: tuple[Any, ...]) -> tuple[str, str]:
+    """(dotted field, the part of it before the first union branch): ``micro_batch[1]``, ``micro_batch``."""
+    field, before_union = "", None
+    for part in loc:
+        if isinstance(part, int):
+            field += f"[{part}]"
+        elif _UNION_BRANCH.match(str(part)):
+            before_union = field if before_union is None else before_union
+        else:
+            field += ("." if field else "") + str(part)
+    return field, field if before_union is None else before_union
+
+
 def format_pydantic_error(source: str | Path | None, exc: Exception) -> ConfigError:
-    """Turn a ``pydantic.ValidationError`` into a :class:`ConfigError` naming the first bad field."""
+    """Turn a ``pydantic.ValidationError`` into a :class:`ConfigError` naming the first bad field.
+
+    A union reports one error per branch; the one shown is a branch's value error (``[64, 0]`` for
+    ``int | list[int]``: item 1 must be >= 1) rather than the other branch's "not an integer".
+    """
     errors = getattr(exc, "errors", None)
     if callable(errors):
         items = errors()
         if items:
-            first = items[0]
-            loc = first.get("loc", ())
-            field = ""
-            for part in loc:
-                if isinstance(part, int):
-                    field += f"[{part}]"
-                else:
-                    field += ("." if field else "") + str(part)
+            fields = [_field(item.get("loc", ())) for item in items]
+            same = [(f, i) for (f, key), i in zip(fields, items, strict=True) if key == fields[0][1]]
+            field, first = next(((f, i) for f, i in same if not str(i.get("type")).endswith("_type")), same[0])
             msg = first.get("msg", str(exc))
-            extra = f" (and {len(items) - 1} more problem(s))" if len(items) > 1 else ""
+            value = first.get("input")
+            if first.get("type") not in ("missing", "extra_forbidden") and isinstance(value, (int, float, str)):
+                msg = f"{msg}, got {value!r}"  # the value as read: "-1" from YAML is not -1
+            others = len({key for _, key in fields}) - 1  # problems, not union branches
+            extra = f" (and {others} more problem(s))" if others else ""
             return ConfigError(source, field or None, f"{msg}{extra}")
     return ConfigError(source, None, str(exc))
+
+
+def read_text_file(path: Path, what: str = "file") -> str:
+    """The UTF-8 text of a user file; an unreadable or binary file (a PNG passed as CONFIG) is one
+    :class:`ConfigError` naming it, not a ``UnicodeDecodeError`` traceback from the codec."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start] if exc.start < len(exc.object) else None
+        shown = f"byte 0x{byte:02x}" if isinstance(byte, int) else "a byte"
+        raise ConfigError(
+            path, None, f"not a text {what}: {shown} at offset {exc.start} is not UTF-8 (a binary file?)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read {what}: {exc.strerror or exc}") from None
+
+
+def yaml_error(path: str | Path | None, exc: Any) -> ConfigError:
+    """One line for a PyYAML error, with the line and column where it has them.
+
+    PyYAML's own messages span several lines; a reader error (a control character such as NUL in
+    text that decoded as UTF-8, i.e. a binary file) has no line mark but an offset.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    position, character = getattr(exc, "position", None), getattr(exc, "character", None)
+    if mark is None and isinstance(position, int):
+        char = f"character #x{character:04x}" if isinstance(character, int) else "a character"
+        reason = getattr(exc, "reason", None) or "not allowed"
+        message = f"not a YAML text file: {char} at offset {position} ({reason})"
+    else:
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        message = f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}"
+    return ConfigError(path, None, " ".join(message.split()))

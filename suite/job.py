@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import torch
-from pydantic import ValidationError
 
 from suite.api import Allocation, Batch, ClusterView, DeviceView, MethodParams
-from suite.config import RunConfig
+from suite.config import RunConfig, resolve_method
 from suite.data import DatasetBundle, build_dataset
-from suite.errors import ConfigError, PluginError, format_pydantic_error
+from suite.errors import ConfigError, PluginError
 from suite.flops import param_bytes, train_flops_per_sample
 from suite.models import build_model
 from suite.profiles import HardwareProfile, load_profile
-from suite.registry import MethodPlugin, get_dataset, get_method
+from suite.registry import MethodPlugin, get_dataset
 from suite.seeding import derive_seed
 from suite.timemodel import CommCostModel, ComputeModel
 from suite.workloads import Workload, get_workload
@@ -107,7 +108,7 @@ class Job:
     def describe_time_model(self) -> dict[str, str]:
         """What was measured and what was emulated, for tags and reports."""
         charged = self.workload.name if self.workload else f"proxy:{self.config.model.name}"
-        return {
+        tags = {
             "time.model": "virtual (alpha-beta network, profile throughput or FLOP/s compute)",
             "time.charged_workload": charged,
             "time.trained_proxy": f"{self.config.model.name} on {self.config.dataset.name}",
@@ -115,6 +116,23 @@ class Job:
             "time.proxy_flops_per_sample": f"{self.proxy_flops_per_sample:.4g}",
             "time.bytes_scale": f"{self.bytes_scale:.6g}",
         }
+        note = self.compute.fallback_note()
+        if note is not None:  # a named workload charged from FLOP/s on some device: the run must say so
+            tags["time.fallback"] = note
+        return tags
+
+
+def warn_time_fallbacks(jobs: Sequence[Job]) -> None:
+    """Print each distinct FLOP/s fallback of ``jobs`` once (seeds share a profile and workload).
+
+    Only devices with measured throughputs for other workloads are warned about
+    (:meth:`~suite.timemodel.ComputeModel.fallback_note`); every fallback is in the ``time.fallback``
+    tag. Called by the parent process only, not by the distributed engine's ranks (which build their
+    own jobs), so a campaign says it once however many seeds and ranks it has.
+    """
+    notes = (job.compute.fallback_note(measured_only=True) for job in jobs)
+    for note in dict.fromkeys(n for n in notes if n is not None):
+        print(f"distrepro: warning: {note}", file=sys.stderr, flush=True)
 
 
 def _batch_sizes(cfg: RunConfig, profile: HardwareProfile, source: str | Path | None) -> tuple[int, ...]:
@@ -152,20 +170,10 @@ def _importable(module: str) -> bool:
 
 def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
     """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
-    try:
-        method = get_method(cfg.method)
-    except PluginError as exc:  # name the config file and field, as every other input error does
-        raise ConfigError(source, "method", str(exc)) from None
+    method, params = resolve_method(cfg, source)
     missing = [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
     if missing:
         raise ConfigError(source, "method", f"{cfg.method} needs {', '.join(missing)}")
-    try:
-        params = method.cls.Params.model_validate(cfg.method_params)
-    except ValidationError as exc:
-        inner = format_pydantic_error(source, exc)
-        raise ConfigError(
-            source, f"method_params.{inner.field}" if inner.field else "method_params", inner.message
-        ) from None
     profile = load_profile(cfg.profile, cfg.profile_variant)
     if bundle is None:
         try:

@@ -35,7 +35,7 @@ from pydantic import (
 )
 
 import suite
-from suite.errors import ConfigError, format_pydantic_error
+from suite.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
 
 #: file stems in the profiles folder that are not profiles
 RESERVED_NAMES = frozenset({"workloads"})
@@ -333,17 +333,11 @@ def read_yaml_mapping(path: Path, what: str = "file") -> dict[str, Any]:
     """Read a YAML file whose top level is a mapping; every failure is a ConfigError with the line."""
     if not path.is_file():
         raise ConfigError(path, None, f"{what} not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read {what}: {exc}") from exc
+    text = read_text_file(path, what)
     try:
         data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(path, None, f"malformed YAML{where}: {problem}") from None
+        raise yaml_error(path, exc) from None
     if not isinstance(data, dict):
         raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
     return data

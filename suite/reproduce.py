@@ -22,7 +22,7 @@ from typing import Any
 
 from suite.campaign import CampaignResult, run_campaign
 from suite.claims.schema import Scale
-from suite.config import load_config
+from suite.config import RunConfig, load_config
 from suite.errors import ConfigError
 
 
@@ -82,7 +82,8 @@ def reproduce(
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
     if unknown:
         raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(info.spec.setup.arms)}")
-    campaigns: dict[str, CampaignResult] = {}
+    # every arm's config is loaded (its method params validated) before the first arm trains
+    configs: list[tuple[str, Path, RunConfig]] = []
     for name in chosen:
         arm = info.spec.setup.arms[name]
         path = _arm_config(info.path, name, arm.config, scale, root)
@@ -90,7 +91,9 @@ def reproduce(
         sets += _param_overrides(arm.params) + list(overrides or [])
         if seeds:
             sets.append(f"seeds=[{seeds}]")
-        cfg = load_config(path, sets)
+        configs.append((name, path, load_config(path, sets)))
+    campaigns: dict[str, CampaignResult] = {}
+    for name, path, cfg in configs:
         campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
     built = None
     if report:

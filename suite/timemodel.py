@@ -43,11 +43,24 @@ def _uniforms(seed: int) -> tuple[float, float]:
     return max(first, 2.0**-60), second
 
 
+def _ranks(ranks: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
+    runs: list[list[int]] = []
+    for r in sorted(ranks):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
 class ComputeModel:
     """Compute time of one rank's step, for one charged workload.
 
     ``workload_name`` selects the ``throughput_samples_per_s`` entry; ``flops_per_sample`` is the
-    workload's training FLOPs per sample, used where a device has no entry for it.
+    workload's training FLOPs per sample, used where a device has no entry for it. That fallback
+    changes a named workload's times (the FLOP/s figure and the measured throughput rarely agree), so
+    the ranks it applies to are kept in :attr:`fallback_ranks` and :meth:`fallback_note` says it.
     ``seed_parts`` identify the run (paper, method, profile, seed index, ...); rank and step index
     are appended for each draw.
     """
@@ -65,6 +78,8 @@ class ComputeModel:
         self.workload_name = workload_name
         self.flops_per_sample = float(flops_per_sample)
         self.seed_parts = tuple(seed_parts)
+        #: ranks charged effective_flops_per_s / flops_per_sample although a workload was named
+        self.fallback_ranks: tuple[int, ...] = ()
         # resolved for every rank now, so a profile that cannot charge this workload fails at
         # start-up rather than when the slow rank first steps
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
@@ -76,6 +91,8 @@ class ComputeModel:
         if self.workload_name is not None and self.workload_name in device.throughput_samples_per_s:
             return device.throughput_samples_per_s[self.workload_name]
         if device.effective_flops_per_s is not None:
+            if self.workload_name is not None and rank not in self.fallback_ranks:
+                self.fallback_ranks = (*self.fallback_ranks, rank)
             return device.effective_flops_per_s / self.flops_per_sample
         known = ", ".join(sorted(device.throughput_samples_per_s)) or "none"
         raise ConfigError(
@@ -83,6 +100,27 @@ class ComputeModel:
             self.profile.device_path(rank),
             f"device '{device.name}' (rank {rank}) cannot be charged for workload '{self.workload_name}': "
             f"no throughput_samples_per_s entry for it (has: {known}) and no effective_flops_per_s",
+        )
+
+    def fallback_note(self, measured_only: bool = False) -> str | None:
+        """One line naming the devices whose speed for the named workload comes from FLOP/s, or None.
+
+        ``measured_only``: only devices that declare measured throughputs for *other* workloads, where
+        the fallback silently mixes two bases (the surprise worth a warning). A device without any
+        throughput entry declares its speed in FLOP/s alone (the chao profiles are calibrated so), and
+        charging it that way is its declaration, not a fallback: the run's tag still records it.
+        """
+        ranks = [r for r in self.fallback_ranks if not measured_only or self.profile.device(r).throughput_samples_per_s]
+        if not ranks:
+            return None
+        by_device: dict[str, list[int]] = {}
+        for rank in ranks:
+            by_device.setdefault(self.profile.device(rank).name, []).append(rank)
+        devices = ", ".join(f"{name} (rank{'s' if len(r) > 1 else ''} {_ranks(r)})" for name, r in by_device.items())
+        return (
+            f"profile '{self.profile.name}' has no throughput_samples_per_s entry for workload "
+            f"'{self.workload_name}' on {devices}: charged effective_flops_per_s / "
+            f"{self.flops_per_sample:.4g} FLOPs per sample instead"
         )
 
     def _device(self, rank: int) -> Any:

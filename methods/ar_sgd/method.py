@@ -14,20 +14,26 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from suite import api
 from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd, step_decay
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
     nesterov: bool = False
     weighting: Literal["samples", "equal"] = "samples"
     lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay (e.g. C-ADP's ×0.5 every 10)
     lr_decay_factor: float = Field(default=0.5, gt=0)
+
+    @model_validator(mode="after")
+    def _nesterov_needs_momentum(self) -> Params:
+        if self.nesterov and self.momentum == 0:  # torch.optim.SGD refuses it, but only inside a worker
+            raise ValueError("nesterov: true needs momentum > 0")
+        return self
 
 
 class Method(api.Method):

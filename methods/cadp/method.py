@@ -38,19 +38,19 @@ _solver = import_file(Path(__file__).with_name("solver.py"), "_distrepro_methods
 
 
 class Params(api.MethodParams):
-    lr: float = 0.01  # [B] reproducibility summary
-    momentum: float = 0.9  # [D]
-    weight_decay: float = 5e-4  # [D]
+    lr: api.LearningRate = 0.01  # [B] reproducibility summary
+    momentum: api.Momentum = 0.9  # [D]
+    weight_decay: api.WeightDecay = 5e-4  # [D]
     lr_decay_every_epochs: float | None = Field(default=10.0, gt=0)  # [B] halved every 10 epochs
     lr_decay_factor: float = Field(default=0.5, gt=0)  # [B]
     #: b_j, the per-device local batch; one int for all or a list per rank (paper: 64 GPU / 4 CPU)
-    micro_batch: int | list[int] = 64
+    micro_batch: api.PositiveInt | list[api.PositiveInt] = 64
     #: length of one PS round in epochs of the training set: device j gets ``x̂_j·round_epochs``
     #: samples per round (1 = one sync per epoch [D]; > 1 lets a small proxy set keep the paper's
     #: samples per sync; < 1 syncs several times per epoch)
     round_epochs: float = Field(default=1.0, gt=0)
     #: c_j, fixed per-round cost per device in seconds (one number for all, or a list)
-    round_cost_s: float | list[float] = 0.0
+    round_cost_s: api.NonNegativeFloat | list[api.NonNegativeFloat] = 0.0
     co_adaptive: bool = False  # re-solve every epoch from the measured speeds
     #: where the first solve's speeds come from: a timed warm-up (profiling) or the profile's declared figures
     speeds: Literal["profiled", "declared"] = "profiled"

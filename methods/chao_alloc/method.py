@@ -34,16 +34,16 @@ rules = import_file(Path(__file__).with_name("allocation.py"), "_distrepro_metho
 
 class Params(api.MethodParams):
     mode: Literal["equal", "static", "adaptive"] = "adaptive"
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
     #: True: plain mean of the workers' gradients (DDP's division by world size) instead of
     #: the exact sample-weighted mean; the paper does not say which it used
     unweighted: bool = False
     #: global batch B; default: the sum of the configured per-rank batch sizes
     global_batch: int | None = Field(default=None, gt=0)
     #: static mode: the user's ratios ("artificially allocated"); default: declared speeds
-    speeds: list[float] | None = None
+    speeds: list[api.PositiveFloat] | None = Field(default=None, min_length=1)
     #: adaptive mode: weight α of the new measurement in (1-α)·p + α·p_new
     damping: float = Field(default=0.5, gt=0, le=1)
     #: adaptive mode: the split before anything is measured

@@ -38,9 +38,9 @@ EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / ".torch_extensions"
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
     stage: Literal[1, 2] = 2
     lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay, e.g. C-ADP's 10
     lr_decay_factor: float = Field(default=0.5, gt=0)

@@ -14,6 +14,7 @@ import math
 from typing import Literal
 
 import torch
+from pydantic import Field
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from suite import api
@@ -38,11 +39,11 @@ def neighbours(topology: str, rank: int, n: int) -> list[int]:
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
     topology: Literal["ring", "exponential", "complete"] = "ring"
-    rate: float = 1.0  # expected pairwise averagings per gradient step ("com/∇")
+    rate: float = Field(default=1.0, ge=0)  # expected pairwise averagings per gradient step ("com/∇")
     poisson: bool = True
 
 

@@ -8,15 +8,17 @@ as in Lin et al. (2020) and the QSR paper's Local SGD baseline. A final averagin
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from suite import api
 from suite.optim import sgd, state_tensors
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    period: int = 4
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
+    period: int = Field(default=4, ge=1)
 
 
 class Method(api.Method):

@@ -5,6 +5,11 @@ exactly the same virtual time and count exactly the same bytes for the same call
 the algorithmic volume each member puts on the wire: ring all-reduce 2(p−1)/p·S, ring
 all-gather and ring reduce-scatter (p−1)/p·S of the whole vector S, (pipelined) broadcast (p−1)/p·S,
 pairwise exchange S, parameter server S pushed per worker (the pull is the server's traffic).
+
+Bytes are whole numbers, rounded once per message here: S is the real payload times the emulated
+workload's ``bytes_scale`` (a ratio of sizes) and the ring fractions divide it by p, so the volume
+is fractional; summing fractions would log ``8582483974.87`` bytes, and engines that round at
+different points would log different totals for the same run.
 """
 
 from __future__ import annotations
@@ -13,39 +18,44 @@ from collections.abc import Sequence
 
 from suite.timemodel import CommCostModel
 
-Charge = tuple[float, float]  # (seconds, bytes sent per member)
+Charge = tuple[float, int]  # (seconds, bytes sent per member)
+
+
+def _whole(nbytes: float) -> int:
+    """Bytes of one message put on the wire by one member: the nearest whole number."""
+    return round(nbytes)
 
 
 def all_reduce(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
     p = len(ranks)
-    return cost.ring_all_reduce(list(ranks), nbytes), (2 * (p - 1) / p * nbytes if p > 1 else 0.0)
+    return cost.ring_all_reduce(list(ranks), nbytes), _whole(2 * (p - 1) / p * nbytes if p > 1 else 0)
 
 
 def reduce_scatter(cost: CommCostModel, ranks: Sequence[int], nbytes_total: float) -> Charge:
     p = len(ranks)
-    return cost.reduce_scatter(list(ranks), nbytes_total), ((p - 1) / p * nbytes_total if p > 1 else 0.0)
+    return cost.reduce_scatter(list(ranks), nbytes_total), _whole((p - 1) / p * nbytes_total if p > 1 else 0)
 
 
 def all_gather(cost: CommCostModel, ranks: Sequence[int], nbytes_per_rank: float) -> Charge:
     p = len(ranks)
-    return cost.all_gather(list(ranks), nbytes_per_rank), ((p - 1) * nbytes_per_rank if p > 1 else 0.0)
+    return cost.all_gather(list(ranks), nbytes_per_rank), _whole((p - 1) * nbytes_per_rank if p > 1 else 0)
 
 
 def broadcast(cost: CommCostModel, ranks: Sequence[int], src: int, nbytes: float) -> Charge:
     p = len(ranks)
-    return cost.broadcast(list(ranks), src, nbytes), ((p - 1) / p * nbytes if p > 1 else 0.0)
+    return cost.broadcast(list(ranks), src, nbytes), _whole((p - 1) / p * nbytes if p > 1 else 0)
 
 
 def parameter_server(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
-    return cost.parameter_server(list(ranks), nbytes), nbytes
+    return cost.parameter_server(list(ranks), nbytes), _whole(nbytes)
 
 
 def exchange(cost: CommCostModel, a: int, b: int, nbytes: float) -> Charge:
-    return cost.exchange(a, b, nbytes), nbytes
+    return cost.exchange(a, b, nbytes), _whole(nbytes)
 
 
 def control(cost: CommCostModel, ranks: Sequence[int]) -> Charge:
-    return cost.control(list(ranks)), 0.0
+    return cost.control(list(ranks)), 0
 
 
 #: patterns :meth:`suite.api.Comm.charge` accepts (accounting only, no data moved)

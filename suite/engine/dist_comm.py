@@ -86,7 +86,7 @@ class DistComm(Comm):
         self.wire_device = torch.device("cpu") if self.stage_cpu else self.device
         self.pairing = pairing
         self.pace = pace
-        self._bytes = 0.0
+        self._bytes = 0  # whole bytes: charges.py rounds each message, as in-process
         self._world = Group(tuple(range(world_size)), group)
         self.timeout = timeout
         self.comm_wall_s = 0.0
@@ -101,7 +101,7 @@ class DistComm(Comm):
     def _to_wire(self, t: torch.Tensor) -> torch.Tensor:
         return t.cpu() if self.stage_cpu else t.to(self.device)
 
-    def _finish(self, start: float, seconds: float, sent: float) -> None:
+    def _finish(self, start: float, seconds: float, sent: int) -> None:
         self._bytes += sent
         self.clock.finish_op(start, start + seconds)
         if self.pace is not None:

@@ -79,7 +79,7 @@ class _Pending:
 
 
 # A collective's behaviour: (fabric, ranks, arrivals) -> (cost seconds, per-rank results, per-rank bytes)
-Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[float, dict[int, Any], float]]
+Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[float, dict[int, Any], int]]
 
 
 class _CollectiveRequest(Request):
@@ -268,7 +268,7 @@ class Fabric:
         self.pair_waiting: dict[int, PairRequest] = {}
         self.control_arrivals: dict[int, Any] = {}
         self._seqs: dict[tuple[int, Any], int] = {}
-        self.bytes_sent = [0.0] * self.world_size
+        self.bytes_sent = [0] * self.world_size  # whole bytes: charges.py rounds each message
         self.comms = [InProcessComm(self, r) for r in range(self.world_size)]
 
     def next_seq(self, rank: int, key: Any) -> int:
@@ -280,7 +280,7 @@ class Fabric:
         """Bytes charged to the clock: the real payload scaled to the emulated workload."""
         return nbytes * self.bytes_scale
 
-    def count_bytes(self, rank: int, nbytes: float) -> None:
+    def count_bytes(self, rank: int, nbytes: int) -> None:
         self.bytes_sent[rank] += nbytes
 
 

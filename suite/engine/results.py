@@ -22,19 +22,19 @@ class WorkerTotals:
     compute_s: float
     comm_s: float
     idle_s: float
-    bytes_sent: float
+    bytes_sent: int  # whole bytes (suite.engine.charges rounds each message)
     samples: int
     gradients: int
 
     @staticmethod
-    def of(clock: VirtualClock, bytes_sent: float, worker: Any) -> WorkerTotals:
+    def of(clock: VirtualClock, bytes_sent: int, worker: Any) -> WorkerTotals:
         return WorkerTotals(
             rank=clock.rank,
             clock_s=clock.t,
             compute_s=clock.compute_s,
             comm_s=clock.comm_s,
             idle_s=clock.idle_s,
-            bytes_sent=float(bytes_sent),
+            bytes_sent=int(bytes_sent),
             samples=int(worker.samples_computed),
             gradients=int(worker.gradients),
         )

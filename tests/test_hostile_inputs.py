@@ -1,0 +1,319 @@
+"""Hostile inputs (issue 10): each is one line naming the file and field, exit 2, before any run exists;
+a silent fallback in the time model is said out loud; byte counts are whole numbers in both engines."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import numpy as np
+import pytest
+import yaml
+from test_datasets import write_fake_cifar
+
+from suite import registry
+from suite.campaign import run_campaign
+from suite.cli import main
+from suite.config import load_config, validate_config
+from suite.data import build_dataset
+from suite.engine import charges
+from suite.engine.inprocess import InProcessEngine
+from suite.errors import ConfigError
+from suite.job import build_job
+from suite.profiles import load_profile
+from suite.timemodel import CommCostModel
+
+TINY: dict[str, Any] = {
+    "method": "ar_sgd",
+    "dataset": {"name": "synthetic", "params": {"train_size": 64, "test_size": 16, "image_size": 8}},
+    "batch_size": 8,
+    "budget": {"steps": 1},
+    "eval": {"times": 1},
+    "torch_threads": 1,
+}
+
+# rank 0 has a measured throughput table (not for resnet18_cifar_32), rank 1 only FLOP/s
+MIXED_PROFILE: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "mixed-2",
+    "description": "one measured GPU, one FLOP/s-only GPU",
+    "nodes": [
+        {
+            "name": "n0",
+            "devices": [
+                {
+                    "name": "measured",
+                    "kind": "gpu",
+                    "count": 1,
+                    "memory_gib": 16,
+                    "throughput_samples_per_s": {"resnet50_in100_224": 470},
+                    "effective_flops_per_s": 1e13,
+                    "source": "[E] test",
+                },
+                {
+                    "name": "flops_only",
+                    "kind": "gpu",
+                    "count": 1,
+                    "memory_gib": 16,
+                    "effective_flops_per_s": 5e12,
+                    "source": "[E] test",
+                },
+            ],
+        }
+    ],
+    "network": {
+        "intra_node": {"latency_us": 20, "bandwidth_gbytes_per_s": 2, "source": "[E] test"},
+        "inter_node": {"latency_us": 100, "bandwidth_gbytes_per_s": 1, "source": "[E] test"},
+    },
+}
+
+
+def write(path: Path, data: dict[str, Any] | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else yaml.safe_dump(data).encode())
+    return path
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], *fragments: str) -> str:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    assert err.startswith("distrepro: error: ") and err.strip().count("\n") == 0, err
+    assert "Traceback" not in err + out
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+    return err
+
+
+# ---------------------------------------------------------------------- 1. FLOP/s fallback
+
+
+def test_fallback_to_flops_is_tagged_on_every_run_and_warned_once(
+    tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = write(tmp_path / "mixed-2.yaml", MIXED_PROFILE)
+    cfg = validate_config({**TINY, "profile": str(profile), "emulated_workload": "resnet18_cifar_32", "seeds": [0, 1]})
+    result = run_campaign(cfg, show_progress=False, tracking_uri=mlflow_uri)
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("distrepro: warning:")]
+    assert len(warnings) == 1, err  # once per campaign, not once per seed
+    # the warning names the device whose measured table lacks the workload; the FLOP/s-only one declared no other
+    assert "'resnet18_cifar_32'" in warnings[0] and "measured (rank 0)" in warnings[0]
+    assert "flops_only" not in warnings[0]
+    client = mlflow.MlflowClient(mlflow_uri)
+    for cell in result.cells:
+        tag = client.get_run(cell.run_id).data.tags["time.fallback"]
+        assert "'resnet18_cifar_32'" in tag and "measured (rank 0)" in tag and "flops_only (rank 1)" in tag
+
+
+def test_no_fallback_tag_when_every_device_has_the_workload_or_none_is_named(tmp_path: Path) -> None:
+    charged = build_job(validate_config({**TINY, "emulated_workload": "resnet50_in100_224"}), 0)
+    assert charged.compute.fallback_ranks == () and "time.fallback" not in charged.describe_time_model()
+    proxy = build_job(validate_config(TINY), 0)  # the proxy's own FLOPs: FLOP/s by design, nothing fell back
+    assert proxy.compute.fallback_ranks == () and "time.fallback" not in proxy.describe_time_model()
+    profile = write(tmp_path / "mixed-2.yaml", MIXED_PROFILE)
+    mixed = build_job(validate_config({**TINY, "profile": str(profile), "emulated_workload": "resnet50_in100_224"}), 0)
+    assert mixed.compute.fallback_ranks == (1,)  # FLOP/s-only device: tagged, not warned
+    assert mixed.compute.fallback_note(measured_only=True) is None
+    assert "flops_only (rank 1)" in mixed.describe_time_model()["time.fallback"]
+
+
+# ---------------------------------------------------------------------- 2. method params at config time
+
+
+def _methods_with(field: str) -> list[str]:
+    return sorted(n for n, p in registry.methods().items() if field in p.cls.Params.model_fields)
+
+
+@pytest.mark.parametrize("method", _methods_with("lr"))
+def test_negative_lr_is_a_config_error_for_every_plugin(tmp_path: Path, method: str) -> None:
+    path = write(tmp_path / "x.yaml", {**TINY, "method": method, "method_params": {"lr": -1}})
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.source == str(path) and info.value.field == "method_params.lr"
+    assert "greater than 0, got -1" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field", "fragment"),
+    [
+        ("ar_sgd", {"lr": float("nan")}, "method_params.lr", "finite"),
+        ("ar_sgd", {"momentum": 1.0}, "method_params.momentum", "less than 1"),
+        ("ar_sgd", {"weight_decay": -0.1}, "method_params.weight_decay", "greater than or equal to 0"),
+        ("ar_sgd", {"nesterov": True, "momentum": 0}, "method_params", "nesterov: true needs momentum > 0"),
+        ("local_sgd", {"period": 0}, "method_params.period", "greater than or equal to 1"),
+        ("gossip", {"rate": -1}, "method_params.rate", "greater than or equal to 0"),
+        ("cadp", {"micro_batch": [64, 0]}, "method_params.micro_batch[1]", "greater than or equal to 1, got 0"),
+        ("cadp", {"round_cost_s": -1.0}, "method_params.round_cost_s", "greater than or equal to 0"),
+        ("chao_alloc", {"mode": "static", "speeds": [1, -1]}, "method_params.speeds[1]", "greater than 0"),
+    ],
+)
+def test_method_param_ranges_are_checked_when_the_config_loads(
+    tmp_path: Path, method: str, params: dict[str, Any], field: str, fragment: str
+) -> None:
+    path = write(tmp_path / "x.yaml", {**TINY, "method": method, "method_params": params})
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.field == field and fragment in info.value.message, str(info.value)
+
+
+# ---------------------------------------------------------------------- 3. binary files
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "byte 0x89 at offset 0 is not UTF-8"),
+        (bytes(range(256)), "byte 0x80 at offset 128 is not UTF-8"),
+        (b"method: ar\x00sgd\n", "not a YAML text file: character #x0000 at offset 10"),
+    ],
+)
+def test_binary_config_is_one_line_naming_the_file(
+    tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str], content: bytes, fragment: str
+) -> None:
+    path = write(tmp_path / "binary.yaml", content)
+    one_line_error(capsys, ["run", str(path), "--no-progress"], str(path), fragment)
+
+
+def test_binary_hardware_profile_is_one_line_naming_it(
+    tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = write(tmp_path / "profiles" / "broken.yaml", b"\xff\xd8\xff\xe0 a JPEG")
+    path = write(tmp_path / "run.yaml", {**TINY, "profile": str(profile)})
+    one_line_error(capsys, ["run", str(path), "--no-progress"], str(profile), "not UTF-8")
+
+
+# ---------------------------------------------------------------------- 4. garbage CIFAR files
+
+
+def _garbage(kind: str) -> bytes:
+    if kind == "random":
+        return np.random.default_rng(0).integers(0, 256, size=512, dtype=np.uint8).tobytes()
+    if kind == "floats":
+        return pickle.dumps({"data": np.zeros((4, 3072)), "labels": [0, 1, 2, 3]}, protocol=2)
+    if kind == "labels":
+        return pickle.dumps({"data": np.zeros((4, 3072), np.uint8), "labels": [0, 1, 12, 3]}, protocol=2)
+    return pickle.dumps(["not", "a", "dict"], protocol=2)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "fragment"),
+    [
+        ("data_batch_3", "random", "not a pickled CIFAR-10 file"),
+        ("test_batch", "floats", "'data' must be a uint8 array"),
+        ("data_batch_1", "labels", "'labels' must be integers 0-9, found 12"),
+        ("batches.meta", "list", "'label_names'"),
+    ],
+)
+def test_garbage_cifar_file_is_named_with_what_is_wrong(tmp_path: Path, name: str, kind: str, fragment: str) -> None:
+    write_fake_cifar(tmp_path)
+    bad = tmp_path / "cifar-10-batches-py" / name
+    bad.write_bytes(_garbage(kind))
+    plugin = registry.get_dataset("cifar10")
+    with pytest.raises(ConfigError) as info:
+        build_dataset(plugin, {"verify_checksums": False}, tmp_path, 0, source="run.yaml")
+    message = str(info.value)
+    assert info.value.field == "dataset.root" and "\n" not in message
+    assert str(bad) in message and fragment in message, message
+
+
+# ---------------------------------------------------------------------- 5. whole bytes
+
+
+def test_charges_count_whole_bytes_per_message() -> None:
+    cost = CommCostModel(load_profile("homogeneous-4"))
+    ranks = [0, 1, 2]
+    for _, sent in (
+        charges.all_reduce(cost, ranks, 1000.5),
+        charges.reduce_scatter(cost, ranks, 1000.5),
+        charges.all_gather(cost, ranks, 333.3),
+        charges.broadcast(cost, ranks, 0, 1000.5),
+        charges.parameter_server(cost, ranks, 1000.5),
+        charges.exchange(cost, 0, 1, 1000.5),
+        charges.control(cost, ranks),
+    ):
+        assert isinstance(sent, int)
+    assert charges.all_reduce(cost, ranks, 1000.5)[1] == round(4 / 3 * 1000.5)
+
+
+def _bytes_cfg(**over: Any) -> Any:
+    # ResNet-18's bytes over the proxy's: a fractional scale, and weighted_average adds a 4-byte scalar
+    base = {**TINY, "profile": "chao-1m-1to2", "emulated_workload": "resnet18_in100_224", "budget": {"steps": 3}}
+    return validate_config({**base, "dist": {"timeout_s": 60}, **over})
+
+
+def test_inprocess_bytes_are_whole_numbers() -> None:
+    job = build_job(_bytes_cfg(), 0)
+    assert job.bytes_scale != int(job.bytes_scale)
+    result = InProcessEngine().run(job)
+    for record in result.evals:
+        assert all(isinstance(w.bytes_sent, int) and w.bytes_sent > 0 for w in record.workers), record.workers
+
+
+@pytest.mark.distributed
+def test_both_engines_log_the_same_whole_bytes() -> None:
+    from suite.engine.dist_launch import DistEngine
+
+    cfg = _bytes_cfg()
+    a = InProcessEngine().run(build_job(cfg, 0))
+    b = DistEngine().run_cell(build_job(cfg.model_copy(update={"engine": "dist"}), 0), None)
+    assert [w.bytes_sent for w in b.final.workers] == [w.bytes_sent for w in a.final.workers]
+    assert all(isinstance(w.bytes_sent, int) for w in b.final.workers)
+
+
+# ---------------------------------------------------------------------- 6. distrepro list
+
+
+def test_every_method_row_of_list_has_a_kind_and_a_title(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    rows = capsys.readouterr().out.split("methods:")[1].split("datasets:")[0].strip().splitlines()
+    assert len(rows) == len(registry.methods())
+    for row in map(str.strip, rows):
+        assert re.match(r"^\S+\s+(baseline|reproduction)\s+(lockstep|asynchronous)\s+\S.* \(\S.*\)$", row), row
+    assert any(re.match(r"^\s*deepspeed_real\s+baseline\s+lockstep\s+ZeRO", row) for row in rows), rows
+
+
+# ---------------------------------------------------------------------- the CLI, as a user runs it
+
+
+def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path: Path) -> None:
+    """As a subprocess, the way a user meets them: exit 2, one line naming the file, no traceback,
+    and no tracking store created (nothing was logged). One case per path an error takes (config
+    load, file decoding, job building; the others are checked in-process above), side by side."""
+    cifar = tmp_path / "cifar"
+    write_fake_cifar(cifar)
+    (cifar / "cifar-10-batches-py" / "data_batch_2").write_bytes(b"\x00garbage" * 16)
+    cases = {
+        write(tmp_path / "lr.yaml", {**TINY, "method_params": {"lr": -1}}): "field 'method_params.lr'",
+        write(tmp_path / "image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"): "not UTF-8",
+        write(
+            tmp_path / "cifar.yaml",
+            {**TINY, "dataset": {"name": "cifar10", "root": str(cifar), "params": {"verify_checksums": False}}},
+        ): "data_batch_2",
+    }
+    db = tmp_path / "mlflow.db"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{db}", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    procs = {
+        path: subprocess.Popen(
+            [sys.executable, "-m", "suite.cli", "run", str(path), "--no-progress"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for path in cases
+    }
+    for path, proc in procs.items():
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 2, (path, out, err)
+        assert "Traceback" not in out + err, err
+        assert err.startswith(f"distrepro: error: {path}") and err.strip().count("\n") == 0, err
+        assert cases[path] in err, err
+    assert not db.exists()
