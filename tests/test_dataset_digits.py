@@ -25,7 +25,7 @@ def _bundle(**params):
 def test_shapes_split_and_normalisation() -> None:
     b = _bundle()
     x_train, y_train = b.train_tensors
-    x_test, y_test = b.test_tensors
+    _, y_test = b.test_tensors
     assert b.input_shape == (1, 8, 8) and b.num_classes == 10
     assert len(y_train) + len(y_test) == 1797
     assert len(y_test) == pytest.approx(0.25 * 1797, abs=10)
