@@ -69,11 +69,13 @@ def reproduce(
     show_progress: bool | None = None,
     root: Path | None = None,
 ) -> Reproduction:
-    from suite.claims.papers import find_paper
+    from suite.claims.papers import UnknownPaperError, find_paper, known_papers
     from suite.registry import repo_root
 
     root = root or repo_root()
     info = find_paper(paper, root)
+    if not info.method_dirs:
+        raise UnknownPaperError(paper, known_papers(root))
     if info.spec is None or not info.spec.setup.arms:
         where = info.path or root / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")

@@ -107,7 +107,7 @@ SYNTH_CLAIMS = {
         {
             "id": "S1", "kind": "speedup", "arm": "adaptive", "claimed": 1.5, "accept": {"rel_tolerance": 0.1},
             "statement": "adaptive | faster <script>alert(1)</script>", "source": {"kind": "figure", "ref": "Fig. 3"},
-            "evidence": "figure", "ideal": {"value": 2.0, "label": "perfect balance"},
+            "evidence": "figure", "ideal": {"value": 2.0, "label": "balance, 1 - n*min(v)/sum(v) = 1 - 2*1/3"},
         },
         {
             "id": "S2", "kind": "relative_improvement", "arm": "adaptive", "metric": "final/emulated_s",
@@ -172,13 +172,14 @@ def test_report_from_hand_built_runs(tmp_path: Path) -> None:
     assert re.sub(r" +", " ", re.sub(r"-+", "-", md)).count(header.replace("  ", " ")) == 1
     claims_rows = [ln for ln in md.splitlines() if ln.startswith("| S")]
     assert len(claims_rows) == 4 and all(ln.count(" | ") == 8 for ln in claims_rows)  # the '|' in S1 is escaped
-    assert "1.49× [" in md and "2× (perfect balance)" in md
+    assert "1.49× [" in md and r"2× (balance, 1 - n\*min(v)/sum(v) = 1 - 2\*1/3)" in md
     assert "shares are updated every epoch" in md and "| shares | proportional |" not in md  # deviations only
     assert "abc123" in md and "resnet18" in md and "small_cnn on synthetic" in md
 
     html = report.html.read_text()
     _check_html(html, len(report.figures))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "Synthetic &lt;b&gt;paper&lt;/b&gt;" in html
+    assert "1 - n*min(v)/sum(v) = 1 - 2*1/3" in html  # a formula, not emphasis
     assert '<td class="verdict pass">PASS</td>' in html and '<td class="verdict fail">FAIL</td>' in html
     data = yaml.safe_load((tmp_path / "synth" / "claims_verdict.json").read_text())
     assert [v["verdict"] for v in data["verdicts"]] == ["PASS", "PASS", "FAIL", "INCONCLUSIVE"]
@@ -330,6 +331,41 @@ def test_cli_report(
     assert "INCONCLUSIVE F1: arm missing: no runs of 'base'" in capsys.readouterr().out
     assert main(["report", "fakepaper", "--campaign", "0" * 32]) == 2
     assert "campaign run '" + "0" * 32 + "' not found" in capsys.readouterr().err
+
+
+def test_cli_unknown_paper_lists_the_known_ones(mlflow_uri: str, tmp_path: Path, capsys: Any) -> None:
+    from suite.claims.papers import known_papers
+    from suite.cli import main
+
+    assert {"cadp", "chao"} <= set(known_papers())
+    for command in (["report", "nosuchpaper", "--out", str(tmp_path / "r")], ["reproduce", "nosuchpaper"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"distrepro: error: unknown paper 'nosuchpaper'; known: {', '.join(known_papers())}"]
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli_report_unknown_baseline_names_the_arms(
+    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from suite.cli import main
+
+    monkeypatch.setenv("DISTREPRO_ROOT", str(tmp_path / "empty"))  # no paper.yaml: arms are the methods
+    out = tmp_path / "out"
+    assert main(["report", "fakepaper", "--out", str(out), "--no-log", "--baseline", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["distrepro: error: unknown baseline arm 'nosuch' for --baseline; known arms: base, fast"]
+    assert main(["report", "fakepaper", "--out", str(out), "--no-log", "--baseline", "base"]) == 0
+    assert (out / "figures" / "speedup.png").is_file()
+
+
+def test_arm_labels_name_the_profile_only_for_arms_run_on_several() -> None:
+    from suite.report.build import arm_labels
+
+    runs = pd.DataFrame(
+        {"run_id": ["a1", "a2", "b1"], "method": ["a", "a", "b"], "profile": ["p1", "p2", "p3"]}
+    )  # fmt: skip
+    assert arm_labels(runs, None) == {"a1": "a @ p1", "a2": "a @ p2", "b1": "b"}
 
 
 # ------------------------------------------------------------------ end to end, from real campaigns

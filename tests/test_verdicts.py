@@ -281,6 +281,42 @@ def test_convergence_unreached_within_the_band_is_inconclusive() -> None:
     assert judge(spec(CONV), *_convergence(mixed)).verdict == "INCONCLUSIVE"
 
 
+# ------------------------------------------------------------------ which way a FAIL missed
+
+
+def test_a_fail_says_whether_it_exceeds_or_falls_short_of_the_claim() -> None:
+    # C-ADP cut time by 94.8% where 72% ± 5 was claimed: a FAIL of the claim as stated, in the paper's favour
+    t = Table()
+    t.arm("base", "final/emulated_s", {0: 100.0, 1: 100.0, 2: 100.0})
+    t.arm("fast", "final/emulated_s", {0: 5.0, 1: 5.2, 2: 5.4})
+    cut = {"id": "r", "kind": "relative_improvement", "arm": "fast", "metric": "final/emulated_s", "direction": "min"}
+    v = judge(spec({**cut, "claimed": 0.72, "accept": {"abs_tolerance": 0.05}}), t)
+    assert v.verdict == "FAIL" and v.miss == "exceeds the claim"
+    assert v.reason.endswith("outside the acceptance band [67.0%, 77.0%]: exceeds the claim")
+    v = judge(spec({**cut, "claimed": 0.99, "accept": {"abs_tolerance": 0.005, "rule": "ci"}}), t)
+    assert v.verdict == "FAIL" and v.reason.endswith(": falls short of the claim")
+    speedup = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 3.0, "accept": {"rel_tolerance": 0.1}}
+    v = judge(spec(speedup), _speedup_table())  # 2.29× against [2.7×, 3.3×]
+    assert v.miss == "falls short of the claim" and v.to_dict()["miss"] == "falls short of the claim"
+    assert judge(spec({**speedup, "claimed": 2.5}), _speedup_table()).miss == ""  # a PASS missed nothing
+
+
+def test_for_lower_is_better_a_result_below_the_band_exceeds_the_claim() -> None:
+    t = Table()
+    t.arm("fast", "final/val_loss", {0: 0.40, 1: 0.42, 2: 0.41})
+    loss = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "final/val_loss", "direction": "min"}
+    assert judge(spec({**loss, "claimed": 0.6, "accept": {"abs_tolerance": 0.05}}), t).miss == "exceeds the claim"
+    assert judge(spec({**loss, "claimed": 0.2}), t).miss == "falls short of the claim"
+    # convergence in 3–5 epochs (median 4) where 8 ± 25% were claimed: faster than claimed
+    t, curves = _convergence(
+        {0: [(1, 0.2), (3, 0.5), (5, 0.6)], 1: [(2, 0.3), (4, 0.55)], 2: [(1, 0.1), (3, 0.45), (5, 0.7)]}
+    )
+    v = judge(spec({**CONV, "claimed": 8}), t, curves)
+    assert v.verdict == "FAIL" and v.reason.endswith(": exceeds the claim")
+    never = judge(spec(CONV), *_convergence({s: [(5, 0.2), (10, 0.3)] for s in range(3)}))
+    assert never.verdict == "FAIL" and never.miss == "falls short of the claim"
+
+
 # ------------------------------------------------------------------ ordering, non-inferiority
 
 

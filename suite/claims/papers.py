@@ -12,7 +12,7 @@ from typing import Any
 
 from suite.claims.schema import PaperSpec, validate_paper
 from suite.config import read_yaml
-from suite.errors import ConfigError
+from suite.errors import ConfigError, DistreproError
 
 
 @dataclass
@@ -70,3 +70,27 @@ def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
     if ordered:
         info.path, info.spec = ordered[0][0], ordered[0][1]
     return info
+
+
+class UnknownPaperError(DistreproError):
+    """A paper id that no ``methods/*/paper.yaml`` declares (and, for a report, no MLflow experiment holds)."""
+
+    def __init__(self, paper: str, known: list[str]) -> None:
+        super().__init__(f"unknown paper {paper!r}; known: {', '.join(known) or 'none'}")
+
+
+def known_papers(root: Path | None = None) -> list[str]:
+    """Ids of the papers with a reproduction (``claims`` or ``setup`` in a ``paper.yaml``), sorted.
+
+    Baselines' citation ids are valid report targets too but are left out: the list answers "what
+    can I reproduce or report on", and a typo is far likelier to be meant for one of these."""
+    from suite.registry import repo_root
+
+    ids = set()
+    for folder in _method_dirs(root or repo_root()):
+        path = folder / "paper.yaml"
+        raw = read_yaml(path) if path.is_file() else {}
+        cite = raw.get("citation")
+        if isinstance(cite, dict) and isinstance(cite.get("id"), str) and ("claims" in raw or "setup" in raw):
+            ids.add(cite["id"])
+    return sorted(ids)

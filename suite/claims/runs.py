@@ -56,6 +56,10 @@ class ReportError(DistreproError):
     """The runs asked for cannot be found (no experiment, unknown campaign, no runs)."""
 
 
+class NoExperimentError(ReportError):
+    """No MLflow experiment ``distrepro/<paper>``: with a paper the repo does not know either, a typo."""
+
+
 @dataclass
 class RunSet:
     """The runs of one experiment (optionally of some campaigns), with lazy artifact access."""
@@ -169,7 +173,7 @@ def load_runs(
             other = client.get_experiment(run.info.experiment_id).name
             raise ReportError(f"campaign run {cid} belongs to experiment {other!r}, not {name!r}")
     if exp is None:
-        raise ReportError(f"no MLflow experiment {name!r} in {uri}; run a campaign with paper: {paper} first")
+        raise NoExperimentError(f"no MLflow experiment {name!r} in {uri}; run a campaign with paper: {paper} first")
     all_runs = _search_all(client, exp.experiment_id)
     parent_of = {r.info.run_id: r.data.tags.get("mlflow.parentRunId") for r in all_runs}
     leaves = [r for r in all_runs if "distrepro.method" in r.data.tags]

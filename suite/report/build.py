@@ -24,8 +24,8 @@ from typing import Any
 import pandas as pd
 
 import suite
-from suite.claims.papers import PaperInfo, find_paper
-from suite.claims.runs import RunSet, load_runs
+from suite.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
+from suite.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from suite.claims.schema import PaperSpec, Scale, at_scale
 from suite.claims.verdicts import Verdict, evaluate_claims, select_arm
 from suite.registry import repo_root
@@ -60,7 +60,8 @@ class Report:
 
 def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
     """Run id → arm name for figures: the most specific ``setup.arms`` entry a run matches, else its
-    method; `` @ <profile>`` is appended when the runs span several profiles."""
+    method; `` @ <profile>`` is appended to the arms whose runs span several profiles (an arm bound
+    to one profile, as each of Chao's, keeps its short name: the suffix would only crowd the axes)."""
     labels = dict(zip(runs["run_id"], runs["method"], strict=True))
     best: dict[str, int] = {}
     for name, arm in (spec.setup.arms if spec else {}).items():
@@ -68,10 +69,24 @@ def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
         for run_id in select_arm(runs, spec, name, None, None)["run_id"]:  # type: ignore[arg-type]
             if specificity >= best.get(run_id, -1):
                 labels[run_id], best[run_id] = name, specificity
-    if runs["profile"].nunique() > 1:
-        profiles = dict(zip(runs["run_id"], runs["profile"], strict=True))
-        labels = {r: f"{lab} @ {profiles[r]}" for r, lab in labels.items()}
-    return labels
+    profiles = dict(zip(runs["run_id"], runs["profile"], strict=True))
+    spread = runs.assign(arm=runs["run_id"].map(labels)).groupby("arm")["profile"].nunique()
+    return {r: f"{lab} @ {profiles[r]}" if spread[lab] > 1 else lab for r, lab in labels.items()}
+
+
+def report_style(runs: pd.DataFrame, labels: dict[str, str], spec: PaperSpec | None) -> figs.ArmStyle:
+    """The one arm → colour (and order) mapping every figure of the report uses: arms in the order
+    ``setup.arms`` lists them (the paper file groups them, e.g. Chao's by scenario), others sorted;
+    grouped by profile so figures can facet arms that ran on the same emulated cluster."""
+    declared = list(spec.setup.arms) if spec else []
+    rank = {name: i for i, name in enumerate(declared)}
+    arms = sorted(set(labels.values()), key=lambda a: (rank.get(a.split(" @ ")[0], len(rank)), a))
+    profiles = (
+        runs.assign(arm=runs["run_id"].map(labels))
+        .groupby("arm")["profile"]
+        .agg(lambda p: ", ".join(sorted(set(p.dropna().astype(str)))))
+    )
+    return figs.arm_style(arms, profiles.to_dict())
 
 
 def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, str]:
@@ -83,11 +98,12 @@ def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, st
     return out
 
 
-def _speedup_marks(spec: PaperSpec | None) -> dict[str, list[tuple[str, str, float]]]:
-    """Claimed speedups the generic speedup figure can show: emulated budget time or logged time to target."""
+def _speedup_marks(spec: PaperSpec | None, baseline: str | None) -> dict[str, list[tuple[str, str, float]]]:
+    """Claimed speedups the generic speedup figure can show: emulated budget time or logged time to
+    target, over the figure's baseline (a claim over another baseline would be drawn on the wrong bar)."""
     marks: dict[str, list[tuple[str, str, float]]] = {}
     for c in spec.claims if spec else []:
-        if c.kind != "speedup" or c.clock != "emulated" or c.target is not None:
+        if c.kind != "speedup" or c.clock != "emulated" or c.target is not None or c.baseline != baseline:
             continue
         measure = "budget" if c.measure == "budget_time" else "to target"
         values = c.claimed if isinstance(c.claimed, tuple) else (c.claimed,)
@@ -95,27 +111,46 @@ def _speedup_marks(spec: PaperSpec | None) -> dict[str, list[tuple[str, str, flo
     return marks
 
 
-def _draw(
-    info: PaperInfo, rs: RunSet, labels: dict[str, str], verdicts: list[Verdict], fig_dir: Path, baseline: str | None
-) -> dict[str, Path]:
+def draw_figures(
+    info: PaperInfo,
+    rs: RunSet,
+    labels: dict[str, str],
+    verdicts: list[Verdict],
+    baseline: str | None,
+    style: figs.ArmStyle | None = None,
+) -> dict[str, Any]:
+    """Every figure the runs support, as matplotlib figures keyed like :data:`FIGURE_FILES`, all
+    drawn with one :class:`ArmStyle` so an arm has the same colour in each."""
     spec = info.spec
+    style = style or report_style(rs.runs, labels, spec)
     reps = _representatives(rs.runs, labels)
     drawn = {
-        "curves_emulated_time": figs.curves_figure(
-            rs.curves, labels, "time/emulated_s", fig_dir / "curves_emulated_time.png"
-        ),
-        "curves_epochs": figs.curves_figure(rs.curves, labels, "epoch", fig_dir / "curves_epochs.png"),
-        "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}, fig_dir / "claims.png"),
-        "speedup": figs.speedup_figure(rs.runs, labels, baseline, _speedup_marks(spec), fig_dir / "speedup.png")
+        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, "time/emulated_s"),
+        "curves_epochs": figs.curves_figure(rs.curves, labels, style, "epoch"),
+        "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
+        "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, _speedup_marks(spec, baseline))
         if baseline in set(labels.values())
         else None,
-        "time": figs.time_figure(rs.runs, labels, fig_dir / "time_per_arm.png"),
-        "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, fig_dir / "timeline.png"),
-        "breakdown": figs.breakdown_figure(rs.runs, labels, fig_dir / "breakdown.png"),
-        "allocation": figs.allocation_figure(rs.runs, rs.alloc, labels, fig_dir / "allocation.png"),
-        "comm": figs.comm_figure(rs.runs, labels, fig_dir / "comm_volume.png"),
+        "time": figs.time_figure(rs.runs, labels, style),
+        "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, style),
+        "breakdown": figs.breakdown_figure(rs.runs, labels, style),
+        "allocation": figs.allocation_figure(rs.runs, rs.alloc, labels, style),
+        "comm": figs.comm_figure(rs.runs, labels, style),
     }
     return {k: v for k, v in drawn.items() if v is not None}
+
+
+FIGURE_FILES = {
+    "curves_emulated_time": "curves_emulated_time.png",
+    "curves_epochs": "curves_epochs.png",
+    "claims": "claims.png",
+    "speedup": "speedup.png",
+    "time": "time_per_arm.png",
+    "timeline": "timeline.png",
+    "breakdown": "breakdown.png",
+    "allocation": "allocation.png",
+    "comm": "comm_volume.png",
+}
 
 
 _FIGURE_TEXT = {
@@ -127,7 +162,8 @@ _FIGURE_TEXT = {
     ),
     "speedup": (
         "Speedup vs the baseline",
-        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values.",
+        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values. Arms that ran on another "
+        "profile than the baseline are left out.",
     ),
     "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
     "timeline": (
@@ -137,7 +173,8 @@ _FIGURE_TEXT = {
     "breakdown": ("Compute / communication / idle per worker", "Emulated seconds over the whole run, mean over seeds."),
     "allocation": (
         "Data allocation per worker",
-        "`alloc/<r>/share` at the last epoch (and over epochs if it changed).",
+        "`alloc/<r>/share` at the last epoch (bars), at the first epoch where it changed (diamonds), and the "
+        "share of the summed device speed a speed-aware split aims at (black ticks).",
     ),
     "comm": ("Communication volume", "`comm/bytes_total` per arm and `worker/<r>/bytes_sent` per worker."),
 }
@@ -227,10 +264,16 @@ def write_report(
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
         stale.unlink()
     spec = info.spec
-    verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     labels = arm_labels(rs.runs, spec)
+    if baseline is not None and baseline not in set(labels.values()):
+        known = ", ".join(report_style(rs.runs, labels, spec).order)
+        raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
+    verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     baseline = baseline or (spec.setup.baseline if spec else None)
-    drawn = _draw(info, rs, labels, verdicts, fig_dir, baseline)
+    drawn = {
+        k: figs.save(f, fig_dir / FIGURE_FILES[k])
+        for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
+    }
     text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root())
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
@@ -279,7 +322,12 @@ def build_report(
     if info.spec is not None:
         info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
     targets = [c.target.metric for c in (info.spec.claims if info.spec else []) if getattr(c, "target", None)]
-    rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
+    try:
+        rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
+    except NoExperimentError as exc:  # a paper unknown both to the repo and to MLflow: most likely a typo
+        if info.method_dirs or paper == "adhoc":
+            raise
+        raise UnknownPaperError(paper, known_papers(root)) from exc
     report = write_report(info, rs, Path(out_dir) if out_dir else Path("reports") / paper, baseline, root)
     if log_to_mlflow:
         report.logged_to = log_report(rs, report)

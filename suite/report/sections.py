@@ -19,11 +19,12 @@ import pandas as pd
 from suite.claims.schema import Claim, PaperSpec, claimed_bounds
 from suite.claims.verdicts import Verdict, fmt
 
-_MD_SPECIAL = str.maketrans({"|": "\\|", "\n": " ", "\r": " "})
+_MD_SPECIAL = str.maketrans({"|": "\\|", "*": "\\*", "\n": " ", "\r": " "})
 
 
 def cell(value: Any) -> str:
-    """A table cell: pipes escaped, one line (Markdown tables cannot hold either)."""
+    """A table cell: pipes escaped, one line (Markdown tables cannot hold either); ``*`` escaped so a
+    formula such as ``1 - n*min(v)/sum(v)`` in an ideal's label is not rendered as emphasis."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return str(value).translate(_MD_SPECIAL)

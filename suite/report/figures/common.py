@@ -1,0 +1,128 @@
+"""What every figure shares: saving, sizes that grow with the number of arms, grids, outside legends.
+
+Two layouts scale from 2 to 30 arms. *Per-arm bars* are horizontal, arm names on the y axis and
+the figure's height growing with the arm count, so names never collide however many there are.
+*Per-arm panels* (timeline, breakdown, allocation) are a grid of at most four columns, so the
+figure keeps a sensible aspect ratio instead of one row thousands of pixels wide. Figures use
+matplotlib's constrained layout and place legends outside the axes ("outside ..." locations or
+beside the last panel of a row), so a legend never hides data or tick labels.
+
+Arm-coloured artists carry ``gid="arm:<name>"``: the report's tests read the colours back from
+the figures to check that an arm has one colour everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+SPAN_COLORS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#C7C7C7"}
+VERDICT_COLORS = {"PASS": "#2E7D32", "FAIL": "#C62828", "INCONCLUSIVE": "#8D6E00"}
+DPI = 110
+ROW_IN = 0.27  # inches per arm in a horizontal bar chart (an 8-point label and a bar)
+_WORKER = re.compile(r"^worker/(\d+)/(clock_s|compute_s|comm_s|idle_s|bytes_sent)$")
+
+
+def arm_gid(arm: str) -> str:
+    return f"arm:{arm}"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    sns.set_theme(style="whitegrid", context="paper")
+    return plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as PNG. Constrained layout already fits every label and outside legend in the
+    figure, so no ``bbox_inches="tight"`` (a second full draw, the larger part of a report's time)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def bars_height(n_arms: int, extra: float = 0.9) -> float:
+    """Height (inches) of a horizontal bar chart with ``n_arms`` rows."""
+    return max(2.6, extra + ROW_IN * n_arms)
+
+
+def grid_shape(n: int, max_cols: int = 4) -> tuple[int, int]:
+    """(rows, cols) for ``n`` per-arm panels: one column for a few, at most ``max_cols``."""
+    cols = 1 if n <= 1 else 2 if n <= 4 else 3 if n <= 9 else max_cols
+    cols = min(cols, max_cols, max(n, 1))
+    return math.ceil(n / cols), cols
+
+
+def panel_grid(
+    n: int, panel_w: float, row_heights: Sequence[float], max_cols: int = 4, sharey: bool = False, top: float = 0.45
+) -> tuple[Figure, list[Any]]:
+    """A grid of ``n`` panels (row by row); rows may differ in height, unused cells are hidden."""
+    rows, cols = grid_shape(n, max_cols)
+    heights = list(row_heights)[:rows]
+    fig = new_figure(panel_w * cols, sum(heights) + top)
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey, gridspec_kw={"height_ratios": heights})
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def arm_title(ax: Any, arm: str, color: str, text: str | None = None) -> None:
+    """Panel title naming the arm, framed in the arm's colour (the link to the per-arm charts)."""
+    title = ax.set_title(text or arm, fontsize=8, loc="left")
+    title.set_bbox({"facecolor": "white", "edgecolor": color, "linewidth": 2.0, "boxstyle": "round,pad=0.25"})
+    title.set_gid(arm_gid(arm))
+
+
+def legend_beside(ax: Any, handles: Sequence[Any], names: Sequence[str], title: str | None = None) -> Any:
+    """A legend to the right of ``ax``, outside it (constrained layout makes room), columns as needed."""
+    ncol = max(1, math.ceil(len(names) / 18))
+    return ax.legend(
+        handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, ncol=ncol, title=title,
+        title_fontsize=7, frameon=False, borderaxespad=0.0,
+    )  # fmt: skip
+
+
+def legend_on_top(fig: Figure, handles: Sequence[Any], names: Sequence[str]) -> Any:
+    return fig.legend(handles, names, loc="outside upper center", ncol=min(len(names), 6), fontsize=7, frameon=False)
+
+
+def finished(runs: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    done = runs[(runs["status"] == "FINISHED") & runs["run_id"].isin(list(labels))]
+    return done.assign(arm=done["run_id"].map(labels))
+
+
+def worker_frame(done: pd.DataFrame) -> pd.DataFrame:
+    """``worker/<r>/<field>`` as long rows (arm, rank, field, value; mean over seeds). An arm gets
+    rows only for the workers it has: a 2-worker arm beside an 8-worker one shows 2 workers."""
+    rows = []
+    for col in done.columns:
+        m = _WORKER.match(col)
+        if m:
+            for arm, v in done.groupby("arm")[col].mean().dropna().items():
+                rows.append({"arm": arm, "rank": int(m.group(1)), "field": m.group(2), "value": v})
+    return pd.DataFrame(rows, columns=["arm", "rank", "field", "value"])
+
+
+def metric_unit(metric: str) -> str:
+    """The unit of a logged metric, from its name (``final/emulated_s`` → ``s``); ``""`` if unitless."""
+    name = metric.removeprefix("final/")
+    if name.endswith("flops_per_emulated_s"):
+        return "FLOP/s"
+    if name.endswith("_s") or name in ("emulated", "wall"):
+        return "s"
+    if name.endswith("bytes") or "bytes_" in name:
+        return "B"
+    return ""
