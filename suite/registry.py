@@ -246,8 +246,13 @@ def plugin_module(method: str, module: str, root: RootArg = None) -> types.Modul
     """A sibling module of a method plugin (``plugin_module("cadp", "solver")``), as ``method.py`` sees it.
 
     For tests of a plugin's helpers: the module is the very one the plugin imported, not a second copy.
+    If another folder of the same name was loaded since (another root set), the plugin is loaded again.
     """
     plugin = get_method(method, root)
+    loaded = sys.modules.get(plugin.cls.__module__)
+    if loaded is None or getattr(loaded, "Method", None) is not plugin.cls:
+        _discover_methods.cache_clear()
+        plugin = get_method(method, root)
     return importlib.import_module(f"{_method_package(plugin.name, plugin.path)}.{module}")
 
 

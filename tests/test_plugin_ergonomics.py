@@ -107,6 +107,14 @@ def test_shipped_helpers_are_reached_through_the_plugin_package() -> None:
     assert sys.modules["_distrepro_methods.chao_alloc.method"].rules is rules
 
 
+def test_plugin_module_stays_the_plugins_own_after_a_same_named_copy_was_loaded(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "methods" / "chao_alloc", tmp_path / "methods" / "chao_alloc")
+    assert "chao_alloc" in registry.methods(tmp_path)  # the copy now holds _distrepro_methods.chao_alloc
+    rules = registry.plugin_module("chao_alloc", "allocation")
+    assert Path(rules.__file__ or "").parent == REPO / "methods" / "chao_alloc"
+    assert sys.modules[registry.methods()["chao_alloc"].cls.__module__].rules is rules
+
+
 @pytest.mark.parametrize(
     "path",
     [*(p / "method.py" for p in SHIPPED_METHODS), REPO / "tests/test_cadp_solver.py", REPO / "tests/test_chao.py"],
