@@ -158,9 +158,14 @@ def _paper_header(path: Path) -> dict[str, str]:
 
 
 def _papers() -> dict[str, str]:
-    """paper id -> title, for every ``methods/*/paper.yaml`` that says ``kind: reproduction``."""
+    """paper id -> title, for every ``methods/*/paper.yaml`` that says ``kind: reproduction``.
+
+    Folders starting with ``_`` are not plugins (``methods/_template``), as in ``suite.registry``.
+    """
     papers: dict[str, str] = {}
     for path in sorted(ROOT.glob("methods/*/paper.yaml")):
+        if path.parent.name.startswith(("_", ".")):
+            continue
         header = _paper_header(path)
         if header.get("kind") == "reproduction" and header.get("id"):
             papers[header["id"]] = header.get("title", header["id"])

@@ -17,9 +17,10 @@ gradients only through ``ctx.forward_backward`` so that every sample is charged 
 from __future__ import annotations
 
 import abc
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,6 +60,10 @@ WeightDecay = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
+
+
+#: a method's hyperparameter model: ``class Method(api.Method[MyParams])`` types ``self.params`` as ``MyParams``
+P = TypeVar("P", bound=MethodParams)
 
 
 # --------------------------------------------------------------------------- allocation
@@ -358,16 +363,21 @@ def _plain(value: Any) -> bool:
     return False
 
 
-class Method(abc.ABC):
+class Method(abc.ABC, Generic[P]):
     """Base class of every method plugin (``methods/<name>/method.py`` defines ``Method``).
 
     A fresh instance is created per worker with the validated ``params``; instance attributes
     are that worker's private state (optimizer, momentum buffers, ...).
+
+    Generic over the hyperparameter model so that a type checker knows ``self.params`` (and the
+    ``params`` of :meth:`allocate` / :meth:`warmup_steps`) is the plugin's own model without a cast:
+    ``class Method(api.Method[MyParams])``. The type argument also sets :attr:`Params` when the class
+    does not (see :meth:`__init_subclass__`), so the model is named once.
     """
 
-    #: short name, same as the plugin folder
+    #: short name, same as the plugin folder (the registry sets it from the folder when a plugin omits it)
     name: ClassVar[str]
-    #: pydantic model of the hyperparameters (defaults = paper values)
+    #: pydantic model of the hyperparameters (defaults = paper values); defaults to the type argument
     Params: ClassVar[type[MethodParams]] = MethodParams
     #: lockstep methods do the same number of steps on every worker (stop decisions are
     #: taken together); asynchronous methods let each worker run at its own pace and stop
@@ -380,11 +390,32 @@ class Method(abc.ABC):
     #: configured, so a missing optional extra is one clear error instead of one per started rank
     requires: ClassVar[Mapping[str, str]] = {}
 
-    def __init__(self, params: MethodParams) -> None:
-        self.params = params
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Take :attr:`Params` from the type argument (``Method[MyParams]``) unless the class sets it.
+
+        Both at once must agree: a class typed for one model but validated with another would type-check
+        and then fail at run time. A TypeError here is reported by the registry as a failed plugin.
+        """
+        super().__init_subclass__(**kwargs)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            origin = typing.get_origin(base)
+            if not (isinstance(origin, type) and issubclass(origin, Method)):
+                continue
+            (arg,) = typing.get_args(base)
+            if not (isinstance(arg, type) and issubclass(arg, MethodParams)):
+                continue  # a TypeVar: a generic intermediate base, parametrised further down
+            declared = cls.__dict__.get("Params")
+            if declared is None:
+                cls.Params = arg
+            elif declared is not arg:
+                what = f"{cls.__qualname__} is Method[{arg.__name__}] but sets Params = {declared.__name__}"
+                raise TypeError(f"{what}; name one model")
+
+    def __init__(self, params: P) -> None:
+        self.params: P = params
 
     @classmethod
-    def allocate(cls, params: MethodParams, cluster: ClusterView) -> Allocation:
+    def allocate(cls, params: P, cluster: ClusterView) -> Allocation:
         """Data allocation: called before training and, for lockstep methods, at every epoch boundary
         (asynchronous methods keep their first allocation).
 
@@ -394,7 +425,7 @@ class Method(abc.ABC):
         return Allocation.equal(cluster.world_size, cluster.batch_sizes)
 
     @classmethod
-    def warmup_steps(cls, params: MethodParams) -> int:
+    def warmup_steps(cls, params: P) -> int:
         """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
 
         For methods that allocate from *profiled* speeds (C-ADP): the harness then fills
@@ -402,14 +433,14 @@ class Method(abc.ABC):
         """
         return 0
 
-    def setup(self, ctx: WorkerContext) -> None:  # noqa: B027 - optional hook
+    def setup(self, ctx: WorkerContext) -> None:
         """Create per-worker state (optimizer, buffers). Not timed."""
 
     @abc.abstractmethod
     def train_step(self, ctx: WorkerContext, batch: Batch) -> None:
         """One local step: ``ctx.forward_backward``, communication, update. Timed."""
 
-    def finalize(self, ctx: WorkerContext) -> None:  # noqa: B027 - optional hook
+    def finalize(self, ctx: WorkerContext) -> None:
         """Called once after the budget is spent, before the final evaluation. Timed.
 
         E.g. Local SGD averages its replicas one last time here.

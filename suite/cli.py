@@ -6,6 +6,9 @@
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
 
+Every command takes ``--root DIR`` (repeatable; or ``DISTREPRO_PATH``): a folder of the user's own
+``methods/``, ``datasets/``, ``hardware_profiles/`` and ``configs/``, looked up beside the shipped ones.
+
 Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
 line naming the file and field, with exit status 2; nothing already logged to MLflow is lost.
 """
@@ -16,6 +19,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from suite.errors import DistreproError
 
@@ -28,12 +32,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"seeds=[{args.seeds}]")
     if args.engine:
         overrides.append(f"engine={args.engine}")
-    cfg = load_config(args.config, overrides)
+    config = _config_path(args.config)
+    cfg = load_config(config, overrides)
     from suite.campaign import run_campaign  # after the config: a bad one fails without importing MLflow
 
-    result = run_campaign(
-        cfg, source=args.config, show_progress=False if args.no_progress else None, resume=args.resume
-    )
+    result = run_campaign(cfg, source=config, show_progress=False if args.no_progress else None, resume=args.resume)
     print(f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}")
     for cell in result.cells:
         final = cell.result.final
@@ -46,6 +49,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     _print_ui_hint(result.tracking_uri, result.experiment_id)
     return 0
+
+
+def _config_path(config: str) -> str:
+    """``config`` as given, else (a relative path not found here) the file of that name in a plugin root,
+    so ``distrepro run configs/quickstart.yaml`` works from any folder, a wheel install included."""
+    from suite.registry import find_file
+
+    if Path(config).is_absolute() or Path(config).exists():
+        return config
+    found = find_file(config)
+    return str(found) if found is not None else config
 
 
 def _print_ui_hint(tracking_uri: str, experiment_id: str) -> None:
@@ -111,9 +125,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 1 if args.check and report.counts()["FAIL"] else 0
 
 
-def _add_report_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
     rep = sub.add_parser(
         "report",
+        parents=parents,
         help="judge a paper's claims and write its report from MLflow (no training)",
         description="Read experiment distrepro/PAPER from MLflow (MLFLOW_TRACKING_URI, default "
         "sqlite:///./mlflow.db), judge the claims in the paper's paper.yaml, and write report.md, a "
@@ -171,14 +186,29 @@ def _cmd_extras(args: argparse.Namespace) -> int:
     return 0
 
 
+def _roots_parser() -> argparse.ArgumentParser:
+    """``--root``, shared by every command that looks plugins up (a parent parser, so it goes after the command)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="a folder with your own methods/, datasets/, hardware_profiles/, configs/, looked up beside the "
+        "shipped ones (repeatable; also DISTREPRO_PATH, separated by os.pathsep)",
+    )
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distrepro",
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    common = [_roots_parser()]  # every command looks plugins up, so every command takes --root
     run = sub.add_parser(
         "run",
+        parents=common,
         help="train a config (every seed) and log it to MLflow",
         description="Train a run config once per seed; log to MLflow "
         "(MLFLOW_TRACKING_URI, default sqlite:///./mlflow.db).",
@@ -202,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser(
         "reproduce",
+        parents=common,
         help="run every arm of a paper (paper.yaml setup.arms), then write its report",
         description="Run one campaign per arm of PAPER's claims (every seed), then build reports/PAPER/.",
     )
@@ -221,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",
+        parents=common,
         help="print the pip extras that optional arms of a paper need (used by the nox sessions)",
         description="Print, space-separated, the pip extras (setup.arms.<arm>.extra in paper.yaml) that the "
         "named arms of PAPER need; nothing when none do.",
@@ -228,9 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
     ext.add_argument("arms", nargs="*", help="arm names")
     ext.set_defaults(func=_cmd_extras)
-    lst = sub.add_parser("list", help="list discovered methods, datasets and hardware profiles")
+    lst = sub.add_parser("list", parents=common, help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)
-    _add_report_parser(sub)
+    _add_report_parser(sub, common)
     return parser
 
 
@@ -238,6 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     args = build_parser().parse_args(argv)
     try:
+        if args.root:
+            from suite.registry import add_roots
+
+            add_roots(args.root)
         return int(args.func(args))
     except DistreproError as exc:
         print(f"distrepro: error: {exc}", file=sys.stderr)

@@ -34,7 +34,6 @@ from pydantic import (
     field_validator,
 )
 
-import suite
 from suite.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
 
 #: file stems in the profiles folder that are not profiles
@@ -347,17 +346,28 @@ def read_yaml_mapping(path: Path, what: str = "file") -> dict[str, Any]:
 
 
 def profiles_dir(search_dir: Path | None = None) -> Path:
-    """``search_dir``, else ``$DISTREPRO_PROFILES_DIR``, else the repo's ``hardware_profiles/``."""
+    """``search_dir``, else ``$DISTREPRO_PROFILES_DIR``, else the base root's ``hardware_profiles/`` (the shipped
+    profiles and the workload table; a user root's profiles are found by name: :func:`suite.registry.find_profile`)."""
     if search_dir is not None:
         return Path(search_dir)
     env = os.environ.get("DISTREPRO_PROFILES_DIR")
     if env:
         return Path(env)
-    return Path(suite.__file__).resolve().parents[1] / "hardware_profiles"
+    from suite.registry import repo_root
+
+    return repo_root() / "hardware_profiles"
+
+
+def _one_folder(search_dir: Path | None) -> bool:  # given, or $DISTREPRO_PROFILES_DIR; else every root
+    return search_dir is not None or bool(os.environ.get("DISTREPRO_PROFILES_DIR"))
 
 
 def list_profiles(search_dir: Path | None = None) -> list[str]:
-    """Names of the profiles in the search directory (``workloads.yaml`` is not a profile)."""
+    """Names of the profiles in the search directory, else in every plugin root (``workloads.yaml`` is not one)."""
+    if not _one_folder(search_dir):
+        from suite.registry import profile_names
+
+        return profile_names()
     folder = profiles_dir(search_dir)
     if not folder.is_dir():
         return []
@@ -377,7 +387,14 @@ def load_profile(
     ``variant`` selects one of ``network.variants`` (e.g. ``"geo"``) as the network.
     """
     folder = profiles_dir(search_dir)
-    path = Path(name_or_path) if _looks_like_path(name_or_path) else folder / f"{name_or_path}.yaml"
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path)
+    elif not _one_folder(search_dir):
+        from suite.registry import find_profile
+
+        path = find_profile(str(name_or_path))  # over every root; not found names them all
+    else:
+        path = folder / f"{name_or_path}.yaml"
     if not path.is_file():
         known = ", ".join(list_profiles(folder)) or "none"
         raise ConfigError(path, None, f"hardware profile not found; available profiles in {folder}: {known}")

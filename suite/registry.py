@@ -2,19 +2,39 @@
 
 As in benchopt, there is nothing to register: a folder ``methods/<name>/`` with a ``method.py``
 defining ``Method`` is a method; ``datasets/<name>.py`` is a dataset; ``hardware_profiles/
-<name>.yaml`` is a profile. Plugin files are imported *by path* under private module names
-(``_distrepro_methods.<name>``), so the top-level ``datasets/`` folder never shadows Hugging
-Face's ``datasets`` package. A plugin that fails to import is reported with its error
+<name>.yaml`` is a profile. A plugin that fails to import is reported with its error
 (:class:`FailedPlugin`), not a crash, so ``distrepro list`` and the tests can show it.
+
+**Roots.** Every kind is looked up the same way, in an ordered list of *roots*: folders that may
+hold ``methods/``, ``datasets/``, ``hardware_profiles/`` and ``configs/``.
+
+* The *base root* holds the shipped plugins: ``suite/_shipped`` in an installed wheel (the build
+  copies them there, see ``setup.py``), else the checkout above the ``suite`` package.
+  ``DISTREPRO_ROOT`` replaces it (tests, a second checkout).
+* *User roots* add to it, so users keep their plugins outside the repository: ``DISTREPRO_PATH``
+  (``os.pathsep``-separated) and the CLI's ``--root``. :func:`add_roots` exports them to
+  ``DISTREPRO_PATH`` so that ranks started by the distributed engine find the same plugins.
+
+A name defined in two roots is an error naming both paths: letting one silently win would make a
+result depend on the order of a search path.
+
+**Imports.** A method folder is imported as the package ``_distrepro_methods.<name>`` (its
+``__path__`` is the folder; no ``__init__.py`` needed), so ``method.py`` imports its sibling
+modules with ``from . import solver``, without touching ``sys.path`` (where two plugins' ``solver.py``
+would collide). Tests reach a sibling with :func:`plugin_module`. Private package names also keep the
+top-level ``datasets/`` folder from shadowing Hugging Face's ``datasets`` package.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
 import traceback
 import types
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -23,13 +43,81 @@ from typing import Any
 import yaml
 
 from suite.api import Method
-from suite.errors import PluginError
+from suite.errors import ConfigError, PluginError
+
+#: environment variable listing user roots (``os.pathsep``-separated), added to the shipped plugins
+PATH_ENV = "DISTREPRO_PATH"
+#: environment variable replacing the base root (the shipped plugins)
+ROOT_ENV = "DISTREPRO_ROOT"
+#: private parent package of method plugins in ``sys.modules``
+METHOD_PACKAGE = "_distrepro_methods"
+#: what a root may hold; the wheel ships these folders under ``suite/_shipped``
+PLUGIN_DIRS = ("methods", "datasets", "hardware_profiles", "configs")
+
+_SUITE = Path(__file__).resolve().parent
+RootArg = Path | str | Sequence[Path | str] | None
+
+
+def shipped_root() -> Path:
+    """The shipped plugins: ``suite/_shipped`` in a wheel install, else the checkout holding ``suite/``."""
+    installed = _SUITE / "_shipped"
+    return installed if (installed / "methods").is_dir() else _SUITE.parent
 
 
 def repo_root() -> Path:
-    """The distrepro checkout: ``DISTREPRO_ROOT`` or the folder above the ``suite`` package."""
-    env = os.environ.get("DISTREPRO_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[1]
+    """The base root: ``DISTREPRO_ROOT`` or the shipped plugins (:func:`shipped_root`)."""
+    env = os.environ.get(ROOT_ENV)
+    return Path(env).resolve() if env else shipped_root()
+
+
+def _check_root(path: Path, origin: str) -> Path:
+    if not path.is_dir():
+        raise ConfigError(origin, None, f"plugin root '{path}' is not a folder")
+    if not any((path / d).is_dir() for d in PLUGIN_DIRS):
+        raise ConfigError(origin, None, f"plugin root '{path}' holds none of {', '.join(d + '/' for d in PLUGIN_DIRS)}")
+    return path
+
+
+def user_roots() -> tuple[Path, ...]:
+    """The roots listed in ``DISTREPRO_PATH``, each checked to be a folder holding plugin folders."""
+    entries = [e for e in os.environ.get(PATH_ENV, "").split(os.pathsep) if e.strip()]
+    return tuple(_check_root(Path(e).expanduser().resolve(), PATH_ENV) for e in entries)
+
+
+def add_roots(paths: Iterable[str | Path], origin: str = "--root") -> None:
+    """Add user roots for this process and its children (exported to ``DISTREPRO_PATH``).
+
+    Each entry may itself be an ``os.pathsep``-separated list. A bad root is a :class:`ConfigError`
+    naming ``origin``, raised before anything is exported.
+    """
+    new: list[str] = []
+    for item in paths:
+        for entry in str(item).split(os.pathsep):
+            if entry.strip():
+                new.append(str(_check_root(Path(entry).expanduser().resolve(), origin)))
+    current = [e for e in os.environ.get(PATH_ENV, "").split(os.pathsep) if e.strip()]
+    merged = list(dict.fromkeys([*current, *new]))
+    if merged:
+        os.environ[PATH_ENV] = os.pathsep.join(merged)
+
+
+def roots() -> tuple[Path, ...]:
+    """The base root, then the user roots (a user root that is the base root again is dropped)."""
+    base = repo_root()
+    return tuple(dict.fromkeys([base, *user_roots()]))
+
+
+def as_roots(root: RootArg) -> tuple[Path, ...]:
+    """``None``: every root (:func:`roots`); a path or a list of paths: exactly those (tests)."""
+    if root is None:
+        return roots()
+    if isinstance(root, (str, Path)):
+        return (Path(root),)
+    return tuple(Path(r) for r in root)
+
+
+def _twice(kind: str, name: str, first: Path, second: Path) -> PluginError:
+    return PluginError(f"{kind} '{name}' is defined twice: {first} and {second}; rename one or drop one root")
 
 
 @dataclass(frozen=True)
@@ -44,7 +132,7 @@ class FailedPlugin:
 class MethodPlugin:
     name: str
     path: Path
-    cls: type[Method]
+    cls: type[Method[Any]]
     paper: dict[str, Any]  # contents of paper.yaml ({} if absent)
     readme: Path | None
 
@@ -57,58 +145,88 @@ class MethodPlugin:
         return None
 
 
-def import_file(path: Path, module_name: str) -> types.ModuleType:
-    """Import a Python file under ``module_name`` (kept in sys.modules for pickling/dataclasses)."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
-
-
 def _short_error(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+def method_dirs(root: RootArg = None) -> dict[str, Path]:
+    """Method folders by name (``_``/``.``-prefixed ones are ignored), over the roots; read, not imported."""
+    found: dict[str, Path] = {}
+    for base in as_roots(root):
+        folder = base / "methods"
+        for path in sorted(folder.iterdir() if folder.is_dir() else []):
+            if not path.is_dir() or path.name.startswith(("_", ".")):
+                continue
+            if path.name in found:
+                raise _twice("method", path.name, found[path.name], path)
+            found[path.name] = path
+    return found
+
+
+def _method_package(name: str, folder: Path) -> str:
+    """Register ``folder`` as the package ``_distrepro_methods.<name>``; returns the package's name.
+
+    The same folder keeps its loaded modules (one class per plugin in a process); another folder
+    under the same name (a test's copy, another root set) replaces it and its submodules.
+    """
+    if METHOD_PACKAGE not in sys.modules:
+        parent = types.ModuleType(METHOD_PACKAGE, "Private parent package of distrepro method plugins.")
+        parent.__path__ = []
+        sys.modules[METHOD_PACKAGE] = parent
+    package = f"{METHOD_PACKAGE}.{name}"
+    loaded = sys.modules.get(package)
+    if loaded is not None and list(getattr(loaded, "__path__", [])) == [str(folder)]:
+        return package
+    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
+        del sys.modules[key]
+    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    spec.submodule_search_locations = [str(folder)]
+    sys.modules[package] = importlib.util.module_from_spec(spec)
+    return package
+
+
+def _load_method(name: str, folder: Path) -> MethodPlugin:
+    module = importlib.import_module(f"{_method_package(name, folder)}.method")
+    cls = getattr(module, "Method", None)
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        raise TypeError("method.py must define a class named Method subclassing suite.api.Method")
+    declared = cls.__dict__.get("name")
+    if declared is None:
+        cls.name = name  # the short name is the folder's; a plugin need not repeat it
+    elif declared != name:
+        raise TypeError(f"Method.name is '{declared}' but the folder is '{name}'; they must match")
+    paper_file = folder / "paper.yaml"
+    paper = yaml.safe_load(paper_file.read_text()) if paper_file.is_file() else {}
+    if not isinstance(paper or {}, dict):
+        raise TypeError("paper.yaml must be a mapping")
+    readme = folder / "README.md"
+    return MethodPlugin(name, folder, cls, paper or {}, readme if readme.is_file() else None)
+
+
 @cache
-def _discover_methods(root: Path) -> tuple[dict[str, MethodPlugin], tuple[FailedPlugin, ...]]:
+def _discover_methods(where: tuple[Path, ...]) -> tuple[dict[str, MethodPlugin], tuple[FailedPlugin, ...]]:
     found: dict[str, MethodPlugin] = {}
     failed: list[FailedPlugin] = []
-    for folder in sorted((root / "methods").iterdir() if (root / "methods").is_dir() else []):
-        if not folder.is_dir() or folder.name.startswith(("_", ".")) or not (folder / "method.py").is_file():
+    importlib.invalidate_caches()  # a folder written since the last import (a test's tmp root) must be seen
+    for name, folder in method_dirs(where).items():
+        if not (folder / "method.py").is_file():
             continue
-        name = folder.name
         try:
-            module = import_file(folder / "method.py", f"_distrepro_methods.{name}")
-            cls = getattr(module, "Method", None)
-            if not (isinstance(cls, type) and issubclass(cls, Method)):
-                raise TypeError("method.py must define a class named Method subclassing suite.api.Method")
-            paper_file = folder / "paper.yaml"
-            paper = yaml.safe_load(paper_file.read_text()) if paper_file.is_file() else {}
-            if not isinstance(paper or {}, dict):
-                raise TypeError("paper.yaml must be a mapping")
-            readme = folder / "README.md"
-            found[name] = MethodPlugin(name, folder, cls, paper or {}, readme if readme.is_file() else None)
+            found[name] = _load_method(name, folder)
         except Exception as exc:
             failed.append(FailedPlugin("method", name, folder, _short_error(exc)))
     return found, tuple(failed)
 
 
-def methods(root: Path | None = None) -> dict[str, MethodPlugin]:
-    return _discover_methods(root or repo_root())[0]
+def methods(root: RootArg = None) -> dict[str, MethodPlugin]:
+    return _discover_methods(as_roots(root))[0]
 
 
-def failed_plugins(root: Path | None = None) -> list[FailedPlugin]:
-    root = root or repo_root()
-    return list(_discover_methods(root)[1]) + list(_discover_datasets(root)[1])
+def failed_plugins(root: RootArg = None) -> list[FailedPlugin]:
+    where = as_roots(root)
+    return list(_discover_methods(where)[1]) + list(_discover_datasets(where)[1])
 
 
 def _lookup(kind: str, name: str, found: dict[str, Any], failed: tuple[FailedPlugin, ...]) -> Any:
@@ -120,37 +238,97 @@ def _lookup(kind: str, name: str, found: dict[str, Any], failed: tuple[FailedPlu
     raise PluginError(f"unknown {kind} '{name}'; available: {', '.join(sorted(found)) or 'none'}")
 
 
-def get_method(name: str, root: Path | None = None) -> MethodPlugin:
-    return _lookup("method", name, *_discover_methods(root or repo_root()))
+def get_method(name: str, root: RootArg = None) -> MethodPlugin:
+    return _lookup("method", name, *_discover_methods(as_roots(root)))
+
+
+def plugin_module(method: str, module: str, root: RootArg = None) -> types.ModuleType:
+    """A sibling module of a method plugin (``plugin_module("cadp", "solver")``), as ``method.py`` sees it.
+
+    For tests of a plugin's helpers: the module is the very one the plugin imported, not a second copy.
+    If another folder of the same name was loaded since (another root set), the plugin is loaded again.
+    """
+    plugin = get_method(method, root)
+    loaded = sys.modules.get(plugin.cls.__module__)
+    if loaded is None or getattr(loaded, "Method", None) is not plugin.cls:
+        _discover_methods.cache_clear()
+        plugin = get_method(method, root)
+    return importlib.import_module(f"{_method_package(plugin.name, plugin.path)}.{module}")
 
 
 @cache
-def _discover_datasets(root: Path) -> tuple[dict[str, types.ModuleType], tuple[FailedPlugin, ...]]:
-    found: dict[str, types.ModuleType] = {}
-    failed: list[FailedPlugin] = []
-    folder = root / "datasets"
-    for path in sorted(folder.glob("*.py") if folder.is_dir() else []):
-        if path.name.startswith(("_", ".")):
-            continue
-        try:
-            from suite.data import load_dataset_plugin  # validates NAME, DESCRIPTION, Params, build
+def _discover_datasets(where: tuple[Path, ...]) -> tuple[dict[str, types.ModuleType], tuple[FailedPlugin, ...]]:
+    from suite.data import load_dataset_plugin  # validates NAME, DESCRIPTION, Params, build
 
-            module = load_dataset_plugin(path)
-            found[getattr(module, "NAME", path.stem)] = module
-        except Exception as exc:
-            cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ is not None else exc
-            failed.append(FailedPlugin("dataset", path.stem, path, _short_error(cause)))
+    found: dict[str, types.ModuleType] = {}
+    files: dict[str, Path] = {}  # by file stem (the module name) and by NAME: both must be unique
+    failed: list[FailedPlugin] = []
+    for base in where:
+        folder = base / "datasets"
+        for path in sorted(folder.glob("*.py") if folder.is_dir() else []):
+            if path.name.startswith(("_", ".")):
+                continue
+            if path.stem in files:
+                raise _twice("dataset", path.stem, files[path.stem], path)
+            files[path.stem] = path
+            try:
+                module = load_dataset_plugin(path)
+            except Exception as exc:
+                cause = exc.__cause__ if isinstance(exc, PluginError) and exc.__cause__ is not None else exc
+                failed.append(FailedPlugin("dataset", path.stem, path, _short_error(cause)))
+                continue
+            name = getattr(module, "NAME", path.stem)
+            if name in found:
+                raise _twice("dataset", name, Path(found[name].__file__ or "?"), path)
+            found[name] = module
     return found, tuple(failed)
 
 
-def datasets(root: Path | None = None) -> dict[str, types.ModuleType]:
-    return _discover_datasets(root or repo_root())[0]
+def datasets(root: RootArg = None) -> dict[str, types.ModuleType]:
+    return _discover_datasets(as_roots(root))[0]
 
 
-def get_dataset(name: str, root: Path | None = None) -> types.ModuleType:
-    return _lookup("dataset", name, *_discover_datasets(root or repo_root()))
+def get_dataset(name: str, root: RootArg = None) -> types.ModuleType:
+    return _lookup("dataset", name, *_discover_datasets(as_roots(root)))
 
 
-def profile_names(root: Path | None = None) -> list[str]:
-    folder = (root or repo_root()) / "hardware_profiles"
-    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "workloads")
+def profile_paths(root: RootArg = None) -> dict[str, Path]:
+    """Hardware profile files by name over the roots (``workloads.yaml`` is the workload table, not a profile)."""
+    from suite.profiles import RESERVED_NAMES
+
+    found: dict[str, Path] = {}
+    for base in as_roots(root):
+        for path in sorted((base / "hardware_profiles").glob("*.yaml")):
+            if path.stem in RESERVED_NAMES:
+                continue
+            if path.stem in found:
+                raise _twice("hardware profile", path.stem, found[path.stem], path)
+            found[path.stem] = path
+    return found
+
+
+def profile_names(root: RootArg = None) -> list[str]:
+    return sorted(profile_paths(root))
+
+
+def find_profile(name: str) -> Path:
+    """The file of hardware profile ``name`` over every root; a :class:`ConfigError` listing them if none has it."""
+    found = profile_paths()
+    if name in found:
+        return found[name]
+    where = ", ".join(str(r / "hardware_profiles") for r in roots())
+    known = ", ".join(sorted(found)) or "none"
+    missing = repo_root() / "hardware_profiles" / f"{name}.yaml"
+    raise ConfigError(missing, None, f"hardware profile not found; available profiles in {where}: {known}")
+
+
+def find_file(relative: str | Path, root: RootArg = None) -> Path | None:
+    """``relative`` (e.g. ``configs/quickstart.yaml``) in the first root that has it, else None.
+
+    Lets ``distrepro run configs/quickstart.yaml`` work from any folder, a wheel install included.
+    """
+    for base in as_roots(root):
+        path = base / relative
+        if path.is_file():
+            return path
+    return None

@@ -33,10 +33,14 @@ class Reproduction:
     report: Any | None
 
 
-def _arm_config(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path) -> Path:
+def _arm_config(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
+    """The arm's run config: beside the paper.yaml, else in the first plugin root that has it
+    (``root``: that one), so a user's method may reuse a shipped config such as ``configs/quickstart.yaml``."""
+    from suite.registry import as_roots
+
     if not config:
         raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
-    for base in (paper_file.parent, root):
+    for base in (paper_file.parent, *as_roots(root)):
         path = (base / config).resolve()
         if path.is_file():
             break
@@ -72,12 +76,11 @@ def reproduce(
     from suite.claims.papers import UnknownPaperError, find_paper, known_papers
     from suite.registry import repo_root
 
-    root = root or repo_root()
     info = find_paper(paper, root)
     if not info.method_dirs:
         raise UnknownPaperError(paper, known_papers(root))
     if info.spec is None or not info.spec.setup.arms:
-        where = info.path or root / "methods"
+        where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
     default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
     chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
@@ -114,8 +117,7 @@ def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> li
     :func:`reproduce`, which rejects them with the list of known ones.
     """
     from suite.claims.papers import find_paper
-    from suite.registry import repo_root
 
-    info = find_paper(paper, root or repo_root())
+    info = find_paper(paper, root)
     arms = info.spec.setup.arms if info.spec is not None else {}
     return sorted({arms[a].extra for a in arm_names if a in arms and arms[a].extra})

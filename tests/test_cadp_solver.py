@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from suite.registry import import_file
+from suite.registry import plugin_module
 
-REPO = Path(__file__).resolve().parents[1]
-sv = import_file(REPO / "methods" / "cadp" / "solver.py", "_distrepro_methods.cadp_solver")
+sv = plugin_module("cadp", "solver")
 
 
 def _instances(count: int, seed: int = 0):

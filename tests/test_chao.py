@@ -13,11 +13,11 @@ from suite.api import Allocation, ClusterView, DeviceView
 from suite.config import load_config, validate_config
 from suite.engine.inprocess import InProcessEngine
 from suite.job import build_job
-from suite.registry import get_method, import_file
+from suite.registry import get_method, plugin_module
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = REPO / "methods" / "chao_alloc"
-rules = import_file(PLUGIN / "allocation.py", "_test_chao_allocation")
+rules = plugin_module("chao_alloc", "allocation")
 Method = get_method("chao_alloc").cls
 
 

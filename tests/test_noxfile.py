@@ -80,3 +80,8 @@ def test_requested_arms_are_read_from_the_session_arguments(noxfile, posargs, ar
 )
 def test_reproduce_installs_the_extra_of_requested_optional_arms(arms, extras) -> None:
     assert arm_extras("cadp", arms) == extras
+
+
+@pytest.mark.smoke
+def test_the_method_template_gets_no_session(noxfile) -> None:
+    assert "my-paper" not in noxfile._papers()  # methods/_template/paper.yaml: a template, not a paper

@@ -36,18 +36,17 @@ class Params(api.MethodParams):
         return self
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "ar_sgd"
-    Params = Params
     synchronous = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay, p.nesterov)
         self.buffers = float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if p.lr_decay_every_epochs is not None:
             lr = step_decay(p.lr, float(ctx.train_state["epoch"]), p.lr_decay_every_epochs, p.lr_decay_factor)
             for group in self.opt.param_groups:

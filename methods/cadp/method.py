@@ -25,16 +25,14 @@ How that maps onto the harness (README: every choice with its evidence grade):
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from suite import api
 from suite.optim import sgd, state_tensors, step_decay
-from suite.registry import import_file
 
-_solver = import_file(Path(__file__).with_name("solver.py"), "_distrepro_methods.cadp_solver")
+from . import solver as _solver
 
 
 class Params(api.MethodParams):
@@ -98,19 +96,18 @@ def solve(params: Params, cluster: api.ClusterView) -> tuple[int, ...]:
     return shares
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "cadp"
-    Params = Params
     synchronous = True
 
     @classmethod
-    def warmup_steps(cls, params: api.MethodParams) -> int:
-        p: Params = params  # type: ignore[assignment]
+    def warmup_steps(cls, params: Params) -> int:
+        p = params
         return p.warmup_steps if p.speeds == "profiled" else 0
 
     @classmethod
-    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
-        p: Params = params  # type: ignore[assignment]
+    def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:
+        p = params
         shares = solve(p, cluster)
         total = cluster.dataset_size
         per_round = max(1, round(total * p.round_epochs))
@@ -122,7 +119,7 @@ class Method(api.Method):
         return api.Allocation(tuple(x / total for x in shares), batches, speeds=tuple(v))
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.micro = int(_per_rank(p.micro_batch, ctx.world_size, "micro_batch")[ctx.rank])
         if self.micro < 1:
             raise ValueError("cadp: micro_batch must be >= 1")
@@ -130,12 +127,12 @@ class Method(api.Method):
         self.rounds = 0
 
     def _lr(self, epoch: float) -> float:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         """One PS round: local SGD over this round's samples in micro-batches, then ``ps_sync``."""
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         lr = self._lr(float(ctx.train_state["epoch"]))
         for group in self.opt.param_groups:
             group["lr"] = lr

@@ -19,7 +19,6 @@ batch size (the exact gradient of the global-batch mean loss) unless ``unweighte
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -27,9 +26,8 @@ from pydantic import Field
 
 from suite import api
 from suite.optim import float_buffers, grads_of, sgd
-from suite.registry import import_file
 
-rules = import_file(Path(__file__).with_name("allocation.py"), "_distrepro_methods.chao_alloc_allocation")
+from . import allocation as rules
 
 
 class Params(api.MethodParams):
@@ -61,19 +59,18 @@ def _initial(p: Params, cluster: api.ClusterView) -> tuple[float, ...]:
     return rules.normalise([1.0] * cluster.world_size)
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "chao_alloc"
-    Params = Params
     synchronous = True
 
     @classmethod
-    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
+    def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:
         """Shares = per-iteration batch / B, so every worker's shard lasts the same iterations.
 
         Pure in its inputs: the previous split comes from ``cluster.current``, the speeds from
         ``cluster.measured_samples_per_s`` (identical on every rank after the all-gather).
         """
-        p: Params = params  # type: ignore[assignment]
+        p = params
         total = p.global_batch or sum(cluster.batch_sizes)
         fractions = _initial(p, cluster)
         if p.mode == "adaptive" and cluster.current is not None:
@@ -82,12 +79,12 @@ class Method(api.Method):
         return api.Allocation(tuple(b / total for b in batches), batches)
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
         self.buffers = float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         ctx.forward_backward(batch)
         grads = grads_of(ctx.model)
         if p.unweighted:

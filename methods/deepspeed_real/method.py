@@ -90,9 +90,8 @@ def _hooks(module: torch.nn.Module) -> dict[tuple[Any, str], set[Any]]:
     return out
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "deepspeed_real"
-    Params = Params
     synchronous = True
     requires: ClassVar[Mapping[str, str]] = {"deepspeed": 'optional extra: pip install -e ".[deepspeed]"'}
 
@@ -111,7 +110,7 @@ class Method(api.Method):
         warnings.filterwarnings("ignore", message=r".*all_gather_into_tensor.*", category=FutureWarning)
         import deepspeed  # optional extra: imported only where skip() said it can run
 
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         module = ctx.model
         numel = sum(q.numel() for q in module.parameters())
         # the bytes deepspeed_zero charges: the flat gradient vector padded to a multiple of the world size
@@ -149,7 +148,7 @@ class Method(api.Method):
                 delattr(owner, attr)
 
     def _lr(self, epoch: float) -> float:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

@@ -33,9 +33,8 @@ class Params(api.MethodParams):
     lr_decay_factor: float = Field(default=0.5, gt=0)
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "deepspeed_zero"
-    Params = Params
     synchronous = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
@@ -47,11 +46,11 @@ class Method(api.Method):
         self.buffers = float_buffers(ctx.model)
 
     def _lr(self, epoch: float) -> float:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         k = ctx.world_size
         ctx.forward_backward(batch)
         grads = torch.zeros(self.part * k)

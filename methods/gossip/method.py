@@ -47,13 +47,12 @@ class Params(api.MethodParams):
     poisson: bool = True
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "gossip"
-    Params = Params
     synchronous = False
 
     def skip(self, world_size: int) -> str | None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if p.topology == "exponential" and world_size & (world_size - 1):
             return f"the exponential graph needs a power-of-two world size, not {world_size}"
         if world_size < 2:
@@ -61,7 +60,7 @@ class Method(api.Method):
         return None
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if p.rate < 0:
             raise ValueError("rate must be >= 0")
         self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
@@ -69,7 +68,7 @@ class Method(api.Method):
         self.carry = 0.0
 
     def _count(self, ctx: api.WorkerContext) -> int:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if p.poisson:
             return int(torch.poisson(torch.tensor([p.rate], dtype=torch.float64), generator=ctx.rng).item())
         self.carry += p.rate

@@ -21,13 +21,12 @@ class Params(api.MethodParams):
     period: int = Field(default=4, ge=1)
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "local_sgd"
-    Params = Params
     synchronous = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if p.period < 1:
             raise ValueError("period must be >= 1")
         self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
@@ -38,7 +37,7 @@ class Method(api.Method):
         self.local_steps = 0
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         ctx.forward_backward(batch)
         self.opt.step()
         self.local_steps += 1

@@ -29,24 +29,17 @@ class PaperInfo:
         return self.spec.citation.title if self.spec else self.id
 
 
-def _method_dirs(root: Path) -> list[Path]:
-    folder = root / "methods"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-
-
 def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
     """Collect ``methods/*/paper.yaml`` whose ``citation.id`` is ``paper`` (read, not imported).
 
-    Method modules are not imported: judging claims must not depend on torch code loading. At
-    most one of those files may carry ``claims``/``setup``; the one with claims (else the first,
-    preferring ``kind: reproduction``) becomes :attr:`PaperInfo.spec`. Every file found is validated.
+    Searched over every plugin root (``root``: that one only). Method modules are not imported:
+    judging claims must not depend on torch code loading. At most one of those files may carry
+    ``claims``/``setup``; the one with claims (else the first, preferring ``kind: reproduction``)
+    becomes :attr:`PaperInfo.spec`. Every file found is validated.
     """
-    from suite.registry import repo_root
+    from suite.registry import method_dirs
 
-    root = root or repo_root()
-    dirs = _method_dirs(root)
+    dirs = list(method_dirs(root).values())
     known = {d.name for d in dirs if (d / "method.py").is_file()}
     info = PaperInfo(paper)
     candidates: list[tuple[Path, PaperSpec, dict[str, Any]]] = []
@@ -84,10 +77,10 @@ def known_papers(root: Path | None = None) -> list[str]:
 
     Baselines' citation ids are valid report targets too but are left out: the list answers "what
     can I reproduce or report on", and a typo is far likelier to be meant for one of these."""
-    from suite.registry import repo_root
+    from suite.registry import method_dirs
 
     ids = set()
-    for folder in _method_dirs(root or repo_root()):
+    for folder in method_dirs(root).values():
         path = folder / "paper.yaml"
         raw = read_yaml(path) if path.is_file() else {}
         cite = raw.get("citation")

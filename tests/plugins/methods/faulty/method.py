@@ -19,12 +19,11 @@ class Params(api.MethodParams):
     once_file: str | None = None  # if set, fail only while this file does not exist (then create it)
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "faulty"
-    Params = Params
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        self.opt = sgd(ctx.model, self.params.lr, 0.0, 0.0)  # type: ignore[attr-defined]
+        self.opt = sgd(ctx.model, self.params.lr, 0.0, 0.0)
 
     @staticmethod
     def _arm(once_file: str | None) -> bool:
@@ -36,7 +35,7 @@ class Method(api.Method):
         return True
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         if ctx.rank == p.fail_rank and ctx.train_state["step"] == p.fail_step and self._arm(p.once_file):
             if p.mode == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)

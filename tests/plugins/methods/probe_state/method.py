@@ -17,14 +17,13 @@ class Params(api.MethodParams):
     lr: float = 0.1
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "probe_state"
-    Params = Params
     synchronous = True
     seen: ClassVar[list[tuple[int, dict[str, Any]]]] = []
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.opt = sgd(ctx.model, p.lr, 0.0, 0.0)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

@@ -23,20 +23,19 @@ class Params(api.MethodParams):
     lr: float = 0.05
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "unequal_alloc"
-    Params = Params
     synchronous = True
     #: every ClusterView allocate() was called with, in order (the test resets it)
     seen: ClassVar[list[api.ClusterView]] = []
 
     @classmethod
-    def allocate(cls, params: api.MethodParams, cluster: api.ClusterView) -> api.Allocation:
+    def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:
         cls.seen.append(cluster)
         return FIRST if cluster.epoch == 0 else LATER
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.opt = sgd(ctx.model, p.lr, 0.0, 0.0)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

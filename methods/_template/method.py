@@ -1,0 +1,51 @@
+"""TEMPLATE: a new method plugin. Copy this folder to ``<root>/methods/<your_name>/`` and edit.
+
+Start here (``docs/writing-a-method.md`` walks through it): this file is a complete, working method,
+synchronous data parallelism with a sample-weighted gradient average every step, so the copy runs
+before you change anything. Replace ``train_step`` (and ``allocate`` if your method decides who gets
+which data) with your algorithm. The harness owns the data, model, loss, evaluation, budget, clock
+and logging; the method owns only allocation, local optimisation and communication, and talks to the
+other workers only through ``ctx.comm`` (so every byte is charged).
+
+Helpers of your own go in sibling files of this folder, imported package-relative:
+``from . import helpers`` (a test reaches them with ``suite.registry.plugin_module("<name>", "helpers")``).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from suite import api
+from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd
+
+
+class Params(api.MethodParams):
+    """Hyperparameters, validated from the run config's ``method_params``; defaults are the paper's values.
+
+    Unknown keys are errors. Constrain what must hold (``gt=0``) so a bad config fails before training.
+    """
+
+    lr: float = Field(default=0.05, gt=0)
+    momentum: float = Field(default=0.9, ge=0)
+
+
+class Method(api.Method[Params]):  # Params and the short name (the folder's) need not be repeated
+    synchronous = True  # every worker does the same number of steps; False for asynchronous methods
+
+    @classmethod
+    def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:
+        """Who trains on how much data, at which batch size. Pure: every rank must compute the same."""
+        return api.Allocation.proportional_to_batch(cluster.batch_sizes)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        """Per-worker state, created once before training (not timed)."""
+        self.opt = sgd(ctx.model, self.params.lr, self.params.momentum, 0.0)
+        self.buffers = float_buffers(ctx.model)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        """One local step (timed): compute through ``ctx``, communicate through ``ctx.comm``, update."""
+        loss = ctx.forward_backward(batch)  # charged to this worker's clock
+        ctx.comm.weighted_average(grads_of(ctx.model), weight=len(batch))  # charged as a ring all-reduce
+        self.opt.step()
+        broadcast_buffers(ctx.comm, self.buffers)  # BatchNorm statistics follow rank 0
+        ctx.record("local_loss", loss)  # any scalar of your own, logged per step
