@@ -41,10 +41,14 @@ TINY: dict[str, Any] = {
 
 @pytest.fixture(autouse=True)
 def shipped_roots_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shipped plugins and nothing else; ``--root`` exports to DISTREPRO_PATH, undone after the test."""
-    monkeypatch.delenv(registry.ROOT_ENV, raising=False)
-    monkeypatch.delenv(registry.PATH_ENV, raising=False)
-    monkeypatch.delenv("DISTREPRO_PROFILES_DIR", raising=False)
+    """The shipped plugins and nothing else; ``--root`` exports to DISTREPRO_PATH, undone after the test.
+
+    Each variable is set before it is deleted: ``delenv`` of an absent variable records nothing to
+    undo, so what ``--root`` exported during the test would leak into the next test of the worker.
+    """
+    for name in (registry.ROOT_ENV, registry.PATH_ENV, "DISTREPRO_PROFILES_DIR"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
