@@ -4,8 +4,11 @@
     distrepro list
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
 
-Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
-line naming the file and field, with exit status 2; nothing already logged to MLflow is lost.
+Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
+cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or
+field, with exit status 2; nothing already logged to MLflow is lost. ``run`` checks the store and
+its ``--resume`` target before importing torch or mlflow (seconds on a busy machine), so such a
+mistake is reported at once.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from suite.errors import DistreproError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from suite.campaign import run_campaign
     from suite.config import load_config
+    from suite.resume import NothingToResume, check_campaign
+    from suite.storeprobe import check_store
+    from suite.tracking import resolve_tracking_uri
 
     overrides = list(args.set or [])
     if args.seeds:
@@ -28,9 +33,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.engine:
         overrides.append(f"engine={args.engine}")
     cfg = load_config(args.config, overrides)
-    result = run_campaign(
-        cfg, source=args.config, show_progress=False if args.no_progress else None, resume=args.resume
-    )
+    uri = resolve_tracking_uri()
+    check_store(uri)  # run_campaign checks again; here it comes before the heavy imports
+    try:
+        if args.resume:
+            check_campaign(cfg, uri, args.resume)
+        from suite.campaign import run_campaign
+
+        result = run_campaign(
+            cfg, source=args.config, show_progress=False if args.no_progress else None, resume=args.resume
+        )
+    except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
+        print(f"distrepro: {exc}", file=sys.stderr)
+        return 0
     print(f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}")
     for cell in result.cells:
         final = cell.result.final
@@ -41,10 +56,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             + (f"  time-to-target {ttt:.3f}s" if ttt is not None else "")
             + f"  run {cell.run_id}"
         )
-    print(
-        "open the MLflow UI with:  nox -s ui   (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
-        f"{result.tracking_uri})"
-    )
+    if result.tracking_uri.startswith(("http://", "https://")):
+        print(f"open the MLflow UI at {result.tracking_uri}")
+    else:
+        print(
+            "open the MLflow UI with:  nox -s ui   (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
+            f"{result.tracking_uri})"
+        )
     return 0
 
 
@@ -78,6 +96,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from suite.storeprobe import check_store
+    from suite.tracking import resolve_tracking_uri
+
+    check_store(args.tracking_uri or resolve_tracking_uri())
     from suite.report.build import build_report
 
     report = build_report(
@@ -174,8 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resume",
         metavar="CAMPAIGN_RUN_ID",
-        help="continue a failed campaign: finished seeds are skipped, failed ones resume from their "
-        "latest checkpoint (checkpoint.every_steps, distributed engine)",
+        help="continue an unfinished campaign with the same config (--seeds may name some of its seeds): "
+        "finished seeds are skipped, the others resume from their latest checkpoint (checkpoint.every_steps, "
+        "distributed engine) or start over in a new run",
     )
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser(
