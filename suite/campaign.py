@@ -27,7 +27,7 @@ from suite.engine.results import RunResult
 from suite.errors import ConfigError, StoreUnavailable
 from suite.job import Job, build_job
 from suite.observer import ProgressObserver, eval_metrics
-from suite.resume import SeedPlan, check_campaign, plan_seeds
+from suite.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
 from suite.runlog import flatten_params, logged_params
 from suite.storeprobe import check_store
 from suite.tracking import Campaign, experiment_name, make_client, resolve_tracking_uri
@@ -185,9 +185,9 @@ def run_campaign(
         jobs.append(job)
     config_dict = cfg.model_dump(mode="json")
     params = {job.seed: cell_params(config_dict, job) for job in jobs}
-    plans = {seed: SeedPlan(seed) for seed in params}
+    plan = ResumePlan({seed: SeedPlan(seed) for seed in params})
     if target is not None:  # every child is checked against its cell before anything is reopened
-        plans = plan_seeds(make_client(uri), target, params, cfg.checkpoint.dir)
+        plan = plan_seeds(make_client(uri), target, params, cfg.checkpoint.dir)
         if target.status == "RUNNING":
             print(
                 f"campaign run {resume} is still marked RUNNING: resuming it as one whose process died", file=sys.stderr
@@ -203,11 +203,14 @@ def run_campaign(
         with campaign, _progress(show_progress) as progress:
             if not resume:
                 campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
+            assert campaign.client is not None
+            for run_id in plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
+                campaign.client.set_terminated(run_id, "FAILED")
             for job in jobs:
-                cell = _run_cell(campaign, engine, job, plans[job.seed], params[job.seed], progress)
+                cell = _run_cell(campaign, engine, job, plan.seeds[job.seed], params[job.seed], progress)
                 if cell is not None:
                     cells.append(cell)
-            finished = {p.seed for p in plans.values() if p.finished} | {c.seed for c in cells}
+            finished = {p.seed for p in plan.seeds.values() if p.finished} | {c.seed for c in cells}
             missing = sorted(set(target.seeds if target else cfg.seeds) - finished)
             if missing:  # only some of the campaign's seeds were resumed: the campaign is not done
                 print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
@@ -231,9 +234,6 @@ def _run_cell(
     if plan.finished:
         print(f"seed {job.seed}: finished in run {plan.finished}, skipped", file=sys.stderr)
         return None
-    assert campaign.client is not None
-    for run_id in plan.stale:  # left RUNNING by a process (or server) that died: it will never finish
-        campaign.client.set_terminated(run_id, "FAILED")
     label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
     task = progress.add_task(label, total=1000) if progress is not None else None
     if plan.reopen:

@@ -67,7 +67,12 @@ class SeedPlan:
     reopen: str | None = None  # an unfinished child, continued from ``checkpoint``
     checkpoint: Path | None = None
     replaces: str | None = None  # the newest unfinished child, which a new run replaces
-    stale: list[str] = field(default_factory=list)  # children left RUNNING by a dead process: marked FAILED
+
+
+@dataclass
+class ResumePlan:
+    seeds: dict[int, SeedPlan]  # every seed of the campaign and of this resume
+    stale: list[str] = field(default_factory=list)  # children left RUNNING by a process that died: to mark FAILED
 
 
 def _show(value: str | None, missing: str) -> str:
@@ -133,12 +138,15 @@ def check_campaign(cfg: RunConfig, uri: str, run_id: str) -> ResumeTarget:
 
 def plan_seeds(
     client: Any, target: ResumeTarget, cells: Mapping[int, Mapping[str, str]], checkpoint_dir: Path
-) -> dict[int, SeedPlan]:
+) -> ResumePlan:
     """Check every child run against the resolved cells (``cells``: seed → params as logged), then
     decide what each seed does. Reads only: nothing is reopened until every child has passed.
 
-    Seeds of the campaign that this resume does not run are planned too, so the caller can tell
-    which of them have finished."""
+    A child that did not finish may have been cut off while it logged its params (the store went
+    away): only the params it has are compared, and one cut off before its tags has no seed and is
+    only marked FAILED. Seeds of the campaign that this resume does not run are planned too, so
+    the caller can tell which have finished.
+    """
     from suite.engine.checkpoint import latest_complete
 
     experiment_id = client.get_run(target.run_id).info.experiment_id
@@ -146,31 +154,35 @@ def plan_seeds(
         [experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{target.run_id}'", max_results=10_000
     )
     reference = next(iter(cells.values()))  # seeds outside this resume: every field but the seed is shared
+    by_seed: dict[str, list[Any]] = {}
     for child in children:
         seed = child.data.tags.get("distrepro.seed", "")
-        expected = cells.get(int(seed), reference) if seed.isdigit() else reference
-        diffs = differences(child.data.params, expected)
+        by_seed.setdefault(seed, []).append(child)
+        if not seed.isdigit():
+            continue
+        logged, expected = child.data.params, cells.get(int(seed), reference)
+        if child.info.status != "FINISHED":
+            expected = {k: v for k, v in expected.items() if k in logged}
+        diffs = differences(logged, expected)
         if diffs:
             raise ResumeError(
                 f"--resume {target.run_id}: seed {seed} (run {child.info.run_id}) was logged with another resolved "
                 f"config: {_listing(diffs)} (did the code's defaults change?); start a new campaign without --resume"
             )
-    plans: dict[int, SeedPlan] = {}
+    plan = ResumePlan({})
     for seed in sorted(set(cells) | set(target.seeds)):
-        runs = [c for c in children if c.data.tags.get("distrepro.seed") == str(seed)]
-        runs.sort(key=lambda r: r.info.start_time or 0, reverse=True)
-        plan = plans[seed] = SeedPlan(seed)
+        runs = sorted(by_seed.get(str(seed), []), key=lambda r: r.info.start_time or 0, reverse=True)
+        seed_plan = plan.seeds[seed] = SeedPlan(seed)
         done = [r for r in runs if r.info.status == "FINISHED"]
         if done:
-            plan.finished = done[0].info.run_id
-            continue
-        if not runs:
-            continue
-        newest = runs[0].info.run_id
-        plan.checkpoint = latest_complete(checkpoint_dir / newest)
-        if plan.checkpoint is not None:
-            plan.reopen = newest
-        else:
-            plan.replaces = newest
-        plan.stale = [r.info.run_id for r in runs if r.info.status == "RUNNING" and r.info.run_id != plan.reopen]
-    return plans
+            seed_plan.finished = done[0].info.run_id
+        elif runs and seed in cells:
+            newest = runs[0].info.run_id
+            seed_plan.checkpoint = latest_complete(checkpoint_dir / newest)
+            if seed_plan.checkpoint is not None:
+                seed_plan.reopen = newest
+            else:
+                seed_plan.replaces = newest
+    reopened = {p.reopen for p in plan.seeds.values()}
+    plan.stale = [c.info.run_id for c in children if c.info.status == "RUNNING" and c.info.run_id not in reopened]
+    return plan
