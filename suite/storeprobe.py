@@ -10,13 +10,15 @@ certainly before anything trains. So:
   server's ``/health`` with a short timeout, and takes the write lock of a SQLite file
   (``BEGIN IMMEDIATE``), which is what fails on a read-only file or folder;
 * :func:`read_run` reads one run (status, params, tags) from a SQLite file or through MLflow's REST
-  API, so ``--resume`` can vet its target; other stores are read through mlflow.
+  API, so ``--resume`` can vet its target; other stores are read through mlflow;
+* :func:`first_use_lock` keeps two processes from creating a new SQLite store's tables at once.
 
 Store faults are :class:`~suite.errors.StoreUnavailable`: one line naming the URI or the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -24,6 +26,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -55,6 +58,31 @@ def sqlite_path(uri: str) -> Path | None:
         return None
     text = uri[len(prefix) :].split("?", 1)[0]
     return None if text in ("", ":memory:") else Path(text)
+
+
+@contextlib.contextmanager
+def first_use_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on SQLite file ``path`` while MLflow opens it for the first time.
+
+    MLflow creates and migrates a new store's tables when a client first touches it; two campaigns
+    started at once on a new file both migrate, and one dies in alembic ("expected to match one
+    row"). ``flock`` locks are separate from the POSIX record locks SQLite takes, so this excludes
+    only other distrepro processes opening the store, for the moment it takes. A no-op where
+    ``fcntl`` is missing (Windows) or the file cannot be opened (MLflow then reports the fault).
+    """
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock; SQLite holds no lock between MLflow's calls
 
 
 def _scheme_is_served(scheme: str) -> bool:

@@ -18,6 +18,7 @@ statistics to rank 0.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -104,7 +105,9 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
     """An ``MlflowClient`` for ``tracking_uri`` (default :func:`resolve_tracking_uri`), guarded.
 
     Guarded (:class:`~suite.storeguard.GuardedClient`): a store fault is one-line
-    :class:`~suite.errors.StoreUnavailable`, and every call after it fails at once.
+    :class:`~suite.errors.StoreUnavailable`, and every call after it fails at once. A SQLite store
+    is opened here, under :func:`~suite.storeprobe.first_use_lock`, so that two campaigns starting
+    on a new file do not both create its tables.
 
     The sqlite store module is imported first under a local warnings filter: its ``noload``
     deprecation warning fires once, at import, and a process-wide filter alone does not help
@@ -115,10 +118,21 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
     from mlflow import MlflowClient
 
-    from suite.storeguard import GuardedClient
+    from suite.storeguard import GuardedClient, describe_fault
+    from suite.storeprobe import first_use_lock, sqlite_path
 
     uri = tracking_uri or resolve_tracking_uri()
-    return cast("MlflowClient", GuardedClient(MlflowClient(tracking_uri=uri), uri))
+    path = sqlite_path(uri)
+    # MLflow opens the store (and creates a new one's tables) in the constructor: one process at a time
+    with first_use_lock(path) if path is not None else contextlib.nullcontext():
+        try:
+            client = MlflowClient(tracking_uri=uri)
+        except Exception as exc:
+            fault = describe_fault(exc, uri)
+            if fault is None:
+                raise
+            raise fault from exc
+    return cast("MlflowClient", GuardedClient(client, uri))
 
 
 def experiment_name(paper: str | None) -> str:
