@@ -21,8 +21,6 @@ import suite.campaign as campaign_module
 from suite.cli import main
 from suite.tracking import make_client
 
-pytestmark = pytest.mark.smoke
-
 
 @dataclass
 class Killed:
