@@ -23,13 +23,14 @@ import pandas as pd
 import yaml
 
 from suite.config import RunConfig
-from suite.engine.checkpoint import latest_complete
 from suite.engine.results import RunResult
-from suite.errors import ConfigError
+from suite.errors import ConfigError, StoreUnavailable
 from suite.job import Job, build_job, warn_time_fallbacks
 from suite.observer import ProgressObserver, eval_metrics
-from suite.runlog import flatten_params
-from suite.tracking import Campaign, experiment_name, resolve_tracking_uri
+from suite.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
+from suite.runlog import flatten_params, logged_params
+from suite.storeprobe import check_store
+from suite.tracking import Campaign, experiment_name, make_client, resolve_tracking_uri
 
 
 @dataclass
@@ -146,6 +147,18 @@ def _progress(enabled: bool) -> Iterator[Any]:
         yield progress
 
 
+def cell_params(config_dict: dict[str, Any], job: Job) -> dict[str, str]:
+    """A cell's params as its child run logs them: the config plus what the code resolved."""
+    return logged_params(
+        {
+            **config_dict,
+            "seed": job.seed,
+            "method_params": job.params.model_dump(mode="json"),
+            "batch_sizes": list(job.batch_sizes),
+        }
+    )
+
+
 def run_campaign(
     cfg: RunConfig,
     source: str | Path | None = None,
@@ -155,10 +168,15 @@ def run_campaign(
 ) -> CampaignResult:
     """Train ``cfg`` once per seed and log everything; returns the results and run ids.
 
-    ``resume`` is the run id of a failed campaign (its parent run): seeds that finished are
-    skipped, failed ones continue in their own MLflow run from their latest complete checkpoint
-    (``checkpoint.every_steps``, distributed engine), or start over if there is none.
+    The tracking store is checked first (:func:`suite.storeprobe.check_store`), so a store that
+    cannot be used is one line before any job is built. ``resume`` is the run id of an unfinished
+    campaign (its parent run), continued only under the same config (:mod:`suite.resume`): seeds
+    that finished are skipped, the others continue from their latest complete checkpoint
+    (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
     """
+    uri = tracking_uri or resolve_tracking_uri()
+    check_store(uri)
+    target = check_campaign(cfg, uri, resume) if resume else None
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
     bundle = None
@@ -167,62 +185,85 @@ def run_campaign(
         bundle = job.bundle
         jobs.append(job)
     warn_time_fallbacks(jobs)
+    config_dict = cfg.model_dump(mode="json")
+    params = {job.seed: cell_params(config_dict, job) for job in jobs}
+    plan = ResumePlan({seed: SeedPlan(seed) for seed in params})
+    if target is not None:  # every child is checked against its cell before anything is reopened
+        plan = plan_seeds(make_client(uri), target, params, cfg.checkpoint.dir)
+        if target.status == "RUNNING":
+            print(
+                f"campaign run {resume} is still marked RUNNING: resuming it as one whose process died", file=sys.stderr
+            )
     if show_progress is None:
         show_progress = sys.stderr.isatty()
-    uri = tracking_uri or resolve_tracking_uri()
     experiment = experiment_name(cfg.paper)
-    config_dict = cfg.model_dump(mode="json")
-    cells: list[CellResult] = []
     tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
     campaign_params = None if resume else flatten_params(config_dict)
-    with (
-        Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume) as campaign,
-        _progress(show_progress) as progress,
-    ):
-        previous = {r.data.tags.get("distrepro.seed"): r for r in campaign.children()} if resume else {}
-        if not resume:
-            campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
-        for job in jobs:
-            prev = previous.get(str(job.seed))
-            if prev is not None and prev.info.status == "FINISHED":
-                print(f"seed {job.seed}: finished in run {prev.info.run_id}, skipped", file=sys.stderr)
-                continue
-            label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
-            task = progress.add_task(label, total=1000) if progress is not None else None
-            resume_from = None
-            if prev is not None:
-                logger = campaign.reopen_child(prev.info.run_id)
-                resume_from = latest_complete(cfg.checkpoint.dir / prev.info.run_id)
-                where = f"checkpoint {resume_from.name}" if resume_from else "the start (no checkpoint)"
-                print(f"seed {job.seed}: resuming run {prev.info.run_id} from {where}", file=sys.stderr)
-            else:
-                params = flatten_params(
-                    {
-                        **config_dict,
-                        "seed": job.seed,
-                        "method_params": job.params.model_dump(mode="json"),
-                        "batch_sizes": list(job.batch_sizes),
-                    }
-                )
-                logger = campaign.child(
-                    f"{cfg.method}-{job.profile.name}-s{job.seed}", params, run_tags(job, engine.name)
-                )
-            with logger:
-                if prev is None:
-                    logger.log_text(
-                        yaml.safe_dump({**config_dict, "seed": job.seed}, sort_keys=False), "config.resolved.yaml"
-                    )
-                    logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
-                    if job.method.readme is not None:
-                        logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
-                observer = ProgressObserver(label, progress, task)
-                if resume_from is not None:
-                    result = engine.run_cell(job, logger, observer, resume_from=resume_from)
-                else:
-                    result = engine.run_cell(job, logger, observer)
-                logger.log_summary(summary_metrics(job, result))
-                logger.log_text(_csv(evals_table(result)), "evals.csv")
-                logger.log_text(_csv(timeline_table(result)), "timeline.csv")
-            cells.append(CellResult(job.seed, logger.run_id, result))
-        assert campaign.run_id is not None
-        return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")
+    campaign = Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume)
+    cells: list[CellResult] = []
+    try:
+        with campaign, _progress(show_progress) as progress:
+            if not resume:
+                campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
+            assert campaign.client is not None
+            for run_id in plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
+                campaign.client.set_terminated(run_id, "FAILED")
+            for job in jobs:
+                cell = _run_cell(campaign, engine, job, plan.seeds[job.seed], params[job.seed], progress)
+                if cell is not None:
+                    cells.append(cell)
+            finished = {p.seed for p in plan.seeds.values() if p.finished} | {c.seed for c in cells}
+            missing = sorted(set(target.seeds if target else cfg.seeds) - finished)
+            if missing:  # only some of the campaign's seeds were resumed: the campaign is not done
+                print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
+                campaign.parent.finish("FAILED")
+    except StoreUnavailable as exc:
+        if campaign.run_id is None:
+            raise
+        raise StoreUnavailable(
+            f"{exc}; what was logged before it is kept: once the store is back, continue with "
+            f"'distrepro run {source or 'CONFIG'} --resume {campaign.run_id}'"
+        ) from exc
+    assert campaign.run_id is not None
+    return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")
+
+
+def _run_cell(
+    campaign: Campaign, engine: Any, job: Job, plan: SeedPlan, params: dict[str, str], progress: Any
+) -> CellResult | None:
+    """Train one seed as ``plan`` says: skip it, continue its checkpointed run, or start a new run."""
+    cfg = job.config
+    if plan.finished:
+        print(f"seed {job.seed}: finished in run {plan.finished}, skipped", file=sys.stderr)
+        return None
+    label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
+    task = progress.add_task(label, total=1000) if progress is not None else None
+    if plan.reopen:
+        logger = campaign.reopen_child(plan.reopen)
+        print(f"seed {job.seed}: resuming run {plan.reopen} from checkpoint {plan.checkpoint}", file=sys.stderr)
+    else:
+        tags = run_tags(job, engine.name)
+        if plan.replaces:
+            tags["distrepro.resumes"] = plan.replaces
+        logger = campaign.child(f"{cfg.method}-{job.profile.name}-s{job.seed}", params, tags)
+        if plan.replaces:
+            print(
+                f"seed {job.seed}: run {plan.replaces} has no checkpoint; starting over in run {logger.run_id}",
+                file=sys.stderr,
+            )
+    with logger:
+        if not plan.reopen:
+            resolved = {**cfg.model_dump(mode="json"), "seed": job.seed}
+            logger.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.resolved.yaml")
+            logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
+            if job.method.readme is not None:
+                logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
+        observer = ProgressObserver(label, progress, task)
+        if plan.reopen:
+            result = engine.run_cell(job, logger, observer, resume_from=plan.checkpoint)
+        else:
+            result = engine.run_cell(job, logger, observer)
+        logger.log_summary(summary_metrics(job, result))
+        logger.log_text(_csv(evals_table(result)), "evals.csv")
+        logger.log_text(_csv(timeline_table(result)), "timeline.csv")
+    return CellResult(job.seed, logger.run_id, result)

@@ -6,11 +6,14 @@
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
 
+Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
+cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or
+field, with exit status 2; nothing already logged to MLflow is lost. ``run`` checks the store and
+its ``--resume`` target before importing torch or mlflow (seconds on a busy machine), so such a
+mistake is reported at once.
+
 Every command takes ``--root DIR`` (repeatable; or ``DISTREPRO_PATH``): a folder of the user's own
 ``methods/``, ``datasets/``, ``hardware_profiles/`` and ``configs/``, looked up beside the shipped ones.
-
-Errors a user can cause (bad config, profile, dataset path, unknown method) are printed as one
-line naming the file and field, with exit status 2; nothing already logged to MLflow is lost.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from suite.errors import DistreproError
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from suite.config import load_config
+    from suite.resume import NothingToResume, check_campaign
+    from suite.storeprobe import check_store
+    from suite.tracking import resolve_tracking_uri
 
     overrides = list(args.set or [])
     if args.seeds:
@@ -34,9 +40,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"engine={args.engine}")
     config = _config_path(args.config)
     cfg = load_config(config, overrides)
-    from suite.campaign import run_campaign  # after the config: a bad one fails without importing MLflow
+    uri = resolve_tracking_uri()
+    check_store(uri)  # run_campaign checks again; here it comes before the heavy imports
+    try:
+        if args.resume:
+            check_campaign(cfg, uri, args.resume)
+        from suite.campaign import run_campaign  # after the config and store checks: they fail without MLflow
 
-    result = run_campaign(cfg, source=config, show_progress=False if args.no_progress else None, resume=args.resume)
+        result = run_campaign(cfg, source=config, show_progress=False if args.no_progress else None, resume=args.resume)
+    except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
+        print(f"distrepro: {exc}", file=sys.stderr)
+        return 0
     print(f"experiment {result.experiment} · campaign run {result.parent_run_id} · tracking {result.tracking_uri}")
     for cell in result.cells:
         final = cell.result.final
@@ -104,6 +118,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from suite.storeprobe import check_store
+    from suite.tracking import resolve_tracking_uri
+
+    check_store(args.tracking_uri or resolve_tracking_uri())
     from suite.report.build import build_report
 
     report = build_report(
@@ -226,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resume",
         metavar="CAMPAIGN_RUN_ID",
-        help="continue a failed campaign: finished seeds are skipped, failed ones resume from their "
-        "latest checkpoint (checkpoint.every_steps, distributed engine)",
+        help="continue an unfinished campaign with the same config (--seeds may name some of its seeds): "
+        "finished seeds are skipped, the others resume from their latest checkpoint (checkpoint.every_steps, "
+        "distributed engine) or start over in a new run",
     )
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser(

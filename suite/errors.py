@@ -45,6 +45,19 @@ class DeadlockError(DistreproError):
     """Workers wait on each other and none can proceed (a method bug, reported with who waits on what)."""
 
 
+class TrackingError(DistreproError):
+    """The tracking store refused something in a way the user has to fix (e.g. deleted experiment)."""
+
+
+class StoreUnavailable(TrackingError):
+    """The tracking store cannot be reached, opened or written (server down, read-only file, bad URI).
+
+    Nothing more can be logged, so nothing is retried or closed after it: code that cleans up
+    runs skips the store when it sees this error, and the runs stay as the store last saw them
+    (a later ``--resume`` continues them).
+    """
+
+
 class WorkerFailure(DistreproError):
     """A worker raised or died; carries the rank so the message can name it."""
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from suite.errors import StoreUnavailable
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
@@ -76,6 +78,12 @@ def _truncate(value: str, limit: int) -> str:
     if len(value) <= limit:
         return value
     return value[: limit - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER
+
+
+def logged_params(nested: Mapping[str, Any]) -> dict[str, str]:
+    """Params exactly as :meth:`RunLogger.log_params` stores them (flattened, stringified, cut to
+    MLflow's length): what a comparison with a logged run (``--resume``) must compare."""
+    return {k: _truncate(v, MAX_PARAM_VAL_LENGTH) for k, v in flatten_params(nested).items()}
 
 
 def check_key(key: str, kind: str) -> None:
@@ -156,10 +164,10 @@ class RunLogger:
         from mlflow.entities import Param
 
         self._ensure_open()
-        items = flatten_params(flat)
+        items = logged_params(flat)
         for key in items:
             check_key(key, "param")
-        params = [Param(k, _truncate(v, MAX_PARAM_VAL_LENGTH)) for k, v in items.items()]
+        params = [Param(k, v) for k, v in items.items()]
         for i in range(0, len(params), MAX_PARAMS_TAGS_PER_BATCH):
             self._client.log_batch(self.run_id, params=params[i : i + MAX_PARAMS_TAGS_PER_BATCH])
 
@@ -268,8 +276,12 @@ class RunLogger:
         if exc_type is None:
             self.finish("FINISHED")
             return False
+        if isinstance(exc, StoreUnavailable):
+            return False  # the store is gone: nothing to close; the run stays as the store last saw it
         try:  # an error while closing must not hide the error that got us here
             self.finish(status_for(exc_type, exc))
+        except StoreUnavailable:
+            pass  # the store went away while closing: the error that got us here says enough
         except Exception:
             _log.exception("could not close MLflow run %s", self.run_id)
         return False

@@ -9,6 +9,9 @@ Why this module exists instead of plain ``mlflow.log_metric``:
 * The MLflow UI can only plot against step or wall time, so :meth:`RunLogger.log_emulated` writes
   ``emu/<key>`` series whose step is emulated milliseconds (custom x-axes are an open MLflow
   feature request, mlflow/mlflow#11739).
+* A store fault must be one line within seconds, not minutes of retries and a traceback: HTTP
+  retries are bounded below, :func:`make_client` returns a :class:`~suite.storeguard.GuardedClient`,
+  and :mod:`suite.storeprobe` checks the store before a campaign starts.
 
 Only rank 0 should write (sqlite does not like concurrent writers); other ranks send their
 statistics to rank 0.
@@ -16,6 +19,7 @@ statistics to rank 0.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -23,9 +27,9 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from suite.errors import DistreproError
+from suite.errors import StoreUnavailable, TrackingError
 from suite.provenance import git_info, host_info, versions
 from suite.runlog import (
     MAX_METRICS_PER_BATCH,
@@ -52,6 +56,7 @@ __all__ = [
     "Campaign",
     "RunLogger",
     "RunStatus",
+    "StoreUnavailable",
     "TrackingError",
     "ensure_experiment",
     "experiment_name",
@@ -69,12 +74,19 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # is MLflow's concern, not the user's, and it breaks test sessions run with ``-W error``.
 _NOLOAD_WARNING = r".*[Tt]he ``?noload``? loader strategy is deprecated"
 warnings.filterwarnings("ignore", message=_NOLOAD_WARNING)
+# MLflow retries a failed HTTP request 7 times with backoff factor 2 and a 120 s timeout: a server
+# that is down costs ~4 minutes before the error. A benchmark's store is a local file or a server
+# on the same network: two quick retries (~3 s in all) ride out a blip, and a campaign's checks of
+# the store come before any training. Users can still set these variables themselves.
+for _var, _value in (
+    ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+    ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+    ("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0.5"),
+    ("MLFLOW_HTTP_REQUEST_TIMEOUT", "15"),
+):
+    os.environ.setdefault(_var, _value)
 
 _log = logging.getLogger(__name__)
-
-
-class TrackingError(DistreproError):
-    """The tracking store refused something in a way the user has to fix (e.g. deleted experiment)."""
 
 
 def resolve_tracking_uri() -> str:
@@ -91,7 +103,12 @@ def resolve_tracking_uri() -> str:
 
 
 def make_client(tracking_uri: str | None = None) -> MlflowClient:
-    """An ``MlflowClient`` for ``tracking_uri`` (default :func:`resolve_tracking_uri`).
+    """An ``MlflowClient`` for ``tracking_uri`` (default :func:`resolve_tracking_uri`), guarded.
+
+    Guarded (:class:`~suite.storeguard.GuardedClient`): a store fault is one-line
+    :class:`~suite.errors.StoreUnavailable`, and every call after it fails at once. A SQLite store
+    is opened here, under :func:`~suite.storeprobe.first_use_lock`, so that two campaigns starting
+    on a new file do not both create its tables.
 
     The sqlite store module is imported first under a local warnings filter: its ``noload``
     deprecation warning fires once, at import, and a process-wide filter alone does not help
@@ -102,7 +119,21 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
     from mlflow import MlflowClient
 
-    return MlflowClient(tracking_uri=tracking_uri or resolve_tracking_uri())
+    from suite.storeguard import GuardedClient, describe_fault
+    from suite.storeprobe import first_use_lock, sqlite_path
+
+    uri = tracking_uri or resolve_tracking_uri()
+    path = sqlite_path(uri)
+    # MLflow opens the store (and creates a new one's tables) in the constructor: one process at a time
+    with first_use_lock(path) if path is not None else contextlib.nullcontext():
+        try:
+            client = MlflowClient(tracking_uri=uri)
+        except Exception as exc:
+            fault = describe_fault(exc, uri)
+            if fault is None:
+                raise
+            raise fault from exc
+    return cast("MlflowClient", GuardedClient(client, uri))
 
 
 def experiment_name(paper: str | None) -> str:
@@ -304,11 +335,15 @@ class Campaign:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Literal[False]:
+        if isinstance(exc, StoreUnavailable):
+            return False  # nothing can be written: the runs stay RUNNING, for --resume to continue
         status = status_for(exc_type, exc)
         for child in self._children:
             if not child.closed:
                 try:
                     child.finish("KILLED" if status == "KILLED" else "FAILED")
+                except StoreUnavailable:
+                    break  # the store went away while closing: the error that got us here is what matters
                 except Exception:
                     _log.exception("could not close child run %s", child.run_id)
         if self._parent is not None:
