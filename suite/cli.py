@@ -38,10 +38,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"seeds=[{args.seeds}]")
     if args.engine:
         overrides.append(f"engine={args.engine}")
-    config = _config_path(args.config)
-    cfg = load_config(config, overrides)
     uri = resolve_tracking_uri()
-    check_store(uri)  # run_campaign checks again; here it comes before the heavy imports
+    check_store(uri)  # run_campaign checks again; here it comes before the heavy imports (torch, mlflow)
+    config = _config_path(args.config)
+    cfg = load_config(config, overrides)  # imports the method plugin (and torch) to validate its params
     try:
         if args.resume:
             check_campaign(cfg, uri, args.resume)
