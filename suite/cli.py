@@ -40,6 +40,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides.append(f"engine={args.engine}")
     uri = resolve_tracking_uri()
     check_store(uri)  # run_campaign checks again; here it comes before the heavy imports (torch, mlflow)
+    if args.resume:
+        check_campaign(None, uri, args.resume)  # a wrong run id, before the config imports torch
     config = _config_path(args.config)
     cfg = load_config(config, overrides)  # imports the method plugin (and torch) to validate its params
     try:

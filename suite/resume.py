@@ -96,8 +96,11 @@ def _listing(diffs: list[str]) -> str:
     return "; ".join(diffs[:MAX_LISTED]) + (f"; and {more} more field(s)" if more > 0 else "")
 
 
-def check_campaign(cfg: RunConfig, uri: str, run_id: str) -> ResumeTarget:
-    """Vet ``--resume run_id`` for ``cfg`` from the parent run alone.
+def check_campaign(cfg: RunConfig | None, uri: str, run_id: str) -> ResumeTarget | None:
+    """Vet ``--resume run_id`` for ``cfg`` from the parent run alone (``cfg`` None: only that it is a campaign).
+
+    The CLI calls it once without a config, before loading one imports the method plugin and torch
+    (seconds on a busy machine), so a wrong run id is reported at once; then again with the config.
 
     Raises :class:`ResumeError` for an unknown run, a run that is not a campaign, or a differing
     config, and :class:`NothingToResume` for a FINISHED campaign (after the config check, so a
@@ -122,6 +125,8 @@ def check_campaign(cfg: RunConfig, uri: str, run_id: str) -> ResumeTarget:
     name = run.tags.get("distrepro.campaign")
     if name is None:
         raise ResumeError(f"{what}: not a distrepro campaign run (it has no distrepro.campaign tag) in {uri}")
+    if cfg is None:
+        return None
     seeds = sorted(int(v) for k, v in run.params.items() if re.fullmatch(r"seeds\.\d+", k) and v.isdigit())
     diffs = differences(run.params, logged_params(cfg.model_dump(mode="json")))
     if not set(cfg.seeds) <= set(seeds):
