@@ -110,20 +110,21 @@ def check_store(uri: str) -> None:
 
 
 def _check_sqlite(path: Path) -> None:
+    """Check an SQLite store without creating anything: a run refused later (a bad config) leaves no file."""
     where = f"SQLite tracking store {path}"
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise StoreUnavailable(f"{where}: {folder} is a file, not a folder; {_HINT}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)  # as MLflow would
-    except OSError as exc:
-        raise StoreUnavailable(f"{where}: cannot create its folder {folder} ({exc.strerror or exc}); {_HINT}") from None
+    existing = next(p for p in (folder, *folder.parents) if p.exists())  # MLflow creates the rest
+    if not existing.is_dir():
+        raise StoreUnavailable(f"{where}: cannot create its folder {folder} ({existing} is a file); {_HINT}")
     if path.exists() and not path.is_file():
         raise StoreUnavailable(f"{where} is not a file; {_HINT}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise StoreUnavailable(
-            f"{where}: its folder {folder} is not writable (SQLite writes its journal there); {_HINT}"
-        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "its folder" if existing == folder else f"{existing}, where its folder {folder} would be made,"
+        raise StoreUnavailable(f"{where}: {what} is not writable (SQLite writes its journal there); {_HINT}")
+    if not path.exists():
+        return  # a new store: MLflow creates and migrates it on first use
     if path.exists() and not os.access(path, os.R_OK | os.W_OK):
         raise StoreUnavailable(f"{where} is read-only; make it writable or {_HINT}")
     try:
