@@ -7,6 +7,8 @@ packs its virtual clock into the payload: a one-hot slot per member, split into 
 high part and the remainder so the sum reproduces float64 clocks to ~1e-12 s. Summing one-hot
 slots (or taking their max) yields every member's clock, hence ``start = max``.
 
+Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
+into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
 coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.pairing`).
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
@@ -204,14 +206,24 @@ class DistComm(Comm):
         self._weighted(tensors, weight, group, False, "ps")
 
     def broadcast(self, tensor, src, group=None, async_op=False):
+        """The clocks' maximum first (a small blocking all-reduce), then the data, copied at issue and
+        written into ``tensor`` at ``wait()`` as every non-blocking call here."""
         g = self._group(group)
         start = self._clock_max(g)
         wire = self._to_wire(tensor.detach().clone())
-        dist.broadcast(wire, src=src, group=g.handle)
-        tensor.copy_(wire.to(tensor.device))
-        seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
-        self._finish(start, seconds, sent)
-        return DistWork(lambda: None, _Done()) if async_op else None
+        work = dist.broadcast(wire, src=src, group=g.handle, async_op=True)
+
+        def finish() -> None:
+            with torch.no_grad():
+                tensor.copy_(wire.to(tensor.device))
+            seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
+            self._finish(start, seconds, sent)
+
+        handle = DistWork(finish, work)
+        if async_op:
+            return handle
+        handle.wait()
+        return None
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
@@ -333,8 +345,3 @@ class DistComm(Comm):
     @property
     def bytes_sent(self) -> int:
         return int(self._bytes)
-
-
-class _Done:
-    def wait(self) -> None:
-        pass
