@@ -66,6 +66,14 @@ class DistWork:
             self._done = True
 
 
+def _returned(handle: DistWork, async_op: bool) -> DistWork | None:
+    """``torch.distributed``'s convention: a non-blocking call returns its handle, a blocking one waits."""
+    if async_op:
+        return handle
+    handle.wait()
+    return None
+
+
 class DistComm(Comm):
     def __init__(
         self,
@@ -174,11 +182,7 @@ class DistComm(Comm):
             seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        handle = DistWork(finish, work)
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(DistWork(finish, work), async_op)
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
@@ -219,11 +223,7 @@ class DistComm(Comm):
             seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        handle = DistWork(finish, work)
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(DistWork(finish, work), async_op)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
@@ -247,10 +247,7 @@ class DistComm(Comm):
             output.copy_(full[i * m : (i + 1) * m].view_as(output))
 
         handle._finish = finish
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(handle, async_op)
 
     def all_gather(self, output, input, group=None, async_op=False):
         """Done as a packed sum of one-hot placed pieces (the clocks ride along), charged as a ring all-gather."""
@@ -274,10 +271,7 @@ class DistComm(Comm):
             output.copy_(placed.view_as(output))
 
         handle._finish = finish
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(handle, async_op)
 
     def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
         """The packed collective with an empty body: only the clock slots travel (start = max)."""
