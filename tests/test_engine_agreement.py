@@ -115,13 +115,15 @@ def test_gossip_keeps_the_contract_on_both_engines(profiles: Path) -> None:
         assert set(run.final.method_records) == {f"averagings_per_step{s}" for s in ("", "/rank0", "/rank1")}
 
 
+@pytest.mark.parametrize("every", [{"every_steps": 1}, {"every_epochs": 0.02}], ids=["steps", "several-per-step"])
 def test_asynchronous_evaluations_score_the_average_on_both_engines(
-    profiles: Path, with_test_plugins: Callable[..., Path]
+    profiles: Path, with_test_plugins: Callable[..., Path], every: dict[str, float]
 ) -> None:
     """Every evaluation of an ``eval_on = "average"`` method, in flight or final, scores the average of
-    all replicas, not rank 0's (the replicas of ``fixed_replicas`` differ and never change)."""
+    all replicas, not rank 0's (the replicas of ``fixed_replicas`` differ and never change). With an
+    evaluation point every 5 samples, a step crosses several at once and ranks stop at different points."""
     with_test_plugins("fixed_replicas")
-    cfg = _cfg("fixed_replicas", eval={"every_steps": 1})
+    cfg = _cfg("fixed_replicas", eval=every)
     job = build_job(cfg, 0)
     replicas = [job.make_model(), job.make_model()]
     with torch.no_grad():
@@ -133,7 +135,11 @@ def test_asynchronous_evaluations_score_the_average_on_both_engines(
     expected, rank0 = evaluate(average, batches)["val_loss"], evaluate(replicas[0], batches)["val_loss"]
     assert expected != pytest.approx(rank0, rel=1e-3)
     for run in _both(cfg):
-        assert [e.step for e in run.evals] == [1, 2, 3, 4]
-        assert [e.metrics["val_loss"] for e in run.evals] == pytest.approx([expected] * 4, rel=1e-6)
+        if "every_steps" in every:
+            assert [e.step for e in run.evals] == [1, 2, 3, 4]
+        else:
+            samples = [e.samples for e in run.evals]
+            assert len(samples) >= 4 and samples == sorted(set(samples))
+        assert [e.metrics["val_loss"] for e in run.evals] == pytest.approx([expected] * len(run.evals), rel=1e-6)
         assert all(len(e.workers) == 2 for e in run.evals)
         assert run.final.method_records == {"rank": 0.5, "rank/rank0": 0.0, "rank/rank1": 1.0}

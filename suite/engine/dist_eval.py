@@ -3,20 +3,21 @@
 An asynchronous method has no step at which all ranks stand together: each rank sees that an
 evaluation point was crossed (global counts in the c10d store) at its own next step. A blocking
 collective there could deadlock (a rank waiting in the evaluation for a rank that waits for it
-as a gossip partner), so a rank *contributes* without waiting: its report goes to the store
-under its next sequence number, and, when the method evaluates the average of the replicas, its
-parameters go to rank 0 by a non-blocking send on a process group of the evaluations' own.
-Rank 0 evaluates point *i* once every rank has contributed to it, as the in-process engine
-evaluates the average of all replicas (``eval_on``) with every rank's report.
+as a gossip partner), so a rank *contributes* without waiting: its report goes to the store and
+its parameters into a non-blocking reduce to rank 0, on a process group of the evaluations' own.
+Rank 0 evaluates point *i* when that reduce completes, that is once every rank has contributed,
+as the in-process engine evaluates the average of all replicas (``eval_on``) with every rank's
+report. A contribution covers every point crossed since the rank's previous one, so every rank
+issues one reduce per point, in point order, and the reduces match. Points whose earliest
+observation is the same (crossed together, as seen first) are evaluated once, as in-process.
 
-When training is over, a rank that never contributed to a point another rank did (its budget
-ran out first, or it crossed several points in one step) contributes its final state to it, so
-every evaluation covers every rank. Sends and receives between two ranks are posted in the same
-order (the sequence numbers), so they match on any backend.
+When training is over, a rank that never reached a point another rank did (its budget ran out
+first) contributes its final state to it, so every evaluation covers every rank.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections.abc import Callable
 from datetime import timedelta
@@ -50,10 +51,11 @@ def load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
 
 
 class AsyncEvals:
-    """One rank's side of the asynchronous evaluations (rank 0 also collects and completes them).
+    """One rank's side of the asynchronous evaluations (rank 0 also completes them).
 
-    ``like`` is this rank's :func:`flat_state` (size, dtype and device of every contribution);
-    ``complete`` is called on rank 0 with the evaluated parameters and every rank's report.
+    ``group`` carries the reduces, ``control`` (another group) the end-of-training agreement;
+    ``like`` is this rank's :func:`flat_state`; ``complete`` is called on rank 0 with the
+    evaluated parameters (float64 flat) and every rank's report.
     """
 
     def __init__(
@@ -62,97 +64,62 @@ class AsyncEvals:
         rank: int,
         world_size: int,
         group: Any,
+        control: Any,
         average: bool,
         like: torch.Tensor,
         timeout_s: float,
         complete: Complete,
     ) -> None:
-        self.store, self.rank, self.world, self.group = store, rank, world_size, group
-        self.average, self.like, self.complete = average, like, complete
+        self.store, self.rank, self.world = store, rank, world_size
+        self.group, self.control, self.average, self.complete = group, control, average, complete
+        self.marker = torch.zeros(1, dtype=like.dtype, device=like.device)
         self.timeout = timedelta(seconds=timeout_s)
-        self.mine: list[int] = []  # the evaluation points this rank contributed to, in order
-        self.sends: list[tuple[torch.Tensor, Any]] = []
-        # rank 0 only: what has arrived, per evaluation point and rank
-        self.next_seq = [0] * world_size
-        self.seen = 0
-        self.got: dict[int, dict[int, tuple[RankReport, torch.Tensor | None, Any]]] = {}
+        self.covered = 0  # the points this rank has contributed to: 1..covered
+        self.pending: list[tuple[int, torch.Tensor, Any, torch.Tensor | None]] = []
+        self.last_first = -1  # gradients at the earliest observation of the last point evaluated
 
-    def contribute(self, index: int, flat: torch.Tensor | None, report: RankReport) -> None:
-        """This rank's state and report for evaluation point ``index``; never waits for other ranks.
+    def contribute(self, up_to: int, flat: torch.Tensor | None, report: RankReport) -> None:
+        """This rank's state and report for every point it crossed since its last contribution, up to
+        ``up_to``; never waits for other ranks. ``flat`` (:func:`flat_state`) is needed from every
+        rank for the average, from rank 0 alone otherwise. The losses count once, at the first point."""
+        for point in range(self.covered + 1, up_to + 1):
+            rep = report if point == self.covered + 1 else dataclasses.replace(report, loss_sum=0.0, loss_count=0)
+            self.store.set(f"evalc/{point}/{self.rank}", pickle.dumps(rep))
+            if self.average:
+                assert flat is not None
+                buf = flat.clone()
+            else:
+                buf = self.marker.clone()  # a reduce all the same: it completes once every rank has reported
+            work = dist.reduce(buf, dst=0, group=self.group, async_op=True)
+            self.pending.append((point, buf, work, None if self.average else flat))
+        self.covered = max(self.covered, up_to)
+        self.poll()
 
-        ``flat`` (:func:`flat_state`) is needed from every rank for the average, from rank 0 alone otherwise.
-        """
-        seq = len(self.mine)
-        self.mine.append(index)
-        if self.rank == 0:
-            self.got.setdefault(index, {})[0] = (report, flat, None)
-            self.poll()
-            return
-        self.store.set(f"evalc/{self.rank}/{seq}", pickle.dumps((index, report)))
-        if self.average:
-            assert flat is not None
-            self.sends.append((flat, dist.isend(flat, dst=0, group=self.group)))
-        self.store.add("evalc/announced", 1)
-        self.sends = [(t, w) for t, w in self.sends if not w.is_completed()]
-
-    def poll(self) -> None:
-        """Rank 0: take in what other ranks announced and evaluate the points that are complete, in order."""
-        if self.rank != 0 or not self.got:
-            return
-        announced = int(self.store.add("evalc/announced", 0))
-        if announced != self.seen:
-            self.seen = announced
-            for r in range(1, self.world):
-                while self.store.check([f"evalc/{r}/{self.next_seq[r]}"]):
-                    self._receive(r)
-        self._complete_ready(wait=False)
+    def poll(self, wait: bool = False) -> None:
+        """Finish the reduces that are done, in order (``wait``: all of them); rank 0 evaluates them."""
+        while self.pending:
+            point, buf, work, own = self.pending[0]
+            if wait:
+                work.wait(self.timeout)
+            elif not work.is_completed():
+                return
+            self.pending.pop(0)
+            if self.rank == 0:
+                self._evaluate(point, buf / self.world if self.average else own)
 
     def drain(self, final_contribution: Callable[[], tuple[torch.Tensor | None, RankReport]]) -> None:
-        """After training, on every rank together: fill the points some rank missed, then finish them all."""
+        """After training, on every rank together: contribute to the points others reached, finish all."""
         everyone: list[Any] = [None] * self.world
-        dist.all_gather_object(everyone, self.mine, group=self.group)
-        points = sorted({i for indices in everyone for i in indices})
-        for index in points:
-            if index not in self.mine:
-                self.contribute(index, *final_contribution())
-        if self.rank != 0:
-            for _, work in self.sends:
-                work.wait(self.timeout)
-            self.sends = []
-            return
-        for r in range(1, self.world):  # every rank has now made one contribution per point
-            while self.next_seq[r] < len(points):
-                self.store.wait([f"evalc/{r}/{self.next_seq[r]}"], self.timeout)
-                self._receive(r)
-        self._complete_ready(wait=True)
+        dist.all_gather_object(everyone, self.covered, group=self.control)
+        if self.covered < max(everyone):
+            self.contribute(max(everyone), *final_contribution())
+        self.poll(wait=True)
 
-    # ------------------------------------------------------------------ rank 0
-    def _receive(self, r: int) -> None:
-        index, report = pickle.loads(self.store.get(f"evalc/{r}/{self.next_seq[r]}"))
-        self.next_seq[r] += 1
-        buf, work = None, None
-        if self.average:
-            buf = torch.empty_like(self.like)
-            work = dist.irecv(buf, src=r, group=self.group)
-        self.got.setdefault(index, {})[r] = (report, buf, work)
-
-    def _complete_ready(self, wait: bool) -> None:
-        for index in sorted(self.got):
-            parts = self.got[index]
-            if len(parts) < self.world:
-                return  # points complete in order: a later one waits for this one
-            works = [w for _, _, w in parts.values() if w is not None]
-            if wait:
-                for w in works:
-                    w.wait(self.timeout)
-            elif not all(w.is_completed() for w in works):
-                return
-            del self.got[index]
-            flat = parts[0][1]
-            assert flat is not None
-            if self.average:
-                flat = flat.clone()
-                for r in range(1, self.world):
-                    flat.add_(parts[r][1])  # type: ignore[arg-type]
-                flat /= self.world
-            self.complete(flat, [parts[r][0] for r in range(self.world)])
+    def _evaluate(self, point: int, flat: torch.Tensor | None) -> None:
+        reports = [pickle.loads(self.store.get(f"evalc/{point}/{r}")) for r in range(self.world)]
+        first = min(r.progress.gradients for r in reports)
+        if first == self.last_first:
+            return  # crossed together with the point just evaluated: one evaluation, as in-process
+        self.last_first = first
+        assert flat is not None
+        self.complete(flat, reports)

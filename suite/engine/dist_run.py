@@ -98,7 +98,9 @@ class DistTransport:
             eval_pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))
             average = job.method.cls.eval_on == "average"
             like = flat_state(self.model)
-            self.async_evals = AsyncEvals(store, rank, k, eval_pg, average, like, timeout, self._async_complete)
+            self.async_evals = AsyncEvals(
+                store, rank, k, eval_pg, self.pg, average, like, timeout, self._async_complete
+            )
         self.comm = DistComm(
             rank,
             k,
