@@ -170,9 +170,11 @@ class Comm(abc.ABC):
 
     Each call is charged to the virtual clock by the profile's alpha-beta model for its
     pattern, and its bytes are counted. Tensors are modified in place where noted, like
-    ``torch.distributed``. Collectives must be called by every member of the group in the same
-    order; a collective starts when its last member arrives and the others' wait is recorded
-    as idle time.
+    ``torch.distributed``, and non-blocking calls (``async_op=True``) have its semantics on every
+    engine: the inputs are taken when the call is issued, the results land in the tensors at
+    ``Work.wait()`` (changing either in between does not change the result). Collectives must be
+    called by every member of the group in the same order; a collective starts when its last
+    member arrives and the others' wait is recorded as idle time.
     """
 
     rank: int
@@ -349,7 +351,13 @@ class WorkerContext(Protocol):
         ...
 
     def record(self, name: str, value: float) -> None:
-        """Record a method-specific scalar (e.g. the current sync period H) for logging."""
+        """Record a method-specific scalar (e.g. the current sync period H) for logging.
+
+        Each rank keeps its latest value per ``name``. At every evaluation the harness reports, on
+        every engine alike, ``<name>`` = the mean over the ranks that recorded it (summed in rank
+        order) and ``<name>/rank<i>`` = rank *i*'s own value, logged as ``method/<name>`` and
+        ``method/<name>/rank<i>`` (:func:`suite.engine.reports.aggregate_records`).
+        """
         ...
 
 
@@ -384,7 +392,8 @@ class Method(abc.ABC, Generic[P]):
     #: on the global budget.
     synchronous: ClassVar[bool] = True
     #: which model the harness evaluates: the parameter average of all workers (observer's
-    #: view, untimed) or rank 0's replica
+    #: view, untimed) or rank 0's replica; on every engine and for asynchronous methods too,
+    #: whose ranks reach an evaluation point each at its own step
     eval_on: ClassVar[Literal["average", "rank0"]] = "average"
     #: modules the method needs beyond the core install → how to get them; checked when a run is
     #: configured, so a missing optional extra is one clear error instead of one per started rank

@@ -5,7 +5,8 @@ back from MLflow only:
 
 * per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
   ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
-  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>``;
+  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
+  ``method/<name>/rank<r>`` (see :meth:`suite.api.WorkerContext.record`);
 * the same quality metrics against emulated time: ``emu/<name>`` at ``step`` = emulated ms;
 * the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
   ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;

@@ -78,6 +78,11 @@ class TrainingSchedule:
             return True
         return False
 
+    @property
+    def eval_points_passed(self) -> int:
+        """How many evaluation points progress has crossed (the index of the last one; 0 = none)."""
+        return self._next_eval_index - 1
+
     def epoch_index(self) -> int:
         return int(self.samples // self.dataset_size)
 

@@ -1,9 +1,11 @@
-"""Shared fixtures: a private, pre-migrated MLflow store per test; few threads per process."""
+"""Shared fixtures: a private, pre-migrated MLflow store per test; few threads per process; test
+profiles and plugins that started engine processes can find."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -12,6 +14,55 @@ import torch
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+REPO = Path(__file__).resolve().parents[1]
+
+PAIR_PROFILE = """\
+schema_version: 1
+name: pair-2
+description: two workers, the second at half speed
+nodes:
+  - name: a
+    devices:
+      - {name: fast, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 1.0e13, source: "[E] test"}
+  - name: b
+    devices:
+      - {name: slow, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 5.0e12, source: "[E] test"}
+network:
+  intra_node: {latency_us: 15, bandwidth_gbytes_per_s: 8, source: "[E] test"}
+  inter_node: {latency_us: 80, bandwidth_gbytes_per_s: 1.1, source: "[E] test"}
+"""
+
+
+@pytest.fixture
+def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A profiles folder with ``pair-2`` (above) and the repository's ``hetero-2fast-2slow``."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "pair-2.yaml").write_text(PAIR_PROFILE)
+    for f in ("hetero-2fast-2slow.yaml", "workloads.yaml"):
+        shutil.copy(REPO / "hardware_profiles" / f, folder / f)
+    monkeypatch.setenv("DISTREPRO_PROFILES_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def with_test_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """``with_test_plugins("name", ...)``: a ``DISTREPRO_ROOT`` holding the repository's methods plus
+    these methods of ``tests/plugins``, so that every process a run starts finds them by name."""
+
+    def make(*names: str) -> Path:
+        root = tmp_path / "root"
+        (root / "methods").mkdir(parents=True)
+        for method in [*(REPO / "methods").iterdir(), *(REPO / "tests" / "plugins" / "methods" / n for n in names)]:
+            if (method / "method.py").is_file():
+                os.symlink(method, root / "methods" / method.name)
+        for folder in ("datasets", "hardware_profiles"):
+            os.symlink(REPO / folder, root / folder)
+        monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+        return root
+
+    return make
 
 
 @pytest.fixture(scope="session")

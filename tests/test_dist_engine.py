@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,40 +15,11 @@ import torch
 from suite.campaign import run_campaign
 from suite.config import validate_config
 from suite.engine.dist_launch import DistEngine, diagnose
-from suite.engine.inprocess import InProcessEngine
 from suite.engine.pacing import Pacer, choose_dilation
 from suite.engine.pairing import PairingCoordinator
 from suite.errors import WorkerFailure
-from suite.job import build_job
 
 REPO = Path(__file__).resolve().parents[1]
-
-PAIR_PROFILE = """\
-schema_version: 1
-name: pair-2
-description: two workers, the second at half speed
-nodes:
-  - name: a
-    devices:
-      - {name: fast, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 1.0e13, source: "[E] test"}
-  - name: b
-    devices:
-      - {name: slow, kind: gpu, count: 1, memory_gib: 24, effective_flops_per_s: 5.0e12, source: "[E] test"}
-network:
-  intra_node: {latency_us: 15, bandwidth_gbytes_per_s: 8, source: "[E] test"}
-  inter_node: {latency_us: 80, bandwidth_gbytes_per_s: 1.1, source: "[E] test"}
-"""
-
-
-@pytest.fixture
-def profiles(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "profiles"
-    folder.mkdir()
-    (folder / "pair-2.yaml").write_text(PAIR_PROFILE)
-    for f in ("hetero-2fast-2slow.yaml", "workloads.yaml"):
-        shutil.copy(REPO / "hardware_profiles" / f, folder / f)
-    monkeypatch.setenv("DISTREPRO_PROFILES_DIR", str(folder))
-    return folder
 
 
 def _cfg(**over):
@@ -67,19 +37,6 @@ def _cfg(**over):
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-
-
-@pytest.mark.distributed
-def test_ar_sgd_same_parameters_as_inprocess(profiles):
-    cfg = _cfg(batch_size=[8, 16])
-    a = InProcessEngine().run(build_job(cfg, 0))
-    b = DistEngine().run_cell(build_job(cfg.model_copy(update={"engine": "dist"}), 0), None)
-    assert torch.allclose(_flat(a.models[0]), _flat(b.models[0]), atol=1e-6)
-    assert b.final.emulated_s == pytest.approx(a.final.emulated_s, rel=1e-9)
-    assert [w.bytes_sent for w in b.final.workers] == [w.bytes_sent for w in a.final.workers]
-    assert b.final.metrics["val_loss"] == pytest.approx(a.final.metrics["val_loss"], rel=1e-5)
-    # the slow worker (rank 1) never waits; the fast one does
-    assert b.final.workers[0].idle_s > 0 and b.final.workers[1].idle_s == pytest.approx(0.0, abs=1e-12)
 
 
 @pytest.mark.distributed

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from suite.api import Allocation, Batch
 from suite.config import validate_config
 from suite.data import DatasetBundle
-from suite.engine.inprocess import InProcessEngine, _InProcessRun
+from suite.engine.inprocess import InProcessEngine
 from suite.engine.results import EvalRecord, RunResult
 from suite.evaluation import average_into, evaluate
 from suite.job import Job, build_job
@@ -200,9 +200,10 @@ class _Snapshots:
 def test_local_sgd_replicas_differ_between_syncs_and_agree_right_after() -> None:
     job = job_for("local_sgd", method_params={"period": 3}, budget={"steps": 7}, eval={"every_steps": 1})
     snaps = _Snapshots()
-    engine_run = _InProcessRun(job, snaps)
+    engine_run = InProcessEngine().harness(job, snaps)
     snaps.models = engine_run.models
     result = engine_run.run()
+    assert result is not None
     assert sorted(snaps.at) == [1, 2, 3, 4, 5, 6, 7]  # steps 1-6 during training, 7 is the final eval
 
     def agree(step: int) -> bool:
@@ -211,7 +212,8 @@ def test_local_sgd_replicas_differ_between_syncs_and_agree_right_after() -> None
 
     assert [step for step in range(1, 8) if agree(step)] == [3, 6, 7]  # syncs at 3, 6; finalize at 7
     assert result.evals[-1].final
-    assert result.final.method_records == {"sync_period": 3.0}
+    # every rank recorded H = 3: the mean, and each rank's own value
+    assert result.final.method_records == {"sync_period": 3.0} | {f"sync_period/rank{r}": 3.0 for r in range(4)}
 
 
 # ---------------------------------------------------------------------- gossip
@@ -319,8 +321,9 @@ def test_method_allocation_is_applied_and_reapplied_at_epoch_boundaries() -> Non
     plugin.cls.seen.clear()
     base = job_for("ar_sgd", budget={"steps": 16}, eval={"times": 1})
     job = dataclasses.replace(base, method=plugin, params=plugin.cls.Params())
-    engine_run = _InProcessRun(job, None)
+    engine_run = InProcessEngine().harness(job)
     result = engine_run.run()
+    assert result is not None
 
     assert result.allocations == [(0, module_first), (1, module_later)]
     # epoch 0: 12 + 6 + 3 + 0 = 21 samples per step, so the boundary (256) is crossed by step 13
@@ -328,7 +331,8 @@ def test_method_allocation_is_applied_and_reapplied_at_epoch_boundaries() -> Non
     assert [w.samples for w in result.final.workers] == expected == [162, 90, 57, 24]
     assert result.final.samples == sum(expected)
     assert [w.gradients for w in result.final.workers] == [16] * 4
-    assert [int(s.indices.numel()) for s in engine_run.streams] == [64] * 4  # the later, equal shares
+    later = [int(s.stream.indices.numel()) for s in engine_run.slots]  # type: ignore[union-attr]
+    assert later == [64] * 4  # the later, equal shares
 
     seen = plugin.cls.seen
     assert [c.epoch for c in seen] == [0, 1]
@@ -343,9 +347,10 @@ def test_method_allocation_is_applied_and_reapplied_at_epoch_boundaries() -> Non
 def test_first_allocation_gives_each_worker_its_share() -> None:
     plugin = get_method("unequal_alloc", root=PLUGINS)
     job = dataclasses.replace(job_for("ar_sgd", budget={"steps": 2}), method=plugin, params=plugin.cls.Params())
-    engine_run = _InProcessRun(job, None)
+    engine_run = InProcessEngine().harness(job)
     result = engine_run.run()
-    sizes = [int(getattr(s, "indices", torch.empty(0)).numel()) for s in engine_run.streams]
+    assert result is not None
+    sizes = [int(getattr(s.stream, "indices", torch.empty(0)).numel()) for s in engine_run.slots]
     assert sizes == [128, 64, 64, 0]
     assert [w.samples for w in result.final.workers] == [24, 12, 6, 0]
 
@@ -400,9 +405,9 @@ def test_train_state_shows_the_budget() -> None:
 
 def test_train_state_is_read_only_for_methods() -> None:
     job, _ = probe_job(budget={"steps": 1})
-    engine_run = _InProcessRun(job, None)
+    engine_run = InProcessEngine().harness(job)
     with pytest.raises(TypeError):
-        engine_run.workers[0].train_state["step"] = 5  # type: ignore[index]
+        engine_run.slots[0].worker.train_state["step"] = 5  # type: ignore[index]
 
 
 @pytest.mark.parametrize("eval_on", ["average", "rank0"])

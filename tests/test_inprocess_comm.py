@@ -20,9 +20,12 @@ from suite.engine.clock import Span, VirtualClock
 from suite.engine.inprocess_comm import Fabric, InProcessComm
 from suite.engine.scheduler import Scheduler
 from suite.profiles import load_profile
+from suite.registry import get_method
 from suite.timemodel import CommCostModel
 
 pytestmark = pytest.mark.smoke
+
+PLUGINS = Path(__file__).parent / "plugins"
 
 # Link figures of the test profile (hand computations below use these literals).
 ALPHA_INTRA, B_INTRA = 20e-6, 2e9  # 20 us, 2 GB/s
@@ -425,6 +428,19 @@ def test_wait_on_an_operation_a_late_member_has_not_joined_yet(tmp_path: Path) -
     assert c0.idle_s == pytest.approx(4.0, rel=1e-12)
     assert c0.comm_s == pytest.approx(cost, rel=1e-9) and c1.comm_s == pytest.approx(cost, rel=1e-9)
     assert c0.spans[-2:] == [Span(0, "idle", 1.0, 5.0, 0), Span(0, "comm", 5.0, c0.t, 0)]
+
+
+@pytest.mark.parametrize("counts", [(2,), (2, 2)])
+def test_non_blocking_calls_take_inputs_at_issue_and_write_results_at_wait(
+    tmp_path: Path, counts: tuple[int, ...]
+) -> None:
+    """torch.distributed's semantics, as the distributed engine has them: tensors changed between
+    issue and ``wait()`` do not change the result, and ``wait()`` overwrites outputs changed meanwhile."""
+    plugin = get_method("nonblocking_probe", root=PLUGINS)
+    module = plugin.cls.train_step.__globals__
+    net = Net(tmp_path, counts)
+    out = net.run(lambda rank, comm, clock: module["probe"](comm, rank, net.world))
+    assert out == {r: module["expected"](r, net.world) for r in range(net.world)}
 
 
 # ---------------------------------------------------------------------- errors and scaling

@@ -8,7 +8,9 @@ marker after a barrier, so a crash during writing never leaves a half checkpoint
 usable. Resuming restores all of it, so the resumed run reaches the same final parameters and
 metrics as an uninterrupted run with the same seed.
 
-Asynchronous methods have no common step boundary; they are not checkpointed.
+Asynchronous methods have no common step boundary; they are not checkpointed. The content is the
+harness loop's (:mod:`suite.engine.loop`), one file per rank; only the distributed engine writes
+checkpoints so far (its ``Comm`` keeps the byte count restored here).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from suite.engine.dist_run import DistRun
+    from suite.engine.loop import Harness, Slot
 
 MARKER = "COMPLETE"
 
@@ -37,17 +39,17 @@ def latest_complete(root: Path) -> Path | None:
     return done[-1] if done else None
 
 
-def capture(run: DistRun) -> dict[str, Any]:
-    w, c = run.worker, run.clock
+def capture(run: Harness, slot: Slot) -> dict[str, Any]:
+    w, c = slot.worker, slot.worker.clock
     state: dict[str, Any] = {
-        "model": run.model.state_dict(),
-        "method": run.method.state_dict(),
-        "stream": run.stream.state_dict() if hasattr(run.stream, "state_dict") else None,
+        "model": w.model.state_dict(),
+        "method": slot.method.state_dict(),
+        "stream": slot.stream.state_dict() if hasattr(slot.stream, "state_dict") else None,
         "allocation": run.alloc,
         "allocations": run.allocations,
         "epoch": run.epoch,
         "clock": {k: getattr(c, k) for k in ("t", "compute_s", "comm_s", "idle_s", "step", "spans")},
-        "bytes": run.comm._bytes,
+        "bytes": w.comm._bytes,  # type: ignore[attr-defined]
         "worker": {
             "train_state": dict(w.train_state),
             "records": dict(w.records),
@@ -60,63 +62,64 @@ def capture(run: DistRun) -> dict[str, Any]:
         },
         "schedule": {k: getattr(run.schedule, k) for k in ("steps", "samples", "gradients", "emulated_s")}
         | {"next_eval": run.schedule._next_eval_index},
-        "loss": (run.loss_sum, run.loss_count),
+        "loss": (slot.loss_sum, slot.loss_count),
         "torch_rng": torch.get_rng_state(),
     }
-    if run.rank == 0:
+    if run.transport.reporter:
         state["evals"] = run.evals
         state["target"] = (run.target.time_s, run.target.step)
     return state
 
 
-def restore(run: DistRun, state: dict[str, Any]) -> None:
+def restore(run: Harness, slot: Slot, state: dict[str, Any]) -> None:
     from suite.engine.common import make_stream
 
-    run.model.load_state_dict(state["model"])
-    run.method.load_state_dict(state["method"])
+    worker = slot.worker
+    worker.model.load_state_dict(state["model"])
+    slot.method.load_state_dict(state["method"])
     run.epoch = state["epoch"]
     run.alloc = state["allocation"]
     run.allocations = state["allocations"]
-    run.stream = make_stream(run.job, run.alloc, run.epoch, run.rank)
+    slot.stream = make_stream(run.job, state["allocation"], run.epoch, slot.rank)
     if state["stream"] is not None:
-        run.stream.load_state_dict(state["stream"])
+        slot.stream.load_state_dict(state["stream"])  # type: ignore[union-attr]
     for key, value in state["clock"].items():
-        setattr(run.clock, key, value)
-    run.comm._bytes = state["bytes"]
+        setattr(worker.clock, key, value)
+    worker.comm._bytes = state["bytes"]  # type: ignore[attr-defined]
     ws = state["worker"]
-    run.worker.update_state(**ws["train_state"])
-    run.worker.records = ws["records"]
+    worker.update_state(**ws["train_state"])
+    worker.records = ws["records"]
     for key in ("gradients", "samples_computed", "last_loss", "epoch_samples", "epoch_compute_s"):
-        setattr(run.worker, key, ws[key])
-    run.worker.rng.set_state(ws["rng"])
+        setattr(worker, key, ws[key])
+    worker.rng.set_state(ws["rng"])
     sched = state["schedule"]
     for key in ("steps", "samples", "gradients", "emulated_s"):
         setattr(run.schedule, key, sched[key])
     run.schedule._next_eval_index = sched["next_eval"]
-    run.loss_sum, run.loss_count = state["loss"]
+    slot.loss_sum, slot.loss_count = state["loss"]
     torch.set_rng_state(state["torch_rng"])
-    if run.rank == 0:
+    if run.transport.reporter:
         run.evals = state["evals"]
         run.target.time_s, run.target.step = state["target"]
 
 
-def save(run: DistRun, root: Path, step: int, barrier: Any, keep: int) -> None:
+def save(run: Harness, slot: Slot, root: Path, step: int, barrier: Any, keep: int) -> None:
     """Write this rank's part; after ``barrier`` rank 0 marks the checkpoint complete and prunes."""
     folder = step_dir(root, step)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"rank{run.rank}.pt.tmp"
-    torch.save(capture(run), tmp)
-    tmp.replace(folder / f"rank{run.rank}.pt")
+    tmp = folder / f"rank{slot.rank}.pt.tmp"
+    torch.save(capture(run, slot), tmp)
+    tmp.replace(folder / f"rank{slot.rank}.pt")
     barrier()
-    if run.rank == 0:
+    if slot.rank == 0:
         (folder / MARKER).write_text(str(step))
         done = sorted(d for d in root.iterdir() if d.is_dir() and (d / MARKER).is_file())
         for old in done[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def load(run: DistRun, folder: Path) -> int:
+def load(run: Harness, slot: Slot, folder: Path) -> int:
     """Restore this rank from ``folder``; returns the step it continues from."""
-    state = torch.load(folder / f"rank{run.rank}.pt", weights_only=False)
-    restore(run, state)
+    state = torch.load(folder / f"rank{slot.rank}.pt", weights_only=False)
+    restore(run, slot, state)
     return int(state["worker"]["train_state"]["step"])

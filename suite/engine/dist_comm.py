@@ -7,6 +7,8 @@ packs its virtual clock into the payload: a one-hot slot per member, split into 
 high part and the remainder so the sum reproduces float64 clocks to ~1e-12 s. Summing one-hot
 slots (or taking their max) yields every member's clock, hence ``start = max``.
 
+Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
+into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
 coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.pairing`).
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
@@ -62,6 +64,14 @@ class DistWork:
             self._work.wait()
             self._finish()
             self._done = True
+
+
+def _returned(handle: DistWork, async_op: bool) -> DistWork | None:
+    """``torch.distributed``'s convention: a non-blocking call returns its handle, a blocking one waits."""
+    if async_op:
+        return handle
+    handle.wait()
+    return None
 
 
 class DistComm(Comm):
@@ -172,11 +182,7 @@ class DistComm(Comm):
             seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        handle = DistWork(finish, work)
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(DistWork(finish, work), async_op)
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
@@ -204,14 +210,20 @@ class DistComm(Comm):
         self._weighted(tensors, weight, group, False, "ps")
 
     def broadcast(self, tensor, src, group=None, async_op=False):
+        """The clocks' maximum first (a small blocking all-reduce), then the data, copied at issue and
+        written into ``tensor`` at ``wait()`` as every non-blocking call here."""
         g = self._group(group)
         start = self._clock_max(g)
         wire = self._to_wire(tensor.detach().clone())
-        dist.broadcast(wire, src=src, group=g.handle)
-        tensor.copy_(wire.to(tensor.device))
-        seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
-        self._finish(start, seconds, sent)
-        return DistWork(lambda: None, _Done()) if async_op else None
+        work = dist.broadcast(wire, src=src, group=g.handle, async_op=True)
+
+        def finish() -> None:
+            with torch.no_grad():
+                tensor.copy_(wire.to(tensor.device))
+            seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
+            self._finish(start, seconds, sent)
+
+        return _returned(DistWork(finish, work), async_op)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
@@ -235,10 +247,7 @@ class DistComm(Comm):
             output.copy_(full[i * m : (i + 1) * m].view_as(output))
 
         handle._finish = finish
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(handle, async_op)
 
     def all_gather(self, output, input, group=None, async_op=False):
         """Done as a packed sum of one-hot placed pieces (the clocks ride along), charged as a ring all-gather."""
@@ -262,10 +271,7 @@ class DistComm(Comm):
             output.copy_(placed.view_as(output))
 
         handle._finish = finish
-        if async_op:
-            return handle
-        handle.wait()
-        return None
+        return _returned(handle, async_op)
 
     def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
         """The packed collective with an empty body: only the clock slots travel (start = max)."""
@@ -333,8 +339,3 @@ class DistComm(Comm):
     @property
     def bytes_sent(self) -> int:
         return int(self._bytes)
-
-
-class _Done:
-    def wait(self) -> None:
-        pass

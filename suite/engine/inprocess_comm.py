@@ -5,7 +5,9 @@ handled in virtual-time order. A collective starts when its last member arrives
 (``start = max(arrival times)``), costs what the profile's alpha-beta model says for its pattern
 and ends for everyone at ``start + cost``; earlier arrivals record the wait as idle time.
 Non-blocking operations return a :class:`InProcessWork` that completes at a definite virtual
-time, so communication overlapped with computation costs only what is not hidden.
+time, so communication overlapped with computation costs only what is not hidden. They follow
+``torch.distributed``'s semantics, as the distributed engine does: the inputs are taken when the
+operation is issued (copied), and the results land in the caller's tensors at ``wait()``.
 
 Reductions are summed in rank order, so results do not depend on who arrived first.
 """
@@ -30,19 +32,28 @@ from suite.timemodel import CommCostModel
 
 @dataclass
 class InProcessWork:
-    """Handle of a non-blocking in-process operation (see :class:`suite.api.Work`)."""
+    """Handle of a non-blocking in-process operation (see :class:`suite.api.Work`).
+
+    ``results`` pairs the operation's own copy of each output with the caller's tensor; ``wait()``
+    copies them over, once.
+    """
 
     comm: InProcessComm
     start_s: float = 0.0
     end_s: float = 0.0
     done: bool = False
     waiter: int | None = None
+    results: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
 
     def is_completed(self) -> bool:
         return self.done
 
     def wait(self) -> None:
         self.comm._call(_WaitRequest(self))
+        with torch.no_grad():
+            for staged, target in self.results:
+                target.copy_(staged)
+        self.results = []
 
 
 class _WaitRequest(Request):
@@ -83,6 +94,9 @@ Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[flo
 
 
 class _CollectiveRequest(Request):
+    """A collective call; built on the caller's stack, so a non-blocking one copies its tensors here,
+    at issue (``outputs``: how many leading tensors receive results, all of them when None)."""
+
     def __init__(
         self,
         kind: str,
@@ -92,10 +106,17 @@ class _CollectiveRequest(Request):
         async_op: bool,
         behaviour: Behaviour,
         fabric: Fabric,
+        outputs: int | None = None,
     ) -> None:
-        self.kind, self.ranks, self.tensors, self.extra = kind, ranks, tensors, extra
+        self.kind, self.ranks, self.extra = kind, ranks, extra
         self.async_op, self.behaviour, self.fabric = async_op, behaviour, fabric
         self.work: InProcessWork | None = None
+        self.results: list[tuple[torch.Tensor, torch.Tensor]] = []
+        if async_op:
+            staged = [t.detach().clone() for t in tensors]
+            self.results = list(zip(staged, tensors, strict=True))[:outputs]
+            tensors = staged
+        self.tensors = tensors
 
     def describe(self) -> str:
         return f"{self.kind} over ranks {list(self.ranks)}"
@@ -111,7 +132,7 @@ class _CollectiveRequest(Request):
                 f"{self.kind} while others called {pending.kind}"
             )
         if self.async_op:
-            self.work = InProcessWork(fab.comms[self.rank])
+            self.work = InProcessWork(fab.comms[self.rank], results=self.results)
         pending.arrivals[self.rank] = _Arrival(sched.clocks[self.rank].t, self.tensors, self.extra, self.work)
         if self.async_op:
             sched.resolve(self.rank, self.work)
@@ -302,8 +323,10 @@ class InProcessComm(Comm):
             raise CommError(f"rank {self.rank} is not a member of group {list(ranks)}")
         return ranks
 
-    def _collective(self, kind, tensors, group, async_op, extra, behaviour):
-        req = _CollectiveRequest(kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric)
+    def _collective(self, kind, tensors, group, async_op, extra, behaviour, outputs=None):
+        req = _CollectiveRequest(
+            kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric, outputs
+        )
         return self._call(req)
 
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
@@ -322,10 +345,10 @@ class InProcessComm(Comm):
         return self._collective("broadcast", [tensor], group, async_op, int(src), _broadcast_behaviour)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
-        return self._collective("reduce_scatter", [output, input], group, async_op, op, _reduce_scatter_behaviour)
+        return self._collective("reduce_scatter", [output, input], group, async_op, op, _reduce_scatter_behaviour, 1)
 
     def all_gather(self, output, input, group=None, async_op=False):
-        return self._collective("all_gather", [output, input], group, async_op, None, _all_gather_behaviour)
+        return self._collective("all_gather", [output, input], group, async_op, None, _all_gather_behaviour, 1)
 
     def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
         if pattern not in charges.PATTERNS:

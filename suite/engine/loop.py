@@ -1,0 +1,226 @@
+"""The harness loop: one training loop for every engine.
+
+Everything that decides a run's numbers lives here, once: a worker's step body (batch, step,
+loss), the budgets and evaluation points, re-allocation at epoch boundaries, which model is
+evaluated (``eval_on``), how per-rank values (``ctx.record``, clocks, bytes, losses) become an
+evaluation, the run's result and a checkpoint's content. An engine plugs in through
+:class:`~suite.engine.transport.Transport`: the in-process engine runs all K workers of a
+:class:`Harness` as greenlets and its end-of-step bookkeeping as zero-cost scheduler events; the
+distributed engine runs one worker per process and the same bookkeeping on every rank. Two
+engines used to own a loop each and drifted apart (records logged as a mean in one and as rank 0's
+value in the other; ``eval_on`` ignored by one for asynchronous methods); one loop cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from suite.api import Allocation, Method
+from suite.engine import checkpoint
+from suite.engine.common import EmptyStream, TargetTracker, make_stream
+from suite.engine.reports import Progress, RankReport, assemble
+from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
+from suite.engine.transport import Transport
+from suite.evaluation import evaluate
+from suite.job import Job
+from suite.schedule import TrainingSchedule
+from suite.streams import WorkerStream, iterate_eval
+from suite.worker import HarnessWorker
+
+
+@dataclass
+class Slot:
+    """One worker living in this process: its context, its method instance, its data, its losses."""
+
+    rank: int
+    worker: HarnessWorker
+    method: Method
+    stream: WorkerStream | EmptyStream | None = None
+    loss_sum: float = 0.0  # training losses since this rank's last report
+    loss_count: int = 0
+
+    def report(self, progress: Progress) -> RankReport:
+        """This rank's part of an evaluation; its training-loss sums start over."""
+        w = self.worker
+        totals = WorkerTotals.of(w.clock, w.comm.bytes_sent, w)
+        out = RankReport(totals, dict(w.records), self.loss_sum, self.loss_count, progress)
+        self.loss_sum, self.loss_count = 0.0, 0
+        return out
+
+
+class Harness:
+    """One run of ``job`` as seen from one process (all workers in-process, one under torch.distributed)."""
+
+    def __init__(
+        self,
+        job: Job,
+        transport: Transport,
+        observer: RunObserver | None = None,
+        checkpoint_root: Path | None = None,
+        resume_from: Path | None = None,
+    ) -> None:
+        self.job, self.transport, self.observer = job, transport, observer
+        self.checkpoint_root, self.resume_from = checkpoint_root, resume_from
+        cls = job.method.cls
+        self.lockstep = cls.synchronous
+        k = job.world_size
+        budget = {"unit": job.config.budget.unit, "amount": job.config.budget.amount}
+        self.slots: list[Slot] = []
+        for rank in transport.ranks:
+            model, comm, clock = transport.endpoint(rank)
+            worker = HarnessWorker(
+                rank, k, model, comm, clock, job.compute_seconds, job.seed_parts, device=transport.device
+            )
+            worker.update_state(budget=budget)
+            self.slots.append(Slot(rank, worker, cls(job.params)))
+        self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
+        self.target = TargetTracker(job.config.target)
+        self.evals: list[EvalRecord] = []
+        self.allocations: list[tuple[int, Allocation]] = []
+        self.alloc: Allocation | None = None
+        self.epoch = 0
+        self.profiled: tuple[float, ...] | None = None  # warm-up speeds, if the method profiles
+        transport.bind(self)
+
+    @property
+    def models(self) -> list[torch.nn.Module]:
+        return [slot.worker.model for slot in self.slots]
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> RunResult | None:
+        """Train to the budget, evaluate, and return the result (None on processes that do not report)."""
+        job, transport = self.job, self.transport
+        reason = self.slots[0].method.skip(job.world_size)
+        if reason:
+            raise ValueError(f"method {job.method.name} cannot run here: {reason}")
+        with transport.running():
+            transport.prepare(lambda: job.allocate(0))
+            steps = job.method.cls.warmup_steps(job.params)  # profiling, before the first allocation
+            self.profiled = transport.profile(steps) if steps > 0 else None
+            self._set_allocation(job.allocate(0, profiled=self.profiled))
+            transport.run_workers(self._work)
+            self.evaluate(final=True)
+            timeline = transport.timeline([span for slot in self.slots for span in slot.worker.clock.spans])
+        if not transport.reporter:
+            return None
+        final = self.evals[-1]
+        return RunResult(
+            evals=self.evals,
+            final=final,
+            timeline=timeline,
+            allocations=self.allocations,
+            wall_s=transport.wall_s(),
+            emulated_s=final.emulated_s,
+            time_to_target_s=self.target.time_s,
+            step_to_target=self.target.step,
+            models=self.models,
+        )
+
+    def _work(self, slot: Slot) -> None:
+        """One worker's life, the same under every engine: setup, steps until the budget, finalize."""
+        method, worker, transport = slot.method, slot.worker, self.transport
+        method.setup(worker)
+        if self.resume_from is not None:
+            self._resume(slot, self.resume_from)
+        transport.started(slot)
+        cfg = self.job.config.checkpoint
+        every = cfg.every_steps if self.lockstep and self.checkpoint_root is not None else None
+        while True:
+            assert slot.stream is not None
+            batch = slot.stream.next_batch()
+            step = int(worker.train_state["step"])
+            worker.clock.step = step
+            method.train_step(worker, batch)
+            worker.update_state(step=step + 1)
+            n = len(batch)
+            if n:
+                slot.loss_sum += worker.last_loss
+                slot.loss_count += 1
+            if self.lockstep:
+                stop = transport.rendezvous(slot, n, self._iteration_done)
+            else:
+                stop = transport.in_order(slot, partial(self._gradient_done, slot, n))
+            if every and not stop and (step + 1) % every == 0:
+                assert self.checkpoint_root is not None
+                checkpoint.save(self, slot, self.checkpoint_root, step + 1, transport.barrier, cfg.keep)
+            if stop:
+                break
+        method.finalize(worker)
+        transport.finished(slot)
+
+    def _resume(self, slot: Slot, folder: Path) -> None:
+        if not self.lockstep:
+            raise ValueError("asynchronous methods cannot be resumed from a checkpoint")
+        checkpoint.load(self, slot, folder)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _iteration_done(self, samples: int, emulated_s: float) -> bool:
+        """A lockstep iteration ended (``samples`` over all workers); True when the budget is spent."""
+        self.schedule.record_iteration(samples, emulated_s)
+        return self._after_progress()
+
+    def _gradient_done(self, slot: Slot, samples: int) -> bool:
+        """An asynchronous worker finished a step; True when the budget is spent."""
+        self.transport.count_gradient(self.schedule, samples, slot.worker.clock.t)
+        return self._after_progress()
+
+    def _after_progress(self) -> bool:
+        s = self.schedule
+        if self.lockstep:
+            self._maybe_reallocate()
+        for slot in self.slots:
+            slot.worker.update_state(epoch=s.epochs, samples=s.samples)
+        if s.eval_due() and not s.budget_spent():
+            self.evaluate(final=False)
+        if self.observer:
+            self.observer.on_progress(s.fraction_done(), s.emulated_s)
+        return s.budget_spent()
+
+    # ------------------------------------------------------------------ data allocation
+    def _set_allocation(self, alloc: Allocation) -> None:
+        self.alloc = alloc
+        for slot in self.slots:
+            slot.stream = make_stream(self.job, alloc, self.epoch, slot.rank)
+        self.allocations.append((self.epoch, alloc))
+        if self.observer:
+            self.observer.on_allocation(self.epoch, alloc)
+
+    def _maybe_reallocate(self) -> None:
+        """Lockstep methods re-allocate at every epoch boundary from the speeds measured over the last epoch."""
+        e = self.schedule.epoch_index()
+        if e <= self.epoch:
+            return
+        self.epoch = e
+        cls = self.job.method.cls
+        if cls.allocate.__func__ is Method.allocate.__func__:  # type: ignore[attr-defined]
+            return  # the default allocation ignores measured speeds: nothing to gather
+        measured = tuple(self.transport.gather([slot.worker.measured_speed_and_reset() for slot in self.slots]))
+        alloc = self.job.allocate(e, measured, self.alloc, self.profiled)
+        if alloc != self.alloc:
+            self._set_allocation(alloc)
+
+    # ------------------------------------------------------------------ evaluation
+    def progress(self) -> Progress:
+        """Where training is, as this process sees it."""
+        s, t = self.schedule, self.transport
+        return Progress(s.global_step, s.epochs, s.samples, s.gradients, s.emulated_s, t.wall_s(), t.throttled_s())
+
+    def evaluate(self, final: bool) -> None:
+        """Untimed evaluation of the model ``eval_on`` names, with every rank's report."""
+        progress = self.progress()
+        reports = [slot.report(progress) for slot in self.slots]
+        self.transport.evaluate(self.models, reports, self.job.method.cls.eval_on, final, final or self.lockstep)
+
+    def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool) -> None:
+        """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
+        names) and log the evaluation assembled from every rank's report."""
+        metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
+        rec = assemble(reports, metrics, final, self.lockstep)
+        self.target.update(rec.metrics, rec.emulated_s, rec.step)
+        self.evals.append(rec)
+        if self.observer:
+            self.observer.on_eval(rec)
