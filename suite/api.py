@@ -330,6 +330,25 @@ class WorkerContext(Protocol):
     clock: ClockView
     rng: torch.Generator
     train_state: Mapping[str, Any]
+    #: the LR of the step about to run: the harness's schedule (``schedule:``; constant at the peak LR
+    #: without one) at this worker's step count; None when neither the method nor the config names an LR
+    lr: float | None
+    #: the run's length in steps (``budget`` in steps, epochs or samples over the first allocation's global
+    #: batch); None for an ``emulated_seconds`` budget, whose steps are not known before they are taken
+    total_steps: int | None
+
+    def register_optimizer(self, optimizer: Any) -> Any:
+        """Hand the harness an optimizer whose LR it sets from ``schedule:`` before every step; returns it.
+
+        A method that owns its LR (no torch optimizer, or a schedule of its own) registers nothing and may
+        read :attr:`lr`. Without ``schedule:`` in the config the harness writes no LR at all.
+        """
+        ...
+
+    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+        """Build and register the optimizer ``default`` (a :class:`suite.optimizers.OptimizerConfig`) names,
+        with the run config's ``optimizer:`` fields overlaid (set ``accepts_optimizer = True`` on the method)."""
+        ...
 
     def forward_backward(
         self,
@@ -398,6 +417,9 @@ class Method(abc.ABC, Generic[P]):
     #: modules the method needs beyond the core install → how to get them; checked when a run is
     #: configured, so a missing optional extra is one clear error instead of one per started rank
     requires: ClassVar[Mapping[str, str]] = {}
+    #: the method builds its optimizer with ``ctx.build_optimizer``, so a run config's ``optimizer:``
+    #: reaches it; a config giving ``optimizer:`` to any other method is refused (it would be ignored)
+    accepts_optimizer: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Take :attr:`Params` from the type argument (``Method[MyParams]``) unless the class sets it.

@@ -13,6 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from suite.errors import ConfigError, PluginError, format_pydantic_error, read_text_file, yaml_error
+from suite.lr_schedule import ScheduleConfig
+from suite.optimizer_config import OptimizerConfig
 
 if TYPE_CHECKING:
     from suite.api import MethodParams
@@ -71,6 +73,13 @@ class EvalSchedule(_Strict):
     every_emulated_seconds: float | None = Field(default=None, gt=0)
     times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
     batch_size: int = Field(default=512, gt=0)
+    #: which model is scored: ``method`` (the method's ``eval_on``: the average by default), ``average``
+    #: (the parameter average of all replicas) or ``replicas`` (each replica; the metrics are their mean,
+    #: with ``<metric>/std``, ``/min`` and ``/max`` beside them)
+    on: Literal["method", "average", "replicas"] = "method"
+    #: re-estimate BatchNorm statistics of an averaged model on this many training batches before scoring
+    #: it (untimed, seeded; 0 = use the averaged running statistics as they are)
+    bn_recalibration_batches: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _at_most_one(self) -> EvalSchedule:
@@ -78,6 +87,12 @@ class EvalSchedule(_Strict):
         if len(set_) > 1:
             raise ValueError(f"set at most one evaluation period (got {set_})")
         return self
+
+
+class LossConfig(_Strict):
+    """The training loss the harness computes in ``forward_backward`` (evaluation stays plain cross-entropy)."""
+
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1)
 
 
 class Target(_Strict):
@@ -139,6 +154,12 @@ class RunConfig(_Strict):
     batch_size: int | list[int] | Literal["profile"] = 32
     budget: Budget = Field(default_factory=lambda: Budget(steps=100))
     eval: EvalSchedule = Field(default_factory=EvalSchedule)
+    #: the learning-rate schedule the harness applies (suite.lr_schedule); None: the method's LR, constant
+    schedule: ScheduleConfig | None = None
+    #: the optimizer of a method that builds its own through ``ctx.build_optimizer`` (suite.optimizers);
+    #: the fields given here replace the method's own choice, the others stay the method's
+    optimizer: OptimizerConfig | None = None
+    loss: LossConfig = Field(default_factory=LossConfig)
     target: Target | None = None
     #: charge time and bytes as this named workload (hardware_profiles/workloads.yaml) while the
     #: math trains ``model``; None charges the trained model's own FLOPs and bytes

@@ -22,6 +22,7 @@ from suite.config import RunConfig, resolve_method
 from suite.data import DatasetBundle, build_dataset
 from suite.errors import ConfigError, PluginError
 from suite.flops import param_bytes, train_flops_per_sample
+from suite.ingredients import check_optimizer, lr_plan
 from suite.models import build_model
 from suite.profiles import HardwareProfile, load_profile
 from suite.registry import MethodPlugin, get_dataset
@@ -182,6 +183,8 @@ def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundl
             raise ConfigError(source, "dataset.name", str(exc)) from None
         bundle = build_dataset(dataset_plugin, cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source)
     batch_sizes = _batch_sizes(cfg, profile, source)
+    check_optimizer(cfg, method.cls.accepts_optimizer, source)
+    lr_plan(cfg, params, len(bundle.train), batch_sizes, source)  # a schedule the run cannot follow fails here
     seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
     with torch.random.fork_rng(devices=[]):
         probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)

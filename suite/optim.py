@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -37,14 +36,6 @@ def float_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
 def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     """Parameters and floating buffers: what model averaging averages."""
     return [p.data for p in model.parameters()] + float_buffers(model)
-
-
-def step_decay(lr: float, epoch: float, every_epochs: float | None, factor: float) -> float:
-    """Learning rate ``lr · factor^⌊epoch / every_epochs⌋`` (e.g. halved every 10 epochs); ``lr`` if
-    ``every_epochs`` is None. The small epsilon keeps an exact boundary (10.0) from rounding down."""
-    if every_epochs is None:
-        return lr
-    return lr * factor ** math.floor(epoch / every_epochs + 1e-9)
 
 
 def broadcast_buffers(comm: Any, buffers: list[torch.Tensor], src: int = 0) -> None:

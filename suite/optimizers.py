@@ -17,27 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-Name = Literal["sgd", "adam", "adamw", "accum_adam", "accum_adamw"]
+from suite.optimizer_config import OptimizerConfig
 
-
-class OptimizerConfig(BaseModel):
-    """One optimizer's hyperparameters; fields that do not apply to ``name`` are ignored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Name = "sgd"
-    lr: float = Field(default=0.1, gt=0)
-    momentum: float = Field(default=0.0, ge=0, lt=1)
-    nesterov: bool = False
-    weight_decay: float = Field(default=0.0, ge=0)
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = Field(default=1e-8, gt=0)
-    accum_iter: int = Field(default=4, ge=1, description="AccumAdam(W): steps per moment refresh")
+__all__ = ["AccumAdam", "OptimizerConfig", "build_optimizer", "set_lr"]
 
 
 def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimizerConfig) -> torch.optim.Optimizer:

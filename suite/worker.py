@@ -57,6 +57,22 @@ class HarnessWorker:
         #: set by the distributed engine when throttling: wall time then follows the virtual
         #: clock, and measured speeds come from wall time (a throttled slow device really is slow)
         self.pacer: Any | None = None
+        # training ingredients (suite.ingredients): set by the harness
+        self.lr: float | None = None  # the LR of the step about to run (the schedule's)
+        self.total_steps: int | None = None  # the run's length in steps (None for an emulated_seconds budget)
+        self.label_smoothing = 0.0
+        self.optimizer_override: Any | None = None  # the run config's optimizer: block
+        self.optimizers: list[Any] = []  # registered: the harness sets their LR before every step
+
+    def register_optimizer(self, optimizer: Any) -> Any:
+        self.optimizers.append(optimizer)
+        return optimizer
+
+    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+        from suite.ingredients import overlay
+        from suite.optimizers import build_optimizer
+
+        return self.register_optimizer(build_optimizer(parameters, overlay(default, self.optimizer_override)))
 
     def forward_backward(
         self,
@@ -75,7 +91,7 @@ class HarnessWorker:
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
         targets = batch.targets.to(self.device, non_blocking=True)
-        loss = F.cross_entropy((forward_with or self.model)(inputs), targets)
+        loss = F.cross_entropy((forward_with or self.model)(inputs), targets, label_smoothing=self.label_smoothing)
         loss.backward()
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())

@@ -198,6 +198,44 @@ def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, m
     assert client.get_run(parent_id).info.status == "FINISHED"
 
 
+@pytest.mark.distributed
+def test_resumed_adaptive_optimizer_state_reaches_the_uninterrupted_parameters(
+    profiles, mlflow_uri, tmp_path, monkeypatch
+):
+    """Optimizer state is checkpointed with its tensors (moments, AccumAdam's window) and the schedule resumes.
+
+    AccumAdamW only (its state is AdamW's plus a window): each variant costs three distributed campaigns."""
+    optimizer = "accum_adamw"
+    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
+    common = {
+        "engine": "dist",
+        "budget": {"steps": 6},
+        "eval": {"every_steps": 6},
+        "optimizer": {"name": optimizer, "lr": 0.01, "weight_decay": 0.01, "accum_iter": 3},
+        "schedule": {"kind": "cosine", "warmup_steps": 2},
+        "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
+        "dist": {"timeout_s": 8},
+    }
+    clean = run_campaign(
+        _cfg(method="faulty", name="clean", method_params={"mode": "none"}, **common), show_progress=False
+    ).cells[0]
+    crashing = _cfg(
+        method="faulty",
+        name="crashing",
+        **common,
+        method_params={"mode": "raise", "fail_rank": 1, "fail_step": 3, "once_file": str(tmp_path / "x")},
+    )
+    with pytest.raises(WorkerFailure):
+        run_campaign(crashing, show_progress=False)
+    parents = mlflow.search_runs(
+        experiment_names=["distrepro/adhoc"],
+        filter_string="tags.`distrepro.campaign` = 'crashing' and attributes.status = 'FAILED'",
+    )
+    parent_id = parents[parents["tags.mlflow.parentRunId"].isna()].iloc[0]["run_id"]
+    resumed = run_campaign(crashing, show_progress=False, resume=parent_id).cells[0]
+    assert torch.allclose(_flat(resumed.result.models[0]), _flat(clean.result.models[0]), atol=1e-7)
+
+
 @pytest.mark.smoke
 def test_rank0_progress_reaches_the_launchers_display(tmp_path):
     from suite.engine.dist_launch import ProgressFile, _forward_progress

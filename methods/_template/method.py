@@ -39,7 +39,8 @@ class Method(api.Method[Params]):  # Params and the short name (the folder's) ne
 
     def setup(self, ctx: api.WorkerContext) -> None:
         """Per-worker state, created once before training (not timed)."""
-        self.opt = sgd(ctx.model, self.params.lr, self.params.momentum, 0.0)
+        # registered: the harness sets its LR from the run config's schedule: before every step
+        self.opt = ctx.register_optimizer(sgd(ctx.model, self.params.lr, self.params.momentum, 0.0))
         self.buffers = float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

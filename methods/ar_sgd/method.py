@@ -6,18 +6,22 @@ stay identical. With ``weighting: equal`` the average is the plain mean over wor
 PyTorch DDP computes it whatever the local batch sizes; with ``weighting: samples`` (default)
 it is weighted by local batch size, i.e. the exact gradient of the mean loss over the global
 batch when batches differ. Floating buffers (BatchNorm statistics) are broadcast from rank 0
-every step, as DDP's ``broadcast_buffers=True`` does. ``lr_decay_every_epochs`` applies a step
-decay (the harness has no LR schedule), so a paper's schedule reaches the DDP arm too.
+every step, as DDP's ``broadcast_buffers=True`` does. The optimizer is SGD from ``lr``/``momentum``/
+``weight_decay``/``nesterov`` unless ``optimizer:`` (here or in the run config) names another, e.g.
+AdamW for QSR's "Parallel AdamW" or Adam for Decent-DP's "All-Reduce Adam"; its LR follows the
+harness's ``schedule:``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from suite import api
-from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd, step_decay
+from suite.ingredients import method_optimizer
+from suite.optim import broadcast_buffers, float_buffers, grads_of
+from suite.optimizer_config import OptimizerConfig
 
 
 class Params(api.MethodParams):
@@ -26,8 +30,8 @@ class Params(api.MethodParams):
     weight_decay: api.WeightDecay = 0.0
     nesterov: bool = False
     weighting: Literal["samples", "equal"] = "samples"
-    lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay (e.g. C-ADP's ×0.5 every 10)
-    lr_decay_factor: float = Field(default=0.5, gt=0)
+    #: another optimizer (fields left out are taken from lr/momentum/weight_decay/nesterov above)
+    optimizer: OptimizerConfig | None = None
 
     @model_validator(mode="after")
     def _nesterov_needs_momentum(self) -> Params:
@@ -39,18 +43,15 @@ class Params(api.MethodParams):
 class Method(api.Method[Params]):
     name = "ar_sgd"
     synchronous = True
+    accepts_optimizer = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
-        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay, p.nesterov)
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(p))
         self.buffers = float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
-        if p.lr_decay_every_epochs is not None:
-            lr = step_decay(p.lr, float(ctx.train_state["epoch"]), p.lr_decay_every_epochs, p.lr_decay_factor)
-            for group in self.opt.param_groups:
-                group["lr"] = lr
         ctx.forward_backward(batch)
         grads = grads_of(ctx.model)
         if p.weighting == "samples":

@@ -18,8 +18,9 @@ How that maps onto the harness (README: every choice with its evidence grade):
   batch size ``b_j`` (64 on a GPU, 4 on a CPU, as the paper), then the round ends with one
   sample-weighted ``ps_sync``. Because ``B_j ∝ x̂_j`` and the solver equalises ``a_j x̂_j``, every
   device's round takes about the same virtual time: the fast devices simply do more local steps.
-* The learning rate follows the paper's step decay (×0.5 every 10 epochs) inside the plugin,
-  since the harness has no schedule of its own.
+* The learning rate follows the harness's ``schedule:`` (the paper's ×0.5 every 10 epochs is
+  ``{kind: step, milestones: [10, 20, 30, 40], milestones_in: epochs, factor: 0.5}`` in
+  ``configs/*.paper.yaml``); one harness step is one round, so the LR changes at round starts.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Literal
 from pydantic import Field
 
 from suite import api
-from suite.optim import sgd, state_tensors, step_decay
+from suite.optim import sgd, state_tensors
 
 from . import solver as _solver
 
@@ -39,8 +40,6 @@ class Params(api.MethodParams):
     lr: api.LearningRate = 0.01  # [B] reproducibility summary
     momentum: api.Momentum = 0.9  # [D]
     weight_decay: api.WeightDecay = 5e-4  # [D]
-    lr_decay_every_epochs: float | None = Field(default=10.0, gt=0)  # [B] halved every 10 epochs
-    lr_decay_factor: float = Field(default=0.5, gt=0)  # [B]
     #: b_j, the per-device local batch; one int for all or a list per rank (paper: 64 GPU / 4 CPU)
     micro_batch: api.PositiveInt | list[api.PositiveInt] = 64
     #: length of one PS round in epochs of the training set: device j gets ``x̂_j·round_epochs``
@@ -123,19 +122,12 @@ class Method(api.Method[Params]):
         self.micro = int(_per_rank(p.micro_batch, ctx.world_size, "micro_batch")[ctx.rank])
         if self.micro < 1:
             raise ValueError("cadp: micro_batch must be >= 1")
-        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.rounds = 0
-
-    def _lr(self, epoch: float) -> float:
-        p = self.params
-        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         """One PS round: local SGD over this round's samples in micro-batches, then ``ps_sync``."""
         p = self.params
-        lr = self._lr(float(ctx.train_state["epoch"]))
-        for group in self.opt.param_groups:
-            group["lr"] = lr
         n = len(batch)
         steps = 0
         for start in range(0, n, self.micro):
@@ -145,7 +137,7 @@ class Method(api.Method[Params]):
             steps += 1
         ctx.record("local_steps", steps)
         ctx.record("round_samples", n)
-        ctx.record("lr", lr)
+        ctx.record("lr", self.opt.param_groups[0]["lr"])
         weight = float(n) if p.aggregation == "samples" else (1.0 if n else 0.0)
         ctx.comm.ps_sync(state_tensors(ctx.model), weight=weight)
         self.rounds += 1

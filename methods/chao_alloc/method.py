@@ -80,7 +80,7 @@ class Method(api.Method[Params]):
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
-        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.buffers = float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

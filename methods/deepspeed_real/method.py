@@ -32,7 +32,7 @@ import torch
 from pydantic import Field
 
 from suite import api
-from suite.optim import broadcast_buffers, float_buffers, step_decay
+from suite.optim import broadcast_buffers, float_buffers
 
 EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / ".torch_extensions"
 
@@ -42,8 +42,6 @@ class Params(api.MethodParams):
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     stage: Literal[1, 2] = 2
-    lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay, e.g. C-ADP's 10
-    lr_decay_factor: float = Field(default=0.5, gt=0)
     #: DeepSpeed's global gradient-norm clip. 0 = off, as DDP and ``deepspeed_zero`` do; DeepSpeed's own
     #: default became 1.0 in June 2026 (microsoft/DeepSpeed#8068, was 0.0), so it is always set explicitly
     gradient_clipping: float = Field(default=0.0, ge=0)
@@ -131,6 +129,7 @@ class Method(api.Method[Params]):
         with _quiet_deepspeed():
             self.engine, self.optimizer, _, _ = deepspeed.initialize(model=module, optimizer=optimizer, config=config)
         self.module = module
+        ctx.register_optimizer(self.optimizer)  # DeepSpeed's param groups: the harness's schedule sets their LR
         self._added_hooks = {k: set(v) - before.get(k, set()) for k, v in _hooks(module).items()}
         self._added_attrs = [(o, set(vars(o)) - attrs_before.get(id(o), set())) for o in _owners(module)]
 
@@ -147,14 +146,7 @@ class Method(api.Method[Params]):
             for attr in names:
                 delattr(owner, attr)
 
-    def _lr(self, epoch: float) -> float:
-        p = self.params
-        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
-
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        lr = self._lr(float(ctx.train_state["epoch"]))
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
         # The harness's forward_backward charges the compute; the forward runs through the engine so
         # that DeepSpeed's backward hooks (prologue, ZeRO gradient reduction, epilogue) fire on
         # loss.backward(). Gradients are DeepSpeed's to clear (its step() does), hence zero_grad=False.

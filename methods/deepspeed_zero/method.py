@@ -18,10 +18,9 @@ import math
 from typing import Literal
 
 import torch
-from pydantic import Field
 
 from suite import api
-from suite.optim import broadcast_buffers, float_buffers, grads_of, step_decay
+from suite.optim import broadcast_buffers, float_buffers, grads_of
 
 
 class Params(api.MethodParams):
@@ -29,8 +28,6 @@ class Params(api.MethodParams):
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     stage: Literal[1, 2] = 2  # same wire pattern in this model (README)
-    lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay, e.g. C-ADP's 10
-    lr_decay_factor: float = Field(default=0.5, gt=0)
 
 
 class Method(api.Method[Params]):
@@ -44,10 +41,6 @@ class Method(api.Method[Params]):
         self.part = math.ceil(self.numel / k)  # partition size; the flat vector is padded to k·part
         self.momentum_buf: torch.Tensor | None = None  # this rank's partition of the optimizer state
         self.buffers = float_buffers(ctx.model)
-
-    def _lr(self, epoch: float) -> float:
-        p = self.params
-        return step_decay(p.lr, epoch, p.lr_decay_every_epochs, p.lr_decay_factor)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
@@ -68,7 +61,7 @@ class Method(api.Method[Params]):
             else:
                 self.momentum_buf.mul_(p.momentum).add_(d)
             d = self.momentum_buf
-        mine.add_(d, alpha=-self._lr(float(ctx.train_state["epoch"])))
+        mine.add_(d, alpha=-(ctx.lr if ctx.lr is not None else p.lr))  # the harness's schedule: no torch optimizer here
         ctx.comm.all_gather(params, mine)
         offset = 0
         with torch.no_grad():

@@ -63,7 +63,7 @@ class Method(api.Method[Params]):
         p = self.params
         if p.rate < 0:
             raise ValueError("rate must be >= 0")
-        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.neighbours = neighbours(p.topology, ctx.rank, ctx.world_size)
         self.carry = 0.0
 

@@ -2,8 +2,9 @@
 
 Each worker runs plain SGD on its own data; every ``period`` steps the replicas' parameters (and
 floating buffers) are averaged with one ring all-reduce. Optimizer state (momentum) stays local,
-as in Lin et al. (2020) and the QSR paper's Local SGD baseline. A final averaging happens in
-``finalize`` so the returned model is the consensus.
+as in Lin et al. (2020) and the QSR paper's Local SGD baseline. The optimizer is SGD unless
+``optimizer:`` (here or in the run config) names another; its LR follows the harness's ``schedule:``.
+A final averaging happens in ``finalize`` so the returned model is the consensus.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from suite import api
-from suite.optim import sgd, state_tensors
+from suite.ingredients import method_optimizer
+from suite.optim import state_tensors
+from suite.optimizer_config import OptimizerConfig
 
 
 class Params(api.MethodParams):
@@ -19,17 +22,20 @@ class Params(api.MethodParams):
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     period: int = Field(default=4, ge=1)
+    #: another optimizer (fields left out are taken from lr/momentum/weight_decay above)
+    optimizer: OptimizerConfig | None = None
 
 
 class Method(api.Method[Params]):
     name = "local_sgd"
     synchronous = True
+    accepts_optimizer = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
         if p.period < 1:
             raise ValueError("period must be >= 1")
-        self.opt = sgd(ctx.model, p.lr, p.momentum, p.weight_decay)
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(p))
         self.local_steps = 0
 
     def _average(self, ctx: api.WorkerContext) -> None:

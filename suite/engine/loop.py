@@ -26,6 +26,7 @@ from suite.engine.reports import Progress, RankReport, assemble
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
 from suite.engine.transport import Transport
 from suite.evaluation import evaluate
+from suite.ingredients import LRPlan, lr_plan
 from suite.job import Job
 from suite.schedule import TrainingSchedule
 from suite.streams import WorkerStream, iterate_eval
@@ -76,6 +77,8 @@ class Harness:
                 rank, k, model, comm, clock, job.compute_seconds, job.seed_parts, device=transport.device
             )
             worker.update_state(budget=budget)
+            worker.label_smoothing = job.config.loss.label_smoothing
+            worker.optimizer_override = job.config.optimizer
             self.slots.append(Slot(rank, worker, cls(job.params)))
         self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
         self.target = TargetTracker(job.config.target)
@@ -84,6 +87,7 @@ class Harness:
         self.alloc: Allocation | None = None
         self.epoch = 0
         self.profiled: tuple[float, ...] | None = None  # warm-up speeds, if the method profiles
+        self.lr_plan: LRPlan | None = None  # bound to the run at its first allocation (its global batch)
         transport.bind(self)
 
     @property
@@ -134,6 +138,8 @@ class Harness:
             batch = slot.stream.next_batch()
             step = int(worker.train_state["step"])
             worker.clock.step = step
+            assert self.lr_plan is not None
+            self.lr_plan.begin_step(worker, step)  # a worker's own step count: engine-independent, async too
             method.train_step(worker, batch)
             worker.update_state(step=step + 1)
             n = len(batch)
@@ -183,6 +189,10 @@ class Harness:
     # ------------------------------------------------------------------ data allocation
     def _set_allocation(self, alloc: Allocation) -> None:
         self.alloc = alloc
+        if self.lr_plan is None:
+            self.lr_plan = lr_plan(self.job.config, self.job.params, len(self.job.bundle.train), alloc.batch_sizes)
+            for slot in self.slots:
+                slot.worker.total_steps = self.lr_plan.total_steps
         for slot in self.slots:
             slot.stream = make_stream(self.job, alloc, self.epoch, slot.rank)
         self.allocations.append((self.epoch, alloc))
@@ -220,6 +230,9 @@ class Harness:
         names) and log the evaluation assembled from every rank's report."""
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
         rec = assemble(reports, metrics, final, self.lockstep)
+        lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
+        if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)
+            rec.metrics["lr"] = lr
         self.target.update(rec.metrics, rec.emulated_s, rec.step)
         self.evals.append(rec)
         if self.observer:

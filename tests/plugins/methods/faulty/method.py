@@ -8,7 +8,8 @@ import time
 from typing import Literal
 
 from suite import api
-from suite.optim import grads_of, sgd
+from suite.optim import grads_of
+from suite.optimizer_config import OptimizerConfig
 
 
 class Params(api.MethodParams):
@@ -21,9 +22,10 @@ class Params(api.MethodParams):
 
 class Method(api.Method[Params]):
     name = "faulty"
+    accepts_optimizer = True  # the run config's optimizer: (resume tests of AdamW/AccumAdam state)
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        self.opt = sgd(ctx.model, self.params.lr, 0.0, 0.0)
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), OptimizerConfig(lr=self.params.lr))
 
     @staticmethod
     def _arm(once_file: str | None) -> bool:
