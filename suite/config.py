@@ -73,13 +73,6 @@ class EvalSchedule(_Strict):
     every_emulated_seconds: float | None = Field(default=None, gt=0)
     times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
     batch_size: int = Field(default=512, gt=0)
-    #: which model is scored: ``method`` (the method's ``eval_on``: the average by default), ``average``
-    #: (the parameter average of all replicas) or ``replicas`` (each replica; the metrics are their mean,
-    #: with ``<metric>/std``, ``/min`` and ``/max`` beside them)
-    on: Literal["method", "average", "replicas"] = "method"
-    #: re-estimate BatchNorm statistics of an averaged model on this many training batches before scoring
-    #: it (untimed, seeded; 0 = use the averaged running statistics as they are)
-    bn_recalibration_batches: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _at_most_one(self) -> EvalSchedule:
