@@ -35,6 +35,45 @@ def average_into(target: torch.nn.Module, models: Sequence[torch.nn.Module]) -> 
     target.load_state_dict(out)
 
 
+def param_vector(model: torch.nn.Module) -> torch.Tensor:
+    """The model's parameters (not buffers) as one float64 vector: what consensus distance is over."""
+    return torch.cat([p.detach().reshape(-1).double() for p in model.parameters()])
+
+
+def param_mask(model: torch.nn.Module) -> torch.Tensor:
+    """Which entries of :func:`suite.engine.dist_eval.flat_state` (floating state_dict order) are parameters.
+
+    The asynchronous distributed evaluation reduces the whole floating state; the consensus distance
+    takes its parameter entries from that same mean vector rather than reducing a second one.
+    """
+    names = {name for name, _ in model.named_parameters()}
+    parts = [
+        torch.full((t.numel(),), key in names, dtype=torch.bool)
+        for key, t in model.state_dict().items()
+        if t.is_floating_point()
+    ]
+    return torch.cat(parts)
+
+
+@torch.no_grad()
+def consensus_distance(models: Sequence[torch.nn.Module]) -> float:
+    """(1/n)·Σ_i ‖x_i − x̄‖² over the parameters of the ``n`` replicas (0 when they agree).
+
+    How far decentralised replicas are from their average: the quantity their convergence proofs
+    bound, and what separates them from lockstep all-reduce (always 0). Summed in rank order in
+    float64, as the distributed engine's reduce does.
+    """
+    vectors = [param_vector(m) for m in models]
+    mean = vectors[0].clone()
+    for v in vectors[1:]:
+        mean.add_(v)
+    mean /= len(vectors)
+    total = 0.0
+    for v in vectors:
+        total += float(torch.sum((v - mean) ** 2))
+    return total / len(vectors)
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: Iterable[Batch]) -> dict[str, float]:
     """Mean cross-entropy and accuracy over ``batches``; restores the model's train/eval mode."""

@@ -73,6 +73,7 @@ def _same_evaluation(a: EvalRecord, b: EvalRecord) -> None:
     assert b.emulated_s == pytest.approx(a.emulated_s, rel=1e-9)
     for key in ("val_loss", "val_accuracy", "train_loss"):
         assert b.metrics[key] == pytest.approx(a.metrics[key], rel=1e-5, abs=1e-7), key
+    assert b.metrics["consensus_distance"] == pytest.approx(a.metrics["consensus_distance"], rel=1e-6, abs=1e-12)
     assert [w.rank for w in b.workers] == [w.rank for w in a.workers]
     for wa, wb in zip(a.workers, b.workers, strict=True):
         for key in ("clock_s", "compute_s", "comm_s", "idle_s"):
@@ -94,6 +95,10 @@ def test_synchronous_methods_give_the_same_run_on_both_engines(
         _same_evaluation(ea, eb)
     if method == "ar_sgd":  # the slow worker (rank 1) never waits; the fast one does
         assert b.final.workers[0].idle_s > 0 and b.final.workers[1].idle_s == pytest.approx(0.0, abs=1e-12)
+    if method == "local_sgd":  # period 3, evaluations at steps 2, 4 (mid-round) and the final one (averaged)
+        assert [e.metrics["consensus_distance"] > 0 for e in b.evals] == [True, True, False]
+    if method == "ar_sgd":
+        assert all(e.metrics["consensus_distance"] == pytest.approx(0.0, abs=1e-12) for e in b.evals)
     if method == "cadp":  # records: the mean over ranks and each rank's own (fast rank 0 takes more steps)
         rec = b.final.method_records
         assert rec["local_steps"] == (rec["local_steps/rank0"] + rec["local_steps/rank1"]) / 2
@@ -143,3 +148,7 @@ def test_asynchronous_evaluations_score_the_average_on_both_engines(
         assert [e.metrics["val_loss"] for e in run.evals] == pytest.approx([expected] * len(run.evals), rel=1e-6)
         assert all(len(e.workers) == 2 for e in run.evals)
         assert run.final.method_records == {"rank": 0.5, "rank/rank0": 0.0, "rank/rank1": 1.0}
+        # two replicas a shift apart on every parameter: (1/2)·2·P·(shift/2)² = P·shift²/4, in flight
+        # (one non-blocking reduce of ‖x_i − x_0‖² beside the state) and at the end (blocking) alike
+        distance = sum(p.numel() for p in average.parameters()) * job.params.shift**2 / 4  # type: ignore[attr-defined]
+        assert [e.metrics["consensus_distance"] for e in run.evals] == pytest.approx([distance] * len(run.evals))

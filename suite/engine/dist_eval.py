@@ -13,6 +13,11 @@ observation is the same (crossed together, as seen first) are evaluated once, as
 
 When training is over, a rank that never reached a point another rank did (its budget ran out
 first) contributes its final state to it, so every evaluation covers every rank.
+
+The consensus distance rides in the same reduce, so a point stays one non-blocking operation: each
+rank appends ‖x_i − c‖² to its state and rank 0 uses Σ‖x_i − c‖² − n‖x̄ − c‖² = Σ‖x_i − x̄‖². The
+identity holds for any common ``c``; taking the initial parameters (the same on every rank) rather
+than 0 keeps the two terms small, so their difference does not cancel away in float64.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ import torch.distributed as dist
 
 from suite.engine.reports import RankReport
 
-#: called on rank 0 with the evaluated parameters (float64 flat) and every rank's report
-Complete = Callable[[torch.Tensor, list[RankReport]], None]
+#: called on rank 0 with the evaluated parameters (float64 flat), every rank's report and the consensus distance
+Complete = Callable[[torch.Tensor, list[RankReport], float], None]
 
 
 def flat_state(model: torch.nn.Module) -> torch.Tensor:
@@ -54,8 +59,10 @@ class AsyncEvals:
     """One rank's side of the asynchronous evaluations (rank 0 also completes them).
 
     ``group`` carries the reduces, ``control`` (another group) the end-of-training agreement;
-    ``like`` is this rank's :func:`flat_state`; ``complete`` is called on rank 0 with the
-    evaluated parameters (float64 flat) and every rank's report.
+    ``like`` is this rank's :func:`flat_state` before training (the reference of the consensus
+    distance) and ``mask`` marks its parameter entries (:func:`suite.evaluation.param_mask`);
+    ``complete`` is called on rank 0 with the evaluated parameters (float64 flat), every rank's
+    report and the consensus distance.
     """
 
     def __init__(
@@ -67,29 +74,28 @@ class AsyncEvals:
         control: Any,
         average: bool,
         like: torch.Tensor,
+        mask: torch.Tensor,
         timeout_s: float,
         complete: Complete,
     ) -> None:
         self.store, self.rank, self.world = store, rank, world_size
         self.group, self.control, self.average, self.complete = group, control, average, complete
-        self.marker = torch.zeros(1, dtype=like.dtype, device=like.device)
+        self.mask = mask.to(like.device)
+        self.reference = like[self.mask].clone()
         self.timeout = timedelta(seconds=timeout_s)
         self.covered = 0  # the points this rank has contributed to: 1..covered
         self.pending: list[tuple[int, torch.Tensor, Any, torch.Tensor | None]] = []
         self.last_first = -1  # gradients at the earliest observation of the last point evaluated
 
-    def contribute(self, up_to: int, flat: torch.Tensor | None, report: RankReport) -> None:
+    def contribute(self, up_to: int, flat: torch.Tensor, report: RankReport) -> None:
         """This rank's state and report for every point it crossed since its last contribution, up to
-        ``up_to``; never waits for other ranks. ``flat`` (:func:`flat_state`) is needed from every
-        rank for the average, from rank 0 alone otherwise. The losses count once, at the first point."""
+        ``up_to``; never waits for other ranks. ``flat`` is this rank's :func:`flat_state` (rank 0
+        evaluates its own when ``eval_on`` is rank 0). The losses count once, at the first point."""
+        square = torch.sum((flat[self.mask] - self.reference) ** 2).reshape(1)
         for point in range(self.covered + 1, up_to + 1):
             rep = report if point == self.covered + 1 else dataclasses.replace(report, loss_sum=0.0, loss_count=0)
             self.store.set(f"evalc/{point}/{self.rank}", pickle.dumps(rep))
-            if self.average:
-                assert flat is not None
-                buf = flat.clone()
-            else:
-                buf = self.marker.clone()  # a reduce all the same: it completes once every rank has reported
+            buf = torch.cat([flat, square])  # the state for the average and the consensus distance, one reduce
             work = dist.reduce(buf, dst=0, group=self.group, async_op=True)
             self.pending.append((point, buf, work, None if self.average else flat))
         self.covered = max(self.covered, up_to)
@@ -105,9 +111,12 @@ class AsyncEvals:
                 return
             self.pending.pop(0)
             if self.rank == 0:
-                self._evaluate(point, buf / self.world if self.average else own)
+                mean = buf[:-1] / self.world
+                offset = mean[self.mask] - self.reference
+                consensus = (float(buf[-1]) - self.world * float(torch.sum(offset**2))) / self.world
+                self._evaluate(point, mean if self.average else own, max(consensus, 0.0))
 
-    def drain(self, final_contribution: Callable[[], tuple[torch.Tensor | None, RankReport]]) -> None:
+    def drain(self, final_contribution: Callable[[], tuple[torch.Tensor, RankReport]]) -> None:
         """After training, on every rank together: contribute to the points others reached, finish all."""
         everyone: list[Any] = [None] * self.world
         dist.all_gather_object(everyone, self.covered, group=self.control)
@@ -115,11 +124,11 @@ class AsyncEvals:
             self.contribute(max(everyone), *final_contribution())
         self.poll(wait=True)
 
-    def _evaluate(self, point: int, flat: torch.Tensor | None) -> None:
+    def _evaluate(self, point: int, flat: torch.Tensor | None, consensus: float) -> None:
         reports = [pickle.loads(self.store.get(f"evalc/{point}/{r}")) for r in range(self.world)]
         first = min(r.progress.gradients for r in reports)
         if first == self.last_first:
             return  # crossed together with the point just evaluated: one evaluation, as in-process
         self.last_first = first
         assert flat is not None
-        self.complete(flat, reports)
+        self.complete(flat, reports, consensus)

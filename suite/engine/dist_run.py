@@ -31,6 +31,7 @@ from suite.engine.pairing import PairingClient, PairingCoordinator
 from suite.engine.reports import RankReport
 from suite.engine.results import RunObserver, RunResult
 from suite.engine.warmup import emulated_profile, timed_speed
+from suite.evaluation import param_mask, param_vector
 from suite.job import Job
 from suite.partition import shard_sizes
 from suite.schedule import TrainingSchedule
@@ -97,9 +98,9 @@ class DistTransport:
                 self.coordinator = PairingCoordinator(store, k, timeout)
             eval_pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))
             average = job.method.cls.eval_on == "average"
-            like = flat_state(self.model)
+            like, mask = flat_state(self.model), param_mask(self.model)
             self.async_evals = AsyncEvals(
-                store, rank, k, eval_pg, self.pg, average, like, timeout, self._async_complete
+                store, rank, k, eval_pg, self.pg, average, like, mask, timeout, self._async_complete
             )
         self.comm = DistComm(
             rank,
@@ -272,13 +273,14 @@ class DistTransport:
         """Blocking: average (uncharged) onto rank 0 and gather the reports there. Otherwise this rank
         contributes without waiting (:mod:`suite.engine.dist_eval`)."""
         average = eval_on == "average"
-        flat = flat_state(self.model) if average or self.rank == 0 else None
         if not blocking:
             assert self.async_evals is not None
-            self.async_evals.contribute(self.harness.schedule.eval_points_passed, flat, reports[0])
+            self.async_evals.contribute(self.harness.schedule.eval_points_passed, flat_state(self.model), reports[0])
             return
+        flat = flat_state(self.model) if average or self.rank == 0 else None
         started = time.perf_counter()
         try:
+            consensus = self._consensus()
             if average:
                 assert flat is not None
                 dist.reduce(flat, dst=0, group=self.pg)
@@ -286,28 +288,39 @@ class DistTransport:
             dist.gather_object(reports[0], everyone, dst=0, group=self.pg)
             if self.rank == 0:
                 assert flat is not None and everyone is not None
-                self._evaluate_on_rank0(flat / self.job.world_size if average else flat, everyone, final)
+                mean = flat / self.job.world_size if average else flat
+                self._evaluate_on_rank0(mean, everyone, final, consensus)
         finally:
             dist.barrier(group=self.pg)  # everyone resumes together, after rank 0's evaluation
             if self.pacer is not None:
                 self.pacer.shift(time.perf_counter() - started)
 
-    def _evaluate_on_rank0(self, flat: torch.Tensor, reports: list[RankReport], final: bool) -> None:
-        load_flat(self.eval_model, flat)
-        self.harness.evaluated(self.eval_model, reports, final)
+    def _consensus(self) -> float:
+        """(1/n)·Σ‖x_i − x̄‖² on rank 0 (0.0 elsewhere): an all-reduce of the parameters for x̄, then
+        each rank's ‖x_i − x̄‖² reduced. Raw collectives on the run's group, not ``Comm``: observing
+        costs no virtual time and no bytes."""
+        own = param_vector(self.model)
+        mean = own.clone()
+        dist.all_reduce(mean, group=self.pg)
+        mean /= self.job.world_size
+        square = torch.sum((own - mean) ** 2).reshape(1)
+        dist.reduce(square, dst=0, group=self.pg)
+        return float(square) / self.job.world_size
 
-    def _async_complete(self, flat: torch.Tensor, reports: list[RankReport]) -> None:
+    def _evaluate_on_rank0(self, flat: torch.Tensor, reports: list[RankReport], final: bool, consensus: float) -> None:
+        load_flat(self.eval_model, flat)
+        self.harness.evaluated(self.eval_model, reports, final, consensus)
+
+    def _async_complete(self, flat: torch.Tensor, reports: list[RankReport], consensus: float) -> None:
         """Rank 0, an asynchronous evaluation every rank has contributed to; its wall time is not paced."""
         started = time.perf_counter()
-        self._evaluate_on_rank0(flat, reports, final=False)
+        self._evaluate_on_rank0(flat, reports, final=False, consensus=consensus)
         if self.pacer is not None:
             self.pacer.shift(time.perf_counter() - started)
 
-    def _final_contribution(self) -> tuple[torch.Tensor | None, RankReport]:
+    def _final_contribution(self) -> tuple[torch.Tensor, RankReport]:
         """For a point this rank never reached: its state and accounting as training ended."""
-        average = self.job.method.cls.eval_on == "average"
-        flat = flat_state(self.model) if average or self.rank == 0 else None
-        return flat, self.slot.report(self.harness.progress())
+        return flat_state(self.model), self.slot.report(self.harness.progress())
 
 
 def store_of_default_group() -> Any:

@@ -29,7 +29,7 @@ from suite.engine.reports import RankReport
 from suite.engine.results import RunObserver, RunResult
 from suite.engine.scheduler import Scheduler
 from suite.engine.warmup import emulated_profile
-from suite.evaluation import average_into
+from suite.evaluation import average_into, consensus_distance
 from suite.job import Job
 from suite.schedule import TrainingSchedule
 
@@ -138,7 +138,7 @@ class InProcessTransport:
             self.eval_model.load_state_dict(models[0].state_dict())
         else:
             average_into(self.eval_model, models)
-        self.harness.evaluated(self.eval_model, reports, final)
+        self.harness.evaluated(self.eval_model, reports, final, consensus_distance(models))
 
     # ------------------------------------------------------------------ time
     def wall_s(self) -> float:

@@ -225,10 +225,12 @@ class Harness:
         reports = [slot.report(progress) for slot in self.slots]
         self.transport.evaluate(self.models, reports, self.job.method.cls.eval_on, final, final or self.lockstep)
 
-    def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool) -> None:
+    def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
-        names) and log the evaluation assembled from every rank's report."""
+        names) and log the evaluation assembled from every rank's report, with the replicas'
+        ``consensus`` distance (:func:`suite.evaluation.consensus_distance`, untimed)."""
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
+        metrics["consensus_distance"] = max(consensus, 0.0)
         rec = assemble(reports, metrics, final, self.lockstep)
         lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
         if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)
