@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from torch.utils.data import TensorDataset
 
 from suite import _torchvision
-from suite.data import DatasetBundle
+from suite.data import DatasetBundle, DatasetShape
 from suite.errors import ConfigError
 
 NAME: str = "cifar10"
@@ -159,6 +159,12 @@ def _augment_transform() -> Any:
             v2.Normalize(list(MEAN), list(STD)),
         ]
     )
+
+
+def describe(params: Params) -> DatasetShape:
+    """CIFAR-10 as published (50,000/10,000 images of 3×32×32, 10 classes), without the files (``distrepro plan``)."""
+    del params
+    return DatasetShape(10, (3, 32, 32), 50_000, 10_000)
 
 
 def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:

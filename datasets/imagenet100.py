@@ -23,7 +23,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from suite import _torchvision
-from suite.data import DatasetBundle
+from suite.data import DatasetBundle, DatasetShape
 from suite.errors import ConfigError
 
 NAME: str = "imagenet100"
@@ -196,6 +196,13 @@ def _check_classes(root: Path, split: str, found: list[str], expected: list[str]
             f"{'; '.join(parts)}. ImageNet-100 needs exactly the CMC class list "
             "(or set strict_classes: false in dataset.params to use the folders as they are)",
         )
+
+
+def describe(params: Params) -> DatasetShape:
+    """ImageNet-100 without the folder (``distrepro plan``): 100 classes at ``image_size``; split sizes nominal."""
+    side = params.image_size
+    note = "split sizes nominal (1,300 train and 50 val images per class, ImageNet-1k's); the folder decides"
+    return DatasetShape(len(IMAGENET100_CLASSES), (3, side, side), 130_000, 5_000, note)
 
 
 def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch.utils.data import TensorDataset
 
-from suite.data import DatasetBundle
+from suite.data import DatasetBundle, DatasetShape
 from suite.seeding import generator
 
 NAME: str = "synthetic"
@@ -79,6 +79,12 @@ def _samples(params: Params, protos: torch.Tensor, n: int, seed: int, split: str
     crops = protos[labels[:, None, None, None], chans, rows, cols]
     images = contrast * crops + brightness + noise
     return images, labels
+
+
+def describe(params: Params) -> DatasetShape:
+    """Classes, shape and sizes without generating anything (``distrepro plan``)."""
+    side = params.image_size
+    return DatasetShape(params.num_classes, (params.channels, side, side), params.train_size, params.test_size)
 
 
 def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:

@@ -296,6 +296,22 @@ class Comm(abc.ABC):
         """Bytes this worker has sent so far (as charged, i.e. of the emulated workload)."""
 
 
+@dataclass(frozen=True)
+class PlanSetting:
+    """Input to :meth:`Method.plan`: the run as resolved before training (no data read, nothing trained).
+
+    ``total_steps`` is None for an ``emulated_seconds`` budget; byte counts are as charged (scaled to
+    the emulated workload): ``model_bytes`` the parameters, ``state_bytes`` parameters and floating buffers.
+    """
+
+    cluster: ClusterView
+    allocation: Allocation
+    total_steps: int | None
+    steps_per_epoch: float
+    model_bytes: float
+    state_bytes: float
+
+
 # --------------------------------------------------------------------------- worker context
 
 
@@ -463,6 +479,18 @@ class Method(abc.ABC, Generic[P]):
         ``ClusterView.profiled_samples_per_s`` (:mod:`suite.engine.warmup`). Not charged to the clock.
         """
         return 0
+
+    @classmethod
+    def plan(cls, params: P, setting: PlanSetting) -> dict[str, Any] | None:
+        """What a run of this method will do, said before it runs (``distrepro plan``); None: it cannot say.
+
+        A pure function of its inputs returning plain data (JSON-able). Key the harness reads: ``comm``, a
+        list of ``{"pattern": "all_reduce", "bytes": B, "count": N}`` (bytes as charged; ``count`` over the
+        whole run, or ``per_step`` instead), priced with the time model (lockstep, no overlap); any other
+        key is shown as it is (Local SGD's ``round_lengths``). Without ``comm`` the run's communication time
+        is "not estimated".
+        """
+        return None
 
     def setup(self, ctx: WorkerContext) -> None:
         """Create per-worker state (optimizer, buffers). Not timed."""

@@ -2,6 +2,7 @@
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
     distrepro list
+    distrepro plan CONFIG [--set key.path=value ...] [--json]
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper]
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
@@ -199,6 +200,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from suite.plan import build_plan, render
+
+    plan = build_plan(_config_path(args.config), list(args.set or []))
+    print(json.dumps(plan, indent=2) if args.json else render(plan))
+    return 0
+
+
 def _cmd_extras(args: argparse.Namespace) -> int:
     from suite.reproduce import arm_extras
 
@@ -281,6 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
     ext.add_argument("arms", nargs="*", help="arm names")
     ext.set_defaults(func=_cmd_extras)
+    pln = sub.add_parser(
+        "plan",
+        parents=common,
+        help="resolve a config without training: allocation, LR, the method's plan, estimated time",
+        description="Resolve CONFIG as a run would, without reading data or training, and print the plan.",
+    )
+    pln.add_argument("config", help="run config YAML (see configs/)")
+    pln.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
+    pln.add_argument("--json", action="store_true", help="machine-readable JSON (config, allocation, lr, ...)")
+    pln.set_defaults(func=_cmd_plan)
     lst = sub.add_parser("list", parents=common, help="list discovered methods, datasets and hardware profiles")
     lst.set_defaults(func=_cmd_list)
     _add_report_parser(sub, common)

@@ -2,7 +2,8 @@
 
 A dataset plugin is a single file under ``datasets/`` (``synthetic.py``, ``cifar10.py``, ...) that
 defines ``NAME``, ``DESCRIPTION``, a pydantic ``Params`` model and
-``build(params, root, seed) -> DatasetBundle``. Plugin files are imported **by path** under the
+``build(params, root, seed) -> DatasetBundle``, and optionally ``describe(params) -> DatasetShape``
+(classes, shape and sizes without reading data, for ``distrepro plan``). Plugin files are imported **by path** under the
 private package name ``_distrepro_datasets`` rather than as an importable ``datasets`` package:
 a top-level ``datasets`` module would shadow (or be shadowed by) Hugging Face's ``datasets``,
 which many users have installed (it is imported as ``datasets``).
@@ -31,6 +32,19 @@ from suite.errors import ConfigError, PluginError, format_pydantic_error
 PLUGIN_PACKAGE = "_distrepro_datasets"
 
 _REQUIRED_ATTRIBUTES = ("NAME", "DESCRIPTION", "Params", "build")
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    """What a dataset is without loading it: the optional ``describe(params)`` of a plugin returns one, so
+    ``distrepro plan`` works where the data is absent (a paper-scale set on a laptop). ``note`` says what
+    is nominal rather than counted (ImageNet-100's split sizes)."""
+
+    num_classes: int
+    input_shape: tuple[int, int, int]
+    train_size: int
+    test_size: int
+    note: str | None = None
 
 
 @dataclass

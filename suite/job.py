@@ -169,10 +169,22 @@ def _importable(module: str) -> bool:
         return False
 
 
-def build_job(cfg: RunConfig, seed: int, source: str | Path | None = None, bundle: DatasetBundle | None = None) -> Job:
-    """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs."""
+def missing_requirements(method: MethodPlugin) -> list[str]:
+    """The modules ``method.cls.requires`` names that are not installed, each with how to get it."""
+    return [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
+
+
+def build_job(
+    cfg: RunConfig,
+    seed: int,
+    source: str | Path | None = None,
+    bundle: DatasetBundle | None = None,
+    check_requires: bool = True,
+) -> Job:
+    """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs;
+    ``check_requires=False`` resolves a method whose optional extra is absent (a plan, which runs nothing)."""
     method, params = resolve_method(cfg, source)
-    missing = [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
+    missing = missing_requirements(method) if check_requires else []
     if missing:
         raise ConfigError(source, "method", f"{cfg.method} needs {', '.join(missing)}")
     profile = load_profile(cfg.profile, cfg.profile_variant)

@@ -14,7 +14,7 @@ harness's ``schedule:``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -60,3 +60,8 @@ class Method(api.Method[Params]):
             ctx.comm.all_reduce_coalesced(grads, op="mean")
         self.opt.step()
         broadcast_buffers(ctx.comm, self.buffers)
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """One ring all-reduce of the gradients (the model's bytes) per step; the buffer broadcast is left out."""
+        return {"comm": [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]}

@@ -9,6 +9,8 @@ A final averaging happens in ``finalize`` so the returned model is the consensus
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from suite import api
@@ -30,6 +32,19 @@ class Method(api.Method[Params]):
     name = "local_sgd"
     synchronous = True
     accepts_optimizer = True
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """Every round's H in order: ``period`` steps each, the last one cut by the budget and closed by
+        ``finalize``; ``rounds`` is the number of averagings (one all-reduce of the state each)."""
+        total = setting.total_steps
+        if total is None:
+            return {"round_lengths": "not known before the run (emulated_seconds budget)", "period": params.period}
+        lengths = [params.period] * (total // params.period) + (
+            [total % params.period] if total % params.period else []
+        )
+        comm = [{"pattern": "all_reduce", "bytes": setting.state_bytes, "count": len(lengths)}]
+        return {"period": params.period, "rounds": len(lengths), "round_lengths": lengths, "comm": comm}
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
