@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suite.claims.schema import validate_paper
 from suite.claims.intervals import bca_interval, percentile_interval
+from suite.claims.schema import validate_paper
 from suite.claims.stats import stat
 from suite.claims.verdicts import evaluate_claim, latest_per_seed
 from suite.seeding import derive_seed

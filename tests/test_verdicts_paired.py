@@ -96,7 +96,8 @@ def _tagged() -> Any:
 def test_only_the_papers_own_measured_claims_are_the_headline() -> None:
     s = _tagged()
     assert [group_of(c) for c in s.claims] == ["headline", "headline", "derived", "derived", "structural"]
-    verdicts = [Verdict(c.id, c.kind, v, "") for c, v in zip(s.claims, ["PASS", "FAIL", "PASS", "PASS", "FAIL"])]
+    outcomes = ["PASS", "FAIL", "PASS", "PASS", "FAIL"]
+    verdicts = [Verdict(c.id, c.kind, v, "") for c, v in zip(s.claims, outcomes, strict=True)]
     t = tally(s.claims, verdicts)
     assert t.of("headline") == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0}
     assert t.all_claims() == {"PASS": 3, "FAIL": 2, "INCONCLUSIVE": 0}

@@ -88,7 +88,7 @@ class DistRun:
         self.model = job.make_model().to(self.device)
         self.eval_model = job.make_model()  # rank 0 evaluates on the CPU
         self.worker = HarnessWorker(
-            rank, k, self.model, self.comm, self.clock, self._charge, job.seed_parts, device=self.device
+            rank, k, self.model, self.comm, self.clock, self._charge, job.method_seed_parts, device=self.device
         )
         self.worker.update_state(budget={"unit": job.config.budget.unit, "amount": job.config.budget.amount})
         self.method = job.method.cls(job.params)

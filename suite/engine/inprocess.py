@@ -63,7 +63,7 @@ class _InProcessRun:
                 self.fabric.comms[r],
                 self.clocks[r],
                 job.compute_seconds,
-                job.seed_parts,
+                job.method_seed_parts,
             )
             for r in range(k)
         ]
