@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 import suite
-from suite.claims.evidence import tally
+from suite.claims.evidence import group_of, tally
 from suite.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
 from suite.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from suite.claims.schema import PaperSpec, Scale, at_scale
@@ -60,6 +60,10 @@ class Report:
     def summary(self) -> str:
         """Headline first: the paper's own claims decided by measurement, then what else was judged."""
         return tally(self.claims, self.verdicts).summary()
+
+    def group(self, verdict: Verdict) -> str:
+        """``headline``, ``derived`` or ``structural``: which tally the verdict counts in."""
+        return next((group_of(c) for c in self.claims if c.id == verdict.claim_id), "headline")
 
 
 def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
