@@ -323,7 +323,8 @@ def test_cli_report(
     out_dir = tmp_path / "out"
     assert main(["report", "fakepaper", "--out", str(out_dir), "--check"]) == 1  # F2 fails
     out = capsys.readouterr().out
-    assert "1 PASS · 1 FAIL · 0 INCONCLUSIVE" in out and "PASS         F1" in out
+    assert out.startswith("report for fakepaper: 1 PASS · 1 FAIL · 0 INCONCLUSIVE of the paper's 2 claims")
+    assert "PASS         F1 [headline]" in out
     assert (out_dir / "report.html").is_file() and (out_dir / "figures" / "timeline.png").is_file()
     client = make_client(uri)
     for parent in (base, fast):
