@@ -68,6 +68,13 @@ def source_text(claim: Any) -> str:
     return f'{text}: "{src.quote}"' if src.quote else text
 
 
+def evidence_text(claim: Any) -> str:
+    """``origin`` of the claim and, where it says more, where its number comes from (``evidence``)."""
+    if claim.origin == claim.evidence:
+        return claim.origin
+    return f"{claim.origin} (number {claim.evidence})"
+
+
 def reproduced_text(v: Verdict, level: float) -> str:
     if v.statistic is None:
         return "–"
@@ -92,7 +99,7 @@ def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[
                 "claim": f"{claim.id}: {claim.statement}" if claim.statement else claim.id,
                 "kind": claim.kind,
                 "source": source_text(claim),
-                "evidence": f"{claim.origin}, {claim.evidence}",
+                "evidence": evidence_text(claim),
                 "claimed": claimed_text(claim),
                 "reproduced": reproduced_text(v, claim.accept.ci),
                 "ideal": ideal,
