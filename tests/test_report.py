@@ -335,7 +335,7 @@ def test_cli_report(
 
     args = ["report", "fakepaper", "--campaign", fast, "--out", str(tmp_path / "one"), "--no-log"]
     assert main(args) == 0  # without --check a FAIL is reported, not an error
-    assert "INCONCLUSIVE F1: arm missing: no runs of 'base'" in capsys.readouterr().out
+    assert "INCONCLUSIVE F1 [headline]: arm missing: no runs of 'base'" in capsys.readouterr().out
     assert main(["report", "fakepaper", "--campaign", "0" * 32]) == 2
     assert "campaign run '" + "0" * 32 + "' not found" in capsys.readouterr().err
 
