@@ -194,7 +194,7 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
         resamples = f" ({acc.n_boot} resamples)" if (v.ci_method or acc.ci_method) != "t" else ""
         lines.append(
             f"- statistic: {v.statistic_name or acc.statistic}; {round(acc.ci * 100)}% {method}{resamples}"
-            f"{', on per-seed values paired by seed' if v.paired else ''}; at least {acc.min_seeds} seeds; "
+            f"; at least {acc.min_seeds} seeds; "
             f"tolerance {tol}"
         )
         if v.band is not None:
