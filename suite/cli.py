@@ -139,7 +139,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
     for v in report.verdicts:
-        print(f"  {v.verdict:<12} {v.claim_id}: {v.reason}")
+        print(f"  {v.verdict:<12} {v.claim_id} [{report.group(v)}]: {v.reason}")
     print(f"  {report.markdown}\n  {report.html}")
     if report.logged_to:
         print(f"  logged under report/ on campaign run(s) {', '.join(report.logged_to)}")
@@ -195,7 +195,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         rep = result.report
         print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
         for v in rep.verdicts:
-            print(f"  {v.claim_id}: {v.verdict} — {v.reason}")
+            print(f"  {v.claim_id} [{rep.group(v)}]: {v.verdict} — {v.reason}")
         print(f"report: {rep.html}\n        {rep.markdown}")
     return 0
 

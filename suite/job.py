@@ -46,7 +46,10 @@ class Job:
     compute: ComputeModel
     cost: CommCostModel
     bytes_scale: float
+    #: (paper, profile, seed index): the initial model, partition and data order, shared by every arm
     seed_parts: tuple[object, ...]
+    #: (paper, method, profile, seed index): the method's own randomness and the clock's noise
+    method_seed_parts: tuple[object, ...] = ()
 
     @property
     def world_size(self) -> int:
@@ -197,7 +200,10 @@ def build_job(
     batch_sizes = _batch_sizes(cfg, profile, source)
     check_optimizer(cfg, method.cls.accepts_optimizer, source)
     lr_plan(cfg, params, len(bundle.train), batch_sizes, source)  # a schedule the run cannot follow fails here
-    seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
+    # Common random numbers: no method in the data/model seeds, so arms with the same seed index start from the same
+    # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.
+    seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", profile.name, seed)
+    method_seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
     with torch.random.fork_rng(devices=[]):
         probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
     proxy_flops = train_flops_per_sample(probe, bundle.input_shape)
@@ -205,7 +211,7 @@ def build_job(
     workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0
-    compute = ComputeModel(profile, workload.name if workload else None, flops, (*seed_parts, "compute"))
+    compute = ComputeModel(profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"))
     return Job(
         config=cfg,
         seed=seed,
@@ -218,7 +224,8 @@ def build_job(
         proxy_flops_per_sample=proxy_flops,
         proxy_param_bytes=proxy_bytes,
         compute=compute,
-        cost=CommCostModel(profile),
+        cost=CommCostModel(profile, seed_parts=(*method_seed_parts, "link")),
         bytes_scale=scale,
         seed_parts=seed_parts,
+        method_seed_parts=method_seed_parts,
     )

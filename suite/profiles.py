@@ -83,6 +83,19 @@ class Straggler(_Strict):
     slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
 
 
+class Noise(_Strict):
+    """Clock noise of the whole cluster, as coefficients of variation of mean-1 lognormal factors.
+
+    ``compute_cv``: per step and rank, on every device whose own ``jitter`` is ``none``;
+    ``link_cv``: per collective or message, on its whole cost. Without noise every seed charges
+    identical times and a timing CI has zero width, which says nothing about a real cluster.
+    """
+
+    compute_cv: NonNegative = 0.0
+    link_cv: NonNegative = 0.0
+    source: Source
+
+
 class SpeedChange(_Strict):
     """From virtual time ``at_s`` on, the device runs at ``factor`` × its declared speed."""
 
@@ -179,6 +192,7 @@ class HardwareProfile(_Strict):
     sources: list[str] = Field(default_factory=list)
     nodes: list[Node] = Field(min_length=1)
     network: Network
+    noise: Noise | None = None
 
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
     _source_path: str | None = PrivateAttr(default=None)

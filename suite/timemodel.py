@@ -43,6 +43,16 @@ def _uniforms(seed: int) -> tuple[float, float]:
     return max(first, 2.0**-60), second
 
 
+def sigma_of_cv(cv: float) -> float:
+    """σ of a mean-1 lognormal whose coefficient of variation is ``cv``: √ln(1 + cv²) (≈ cv when small)."""
+    return math.sqrt(math.log1p(cv * cv))
+
+
+def _lognormal(sigma: float, u: float) -> float:
+    """``exp(σZ − σ²/2)`` with Z = Φ⁻¹(u): mean exactly 1, so noise adds spread without moving the mean."""
+    return math.exp(sigma * _STD_NORMAL.inv_cdf(u) - 0.5 * sigma * sigma)
+
+
 def _ranks(ranks: Sequence[int]) -> str:
     """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
     runs: list[list[int]] = []
@@ -85,6 +95,9 @@ class ComputeModel:
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
         # looked up once: device() is on the per-step path of every worker
         self._devices = [profile.device(rank) for rank in range(profile.world_size)]
+        # a device's own jitter wins; the others get the profile's compute_cv (if any)
+        default = sigma_of_cv(profile.noise.compute_cv) if profile.noise is not None else 0.0
+        self._sigma = [d.jitter.sigma if d.jitter.kind == "lognormal" else default for d in self._devices]
 
     def _declare(self, rank: int) -> float:
         device = self.profile.device(rank)
@@ -138,16 +151,15 @@ class ComputeModel:
         """Jitter × straggler multiplier of this (rank, step): 1.0 when the profile declares none.
 
         Jitter is ``exp(σZ − σ²/2)``: lognormal with mean exactly 1, so it adds variance without
-        changing the expected speed. A straggler step takes ``slowdown`` times as long.
+        changing the expected speed; σ is the device's own ``jitter.sigma``, else the profile's
+        ``noise.compute_cv`` (as σ). A straggler step takes ``slowdown`` times as long.
         """
         device = self._device(rank)
-        if (device.jitter.kind == "none" or device.jitter.sigma == 0) and device.straggler.probability == 0:
+        sigma = self._sigma[rank] if 0 <= rank < len(self._sigma) else 0.0
+        if sigma == 0 and device.straggler.probability == 0:
             return 1.0  # no noise declared: skip deriving a seed every step
         u_jitter, u_straggler = _uniforms(derive_seed(*self.seed_parts, rank, step_index))
-        factor = 1.0
-        if device.jitter.kind == "lognormal" and device.jitter.sigma > 0:
-            sigma = device.jitter.sigma
-            factor *= math.exp(sigma * _STD_NORMAL.inv_cdf(u_jitter) - 0.5 * sigma * sigma)
+        factor = _lognormal(sigma, u_jitter) if sigma > 0 else 1.0
         if u_straggler < device.straggler.probability:
             factor *= device.straggler.slowdown
         return factor
@@ -170,15 +182,35 @@ class CommCostModel:
 
     ``bytes_scale`` multiplies every payload: the harness sends the proxy model's tensors but
     charges the emulated workload's, so it passes ``workload.param_bytes / proxy_param_bytes``.
+
+    Link noise (``profile.noise.link_cv``): every collective or message is multiplied by a mean-1
+    lognormal factor drawn from ``seed_parts`` + (pattern, group, k), k counting the calls of that
+    pattern on that group. Members of a group call its collectives in the same order on every
+    engine, so the in-process engine (one charge per collective) and each rank of the distributed
+    engine (one charge per member) draw the same factors. The count lives in this object: a run
+    resumed from a checkpoint draws its link noise afresh (equal in distribution, not bit-equal).
+    Control traffic (a few bytes) stays noise-free.
     """
 
-    def __init__(self, profile: HardwareProfile, bytes_scale: float = 1.0) -> None:
+    def __init__(self, profile: HardwareProfile, bytes_scale: float = 1.0, seed_parts: tuple[object, ...] = ()) -> None:
         if not (math.isfinite(bytes_scale) and bytes_scale > 0):
             raise ValueError(f"bytes_scale must be a positive number, got {bytes_scale}")
         self.profile = profile
         self.bytes_scale = float(bytes_scale)
+        self.seed_parts = tuple(seed_parts)
+        self._link_sigma = sigma_of_cv(profile.noise.link_cv) if profile.noise is not None else 0.0
+        self._draws: dict[tuple[str, tuple[int, ...]], int] = {}
         self._ring_cache: dict[tuple[int, ...], tuple[float, float]] = {}
         self._latency_cache: dict[tuple[int, ...], float] = {}
+
+    def _noisy(self, pattern: str, group: tuple[int, ...], seconds: float) -> float:
+        """``seconds`` times this call's link-noise factor (1 without link noise)."""
+        if self._link_sigma == 0 or seconds == 0:
+            return seconds
+        k = self._draws.get((pattern, group), 0)
+        self._draws[(pattern, group)] = k + 1
+        u, _ = _uniforms(derive_seed(*self.seed_parts, pattern, *group, k))
+        return seconds * _lognormal(self._link_sigma, u)
 
     # ------------------------------------------------------------------ helpers
     def _size(self, nbytes: float) -> float:
@@ -218,7 +250,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
-        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth
+        return self._noisy("all_reduce", group, 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth)
 
     def all_gather(self, ranks: Sequence[int], nbytes_per_rank: float) -> float:
         """Ring all-gather of ``nbytes_per_rank`` from each: ``(p−1)·α + (p−1)/p · S_total/B``.
@@ -230,7 +262,9 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
-        return (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth
+        return self._noisy(
+            "all_gather", group, (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth
+        )
 
     def reduce_scatter(self, ranks: Sequence[int], nbytes_total: float) -> float:
         """Ring reduce-scatter of an ``nbytes_total`` vector: ``(p−1)·α + (p−1)/p · S_total/B``.
@@ -242,7 +276,9 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
-        return (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth
+        return self._noisy(
+            "reduce_scatter", group, (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth
+        )
 
     def broadcast(self, ranks: Sequence[int], src: int, nbytes: float) -> float:
         """Binomial-tree broadcast: ``⌈log2 p⌉ · (α + S/B)`` at the tree's worst link.
@@ -261,12 +297,15 @@ class CommCostModel:
         levels = math.ceil(math.log2(p))
         edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
         alpha, bandwidth = self._worst(edges)
-        return levels * (alpha + self._size(nbytes) / bandwidth)
+        return self._noisy("broadcast", group, levels * (alpha + self._size(nbytes) / bandwidth))
 
     # ------------------------------------------------------------------ point to point
     def p2p(self, a: int, b: int, nbytes: float) -> float:
-        """One message from ``a`` to ``b``: ``α + S/B`` on link(a, b) (Hockney's model)."""
-        return self.profile.link(a, b).transfer_s(self._size(nbytes))
+        """One message from ``a`` to ``b``: ``α + S/B`` on link(a, b) (Hockney's model).
+
+        Both ends of a message draw the same noise: the pair is keyed in rank order."""
+        pair = (a, b) if a < b else (b, a)
+        return self._noisy("p2p", pair, self.profile.link(a, b).transfer_s(self._size(nbytes)))
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
         """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p."""
@@ -288,7 +327,7 @@ class CommCostModel:
         worker = max(2 * self.profile.server_link(r).transfer_s(size) for r in group)
         uplink = self.profile.server_uplink()
         server = 2 * uplink.latency_s + 2 * len(group) * size / uplink.bandwidth_bytes_per_s
-        return max(worker, server)
+        return self._noisy("parameter_server", group, max(worker, server))
 
     # ------------------------------------------------------------------ control traffic
     def control(self, ranks: Sequence[int]) -> float:

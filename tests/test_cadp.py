@@ -9,6 +9,7 @@ import mlflow
 import pytest
 import torch
 from imagefolders import write_image_folder
+from quiet import quiet_job
 
 from suite.api import ClusterView, DeviceView
 from suite.config import validate_config
@@ -71,7 +72,8 @@ def test_allocate_balances_rounds_and_keeps_every_sample() -> None:
 
 @pytest.mark.smoke
 def test_cadp_round_is_local_steps_then_one_ps_sync() -> None:
-    job = build_job(_tiny("cadp", method_params={"micro_batch": MICRO, "round_epochs": 1.0}), 0)
+    # the profile's clock noise left out: this checks the round-time identity itself
+    job = quiet_job(build_job(_tiny("cadp", method_params={"micro_batch": MICRO, "round_epochs": 1.0}), 0))
     result = InProcessEngine().run(job)
     rounds = 3
     assert result.final.step == rounds
@@ -83,7 +85,8 @@ def test_cadp_round_is_local_steps_then_one_ps_sync() -> None:
     ps = CommCostModel(job.profile).parameter_server(range(8), nbytes * job.bytes_scale)
     assert result.final.emulated_s == pytest.approx(rounds * (compute + ps), rel=1e-6)
     assert rounds * compute < 1.02 * rounds * 512 / sum(SPEEDS)  # within 2% of perfect balance
-    assert result.final.metrics["val_accuracy"] > 0.1  # trained at all
+    initial = torch.cat([p.detach().reshape(-1) for p in job.make_model().parameters()])
+    assert not torch.equal(models[0], initial)  # trained at all (accuracy after 3 rounds of 10 classes is near chance)
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:
@@ -92,9 +95,10 @@ def _flat(model: torch.nn.Module) -> torch.Tensor:
 
 @pytest.mark.smoke
 def test_deepspeed_zero_is_ddp_math_with_zero_traffic() -> None:
-    ddp = build_job(_tiny("ar_sgd", method_params={"weighting": "equal", "weight_decay": 1e-3}), 0)
-    ds = build_job(_tiny("deepspeed_zero", method_params={"weight_decay": 1e-3}), 0)
-    ds.seed_parts = ddp.seed_parts  # same init and data: only the method differs
+    # same seed index: same init and data (common random numbers); the clock's noise is left out to
+    # compare the modelled costs themselves
+    ddp = quiet_job(build_job(_tiny("ar_sgd", method_params={"weighting": "equal", "weight_decay": 1e-3}), 0))
+    ds = quiet_job(build_job(_tiny("deepspeed_zero", method_params={"weight_decay": 1e-3}), 0))
     a, b = InProcessEngine().run(ddp), InProcessEngine().run(ds)
     assert torch.allclose(_flat(a.models[0]), _flat(b.models[0]), atol=1e-5)
     assert all(torch.equal(_flat(b.models[0]), _flat(m)) for m in b.models[1:])
@@ -164,7 +168,7 @@ def test_smoke_reproduction_runs_every_arm_and_reports_the_conflict(mlflow_uri: 
     assert set(result.campaigns) == {"cadp", "ddp", "deepspeed"}
     verdicts = {v.claim_id: v for v in result.report.verdicts}
     assert set(verdicts) >= {"A-C1", "A-C2", "A-C3", "A-C4", "A-C5"}
-    assert all(v.verdict == "INCONCLUSIVE" for v in verdicts.values())  # 2 seeds < min_seeds 3
+    assert all(v.verdict == "INCONCLUSIVE" for v in verdicts.values())  # 2 seeds < min_seeds 5
     text = Path(result.report.markdown).read_text(encoding="utf-8")
     assert "cannot all hold" in text and "A-C1" in text and "cannot both hold under one definition" in text
     assert "### Time against compute bounds" in text  # C-ADP beside the balanced and straggler bounds

@@ -76,7 +76,14 @@ def test_defaults_are_resolved_from_setup_and_kind() -> None:
     speedup, final, rel = spec.claims
     assert speedup.baseline == "ar_sgd" and speedup.profile == "hetero-2fast-2slow" and speedup.scale == "proxy"
     assert (speedup.accept.statistic, speedup.accept.paired, speedup.accept.min_seeds) == ("geometric_mean", True, 2)
-    assert (final.accept.statistic, final.accept.paired) == ("median", False)
+    assert (final.accept.statistic, final.accept.paired) == ("mean", False)
+    # the CI decides by default, with a t-interval on one sample of per-seed values
+    assert {(c.accept.rule, c.accept.ci_method) for c in spec.claims} == {("ci", "t")}
+    assert [c.origin for c in spec.claims] == ["derived", "paper", "paper"]  # from evidence
+    assert {c.decided_by for c in spec.claims} == {"measurement"}
+    del_seeds = _paper()
+    del del_seeds["setup"]["min_seeds"]
+    assert {c.accept.min_seeds for c in validate_paper(del_seeds).claims} == {5}  # default: 5 seeds
     assert rel.claimed == (0.33, 0.5) and rel.form == "fraction"
     assert spec.arm("local_sgd").method == "local_sgd"  # an undeclared arm is the method of that name
 
@@ -136,6 +143,13 @@ _DELETE = object()
         ("claims.0.conflicts_with", ["c9"], "claims[0].conflicts_with[0]", "no other claim with id 'c9'"),
         ("setup.arms", {"x": {"method": "nosuch"}}, "setup.arms.x.method", "unknown method 'nosuch'"),
         ("setup.min_seeds", 0, "setup.min_seeds", "greater than or equal to 1"),
+        ("setup.min_seeds", 1, "setup.min_seeds", "rule ci needs at least 2 seeds"),
+        ("claims.1.origin", "rumour", "claims[1].origin", "'paper', 'derived' or 'reconstructed'"),
+        ("claims.0.origin", "paper", "claims[0].origin", "evidence is 'derived'"),
+        ("claims.1.decided_by", "model_structure", "claims[1].why", "must say why it cannot vary"),
+        ("claims.1.why", "because", "claims[1].why", "only a claim decided by model_structure"),
+        ("claims.1.accept", {"statistic": "median", "ci_method": "t"}, "claims[1].accept.ci_method", "use bca"),
+        ("claims.0.accept", {"paired": False, "ci_method": "t"}, "claims[0].accept.ci_method", "one sample"),
         ("claim", [], "claim", "Extra inputs are not permitted"),
     ],
 )

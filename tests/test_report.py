@@ -102,7 +102,7 @@ def synthetic_runset() -> RunSet:
 SYNTH_CLAIMS = {
     "kind": "reproduction",
     "citation": {"id": "synth", "title": "Synthetic <b>paper</b>", "authors": "A. Person"},
-    "setup": {"profile": PROFILE, "baseline": "equal"},
+    "setup": {"profile": PROFILE, "baseline": "equal", "min_seeds": 3},
     "claims": [
         {
             "id": "S1", "kind": "speedup", "arm": "adaptive", "claimed": 1.5, "accept": {"rel_tolerance": 0.1},
@@ -112,6 +112,7 @@ SYNTH_CLAIMS = {
         {
             "id": "S2", "kind": "relative_improvement", "arm": "adaptive", "metric": "final/emulated_s",
             "direction": "min", "claimed": [0.33, 0.5], "source": {"kind": "abstract"}, "evidence": "verbatim",
+            "accept": {"rule": "point"},
         },
         {
             "id": "S3", "kind": "final_metric", "arm": "adaptive", "metric": "val_accuracy", "direction": "max",
@@ -161,7 +162,7 @@ def test_report_from_hand_built_runs(tmp_path: Path) -> None:
     # speedup per seed 12/8, 12.1/8.1, 12.2/8.2 → ≈ 1.4938, inside [1.35, 1.65]
     assert verdicts["S1"].verdict == "PASS" and verdicts["S1"].statistic == pytest.approx(1.4938, abs=1e-3)
     assert verdicts["S2"].verdict == "PASS"  # 1 − 8/12 = 0.333 in [0.33, 0.5]
-    assert verdicts["S3"].verdict == "FAIL"  # median 0.82 vs 0.99 ± 0.01
+    assert verdicts["S3"].verdict == "FAIL"  # mean 0.82 (CI ± 0.025) vs 0.99 ± 0.01
     assert verdicts["S4"].verdict == "INCONCLUSIVE" and verdicts["S4"].reason.startswith("arm missing")
     assert set(report.figures) == ALL_FIGURES
     for path in report.figures.values():
@@ -169,7 +170,11 @@ def test_report_from_hand_built_runs(tmp_path: Path) -> None:
 
     md = report.markdown.read_text()
     header = "| claim | kind | source | evidence | claimed | reproduced | ideal | verdict | reason |"
-    assert re.sub(r" +", " ", re.sub(r"-+", "-", md)).count(header.replace("  ", " ")) == 1
+    assert re.sub(r" +", " ", re.sub(r"-+", "-", md)).count(header.replace("  ", " ")) == 2  # headline, derived
+    assert "**Headline: 2 PASS · 1 FAIL · 0 INCONCLUSIVE** of the paper's 3 claims" in md
+    assert "Also judged, not in the headline: 0 PASS · 0 FAIL · 1 INCONCLUSIVE derived/reconstructed" in md
+    assert md.index("### The paper's claims (headline)") < md.index("### Derived and reconstructed readings")
+    assert "paper (number figure)" in md and "paper (number verbatim)" in md  # S1's and S2's evidence cells
     claims_rows = [ln for ln in md.splitlines() if ln.startswith("| S")]
     assert len(claims_rows) == 4 and all(ln.count(" | ") == 8 for ln in claims_rows)  # the '|' in S1 is escaped
     assert "1.49× [" in md and r"2× (balance, 1 - n\*min(v)/sum(v) = 1 - 2\*1/3)" in md
@@ -319,16 +324,18 @@ def test_cli_report(
     out_dir = tmp_path / "out"
     assert main(["report", "fakepaper", "--out", str(out_dir), "--check"]) == 1  # F2 fails
     out = capsys.readouterr().out
-    assert "1 PASS · 1 FAIL · 0 INCONCLUSIVE" in out and "PASS         F1" in out
+    assert out.startswith("report for fakepaper: 1 PASS · 1 FAIL · 0 INCONCLUSIVE of the paper's 2 claims")
+    assert "PASS         F1 [headline]" in out
     assert (out_dir / "report.html").is_file() and (out_dir / "figures" / "timeline.png").is_file()
     client = make_client(uri)
     for parent in (base, fast):
         assert "report/report.html" in {a.path for a in client.list_artifacts(parent, "report")}
-        assert client.get_run(parent).data.tags["distrepro.report.verdicts"] == "1 PASS · 1 FAIL · 0 INCONCLUSIVE"
+        tag = client.get_run(parent).data.tags["distrepro.report.verdicts"]
+        assert tag == "1 PASS · 1 FAIL · 0 INCONCLUSIVE of the paper's 2 claims"
 
     args = ["report", "fakepaper", "--campaign", fast, "--out", str(tmp_path / "one"), "--no-log"]
     assert main(args) == 0  # without --check a FAIL is reported, not an error
-    assert "INCONCLUSIVE F1: arm missing: no runs of 'base'" in capsys.readouterr().out
+    assert "INCONCLUSIVE F1 [headline]: arm missing: no runs of 'base'" in capsys.readouterr().out
     assert main(["report", "fakepaper", "--campaign", "0" * 32]) == 2
     assert "campaign run '" + "0" * 32 + "' not found" in capsys.readouterr().err
 

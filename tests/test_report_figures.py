@@ -97,7 +97,7 @@ def many_arms(n_arms: int, seeds: int = 3) -> tuple[PaperInfo, RunSet]:
         {
             "kind": "reproduction",
             "citation": {"id": "many", "title": "Many arms"},
-            "setup": {"baseline": "equal-1to2", "arms": arms},
+            "setup": {"baseline": "equal-1to2", "arms": arms, "min_seeds": 3},
             "claims": claims,
         }
     )

@@ -10,16 +10,19 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from suite.claims.intervals import bca_interval, percentile_interval
 from suite.claims.schema import validate_paper
-from suite.claims.stats import bootstrap, stat
+from suite.claims.stats import stat
 from suite.claims.verdicts import evaluate_claim, latest_per_seed
 from suite.seeding import derive_seed
 
 PROFILE = "hetero-2fast-2slow"
 SRC = {"kind": "text"}
+POINT = {"rule": "point"}  # tests of a point statistic's band edges (the default rule is ci)
 
 
 def spec(*claims: dict[str, Any], **setup: Any) -> Any:
@@ -85,22 +88,24 @@ def _speedup_table() -> Table:
 
 def test_speedup_paired_geometric_mean() -> None:
     # per-seed ratios 10/5=2, 12/4=3, 9/4.5=2 → geometric mean (2·3·2)^(1/3) = 12^(1/3) = 2.28943
-    s = spec({"id": "s", "kind": "speedup", "arm": "fast", "claimed": 2.5, "accept": {"rel_tolerance": 0.1}})
+    s = spec({"id": "s", "kind": "speedup", "arm": "fast", "claimed": 2.5, "accept": {"rel_tolerance": 0.1, **POINT}})
     v = judge(s, _speedup_table())
     assert v.verdict == "PASS"  # band [2.25, 2.75]
     assert v.statistic == pytest.approx(12 ** (1 / 3))
     assert v.points == {0: 2.0, 1: 3.0, 2: 2.0}
     assert v.band == pytest.approx((2.25, 2.75))
-    assert v.ci[0] == pytest.approx(2.0) and v.ci[1] == pytest.approx(3.0)
+    # t-interval on the log-ratios: mean ln(12)/3, sd 0.23410, t(0.975, 2) = 4.30265 → exp(0.8283 ± 0.58156)
+    assert v.ci == pytest.approx((1.27979, 4.09553), rel=1e-4)
+    assert v.paired and v.ci_method == "t" and "paired by seed" in v.statistic_name
     assert v.per_seed == {"fast": {0: 5.0, 1: 4.0, 2: 4.5}, "base": {0: 10.0, 1: 12.0, 2: 9.0}}
     assert v.unit == "x" and v.n_seeds == 3
 
 
 def test_speedup_outside_band_fails_and_one_sided_passes() -> None:
-    claim = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 3.0, "accept": {"rel_tolerance": 0.1}}
+    claim = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 3.0, "accept": {"rel_tolerance": 0.1, **POINT}}
     v = judge(spec(claim), _speedup_table())
     assert v.verdict == "FAIL" and "outside the acceptance band [2.7×, 3.3×]" in v.reason
-    low = {**claim, "claimed": 2.0, "accept": {"sided": "one_sided"}}  # "at least 2×": band [2, inf)
+    low = {**claim, "claimed": 2.0, "accept": {"sided": "one_sided", **POINT}}  # "at least 2×": band [2, inf)
     v = judge(spec(low), _speedup_table())
     assert v.verdict == "PASS" and v.band == (2.0, math.inf)
 
@@ -112,10 +117,11 @@ def test_speedup_unpaired_median() -> None:
         "kind": "speedup",
         "arm": "fast",
         "claimed": 2.2,
-        "accept": {"paired": False, "statistic": "median"},
+        "accept": {"paired": False, "statistic": "median", **POINT},
     }
     v = judge(spec(claim), _speedup_table())
     assert v.statistic == pytest.approx(10 / 4.5)
+    assert not v.paired and v.ci_method == "bca"  # no pivot for a ratio of medians
     assert v.verdict == "FAIL"  # zero tolerance: exactly 2.2 required
     claim["accept"]["abs_tolerance"] = 0.05
     assert judge(spec(claim), _speedup_table()).verdict == "PASS"
@@ -165,7 +171,7 @@ def test_final_metric_median(accept: dict[str, Any], claimed: float, verdict: st
     t = Table()
     t.arm("fast", "final/val_accuracy", {0: 0.90, 1: 0.92, 2: 0.95})
     claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "val_accuracy", "direction": "max"}
-    v = judge(spec({**claim, "claimed": claimed, "accept": accept}), t)
+    v = judge(spec({**claim, "claimed": claimed, "accept": {**accept, "statistic": "median", **POINT}}), t)
     assert v.statistic == pytest.approx(0.92)  # 'val_accuracy' resolves to the logged final/val_accuracy
     assert v.verdict == verdict
 
@@ -175,9 +181,9 @@ def test_final_metric_one_sided_for_a_min_metric() -> None:
     t.arm("fast", "final/val_loss", {0: 0.40, 1: 0.42, 2: 0.41})
     claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "final/val_loss", "direction": "min"}
     v = judge(spec({**claim, "claimed": 0.5, "accept": {"sided": "one_sided"}}), t)
-    assert v.verdict == "PASS" and v.band == (-math.inf, 0.5)
+    assert v.verdict == "PASS" and v.band == (-math.inf, 0.5)  # CI 0.41 ± 4.30·0.01/√3 = [0.385, 0.435]
     v = judge(spec({**claim, "claimed": 0.3, "accept": {"sided": "one_sided", "abs_tolerance": 0.05}}), t)
-    assert v.verdict == "FAIL"  # 0.41 > 0.35
+    assert v.verdict == "FAIL"  # the whole CI is above 0.35
 
 
 def test_mean_and_olympic_mean() -> None:
@@ -197,16 +203,36 @@ def test_mean_and_olympic_mean() -> None:
     assert mean.statistic == pytest.approx((0.5 + 0.9 + 0.92 + 0.95 + 0.99) / 5)
 
 
-def test_rule_ci_straddling_band_is_inconclusive() -> None:
+def test_rule_ci_is_the_default_and_the_interval_decides() -> None:
+    # mean 0.9, sd 0.1: t-interval 0.9 ± 4.30265·0.1/√3 = [0.6516, 1.1484]
     t = Table()
     t.arm("fast", "final/val_accuracy", {0: 0.80, 1: 0.90, 2: 1.00})
     claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "val_accuracy", "direction": "max"}
-    point = judge(spec({**claim, "claimed": 0.9, "accept": {"abs_tolerance": 0.05}}), t)
-    assert point.verdict == "PASS"  # median 0.9 in [0.85, 0.95]
-    ci = judge(spec({**claim, "claimed": 0.9, "accept": {"abs_tolerance": 0.05, "rule": "ci"}}), t)
-    assert ci.verdict == "INCONCLUSIVE" and "straddles" in ci.reason  # CI ≈ [0.8, 1.0]
-    far = judge(spec({**claim, "claimed": 0.5, "accept": {"abs_tolerance": 0.05, "rule": "ci"}}), t)
-    assert far.verdict == "FAIL"
+    point = judge(spec({**claim, "claimed": 0.9, "accept": {"abs_tolerance": 0.05, **POINT}}), t)
+    assert point.verdict == "PASS"  # mean 0.9 in [0.85, 0.95]
+    ci = judge(spec({**claim, "claimed": 0.9, "accept": {"abs_tolerance": 0.05}}), t)
+    assert ci.ci == pytest.approx((0.65159, 1.14841), rel=1e-4)
+    assert ci.verdict == "INCONCLUSIVE"
+    assert "wider than the acceptance band [0.85, 0.95]: it reaches past both edges; more seeds could decide" in (
+        ci.reason
+    )
+    far = judge(spec({**claim, "claimed": 0.5, "accept": {"abs_tolerance": 0.05}}), t)
+    assert far.verdict == "FAIL" and "entirely outside the acceptance band" in far.reason
+
+
+def test_rule_ci_inconclusive_says_which_edge_and_what_lies_beyond() -> None:
+    # mean 0.32, sd 0.015811: t(0.975, 4) = 2.77645 → [0.30037, 0.33963], across the band's lower edge 0.33
+    t = Table()
+    t.arm("fast", "final/val_accuracy", {0: 0.30, 1: 0.31, 2: 0.32, 3: 0.33, 4: 0.34})
+    claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "val_accuracy", "direction": "max"}
+    v = judge(spec({**claim, "claimed": [0.33, 0.5]}), t)
+    assert v.verdict == "INCONCLUSIVE" and v.ci == pytest.approx((0.30037, 0.33963), rel=1e-4)
+    assert v.reason == (
+        "CI of 0.32 [0.3004, 0.3396], n=5 straddles the lower edge 0.33 of the acceptance band [0.33, 0.5] "
+        "(beyond it the result falls short of the claim); more seeds could decide"
+    )
+    high = judge(spec({**claim, "claimed": [0.1, 0.33]}), t)
+    assert "straddles the upper edge 0.33" in high.reason and "exceeds the claim" in high.reason
 
 
 # ------------------------------------------------------------------ relative improvement
@@ -218,7 +244,7 @@ def test_relative_improvement_fraction_of_time() -> None:
     t.arm("base", "final/emulated_s", {0: 100.0, 1: 100.0, 2: 100.0})
     t.arm("fast", "final/emulated_s", {0: 30.0, 1: 25.0, 2: 35.0})
     claim = {"id": "r", "kind": "relative_improvement", "arm": "fast", "metric": "final/emulated_s", "direction": "min"}
-    v = judge(spec({**claim, "claimed": 0.72, "accept": {"abs_tolerance": 0.05}}), t)
+    v = judge(spec({**claim, "claimed": 0.72, "accept": {"abs_tolerance": 0.05, **POINT}}), t)
     assert v.verdict == "PASS" and v.statistic == pytest.approx(0.70) and v.unit == "fraction"
     assert v.points == pytest.approx({0: 0.70, 1: 0.75, 2: 0.65})
     rng = judge(spec({**claim, "claimed": [0.33, 0.5]}), t)  # "one-third to half"
@@ -235,6 +261,8 @@ def test_relative_improvement_ratio_of_flops() -> None:
         "direction": "max", "form": "ratio", "claimed": 21.6,
         "accept": {"statistic": "geometric_mean", "rel_tolerance": 0.1},
     }  # fmt: skip
+    assert judge(spec(claim), t).verdict == "INCONCLUSIVE"  # t-interval [18.63, 23.63] crosses 19.44 (band 21.6 ± 10%)
+    claim["accept"] |= POINT
     v = judge(spec(claim), t)
     assert v.statistic == pytest.approx(9240 ** (1 / 3)) and v.verdict == "PASS"
 
@@ -251,7 +279,8 @@ def _convergence(points_by_seed: dict[int, list[tuple[float, float]]]) -> tuple[
 
 CONV = {
     "id": "c", "kind": "convergence", "arm": "fast", "unit": "epochs", "claimed": 4,
-    "target": {"metric": "val_accuracy", "value": 0.5, "direction": "max"}, "accept": {"rel_tolerance": 0.25},
+    "target": {"metric": "val_accuracy", "value": 0.5, "direction": "max"},
+    "accept": {"rel_tolerance": 0.25, "statistic": "median", "rule": "point"},
 }  # fmt: skip
 
 
@@ -295,7 +324,7 @@ def test_a_fail_says_whether_it_exceeds_or_falls_short_of_the_claim() -> None:
     assert v.reason.endswith("outside the acceptance band [67.0%, 77.0%]: exceeds the claim")
     v = judge(spec({**cut, "claimed": 0.99, "accept": {"abs_tolerance": 0.005, "rule": "ci"}}), t)
     assert v.verdict == "FAIL" and v.reason.endswith(": falls short of the claim")
-    speedup = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 3.0, "accept": {"rel_tolerance": 0.1}}
+    speedup = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 3.0, "accept": {"rel_tolerance": 0.1, **POINT}}
     v = judge(spec(speedup), _speedup_table())  # 2.29× against [2.7×, 3.3×]
     assert v.miss == "falls short of the claim" and v.to_dict()["miss"] == "falls short of the claim"
     assert judge(spec({**speedup, "claimed": 2.5}), _speedup_table()).miss == ""  # a PASS missed nothing
@@ -354,8 +383,8 @@ def test_ordering(arms: list[str], margin: float, verdict: str, gap: float) -> N
 @pytest.mark.parametrize(
     ("arm_values", "verdict", "mean"),
     [
-        ({0: 0.900, 1: 0.910, 2: 0.920}, "PASS", 0.0),  # diffs −0.005, 0, +0.005: CI ≥ −0.01
-        ({0: 0.850, 1: 0.860, 2: 0.870}, "FAIL", -0.05),  # diffs ≈ −0.05 < −0.01
+        ({0: 0.903, 1: 0.910, 2: 0.917}, "PASS", 0.0),  # diffs −0.002, 0, +0.002: t-CI ±0.00497 ≥ −0.01
+        ({0: 0.850, 1: 0.860, 2: 0.870}, "FAIL", -0.05),  # diffs ≈ −0.05: the whole CI is below −0.01
         ({0: 0.875, 1: 0.910, 2: 0.925}, "INCONCLUSIVE", -0.02 / 3),  # diffs −0.03, 0, +0.01: CI reaches −0.03
     ],
 )
@@ -476,19 +505,19 @@ def test_arm_params_and_scale_select_runs() -> None:
 
 def test_bootstrap_is_deterministic_per_claim() -> None:
     t = Table()
-    values = {0: 0.70, 1: 0.90, 2: 0.75, 3: 0.95, 4: 0.80}
+    values = {0: 0.7013, 1: 0.9034, 2: 0.7521, 3: 0.9487, 4: 0.7975}  # irregular: resampled means do not tie
     t.arm("fast", "final/val_accuracy", values)
     claim = {
         "id": "f1", "kind": "final_metric", "arm": "fast", "metric": "val_accuracy", "direction": "max",
-        "claimed": 0.8, "accept": {"statistic": "mean"},
+        "claimed": 0.8, "accept": {"statistic": "mean", "ci_method": "bca"},
     }  # fmt: skip
     first, again = judge(spec(claim), t), judge(spec(claim), t)
-    assert first.ci == again.ci
+    assert first.ci == again.ci and first.ci_method == "bca"
     # the generator is seeded from (paper, claim id), nothing else
-    expected = bootstrap(
-        [list(values.values())], lambda s: stat(s[0], "mean"), derive_seed("claims", "handpaper", "f1"), 2000, 0.95
-    )
-    assert (first.statistic, first.ci) == expected
+    seed = derive_seed("claims", "handpaper", "f1")
+    expected = bca_interval([np.array(list(values.values()))], lambda s: stat(s[0], "mean"), seed, 2000, 0.95)
+    assert first.statistic == pytest.approx(0.8206) and first.ci == expected
+    assert judge(spec({**claim, "accept": {"statistic": "median"}}), t).ci_method == "bca"  # no t for a median
     other = judge(spec({**claim, "id": "f2"}), t)
     assert other.statistic == first.statistic and other.ci != first.ci  # another claim draws other resamples
     json.dumps(first.to_dict())
@@ -498,5 +527,6 @@ def test_statistics_on_the_last_axis() -> None:
     x = [[1.0, 2.0, 4.0], [2.0, 2.0, 2.0]]
     assert stat(x, "geometric_mean").tolist() == pytest.approx([2.0, 2.0])
     assert math.isnan(float(stat([1.0, -1.0], "geometric_mean")))
-    point, (lo, hi) = bootstrap([[3.0, 3.0, 3.0]], lambda s: stat(s[0], "median"), seed=1, n_boot=200, level=0.9)
-    assert point == lo == hi == 3.0
+    for method in (bca_interval, percentile_interval):
+        lo, hi = method([np.array([3.0, 3.0, 3.0])], lambda s: stat(s[0], "median"), 1, 200, 0.9)
+        assert lo == hi == 3.0

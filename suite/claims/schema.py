@@ -8,28 +8,42 @@ and trusted. Every claim states its metric's ``direction`` (MLPerf #162: directi
 a metric's name broke a checker), where in the paper it comes from, and how much of it is the
 paper's own words (``evidence``). See ``reports/README.md`` for the field reference and examples.
 
+The acceptance rules and their defaults live in :mod:`suite.claims.acceptance` (re-exported here).
+
 Errors are :class:`~suite.errors.ConfigError` naming the file and the field, e.g.
 ``methods/x/paper.yaml: field 'claims[2].direction': Input should be 'max' or 'min'``.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from suite.claims.acceptance import (
+    DEFAULT_MIN_SEEDS,
+    SIGNED,
+    Accept,
+    acceptance_band,
+    claimed_bounds,
+    default_ci_method,
+    default_paired,
+    default_statistic,
+)
+from suite.claims.evidence import ORIGIN_OF, check_evidence_and_accept
+from suite.claims.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from suite.config import read_yaml
 from suite.errors import ConfigError
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
+Origin = Literal["paper", "derived", "reconstructed"]
+DecidedBy = Literal["measurement", "model_structure"]
 Scale = Literal["paper", "proxy"]
-Statistic = Literal["median", "mean", "geometric_mean", "olympic_mean"]
-CLAIM_KINDS = ("speedup", "final_metric", "relative_improvement", "convergence", "ordering", "non_inferiority")
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+__all__ = ["CLAIM_KINDS", "Accept", "Claim", "PaperSpec", "acceptance_band", "claimed_bounds", "validate_paper"]
 
 
 class _Strict(BaseModel):
@@ -73,7 +87,7 @@ class Setup(_Strict):
 
     profile: str | None = None
     scale: Scale = "proxy"
-    min_seeds: int = Field(default=3, ge=1)
+    min_seeds: int = Field(default=DEFAULT_MIN_SEEDS, ge=1)
     baseline: str | None = None
     arms: dict[str, Arm] = Field(default_factory=dict)
     notes: str | None = None
@@ -105,34 +119,28 @@ class Ideal(_Strict):
     scale: Scale | None = None
 
 
-class Accept(_Strict):
-    """How the reproduced statistic is compared with the claimed value.
-
-    The acceptance band is the claimed value (or range) widened by ``max(abs_tolerance,
-    rel_tolerance·|claimed|)`` on each side; ``one_sided`` drops the bound on the "better" side, so
-    a result better than claimed passes. ``rule: point`` judges the statistic itself; ``rule: ci``
-    asks its bootstrap CI to lie inside the band (PASS), outside it (FAIL), or else INCONCLUSIVE.
-    """
-
-    statistic: Statistic | None = None  # default depends on the kind (geometric mean for ratios)
-    paired: bool | None = None  # pair arms by seed; default True where a baseline is compared
-    rel_tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    abs_tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    sided: Literal["two_sided", "one_sided"] = "two_sided"
-    rule: Literal["point", "ci"] = "point"
-    ci: float = Field(default=0.95, gt=0, lt=1)
-    n_boot: int = Field(default=2000, ge=100, le=100_000)
-    min_seeds: int | None = Field(default=None, ge=1)
-
-
 Claimed = Finite | tuple[Finite, Finite]
 
 
 class _ClaimBase(_Strict):
+    """Fields of every claim. ``origin`` and ``decided_by`` say what kind of evidence a verdict is.
+
+    ``origin``: ``paper`` (the claim as the paper states it), ``derived`` (computed from the
+    paper's claims, e.g. an ordering two of its numbers imply), ``reconstructed`` (our reading or
+    test of something the paper says without a number or a baseline). Default: from ``evidence``
+    (``verbatim``/``figure`` → ``paper``). Only ``paper`` claims decided by measurement count in
+    the headline tally: a derived reading re-counts the paper's numbers, and a claim decided by
+    ``model_structure`` (``why`` says how) can only come out one way in the emulator, whatever
+    the runs do, so it is no evidence about the paper.
+    """
+
     id: str = Field(pattern=_ID)
     statement: str | None = None
     source: Source
     evidence: Evidence
+    origin: Origin | None = None
+    decided_by: DecidedBy = "measurement"
+    why: str | None = None
     arm: str | None = None
     profile: str | None = None
     scale: Scale | None = None
@@ -220,9 +228,6 @@ _BY_KIND: dict[str, type[BaseModel]] = {
     "ordering": OrderingClaim,
     "non_inferiority": NonInferiorityClaim,
 }
-#: kinds whose statistic may be negative or zero (no geometric mean)
-_SIGNED = {"final_metric", "ordering", "non_inferiority"}
-_DEFAULT_STAT = {"speedup": "geometric_mean", "relative_improvement": "median", "non_inferiority": "mean"}
 
 
 class PaperSpec(_Strict):
@@ -248,54 +253,6 @@ def at_scale(spec: PaperSpec, scale: Scale) -> PaperSpec:
         claims.append(claim.model_copy(update={"scale": moved, "ideal": ideal}))
     setup = spec.setup.model_copy(update={"scale": scale})
     return spec.model_copy(update={"setup": setup, "claims": claims})
-
-
-def _field_path(loc: tuple[Any, ...]) -> str:
-    """``('claims', 2, 'speedup', 'claimed', 'float')`` → ``claims[2].claimed``.
-
-    Drops the discriminated union's kind tag and the member names pydantic appends inside a
-    ``number | [low, high]`` union, which mean nothing to someone editing YAML.
-    """
-    out = ""
-    parts = list(loc)
-    for i, part in enumerate(parts):
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif i >= 2 and parts[i - 2] == "claims" and isinstance(parts[i - 1], int) and part in _BY_KIND:
-            continue
-        else:
-            out += ("." if out else "") + str(part)
-            if part == "claimed":
-                break
-    return out
-
-
-def _precheck_kinds(source: str | Path | None, data: dict[str, Any]) -> None:
-    """Report a missing or unknown ``kind`` as such, not as a failure against every kind."""
-    claims = data.get("claims")
-    if not isinstance(claims, list):
-        return
-    for i, raw in enumerate(claims):
-        if not isinstance(raw, dict):
-            raise ConfigError(source, f"claims[{i}]", "each claim must be a mapping")
-        kind = raw.get("kind")
-        if kind not in _BY_KIND:
-            what = "missing" if kind is None else f"unknown claim kind {kind!r}"
-            raise ConfigError(source, f"claims[{i}].kind", f"{what}; expected one of {', '.join(CLAIM_KINDS)}")
-
-
-def _pydantic_error(source: str | Path | None, exc: ValidationError) -> ConfigError:
-    # A misspelt key (extra_forbidden) usually explains the "Field required" next to it: report it first.
-    items = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
-    first = items[0]
-    path = _field_path(tuple(first.get("loc", ())))
-    msg = first.get("msg", str(exc))
-    if path.endswith("claimed") and first.get("type") not in ("value_error", "missing"):
-        msg = "claimed must be a number or a [low, high] range"
-    msg = msg.removeprefix("Value error, ")
-    others = {_field_path(tuple(e.get("loc", ()))) for e in items} - {path}
-    extra = f" (and {len(others)} more problem(s))" if others else ""
-    return ConfigError(source, path or None, f"{msg}{extra}")
 
 
 def _check_references(spec: PaperSpec, source: str | Path | None, known_methods: set[str] | None) -> None:
@@ -340,7 +297,7 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
             if base == claim.arm:
                 raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
         stat = claim.accept.statistic
-        signed = claim.kind in _SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form == "fraction")
+        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form == "fraction")
         if stat == "geometric_mean" and signed:
             raise ConfigError(
                 source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"
@@ -354,6 +311,7 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
                 raise ConfigError(
                     source, f"{at}.target", f"clock {claim.clock!r} needs an explicit target (curves are read)"
                 )
+        check_evidence_and_accept(spec.setup.min_seeds, claim, at, source)
         bounds = claimed_bounds(getattr(claim, "claimed", None))
         positive = claim.kind in ("speedup", "convergence") or (
             isinstance(claim, RelativeImprovementClaim) and claim.form == "ratio"
@@ -366,12 +324,13 @@ def _resolve(spec: PaperSpec) -> PaperSpec:
     """Fill every claim's defaults from ``setup`` so the engine never has to look twice."""
     claims = []
     for claim in spec.claims:
+        statistic = claim.accept.statistic or default_statistic(claim)
+        paired = claim.accept.paired if claim.accept.paired is not None else default_paired(claim)
         accept = claim.accept.model_copy(
             update={
-                "statistic": claim.accept.statistic or _DEFAULT_STAT.get(claim.kind, "median"),
-                "paired": claim.accept.paired
-                if claim.accept.paired is not None
-                else claim.kind in ("speedup", "relative_improvement", "non_inferiority"),
+                "statistic": statistic,
+                "paired": paired,
+                "ci_method": claim.accept.ci_method or default_ci_method(statistic, paired, claim.kind),
                 "min_seeds": claim.accept.min_seeds or spec.setup.min_seeds,
             }
         )
@@ -379,6 +338,7 @@ def _resolve(spec: PaperSpec) -> PaperSpec:
             "accept": accept,
             "profile": claim.profile or spec.setup.profile,
             "scale": claim.scale or spec.setup.scale,
+            "origin": claim.origin or ORIGIN_OF[claim.evidence],
         }
         if hasattr(claim, "baseline"):
             update["baseline"] = claim.baseline or spec.setup.baseline
@@ -393,11 +353,11 @@ def validate_paper(
 
     ``known_methods`` (method folder names) lets arm names be checked; ``None`` skips that check.
     """
-    _precheck_kinds(source, data)
+    precheck_kinds(source, data)
     try:
         spec = PaperSpec.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(source, exc) from None
+        raise pydantic_error(source, exc) from None
     _check_references(spec, source, known_methods)
     return _resolve(spec)
 
@@ -405,25 +365,3 @@ def validate_paper(
 def load_paper_file(path: str | Path, known_methods: set[str] | None = None) -> PaperSpec:
     path = Path(path)
     return validate_paper(read_yaml(path), path, known_methods)
-
-
-def claimed_bounds(claimed: float | tuple[float, float] | None) -> tuple[float, float] | None:
-    if claimed is None:
-        return None
-    if isinstance(claimed, tuple):
-        return float(claimed[0]), float(claimed[1])
-    return float(claimed), float(claimed)
-
-
-def acceptance_band(claim: Any, higher_is_better: bool) -> tuple[float, float] | None:
-    """The interval the statistic must fall in (see :class:`Accept`); ``None`` for kinds without one."""
-    bounds = claimed_bounds(getattr(claim, "claimed", None))
-    if bounds is None:
-        return None
-    lo, hi = bounds
-    acc: Accept = claim.accept
-    lo -= max(acc.abs_tolerance, acc.rel_tolerance * abs(lo))
-    hi += max(acc.abs_tolerance, acc.rel_tolerance * abs(hi))
-    if acc.sided == "one_sided":
-        return (lo, math.inf) if higher_is_better else (-math.inf, hi)
-    return lo, hi

@@ -1,4 +1,4 @@
-"""Statistics over seeds, deterministic bootstrap CIs, and number formatting for verdicts.
+"""Statistics over seeds and number formatting for verdicts (intervals: :mod:`suite.claims.intervals`).
 
 The statistics work on the last axis so that one call computes the point estimate (a 1-D array of
 seeds) and the whole bootstrap distribution (a ``(n_boot, seeds)`` array) alike.
@@ -7,7 +7,6 @@ seeds) and the whole bootstrap distribution (a ``(n_boot, seeds)`` array) alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,23 +48,3 @@ def stat(x: np.ndarray, name: str) -> np.ndarray:
         s = np.sort(x, axis=-1)
         return np.mean(s[..., 1:-1], axis=-1) if x.shape[-1] >= 3 else np.mean(s, axis=-1)
     raise ValueError(f"unknown statistic {name!r}")
-
-
-def bootstrap(
-    samples: Sequence[np.ndarray],
-    combine: Callable[[list[np.ndarray]], Any],
-    seed: int,
-    n_boot: int,
-    level: float,
-) -> tuple[float, tuple[float, float]]:
-    """Point estimate and percentile CI; each sample is resampled independently (pairs stay together
-    because a paired claim passes one sample of per-seed ratios/differences)."""
-    point = float(combine([np.asarray(s, dtype=float) for s in samples]))
-    rng = np.random.default_rng(seed)
-    boots = [np.asarray(s, dtype=float)[rng.integers(0, len(s), size=(n_boot, len(s)))] for s in samples]
-    dist = np.asarray(combine(boots), dtype=float)
-    dist = dist[np.isfinite(dist)]
-    if dist.size == 0:
-        return point, (math.nan, math.nan)
-    lo, hi = np.quantile(dist, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return point, (float(lo), float(hi))

@@ -15,9 +15,13 @@ Rules, in the order they are applied to every arm a claim needs:
    than ``accept.min_seeds`` → INCONCLUSIVE.
 
 Per seed, the newest FINISHED run counts (a rerun replaces an earlier one). Statistics are the
-median, the mean, the geometric mean (for ratios, AlgoPerf's choice for speedups) or the olympic
-mean (MLPerf: drop min and max), over seeds; paired claims first form per-seed ratios or
-differences. CIs are percentile bootstraps whose generator is seeded from the paper and claim id
+mean (default), the geometric mean (default for ratios, AlgoPerf's choice for speedups), the median
+or the olympic mean (MLPerf: drop min and max), over seeds. Comparisons are *paired by seed* by
+default: a seed index gives every arm the same initial model and data order (common random
+numbers, :mod:`suite.job`), so per-seed ratios or differences (per-seed gaps, for an ordering)
+cancel what the arms share and the CI reflects the method, not the draw. CIs are Student-t
+intervals on those per-seed values (their logs for a geometric mean), or BCa bootstraps for
+medians and unpaired comparisons, whose generator is seeded from the paper and claim id
 (:func:`suite.seeding.derive_seed`), so a report is bit-for-bit reproducible.
 """
 
@@ -32,11 +36,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from suite.claims.schema import Claim, PaperSpec, acceptance_band
-from suite.claims.stats import bootstrap, fmt, json_safe, stat
+from suite.claims.decide import censored_convergence, decide
+from suite.claims.intervals import bca_interval, percentile_interval, t_interval
+from suite.claims.schema import Claim, PaperSpec
+from suite.claims.stats import fmt, json_safe, stat
 from suite.runlog import flatten_params
 from suite.seeding import derive_seed
 
+__all__ = ["Verdict", "evaluate_claim", "evaluate_claims", "fmt", "latest_per_seed", "select_arm"]
 VerdictKind = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 #: claim unit → curve column
 UNIT_COLUMN = {
@@ -66,6 +73,8 @@ class Verdict:
     per_seed: dict[str, dict[int, float]] = field(default_factory=dict)  # arm → seed → raw value
     censored: dict[str, dict[int, float]] = field(default_factory=dict)  # arm → seed → value at budget end
     miss: str = ""  # a FAIL outside an acceptance band: "exceeds the claim" or "falls short of the claim"
+    paired: bool = False  # arms compared seed by seed (same seed index: same initial model and data order)
+    ci_method: str = ""  # t, bca or percentile (see suite.claims.intervals)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -261,39 +270,24 @@ def _evaluate(
         if censored:
             verdict.censored[name] = dict(censored)
     need = acc.min_seeds if acc.statistic != "olympic_mean" else max(acc.min_seeds, 3)
-    seed_key = derive_seed("claims", paper, claim.id)
 
     unreached = {n: sorted(c) for n, c in censored_all.items() if c}
     if unreached:
         text = "; ".join(f"'{n}' seeds {s}" for n, s in unreached.items())
         if claim.kind == "convergence":
-            return _censored_convergence(claim, verdict, arms[claim.arm], censored_all[claim.arm], need, text)
+            return censored_convergence(claim, verdict, arms[claim.arm], censored_all[claim.arm], need, text)
         raise _Inconclusive(f"target never reached within the budget ({text})")
 
-    label = _STAT_LABEL[acc.statistic]
-    if claim.kind in ("speedup", "relative_improvement", "non_inferiority") and acc.paired:
-        a, b = arms[claim.arm], arms[claim.baseline]
-        common = sorted(set(a) & set(b))
+    verdict.paired, verdict.ci_method = bool(acc.paired and len(names) > 1), acc.ci_method
+    if verdict.paired:
+        common = sorted(set.intersection(*(set(arms[n]) for n in names)))
         if len(common) < need:
+            both = " and ".join(f"'{n}'" for n in names)
             raise _Inconclusive(
-                f"too few seeds: {len(common)} with both '{claim.arm}' and '{claim.baseline}' finished "
+                f"too few seeds: {len(common)} with {'both' if len(names) == 2 else 'all of'} {both} finished "
                 f"(seeds {common}), {need} required"
             )
-        av, bv = np.array([a[s] for s in common]), np.array([b[s] for s in common])
-        if claim.kind == "speedup":
-            derived, verdict.unit = bv / av, "x"
-        elif claim.kind == "relative_improvement":
-            derived = _relative(claim.form, claim.direction)(av, bv)
-            verdict.unit = "x" if claim.form == "ratio" else "fraction"
-        else:
-            derived, verdict.unit = (av - bv) * (1 if claim.direction == "max" else -1), claim.metric
-        verdict.points = dict(zip(common, derived.tolist(), strict=True))
-        samples: list[np.ndarray] = [derived]
-
-        def combine(s: list[np.ndarray]) -> Any:
-            return stat(s[0], acc.statistic)
-
-        verdict.statistic_name = f"{label} of per-seed {'ratios' if verdict.unit == 'x' else 'values'} (paired)"
+        sample = _paired_sample(claim, arms, names, common, verdict)
     else:
         for name in names:
             if len(arms[name]) < need:
@@ -301,17 +295,93 @@ def _evaluate(
                 raise _Inconclusive(
                     f"too few seeds: '{name}' has {len(usable)} usable (seeds {usable}), {need} required"
                 )
-        samples = [np.array(list(arms[n].values())) for n in names]
-        combine, verdict.unit = _unpaired(claim, acc.statistic)
-        verdict.statistic_name = label if len(names) == 1 else f"from per-arm {label}s (unpaired)"
-        if len(names) == 1:
-            verdict.points = dict(arms[names[0]])
-    verdict.n_seeds = min(len(s) for s in samples)
-    point, ci = bootstrap(samples, combine, seed_key, acc.n_boot, acc.ci)
+        sample = _unpaired_sample(claim, arms, names, verdict)
+    point, ci = _interval(acc, sample, derive_seed("claims", paper, claim.id))
     if not math.isfinite(point):
-        raise _Inconclusive(f"the {label} is undefined for these values (non-positive values for a ratio?)")
+        raise _Inconclusive(
+            f"the {_STAT_LABEL[acc.statistic]} is undefined for these values (non-positive values for a ratio?)"
+        )
     verdict.statistic, verdict.ci = point, ci
-    return _decide(claim, verdict, arms)
+    return decide(claim, verdict, arms)
+
+
+@dataclass
+class _Sample:
+    """What the CI is computed from: per-seed value rows (paired, or one arm) or independent samples.
+
+    ``rows`` is ``(groups, seeds)``: one row of per-seed values for a paired ratio or difference or a
+    single arm; one row per adjacent pair of a paired ordering, whose statistic is the smallest
+    row statistic. ``samples`` and ``combine`` serve the bootstrap of unpaired comparisons.
+    """
+
+    statistic: str
+    rows: np.ndarray | None = None
+    samples: list[np.ndarray] = field(default_factory=list)
+    combine: Callable[[list[np.ndarray]], Any] | None = None
+
+
+def _paired_sample(
+    claim: Any, arms: dict[str, dict[int, float]], names: list[str], seeds: list[int], v: Verdict
+) -> _Sample:
+    by_arm = {n: np.array([arms[n][s] for s in seeds]) for n in names}
+    label = _STAT_LABEL[claim.accept.statistic]
+    if claim.kind == "ordering":
+        sign = 1 if claim.direction == "max" else -1
+        rows = np.stack([sign * (by_arm[p] - by_arm[q]) for p, q in itertools.pairwise(names)])
+        v.unit, v.statistic_name = claim.metric, f"smallest adjacent {label} of per-seed gaps (paired by seed)"
+        v.n_seeds = len(seeds)
+        v.points = dict(zip(seeds, rows.min(axis=0).tolist(), strict=True))
+        return _Sample(claim.accept.statistic, rows)
+    a, b = by_arm[claim.arm], by_arm[claim.baseline]
+    if claim.kind == "speedup":
+        derived, v.unit = b / a, "x"
+    elif claim.kind == "relative_improvement":
+        derived = _relative(claim.form, claim.direction)(a, b)
+        v.unit = "x" if claim.form == "ratio" else "fraction"
+    else:
+        derived, v.unit = (a - b) * (1 if claim.direction == "max" else -1), claim.metric
+    v.points = dict(zip(seeds, derived.tolist(), strict=True))
+    v.n_seeds = len(seeds)
+    what = "ratios" if v.unit == "x" else ("differences" if claim.kind == "non_inferiority" else "values")
+    v.statistic_name = f"{label} of per-seed {what} (paired by seed)"
+    return _Sample(claim.accept.statistic, derived[None, :])
+
+
+def _unpaired_sample(claim: Any, arms: dict[str, dict[int, float]], names: list[str], v: Verdict) -> _Sample:
+    samples = [np.array(list(arms[n].values())) for n in names]
+    label = _STAT_LABEL[claim.accept.statistic]
+    v.n_seeds = min(len(s) for s in samples)
+    if len(names) == 1:
+        v.points = dict(arms[names[0]])
+        v.unit = claim.unit if claim.kind == "convergence" else claim.metric
+        v.statistic_name = label
+        return _Sample(claim.accept.statistic, samples[0][None, :])
+    combine, v.unit = _unpaired(claim, claim.accept.statistic)
+    v.statistic_name = f"from per-arm {label}s (unpaired)"
+    return _Sample(claim.accept.statistic, None, samples, combine)
+
+
+def _interval(acc: Any, sample: _Sample, seed: int) -> tuple[float, tuple[float, float]]:
+    """The statistic and its CI by ``acc.ci_method`` (see :mod:`suite.claims.intervals`)."""
+    if sample.rows is not None:
+        rows = sample.rows
+        point = float(np.min(stat(rows, sample.statistic)))
+        if acc.ci_method == "t":
+            log = sample.statistic == "geometric_mean"
+            bounds = np.array([t_interval(r, acc.ci, log=log) for r in rows])
+            return point, (float(bounds[:, 0].min()), float(bounds[:, 1].min()))
+        index = np.arange(rows.shape[1])
+
+        def combine(s: list[np.ndarray]) -> Any:  # resample seeds (columns) jointly, keeping pairs together
+            return np.min(stat(rows[:, s[0]], sample.statistic), axis=0)
+
+        samples: list[np.ndarray] = [index]
+    else:
+        assert sample.combine is not None
+        combine, samples = sample.combine, sample.samples
+        point = float(combine(samples))
+    method = bca_interval if acc.ci_method == "bca" else percentile_interval
+    return point, method(samples, combine, seed, acc.n_boot, acc.ci)
 
 
 def _unpaired(claim: Any, name: str) -> tuple[Callable[[list[np.ndarray]], Any], str]:
@@ -323,100 +393,10 @@ def _unpaired(claim: Any, name: str) -> tuple[Callable[[list[np.ndarray]], Any],
     if claim.kind == "non_inferiority":
         sign = 1 if claim.direction == "max" else -1
         return (lambda s: sign * (stat(s[0], name) - stat(s[1], name))), claim.metric
-    if claim.kind == "ordering":
-        sign = 1 if claim.direction == "max" else -1
+    sign = 1 if claim.direction == "max" else -1  # ordering
 
-        def gaps(s: list[np.ndarray]) -> Any:
-            per_arm = [stat(x, name) for x in s]
-            return np.min(np.stack([sign * (p - q) for p, q in itertools.pairwise(per_arm)]), axis=0)
+    def gaps(s: list[np.ndarray]) -> Any:
+        per_arm = [stat(x, name) for x in s]
+        return np.min(np.stack([sign * (p - q) for p, q in itertools.pairwise(per_arm)]), axis=0)
 
-        return gaps, claim.metric
-    unit = claim.unit if claim.kind == "convergence" else claim.metric
-    return (lambda s: stat(s[0], name)), unit
-
-
-def _higher_is_better(claim: Any) -> bool:
-    if claim.kind == "final_metric":
-        return claim.direction == "max"
-    return claim.kind != "convergence"
-
-
-def _miss(above: bool, claim: Any) -> str:
-    """Which way a result outside the band missed, in the paper's terms: a time cut of 95% against a
-    claimed 72% is a FAIL of the claim as stated, but in the paper's favour, and the reader must see that."""
-    return "exceeds the claim" if above == _higher_is_better(claim) else "falls short of the claim"
-
-
-def _decide(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
-    assert v.statistic is not None and v.ci is not None
-    s, (lo, hi) = v.statistic, v.ci
-    ci_text = f"{fmt(s, v.unit)} [{fmt(lo, v.unit)}, {fmt(hi, v.unit)}], n={v.n_seeds}"
-    if claim.kind == "non_inferiority":
-        base = np.array(list(arms[claim.baseline].values()))
-        margin = claim.margin * (abs(float(stat(base, claim.accept.statistic))) if claim.margin_kind == "rel" else 1)
-        v.band = (-margin, math.inf)
-        if lo >= -margin:
-            v.verdict, v.reason = "PASS", f"difference {ci_text}: CI lower bound ≥ −{fmt(margin)}"
-        elif s < -margin:
-            v.verdict, v.reason = "FAIL", f"difference {ci_text} is below the margin −{fmt(margin)}"
-        else:
-            v.reason = f"difference {ci_text}: CI reaches below −{fmt(margin)}; more seeds needed to show it"
-        return v
-    if claim.kind == "ordering":
-        v.band = (claim.margin, math.inf)
-        medians = {n: float(np.median(list(d.values()))) for n, d in arms.items()}
-        ranked = sorted(medians, key=medians.__getitem__, reverse=claim.direction == "max")
-        observed = (" > " if claim.direction == "max" else " < ").join(f"{n} ({fmt(medians[n])})" for n in ranked)
-        lower, upper = (lo, hi) if claim.accept.rule == "ci" else (s, s)
-        if lower > claim.margin:
-            v.verdict, v.reason = "PASS", f"smallest adjacent gap {ci_text} > {fmt(claim.margin)}; observed {observed}"
-        elif upper <= claim.margin:
-            v.verdict, v.reason = "FAIL", f"smallest adjacent gap {ci_text} ≤ {fmt(claim.margin)}; observed {observed}"
-        else:
-            v.reason = f"smallest adjacent gap {ci_text}: CI straddles {fmt(claim.margin)}; more seeds needed"
-        return v
-    band = acceptance_band(claim, _higher_is_better(claim))
-    assert band is not None
-    v.band = band
-    a, b = band
-    band_text = f"[{fmt(a, v.unit)}, {fmt(b, v.unit)}]"
-    if claim.accept.rule == "point":
-        inside = a <= s <= b
-        v.verdict = "PASS" if inside else "FAIL"
-        v.reason = f"{v.statistic_name} {ci_text} {'inside' if inside else 'outside'} the acceptance band {band_text}"
-        if not inside:
-            v.miss = _miss(s > b, claim)
-            v.reason += f": {v.miss}"
-    elif a <= lo and hi <= b:
-        v.verdict, v.reason = "PASS", f"CI of {ci_text} inside the acceptance band {band_text}"
-    elif hi < a or lo > b:
-        v.verdict, v.miss = "FAIL", _miss(lo > b, claim)
-        v.reason = f"CI of {ci_text} entirely outside the acceptance band {band_text}: {v.miss}"
-    else:
-        v.reason = f"CI of {ci_text} straddles the acceptance band {band_text}; more seeds needed"
-    return v
-
-
-def _censored_convergence(
-    claim: Any, v: Verdict, reached: dict[int, float], censored: dict[int, float], need: int, text: str
-) -> Verdict:
-    """Unreached seeds are lower bounds; every statistic here is monotone, so a lower-bound
-    statistic already past the band's upper edge proves the claim false."""
-    values = {**reached, **censored}
-    band = acceptance_band(claim, higher_is_better=False)
-    assert band is not None
-    v.band, v.unit, v.n_seeds = band, claim.unit, len(values)
-    v.points = values
-    if len(values) >= need:
-        bound = float(stat(np.array(list(values.values())), claim.accept.statistic))
-        if bound > band[1]:
-            v.verdict, v.statistic, v.miss = "FAIL", bound, "falls short of the claim"
-            v.statistic_name = f"lower bound of the {_STAT_LABEL[claim.accept.statistic]}"
-            v.reason = (
-                f"target never reached within the budget ({text}); even counting those seeds at their "
-                f"budget, the {_STAT_LABEL[claim.accept.statistic]} is ≥ {fmt(bound)} {claim.unit} > {fmt(band[1])}: "
-                f"{v.miss}"
-            )
-            return v
-    v.reason = f"target never reached within the budget ({text})"
-    return v
+    return gaps, claim.metric

@@ -74,7 +74,7 @@ class Harness:
         for rank in transport.ranks:
             model, comm, clock = transport.endpoint(rank)
             worker = HarnessWorker(
-                rank, k, model, comm, clock, job.compute_seconds, job.seed_parts, device=transport.device
+                rank, k, model, comm, clock, job.compute_seconds, job.method_seed_parts, device=transport.device
             )
             worker.update_state(budget=budget)
             worker.label_smoothing = job.config.loss.label_smoothing

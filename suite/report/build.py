@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 import suite
+from suite.claims.evidence import group_of, tally
 from suite.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
 from suite.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from suite.claims.schema import PaperSpec, Scale, at_scale
@@ -47,15 +48,22 @@ class Report:
     verdicts: list[Verdict]
     logged_to: list[str] = field(default_factory=list)
 
+    claims: list[Any] = field(default_factory=list)
+
     def counts(self) -> dict[str, int]:
+        """Verdicts over every claim (``--check`` fails on any FAIL)."""
         out = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}
         for v in self.verdicts:
             out[v.verdict] += 1
         return out
 
     def summary(self) -> str:
-        c = self.counts()
-        return f"{c['PASS']} PASS · {c['FAIL']} FAIL · {c['INCONCLUSIVE']} INCONCLUSIVE"
+        """Headline first: the paper's own claims decided by measurement, then what else was judged."""
+        return tally(self.claims, self.verdicts).summary()
+
+    def group(self, verdict: Verdict) -> str:
+        """``headline``, ``derived`` or ``structural``: which tally the verdict counts in."""
+        return next((group_of(c) for c in self.claims if c.id == verdict.claim_id), "headline")
 
 
 def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
@@ -206,13 +214,7 @@ def _markdown(
     if spec is None or not spec.claims:
         parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
     else:
-        counts = {k: sum(v.verdict == k for v in verdicts) for k in ("PASS", "FAIL", "INCONCLUSIVE")}
-        parts += [
-            f"**{counts['PASS']} PASS · {counts['FAIL']} FAIL · {counts['INCONCLUSIVE']} INCONCLUSIVE** "
-            f"of {len(verdicts)} claims (profile `{spec.setup.profile or 'any'}`, scale `{spec.setup.scale}`).",
-            "",
-            sec.claims_table(spec, verdicts),
-        ]
+        parts += [sec.tally_text(spec, verdicts), "", sec.grouped_claims_tables(spec, verdicts)]
         conflicts = sec.conflicts_section(spec)
         if conflicts:
             parts += ["### Claims that cannot all hold", "", conflicts]
@@ -288,7 +290,7 @@ def write_report(
     }
     (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
     rs.runs.to_csv(out_dir / "runs.csv", index=False)
-    return Report(info.id, out_dir, md_path, html_path, drawn, verdicts)
+    return Report(info.id, out_dir, md_path, html_path, drawn, verdicts, claims=list(spec.claims) if spec else [])
 
 
 def log_report(rs: RunSet, report: Report) -> list[str]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from suite.claims.evidence import group_of, tally
+from suite.claims.intervals import CI_LABELS
 from suite.claims.schema import Claim, PaperSpec, claimed_bounds
 from suite.claims.verdicts import Verdict, fmt
 
@@ -66,6 +68,13 @@ def source_text(claim: Any) -> str:
     return f'{text}: "{src.quote}"' if src.quote else text
 
 
+def evidence_text(claim: Any) -> str:
+    """``origin`` of the claim and, where it says more, where its number comes from (``evidence``)."""
+    if claim.origin == claim.evidence:
+        return claim.origin
+    return f"{claim.origin} (number {claim.evidence})"
+
+
 def reproduced_text(v: Verdict, level: float) -> str:
     if v.statistic is None:
         return "–"
@@ -75,10 +84,14 @@ def reproduced_text(v: Verdict, level: float) -> str:
     return out + f", n={v.n_seeds}"
 
 
-def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
+def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[Any] | None = None) -> str:
+    """One row per claim (``claims``: a subset of ``spec.claims``, default all); a claim decided by
+    the model's structure gets a ``why it cannot vary`` column."""
     by_id = {v.claim_id: v for v in verdicts}
+    chosen = list(spec.claims if claims is None else claims)
+    structural = any(c.decided_by == "model_structure" for c in chosen)
     rows = []
-    for claim in spec.claims:
+    for claim in chosen:
         v = by_id[claim.id]
         ideal = f"{fmt(claim.ideal.value, _claim_unit(claim))} ({claim.ideal.label})" if claim.ideal else "–"
         rows.append(
@@ -86,16 +99,70 @@ def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
                 "claim": f"{claim.id}: {claim.statement}" if claim.statement else claim.id,
                 "kind": claim.kind,
                 "source": source_text(claim),
-                "evidence": claim.evidence,
+                "evidence": evidence_text(claim),
                 "claimed": claimed_text(claim),
                 "reproduced": reproduced_text(v, claim.accept.ci),
                 "ideal": ideal,
                 "verdict": v.verdict,
                 "reason": v.reason,
+                "why it cannot vary": claim.why,
             }
         )
     cols = ["claim", "kind", "source", "evidence", "claimed", "reproduced", "ideal", "verdict", "reason"]
-    return table(rows, cols)
+    return table(rows, [*cols, "why it cannot vary"] if structural else cols)
+
+
+_GROUPS = {
+    "headline": (
+        "The paper's claims (headline)",
+        "As the paper states them, each decided by a measurement on the emulated cluster.",
+    ),
+    "derived": (
+        "Derived and reconstructed readings",
+        "Computed from the paper's numbers (derived) or our reading of what it says without a number or a "
+        "baseline (reconstructed): they re-use the headline's evidence, so they are not counted in it.",
+    ),
+    "structural": (
+        "Decided by the model's structure",
+        "Claims the emulator can only decide one way, whatever the runs do (the last column says why): "
+        "their verdicts describe the model, not the paper, and are not counted in the headline.",
+    ),
+}
+
+
+def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
+    """The report's verdict line, headline first (see :mod:`suite.claims.evidence`)."""
+    t = tally(spec.claims, verdicts)
+    where = f"profile `{spec.setup.profile or 'any'}`, scale `{spec.setup.scale}`"
+    lines = [
+        f"**Headline: {t.text(t.of('headline'))}** of the paper's {t.total('headline')} claims as it states "
+        f"them, decided by measurement ({where})."
+    ]
+    others = [
+        f"{t.text(t.of(g))} {label}"
+        for g, label in (
+            ("derived", "derived/reconstructed readings"),
+            ("structural", "decided by the model's structure"),
+        )
+        if t.total(g)
+    ]
+    if others:
+        lines.append(f"Also judged, not in the headline: {'; '.join(others)}.")
+    lines.append(
+        f"All {len(verdicts)} claims: {t.text(t.all_claims())}. Comparisons are paired by seed (a seed index gives "
+        "every arm the same initial model and data order); the CI decides a verdict under `rule: ci`."
+    )
+    return " ".join(lines)
+
+
+def grouped_claims_tables(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
+    """One claims table per evidence group, the headline first."""
+    out = []
+    for group, (title, caption) in _GROUPS.items():
+        claims = [c for c in spec.claims if group_of(c) == group]
+        if claims:
+            out += [f"### {title}", "", f"_{caption}_", "", claims_table(spec, verdicts, claims)]
+    return "\n".join(out)
 
 
 def _arms_of(claim: Any) -> str:
@@ -117,12 +184,18 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
             lines += [f"> {claim.statement}", ""]
         lines.append(
             f"- {_arms_of(claim)} · profile `{claim.profile or 'any'}` · scale `{claim.scale}` · "
-            f"evidence `{claim.evidence}` · source {source_text(claim)}"
+            f"origin `{claim.origin}` · evidence `{claim.evidence}` · decided by `{claim.decided_by}` · "
+            f"source {source_text(claim)}"
         )
+        if claim.why:
+            lines.append(f"- why it cannot vary: {claim.why}")
         tol = f"abs ±{acc.abs_tolerance:g}, rel ±{acc.rel_tolerance:g}, {acc.sided}, rule `{acc.rule}`"
+        method = CI_LABELS.get(v.ci_method or acc.ci_method or "", "interval")
+        resamples = f" ({acc.n_boot} resamples)" if (v.ci_method or acc.ci_method) != "t" else ""
         lines.append(
-            f"- statistic: {v.statistic_name or acc.statistic}; {round(acc.ci * 100)}% bootstrap CI "
-            f"({acc.n_boot} resamples); at least {acc.min_seeds} seeds; tolerance {tol}"
+            f"- statistic: {v.statistic_name or acc.statistic}; {round(acc.ci * 100)}% {method}{resamples}"
+            f"; at least {acc.min_seeds} seeds; "
+            f"tolerance {tol}"
         )
         if v.band is not None:
             lines.append(f"- acceptance band: [{fmt(v.band[0], v.unit)}, {fmt(v.band[1], v.unit)}]")

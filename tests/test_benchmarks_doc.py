@@ -1,0 +1,54 @@
+"""BENCHMARKS.md stays whole: one `##` section per reproduced paper, each running only its own paper.
+
+Commit 98f8fa9 lost the Chao results table and the C-ADP heading, leaving the C-ADP commands and
+figures under "Chao et al. reproduction". These checks tie the document to the nox sessions
+(``reproduce-<paper>``, one per ``methods/*/paper.yaml`` of kind reproduction) so it cannot drift again.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEADING = re.compile(r"^## (?P<title>.+)$", re.M)
+REPRODUCTION = re.compile(r"reproduction \(`(?P<paper>[A-Za-z0-9_.-]+)`\)\s*$")
+COMMAND = re.compile(r"(?:nox -s reproduce-|distrepro reproduce |reproduce\(\")(?P<paper>[A-Za-z0-9_.-]+)")
+
+pytestmark = pytest.mark.smoke
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(heading, body) of every `##` section; the preamble before the first one is left out."""
+    marks = list(HEADING.finditer(text))
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    return [(m["title"], text[m.end() : end]) for m, end in zip(marks, ends, strict=True)]
+
+
+def _nox_papers() -> set[str]:
+    spec = importlib.util.spec_from_file_location("distrepro_noxfile_doc", REPO / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return set(module._papers())
+
+
+def test_reproduction_sections_are_the_nox_reproduce_sessions() -> None:
+    sections = _sections((REPO / "BENCHMARKS.md").read_text(encoding="utf-8"))
+    named = [m["paper"] for title, _ in sections if (m := REPRODUCTION.search(title))]
+    assert len(named) == len(set(named)), f"a paper has two sections: {named}"
+    assert set(named) == _nox_papers()
+
+
+def test_each_section_runs_only_the_paper_it_names() -> None:
+    for title, body in _sections((REPO / "BENCHMARKS.md").read_text(encoding="utf-8")):
+        own = REPRODUCTION.search(title)
+        ran = {m["paper"] for m in COMMAND.finditer(body)}
+        if own:
+            assert ran <= {own["paper"]}, f"section '{title}' runs {sorted(ran)}"
+            assert own["paper"] in ran, f"section '{title}' gives no command for its paper"
+        else:
+            assert not ran, f"section '{title}' reproduces {sorted(ran)} but names no paper"
