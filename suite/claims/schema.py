@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from suite.config import read_yaml
 from suite.errors import ConfigError
+from suite.sensitivity.spec import SensitivitySpec
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -77,6 +78,8 @@ class Setup(_Strict):
     baseline: str | None = None
     arms: dict[str, Arm] = Field(default_factory=dict)
     notes: str | None = None
+    #: ranges of reconstructed method assumptions and the sweep size (suite/sensitivity/spec.py)
+    sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
 
 
 class Source(_Strict):
