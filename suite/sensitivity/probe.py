@@ -16,8 +16,9 @@ be replayed this way; anything else (asynchronous gossip, pairing, non-blocking 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -28,6 +29,7 @@ from suite.engine import charges
 from suite.errors import DistreproError
 from suite.job import Job
 from suite.seeding import derive_seed, generator
+from suite.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
 from suite.timemodel import CommCostModel
 
 
@@ -65,7 +67,7 @@ class Call:
 
 
 #: one rank's iteration: ("compute", samples) and ("comm", call) events in program order
-Event = tuple[str, Any]
+Event = tuple[str, Any]  # (the same alias as suite.sensitivity.pattern.Event)
 
 
 def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
@@ -169,31 +171,87 @@ class _ProbeContext:
 
 class Prober:
     """Per-rank event lists of one iteration (and of ``finalize``) of ``job``'s method, cached by
-    (params, rank, batch size): lockstep methods repeat the same pattern for the same batch."""
+    (params, rank, batch size): lockstep methods repeat the same pattern for the same batch. New
+    sizes are predicted once a rank's scaling is learnt (:mod:`suite.sensitivity.pattern`)."""
 
     def __init__(self, job: Job) -> None:
         if not job.method.cls.synchronous:
             raise NotAnalysable(f"method {job.method.name} is asynchronous: its timing depends on event order")
         self.job = job
         self.model = job.make_model()
+        # a copy on the meta device: shapes and bytes without storage, so the method's optimizer steps in a probe
+        # cost only Python; a method that reads values (or mixes devices) raises, and is then probed on CPU
+        self._meta: torch.nn.Module | None = copy.deepcopy(self.model).to("meta")
         self._sample = job.example_batch
         self._cache: dict[tuple[str, int, int], list[Event]] = {}
         self._final: dict[tuple[str, int], list[Event]] = {}
+        self._first: dict[tuple[str, int], tuple[int, list[Event]]] = {}
+        self._rules: dict[tuple[str, int], Pattern | None] = {}  # None: predictions failed, always probe
+        self._last: dict[int, Pattern] = {}  # per rank, the latest pattern learnt (under any params)
+        self.predicted = self.probes = 0
 
     def _batch(self, n: int) -> Batch:
         x, y = self._sample
         return Batch(x.expand(n, *x.shape[1:]), y.expand(n))
 
     def _run(self, params: MethodParams, rank: int, n: int | None) -> list[Event]:
+        if self._meta is not None:
+            try:
+                return self._run_on(self._meta, params, rank, n)
+            except NotAnalysable:
+                raise
+            except Exception:  # value-dependent or device-mixing code: probe on real (zero) tensors from now on
+                self._meta = None
+        return self._run_on(self.model, params, rank, n)
+
+    def _run_on(self, model: torch.nn.Module, params: MethodParams, rank: int, n: int | None) -> list[Event]:
         events: list[Event] = []
-        ctx = _ProbeContext(self.job, rank, self.model, events)
+        ctx = _ProbeContext(self.job, rank, model, events)
         method = self.job.method.cls(params)
         method.setup(ctx)  # type: ignore[arg-type]
         if n is None:
             method.finalize(ctx)  # type: ignore[arg-type]
         else:
             method.train_step(ctx, self._batch(n))  # type: ignore[arg-type]
+        self.probes += 1
         return events
+
+    def _borrow(self, key: str, params: MethodParams, rank: int) -> Pattern | None:
+        """The rank's pattern learnt under other params (e.g. another sync period), if two cheap probes
+        under these params (1 sample, and a few micro-batches) give exactly what it predicts."""
+        rule = self._last.get(rank)
+        if rule is None:
+            return None
+        sizes = (1, 2 * rule.micro + 1) if rule.micro is not None else (1, min(2, rule.upto))
+        return rule if all(self._run(params, rank, n) == rule.events(n) for n in sizes) else None
+
+    def _events(self, key: str, params: MethodParams, rank: int, n: int) -> list[Event]:
+        """Probe, or predict from the rank's learnt :class:`~suite.sensitivity.pattern.Pattern`."""
+        slot = (key, rank)
+        if slot not in self._rules and rank in self._last:
+            borrowed = self._borrow(key, params, rank)
+            if borrowed is not None:
+                self._rules[slot] = borrowed
+        rule = self._rules.get(slot)
+        if rule is not None and rule.covers(n):
+            self.predicted += 1
+            if self.predicted % VERIFY_EVERY:
+                return rule.events(n)
+            real = self._run(params, rank, n)  # spot check
+            if real != rule.events(n):
+                self._rules[slot] = None  # this method does not scale that way: probe every size from now on
+                self._last.pop(rank, None)
+            return real
+        real = self._run(params, rank, n)
+        if n > 0 and slot not in self._rules:
+            first = self._first.setdefault(slot, (n, real))
+            if first[0] != n:
+                self._rules[slot] = infer(first, (n, real))
+        elif n > 0 and rule is not None:  # a whole-batch rule asked beyond the sizes it has seen
+            self._rules[slot] = replace(rule, upto=max(rule.upto, n)) if real == rule.events(n) else None
+        if self._rules.get(slot) is not None:
+            self._last[rank] = self._rules[slot]  # type: ignore[assignment]
+        return real
 
     def iteration(self, params: MethodParams, batches: Sequence[int]) -> list[list[Event]]:
         """Every rank's events for one iteration where rank r trains on ``batches[r]`` samples."""
@@ -202,7 +260,7 @@ class Prober:
         for rank, n in enumerate(batches):
             k = (key, rank, int(n))
             if k not in self._cache:
-                self._cache[k] = self._run(params, rank, int(n))
+                self._cache[k] = self._events(key, params, rank, int(n))
             out.append(self._cache[k])
         return out
 

@@ -27,9 +27,23 @@ import pandas as pd
 
 from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import evaluate_claim
+from suite.runlog import flatten_params
 from suite.seeding import derive_seed
 from suite.sensitivity.retime import Retimer
 from suite.sensitivity.space import Space, latin_hypercube, oat_quantiles
+
+_IDENTITY = ("run_id", "method", "profile", "scale", "campaign", "seed", "status", "start_time")
+_TIMES = ("final/emulated_s", "final/useful_flops_per_emulated_s", "final/samples", "time_to_target_s")
+_TIMES += ("target_reached", "step_to_target")
+
+
+def _needed_columns(spec: PaperSpec, claims: Sequence[Any]) -> set[str]:
+    """What the verdicts of ``claims`` read: identity, the arms' method params, the time columns and the
+    claims' metrics. A table of a few hundred per-worker, tag and config columns made each judgement ~3x slower."""
+    params = {f"params.{k}" for arm in spec.setup.arms.values() for k in flatten_params({"method_params": arm.params})}
+    names = [m for c in claims if (m := getattr(c, "metric", None))]
+    metrics = {*names, *(f"final/{m}" for m in names)}
+    return {*_IDENTITY, *_TIMES, *params, *metrics}
 
 
 @dataclass(frozen=True)
@@ -138,7 +152,9 @@ class Judge:
     def __init__(self, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None, paper: str,
                  retimer: Retimer, claims: Sequence[Any], claim_runs: Mapping[str, set[str]]) -> None:  # fmt: skip
         ids = {r.run_id for r in retimer.runs}
-        self.runs = runs[runs["run_id"].isin(ids)].reset_index(drop=True)
+        keep = [c for c in runs.columns if c in _needed_columns(spec, claims)]
+        table = runs.loc[runs["run_id"].isin(ids), keep].reset_index(drop=True)
+        self.runs = table.astype({c: object for c in table.columns if pd.api.types.is_string_dtype(table[c].dtype)})
         self.curves = None if curves is None else curves[curves["run_id"].isin(ids)].reset_index(drop=True)
         self.spec, self.paper, self.retimer, self.claims = spec, paper, retimer, list(claims)
         #: per claim, the variables its runs depend on (profile figures of their profiles, arm assumptions)
@@ -194,7 +210,7 @@ def _flips(judge: Judge, space: Space, claim_id: str, name: str,
 
 
 def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int = 9, bisect: int = 10,
-              heat_points: int = 11) -> tuple[list[ClaimSensitivity], np.ndarray]:  # fmt: skip
+              heat_points: int = 9) -> tuple[list[ClaimSensitivity], np.ndarray]:  # fmt: skip
     """The designs of the module docstring for every claim ``judge`` knows; also returns the LHS."""
     central = space.central()
     at_central = judge(central)
