@@ -260,3 +260,41 @@ def test_an_assumption_range_must_contain_the_configured_value(profiles: dict[st
         {"arm": "big", "param": "lr", "low": 0.5, "high": 0.9, "reason": "test"}]}}}  # fmt: skip
     with pytest.raises(Exception, match=r"big.lr = 0.05 .* not a number inside \[0.5, 0.9\]"):
         sensitivity(PaperInfo("flip", validate_paper(bad)), rs, job_for=lambda run_id, seed: jobs[run_id])
+
+
+# ---------------------------------------------------------------- learning how an iteration scales
+
+
+def test_patterns_are_inferred_from_two_probes_and_only_trusted_where_seen() -> None:
+    from suite.sensitivity.pattern import infer
+    from suite.sensitivity.probe import Call
+
+    sync = ("comm", Call("all_reduce", (0, 1), 400.0))
+    whole = infer((5, [("compute", 5), sync]), (9, [("compute", 9), sync]))
+    assert whole is not None and whole.micro is None and whole.events(7) == [("compute", 7), sync]
+    assert whole.covers(9) and not whole.covers(10)  # micro-batches of 64 would look the same up to 64
+    micro = infer((130, [("compute", 64), ("compute", 64), ("compute", 2), sync]), (20, [("compute", 20), sync]))
+    assert micro is not None and micro.micro == 64 and micro.covers(10_000)
+    assert micro.events(200) == [("compute", 64)] * 3 + [("compute", 8), sync]
+    other = ("comm", Call("all_reduce", (0, 1), 800.0))
+    assert infer((5, [("compute", 5), sync]), (9, [("compute", 9), other])) is None  # bytes depend on n
+    assert infer((5, [("compute", 5), sync, ("compute", 5)]), (9, [("compute", 9), sync, ("compute", 9)])) is None
+
+
+def test_learnt_patterns_give_the_times_of_probing_every_size(profiles: dict[str, str]) -> None:
+    method, params = ARMS["cadp"]
+    job = build_job(validate_config(_config(profiles["tiny-sens"], method, params)), 0)
+    learning, probing = Prober(job), Prober(job, learn=False)
+    prof = load_profile(profiles["tiny-sens"])
+    for i, (gpu, cpu, rounds) in enumerate([(0.5, 2.0, 1.0), (2.0, 0.5, 0.5), (1.3, 0.7, 1.0), (0.8, 1.9, 0.25)] * 3):
+        p = apply_to_profile(prof, {"gpu.speed": gpu, "cpu.speed": cpu * (1 + i / 100)})
+        params = job.params.model_copy(update={"round_epochs": rounds})
+        from dataclasses import replace
+
+        from suite.timemodel import CommCostModel, ComputeModel
+
+        c = job.compute
+        j = replace(job, profile=p, params=params, cost=CommCostModel(p),
+                    compute=ComputeModel(p, c.workload_name, c.flops_per_sample, c.seed_parts))  # fmt: skip
+        assert simulate(j, learning).emulated_s == simulate(j, probing).emulated_s
+    assert learning.predicted > 0

@@ -35,12 +35,9 @@ def _split(events: list[Event]) -> tuple[list[Event], list[int], list[Event]] | 
     return events[: idx[0]], [int(events[i][1]) for i in idx], events[idx[-1] + 1 :]
 
 
-def _chunk(sizes: list[int], n: int) -> int | None:
-    """The micro-batch m if ``sizes`` is n cut into chunks of m (remainder last), else None."""
-    m = sizes[0]
-    if m <= 0 or sum(sizes) != n or len(sizes) != -(-n // m):
-        return None
-    return m if all(s == m for s in sizes[:-1]) and 0 < sizes[-1] <= m else None
+def _chunked(sizes: list[int], n: int, m: int) -> bool:
+    """True if ``sizes`` is n cut into chunks of m, the remainder last."""
+    return m > 0 and sum(sizes) == n and len(sizes) == -(-n // m) and all(s == m for s in sizes[:-1])
 
 
 @dataclass(frozen=True)
@@ -75,7 +72,8 @@ def infer(a: tuple[int, list[Event]], b: tuple[int, list[Event]]) -> Pattern | N
         return None
     if sa[1] == [na] and sb[1] == [nb]:
         return Pattern(tuple(sa[0]), tuple(sa[2]), None, max(na, nb))
-    ma, mb = _chunk(sa[1], na), _chunk(sb[1], nb)
-    if ma is not None and ma == mb and (len(sa[1]) > 1 or len(sb[1]) > 1):
-        return Pattern(tuple(sa[0]), tuple(sa[2]), ma)
+    several = [sizes for sizes in (sa[1], sb[1]) if len(sizes) > 1]  # only a split batch shows m
+    m = several[0][0] if several else 0
+    if several and _chunked(sa[1], na, m) and _chunked(sb[1], nb, m):
+        return Pattern(tuple(sa[0]), tuple(sa[2]), m)
     return None

@@ -174,7 +174,7 @@ class Prober:
     (params, rank, batch size): lockstep methods repeat the same pattern for the same batch. New
     sizes are predicted once a rank's scaling is learnt (:mod:`suite.sensitivity.pattern`)."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, learn: bool = True) -> None:
         if not job.method.cls.synchronous:
             raise NotAnalysable(f"method {job.method.name} is asynchronous: its timing depends on event order")
         self.job = job
@@ -188,6 +188,7 @@ class Prober:
         self._first: dict[tuple[str, int], tuple[int, list[Event]]] = {}
         self._rules: dict[tuple[str, int], Pattern | None] = {}  # None: predictions failed, always probe
         self._last: dict[int, Pattern] = {}  # per rank, the latest pattern learnt (under any params)
+        self.learn = learn  # False: probe every (params, rank, size); for checking the shortcut
         self.predicted = self.probes = 0
 
     def _batch(self, n: int) -> Batch:
@@ -227,6 +228,8 @@ class Prober:
 
     def _events(self, key: str, params: MethodParams, rank: int, n: int) -> list[Event]:
         """Probe, or predict from the rank's learnt :class:`~suite.sensitivity.pattern.Pattern`."""
+        if not self.learn:
+            return self._run(params, rank, n)
         slot = (key, rank)
         if slot not in self._rules and rank in self._last:
             borrowed = self._borrow(key, params, rank)
