@@ -133,8 +133,9 @@ def test_analytical_time_equals_the_engines_at_central_values(arm: str, profiles
     timing = simulate(job, Prober(job))
     assert timing.emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
     assert timing.samples == result.final.samples and timing.steps == result.final.step
-    for rec in result.evals[:-1]:  # every evaluation's emulated time, not only the last
+    for rec in result.evals:  # every evaluation's emulated time, not only the last
         assert timing.at_step(rec.step) == pytest.approx(rec.emulated_s, rel=1e-12)
+        assert timing.at_samples(rec.samples) == timing.at_step(rec.step)  # time to target reads samples
 
 
 def test_reseed_gives_the_noise_of_the_other_seed(profiles: dict[str, str]) -> None:

@@ -147,7 +147,8 @@ def sensitivity_section(result: Any, figures: dict[str, Path], out_dir: Path) ->
         "Held at their central values: "
         + (f"estimates without a declared range ({held}); " if held else "")
         + "jitter and straggler parameters, speed-change times, the workloads' FLOPs and bytes ([L/D] counts) and "
-        "everything measured. Time to a target is read at the step where each run reached it. A flip point is "
+        "everything measured. Time to a target is read where each run had processed as many samples as it needed "
+        "to reach the target (the training trajectory is not re-run). A flip point is "
         "found with the other figures central; the share of settings accounts for them moving together.\n"
     )
     return "\n".join(parts) + "\n"

@@ -15,12 +15,13 @@ the same schedule as :class:`suite.engine.inprocess.InProcessEngine` for a locks
 
 The arithmetic is the engine's, in the same order, so at a profile's central values the result
 equals the run's logged ``final/emulated_s`` to rounding (``tests/test_sensitivity_analytic.py``).
-Evaluation is untimed in the engine and so absent here; time to a target is read at the step
-where the real run reached it (the step does not depend on the hardware for a fixed allocation).
+Evaluation is untimed in the engine and so absent here; time to a target is read where as many
+samples have been processed as the real run needed to reach it (:meth:`Timing.at_samples`).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,19 +37,30 @@ from suite.sensitivity.probe import Call, Event, NotAnalysable, Prober
 @dataclass
 class Timing:
     """What the run would log for time: final emulated seconds, samples, steps, and the emulated
-    time after each iteration (``step_end_s[i]`` = time at global step ``i + 1``)."""
+    time and samples processed after each iteration (index i = global step ``i + 1``)."""
 
     emulated_s: float
     samples: int
     steps: int
     epochs: float
     step_end_s: list[float] = field(default_factory=list)
+    step_samples: list[int] = field(default_factory=list)
 
     def at_step(self, step: int) -> float:
         """Emulated time of the evaluation at global ``step`` (the final one after ``finalize``)."""
         if step >= self.steps or step < 1:
             return self.emulated_s
         return self.step_end_s[step - 1]
+
+    def samples_at(self, step: int) -> int:
+        return self.samples if step >= self.steps or step < 1 else self.step_samples[step - 1]
+
+    def at_samples(self, samples: int) -> float:
+        """Emulated time at the first evaluation point with at least ``samples`` processed: where a run
+        that reached a quality after that much data would reach it here (a sync period that changes the
+        number of steps leaves the data needed, not the step index, as the comparable quantity)."""
+        i = bisect.bisect_left(self.step_samples, samples)
+        return self.emulated_s if i >= self.steps - 1 else self.step_end_s[i]
 
 
 def _batches(job: Job, alloc: Allocation) -> list[int]:
@@ -130,11 +142,13 @@ def simulate(job: Job, prober: Prober) -> Timing:
     clocks = _Clocks(job)
     epoch = 0
     step_end: list[float] = []
+    step_samples: list[int] = []
     batches = _batches(job, alloc)
     while True:
         clocks.run(prober.iteration(job.params, batches))
         schedule.record_iteration(sum(batches), max(clocks.t))
         step_end.append(schedule.emulated_s)
+        step_samples.append(schedule.samples)
         e = schedule.epoch_index()
         if e > epoch:  # the engine's _maybe_reallocate
             epoch = e
@@ -144,4 +158,4 @@ def simulate(job: Job, prober: Prober) -> Timing:
         if schedule.budget_spent():
             break
     clocks.run(prober.finalize(job.params))
-    return Timing(max(clocks.t), schedule.samples, len(step_end), schedule.epochs, step_end)
+    return Timing(max(clocks.t), schedule.samples, len(step_end), schedule.epochs, step_end, step_samples)

@@ -152,11 +152,13 @@ class Retimer:
             out.at[i, "final/samples"] = float(t.samples)
             flops = run.job.compute.flops_per_sample
             out.at[i, "final/useful_flops_per_emulated_s"] = t.samples * flops / t.emulated_s
+            base = self.timing(run, {})  # the run as it ran: its evaluation steps in samples processed
             if run.step_to_target is not None and "time_to_target_s" in out:
-                out.at[i, "time_to_target_s"] = t.at_step(run.step_to_target)
+                out.at[i, "time_to_target_s"] = t.at_samples(base.samples_at(run.step_to_target))
             if curves_out is not None and "time/emulated_s" in curves_out and len(curves_out):
                 mask = curves_out["run_id"] == run.run_id
-                curves_out.loc[mask, "time/emulated_s"] = [t.at_step(int(s)) for s in curves_out.loc[mask, "step"]]
+                steps = curves_out.loc[mask, "step"]
+                curves_out.loc[mask, "time/emulated_s"] = [t.at_samples(base.samples_at(int(s))) for s in steps]
         return out, curves_out
 
 

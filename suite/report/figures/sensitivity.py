@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from suite.claims.stats import fmt
 from suite.report.figures.common import VERDICT_COLORS, bars_height, legend_on_top, new_figure, panel_grid
@@ -65,17 +66,26 @@ def share_figure(result: Any) -> Figure | None:
 
 
 def _band(ax: Any, band: Any, k: float) -> None:
-    """Shade the acceptance band; the x range grows to show its finite edges (a band far from the
-    bars is the point of the figure: the verdict cannot flip there)."""
+    """Shade the acceptance band, widening the x range to show its edges; a band far from every bar
+    (more than twice their spread away) is named in a note at the edge instead, or the bars would
+    shrink to nothing: the verdict cannot flip there, which the note says."""
     if band is None:
         return
     x0, x1 = ax.get_xlim()
-    lo, hi = band
-    edges = [e * k for e in (lo, hi) if math.isfinite(e)]
+    lo, hi = (e * k if math.isfinite(e) else e for e in band)
+    spread = x1 - x0
+    if lo > x1 + 2 * spread or hi < x0 - 2 * spread:
+        right = lo > x1
+        edge = f"≥ {lo:.3g}" if right else f"≤ {hi:.3g}"
+        note = f"acceptance band {edge} {'→' if right else '←'}"
+        ax.text(0.98 if right else 0.02, 0.02, note, transform=ax.transAxes, ha="right" if right else "left",
+                va="bottom", fontsize=7, color=_BAND)  # fmt: skip
+        return
+    edges = [e for e in (lo, hi) if math.isfinite(e)]
     x0, x1 = min([x0, *edges]), max([x1, *edges])
     pad = 0.04 * (x1 - x0)
     x0, x1 = x0 - pad, x1 + pad
-    ax.axvspan(lo * k if math.isfinite(lo) else x0, hi * k if math.isfinite(hi) else x1, color=_BAND, alpha=0.12, lw=0)
+    ax.axvspan(lo if math.isfinite(lo) else x0, hi if math.isfinite(hi) else x1, color=_BAND, alpha=0.12, lw=0)
     ax.set_xlim(x0, x1)
 
 
@@ -130,9 +140,11 @@ def heatmap_figure(result: Any) -> Figure | None:
             cs = ax.contour(h.xs, h.ys, stat, levels=6, colors="black", linewidths=0.6)
             ax.clabel(cs, fontsize=6, fmt=lambda v, u=unit: f"{v:.3g}{u}")
         ax.plot([xv.central], [yv.central], marker="*", color="black", ms=9, ls="none")
-        for var, setter in ((xv, ax.set_xscale), (yv, ax.set_yscale)):
+        for var, axis, set_scale in ((xv, ax.xaxis, ax.set_xscale), (yv, ax.yaxis, ax.set_yscale)):
             if var.range.spacing == "log":
-                setter("log")
+                set_scale("log")
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel(f"{h.x} ({xv.unit})", fontsize=7)
         ax.set_ylabel(f"{h.y} ({yv.unit})", fontsize=7)
         ax.tick_params(labelsize=6)
