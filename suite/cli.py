@@ -3,9 +3,10 @@
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
     distrepro list
     distrepro plan CONFIG [--set key.path=value ...] [--json]
-    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper]
+    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper] [--sensitivity [--samples N]]
     distrepro extras PAPER [ARM ...]
-    distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check]
+    distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
+    distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...]   (= report --sensitivity)
 
 Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
 cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or
@@ -135,15 +136,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         log_to_mlflow=not args.no_log,
         scale=args.scale,
+        sensitivity=args.sensitivity,
+        sensitivity_samples=args.samples,
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
     for v in report.verdicts:
         print(f"  {v.verdict:<12} {v.claim_id} [{report.group(v)}]: {v.reason}")
+    _print_sensitivity(report)
     print(f"  {report.markdown}\n  {report.html}")
     if report.logged_to:
         print(f"  logged under report/ on campaign run(s) {', '.join(report.logged_to)}")
     return 1 if args.check and report.counts()["FAIL"] else 0
+
+
+def _print_sensitivity(report: object) -> None:
+    result = getattr(report, "sensitivity", None)
+    if result is None:
+        return
+    from suite.report.sensitivity import summary_line
+
+    print(
+        f"sensitivity: {result.samples} settings of {len(result.space.variables)} uncertain figures, "
+        f"analytical vs logged times at central values within {result.max_validation_error():.1e}"
+    )
+    for c in result.claims:
+        print(f"  {summary_line(c, result.space, result.samples)}")
+
+
+def _add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) -> None:
+    if not always:
+        parser.add_argument(
+            "--sensitivity",
+            action="store_true",
+            help="add the sweep of the timing verdicts over the plausible hardware (no training)",
+        )
+    parser.add_argument(
+        "--samples", type=int, help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256)"
+    )
 
 
 def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
@@ -168,7 +198,24 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
     rep.add_argument(
         "--scale", choices=["proxy", "paper"], help="judge the claims on runs of this scale (default: the paper's)"
     )
+    _add_sensitivity_args(rep)
     rep.set_defaults(func=_cmd_report)
+    sens = sub.add_parser(
+        "sensitivity",
+        parents=parents,
+        help="sweep a paper's timing verdicts over the plausible hardware, then write its report (no training)",
+        description="Re-judge PAPER's timing claims over the ranges declared for estimated profile figures and "
+        "paper.yaml setup.sensitivity assumptions (Latin hypercube + one-at-a-time scans), re-timing the tracked "
+        "runs analytically; writes the report with its sensitivity section (= report --sensitivity).",
+    )
+    sens.add_argument("paper", help="paper id (citation.id in methods/*/paper.yaml)")
+    sens.add_argument("--campaign", action="append", metavar="RUN_ID", help="only runs of this campaign; repeatable")
+    sens.add_argument("--out", help="output folder (default: reports/PAPER)")
+    sens.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
+    sens.add_argument("--no-log", action="store_true", help="do not log the report files to MLflow")
+    sens.add_argument("--scale", choices=["proxy", "paper"], help="judge the claims on runs of this scale")
+    _add_sensitivity_args(sens, always=True)
+    sens.set_defaults(func=_cmd_report, sensitivity=True, baseline=None, check=False)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -185,6 +232,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         with_arms=with_arms,
         report=not args.no_report,
         show_progress=False if args.no_progress else None,
+        sensitivity=args.sensitivity,
+        sensitivity_samples=args.samples,
     )
     for arm, campaign in result.campaigns.items():
         print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
@@ -196,6 +245,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
         for v in rep.verdicts:
             print(f"  {v.claim_id} [{rep.group(v)}]: {v.verdict} — {v.reason}")
+        _print_sensitivity(rep)
         print(f"report: {rep.html}\n        {rep.markdown}")
     return 0
 
@@ -280,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
     rep.add_argument("--no-report", action="store_true", help="train only")
+    _add_sensitivity_args(rep)
     rep.add_argument("--no-progress", action="store_true", help="no live progress bar")
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(

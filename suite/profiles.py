@@ -32,9 +32,11 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from suite.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
+from suite.profile_ranges import FigureRange, check_device_ranges, check_link_ranges, unranged_estimates
 
 #: file stems in the profiles folder that are not profiles
 RESERVED_NAMES = frozenset({"workloads"})
@@ -67,6 +69,15 @@ class Link(_Strict):
     latency_us: NonNegative
     bandwidth_gbytes_per_s: Positive
     source: Source
+    #: plausible ranges of estimated figures (``latency_us``, ``bandwidth_gbytes_per_s``), see profile_ranges
+    ranges: dict[str, FigureRange] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ranges_contain_values(self) -> Link:
+        check_link_ranges(
+            {"latency_us": self.latency_us, "bandwidth_gbytes_per_s": self.bandwidth_gbytes_per_s}, self.ranges
+        )
+        return self
 
 
 class Jitter(_Strict):
@@ -119,6 +130,13 @@ class DeviceGroup(_Strict):
     straggler: Straggler = Field(default_factory=Straggler)
     speed_changes: list[SpeedChange] = Field(default_factory=list)
     nic: Link | None = None
+    #: ``speed``: plausible range of a factor on every declared speed of the group (see profile_ranges)
+    ranges: dict[str, FigureRange] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _speed_range(self) -> DeviceGroup:
+        check_device_ranges(self.ranges)
+        return self
 
     @field_validator("speed_changes")
     @classmethod
@@ -239,6 +257,10 @@ class HardwareProfile(_Strict):
     def origin(self) -> str:
         """What an error message should name: the file, else the profile name."""
         return self._source_path or f"<profile {self.name}>"
+
+    def unranged_estimates(self) -> list[str]:
+        """Fields graded ``[E]`` without a plausible range (held fixed by a sensitivity sweep)."""
+        return unranged_estimates(self)
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of the validated model (MLflow tag: which hardware exactly)."""

@@ -72,6 +72,8 @@ def reproduce(
     report: bool = True,
     show_progress: bool | None = None,
     root: Path | None = None,
+    sensitivity: bool = False,
+    sensitivity_samples: int | None = None,
 ) -> Reproduction:
     from suite.claims.papers import UnknownPaperError, find_paper, known_papers
     from suite.registry import repo_root
@@ -105,7 +107,14 @@ def reproduce(
         from suite.report.build import build_report
 
         ids = [c.parent_run_id for c in campaigns.values()]
-        built = build_report(paper, campaigns=ids, root=root, scale=scale)
+        built = build_report(
+            paper,
+            campaigns=ids,
+            root=root,
+            scale=scale,
+            sensitivity=sensitivity,
+            sensitivity_samples=sensitivity_samples,
+        )
     return Reproduction(paper, campaigns, built)
 
 

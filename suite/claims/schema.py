@@ -35,6 +35,7 @@ from suite.claims.evidence import ORIGIN_OF, check_evidence_and_accept
 from suite.claims.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from suite.config import read_yaml
 from suite.errors import ConfigError
+from suite.sensitivity.spec import SensitivitySpec
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -91,6 +92,8 @@ class Setup(_Strict):
     baseline: str | None = None
     arms: dict[str, Arm] = Field(default_factory=dict)
     notes: str | None = None
+    #: ranges of reconstructed method assumptions and the sweep size (suite/sensitivity/spec.py)
+    sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
 
 
 class Source(_Strict):

@@ -47,6 +47,7 @@ class Report:
     figures: dict[str, Path]
     verdicts: list[Verdict]
     logged_to: list[str] = field(default_factory=list)
+    sensitivity: Any | None = None  # SensitivityResult when asked for (--sensitivity)
 
     claims: list[Any] = field(default_factory=list)
 
@@ -196,6 +197,7 @@ def _markdown(
     drawn: dict[str, Path],
     out: Path,
     root: Path,
+    extra: str = "",
 ) -> str:
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -219,6 +221,8 @@ def _markdown(
         if conflicts:
             parts += ["### Claims that cannot all hold", "", conflicts]
         parts += ["### Claim details", "", sec.claim_details(spec, verdicts)]
+    if extra:  # e.g. the sensitivity of the timing verdicts (suite/report/sensitivity.py)
+        parts += [extra]
     parts += ["## Runs", "", sec.runs_table(rs.runs, labels)]
     bounds = sec.time_bounds_table(rs.runs, labels)
     if bounds:
@@ -242,6 +246,8 @@ def _markdown(
         )
     parts += ["## Figures", ""]
     for key, path in drawn.items():
+        if key not in _FIGURE_TEXT:  # a section's own figure, shown in that section
+            continue
         title, caption = _FIGURE_TEXT[key]
         parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
     parts += ["## Environment", "", sec.environment(rs.runs, labels)]
@@ -258,9 +264,16 @@ def _markdown(
 
 
 def write_report(
-    info: PaperInfo, rs: RunSet, out_dir: Path, baseline: str | None = None, root: Path | None = None
+    info: PaperInfo,
+    rs: RunSet,
+    out_dir: Path,
+    baseline: str | None = None,
+    root: Path | None = None,
+    sensitivity: Any | None = None,
 ) -> Report:
-    """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes)."""
+    """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
+
+    ``sensitivity``: a :class:`suite.sensitivity.sweep.SensitivityResult` to report as its own section."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
@@ -276,7 +289,15 @@ def write_report(
         k: figs.save(f, fig_dir / FIGURE_FILES[k])
         for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
     }
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root())
+    extra = ""
+    if sensitivity is not None:
+        from suite.report import sensitivity as sens
+
+        sens_figs = sens.draw(sensitivity, fig_dir)
+        drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
+        extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir)
+        sens.write_data(sensitivity, out_dir)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
@@ -290,7 +311,16 @@ def write_report(
     }
     (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
     rs.runs.to_csv(out_dir / "runs.csv", index=False)
-    return Report(info.id, out_dir, md_path, html_path, drawn, verdicts, claims=list(spec.claims) if spec else [])
+    return Report(
+        info.id,
+        out_dir,
+        md_path,
+        html_path,
+        drawn,
+        verdicts,
+        claims=list(spec.claims) if spec else [],
+        sensitivity=sensitivity,
+    )
 
 
 def log_report(rs: RunSet, report: Report) -> list[str]:
@@ -315,11 +345,15 @@ def build_report(
     baseline: str | None = None,
     log_to_mlflow: bool = True,
     scale: Scale | None = None,
+    sensitivity: bool = False,
+    sensitivity_samples: int | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
 
-    ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``)."""
+    ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``);
+    ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
+    (:mod:`suite.sensitivity`), ``sensitivity_samples`` settings (default: the paper's)."""
     info = find_paper(paper, root)
     if info.spec is not None:
         info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
@@ -330,7 +364,13 @@ def build_report(
         if info.method_dirs or paper == "adhoc":
             raise
         raise UnknownPaperError(paper, known_papers(root)) from exc
-    report = write_report(info, rs, Path(out_dir) if out_dir else Path("reports") / paper, baseline, root)
+    sens = None
+    if sensitivity:
+        from suite.sensitivity.run import sensitivity as sweep
+
+        sens = sweep(info, rs, sensitivity_samples)
+    out = Path(out_dir) if out_dir else Path("reports") / paper
+    report = write_report(info, rs, out, baseline, root, sens)
     if log_to_mlflow:
         report.logged_to = log_report(rs, report)
     return report
