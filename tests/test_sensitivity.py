@@ -182,11 +182,12 @@ FLIP_PAPER = {
         "sensitivity": {"samples": 40},
     },
     "claims": [
-        {"id": "F1", "kind": "speedup", "arm": "big", "claimed": 2.0, "accept": {"sided": "one_sided"},
+        {"id": "F1", "kind": "speedup", "arm": "big", "claimed": 2.0, "accept": {"sided": "one_sided", "rule": "point"},
          "statement": "batch 32 trains the budget at least twice as fast as batch 8", "source": {"kind": "text"},
          "evidence": "reconstructed"},
         {"id": "F2", "kind": "final_metric", "arm": "big", "metric": "val_accuracy", "direction": "max",
-         "claimed": 0.5, "source": {"kind": "text"}, "evidence": "reconstructed"},
+         "claimed": 0.5, "accept": {"rule": "point"}, "source": {"kind": "text"},
+         "evidence": "reconstructed"},
     ],
 }  # fmt: skip
 

@@ -152,6 +152,19 @@ class _ProbeContext:
         self.train_state = MappingProxyType({"step": 0, "epoch": 0.0, "samples": 0, "budget": budget})
         self._events = events
         self._seed_parts = (*job.seed_parts, "rank", rank)
+        self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
+        self.total_steps: int | None = None
+        self.cluster = None
+        self._optimizer_override = job.config.optimizer
+
+    def register_optimizer(self, optimizer: Any) -> Any:
+        return optimizer
+
+    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+        from suite.ingredients import overlay
+        from suite.optimizers import build_optimizer
+
+        return build_optimizer(parameters, overlay(default, self._optimizer_override))
 
     def forward_backward(self, batch: Batch, zero_grad: bool = True, forward_with: Any = None) -> float:
         if zero_grad:

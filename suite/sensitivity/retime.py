@@ -80,9 +80,13 @@ def reseed(job: Job, seed: int) -> Job:
     if not job.seed_parts or job.seed_parts[-1] != job.seed:
         raise ValueError("reseed needs a job whose seed parts end with its seed (as build_job makes them)")
     parts = (*job.seed_parts[:-1], seed)
+    method_parts = (*job.method_seed_parts[:-1], seed) if job.method_seed_parts else parts
     c = job.compute
-    compute = ComputeModel(job.profile, c.workload_name, c.flops_per_sample, (*parts, "compute"))
-    return dataclasses.replace(job, seed=seed, seed_parts=parts, compute=compute)
+    compute = ComputeModel(job.profile, c.workload_name, c.flops_per_sample, (*method_parts, "compute"))
+    cost = CommCostModel(job.profile, seed_parts=(*method_parts, "link"))
+    return dataclasses.replace(
+        job, seed=seed, seed_parts=parts, method_seed_parts=method_parts, compute=compute, cost=cost
+    )
 
 
 def _params(job: Job, updates: Mapping[str, float]) -> MethodParams:
@@ -124,7 +128,7 @@ class Retimer:
                 job,
                 profile=profile,
                 compute=_CachedNoise(job.compute, profile, run.noise),
-                cost=CommCostModel(profile),
+                cost=CommCostModel(profile, seed_parts=(*job.method_seed_parts, "link")),
                 params=_params(job, dict(avals)),
             )
             assert run.prober is not None
