@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 
 from suite import api
 from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd, step_decay
+from suite.overlap import all_reduce_overlapped
 
 
 class Params(api.MethodParams):
@@ -28,6 +29,9 @@ class Params(api.MethodParams):
     weighting: Literal["samples", "equal"] = "samples"
     lr_decay_every_epochs: float | None = Field(default=None, gt=0)  # step decay (e.g. C-ADP's ×0.5 every 10)
     lr_decay_factor: float = Field(default=0.5, gt=0)
+    #: DDP-style overlap: 25 MB gradient buckets, reverse parameter order, all-reduced as backward makes
+    #: them (suite/overlap.py); the step costs max(compute, last bucket's end). False: one bucket after backward
+    overlap: bool = True
 
     @model_validator(mode="after")
     def _nesterov_needs_momentum(self) -> Params:
@@ -51,11 +55,14 @@ class Method(api.Method[Params]):
             lr = step_decay(p.lr, float(ctx.train_state["epoch"]), p.lr_decay_every_epochs, p.lr_decay_factor)
             for group in self.opt.param_groups:
                 group["lr"] = lr
-        ctx.forward_backward(batch)
-        grads = grads_of(ctx.model)
-        if p.weighting == "samples":
-            ctx.comm.weighted_average(grads, weight=len(batch))
+        if p.overlap:
+            all_reduce_overlapped(ctx, batch, p.weighting)
         else:
-            ctx.comm.all_reduce_coalesced(grads, op="mean")
+            ctx.forward_backward(batch)
+            grads = grads_of(ctx.model)
+            if p.weighting == "samples":
+                ctx.comm.weighted_average(grads, weight=len(batch))
+            else:
+                ctx.comm.all_reduce_coalesced(grads, op="mean")
         self.opt.step()
         broadcast_buffers(ctx.comm, self.buffers)
