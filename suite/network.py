@@ -56,19 +56,26 @@ class Flow:
 def max_min_rates(flows: Sequence[Flow], capacity: Mapping[Resource, float]) -> dict[Hashable, float]:
     """Max-min fair rates of ``flows`` (progressive filling; see the module docstring).
 
-    Deterministic: resources and flows are visited in the order given, so equal inputs give bitwise
-    equal rates. A resource missing from ``capacity`` is unlimited.
+    Flows with the same cap and resources are interchangeable and get the same rate, so the filling runs
+    over classes of them (a class of n flows weighs n times on each resource): 512 flows between 8 nodes
+    are at most 64 classes. Deterministic: classes are visited in first-seen order, so equal inputs give
+    bitwise equal rates. A resource missing from ``capacity`` is unlimited.
     """
-    rate = {f.key: 0.0 for f in flows}
-    active = [f for f in flows if f.cap > 0]
-    left = {r: capacity[r] for f in flows for r, _ in f.uses if r in capacity}
+    classes: dict[tuple[float, tuple[tuple[Resource, int], ...]], int] = {}
+    for f in flows:
+        sig = (f.cap, f.uses)
+        classes[sig] = classes.get(sig, 0) + 1
+    rate = dict.fromkeys(classes, 0.0)
+    active = [sig for sig in classes if sig[0] > 0]
+    left = {r: capacity[r] for sig in classes for r, _ in sig[1] if r in capacity}
     while active:
         weight: dict[Resource, int] = {}
-        for f in active:
-            for r, w in f.uses:
+        for sig in active:
+            n = classes[sig]
+            for r, w in sig[1]:
                 if r in left:
-                    weight[r] = weight.get(r, 0) + w
-        step = min(f.cap - rate[f.key] for f in active)
+                    weight[r] = weight.get(r, 0) + w * n
+        step = min(sig[0] - rate[sig] for sig in active)
         for r, w in weight.items():
             step = min(step, left[r] / w)
         step = max(step, 0.0)
@@ -78,15 +85,14 @@ def max_min_rates(flows: Sequence[Flow], capacity: Mapping[Resource, float]) -> 
             if left[r] <= _EPS * capacity[r]:
                 full.add(r)
         still = []
-        for f in active:
-            rate[f.key] += step
-            capped = rate[f.key] >= f.cap * (1 - _EPS)
-            if not capped and not any(r in full for r, _ in f.uses):
-                still.append(f)
+        for sig in active:
+            rate[sig] += step
+            if rate[sig] < sig[0] * (1 - _EPS) and not any(r in full for r, _ in sig[1]):
+                still.append(sig)
         if len(still) == len(active):  # no progress possible (numerical corner): stop
             break
         active = still
-    return rate
+    return {f.key: rate[(f.cap, f.uses)] for f in flows}
 
 
 class FlowNetwork:
@@ -113,15 +119,18 @@ class FlowNetwork:
 
     def _component(self, seeds: Sequence[Flow]) -> list[Flow]:
         seen: dict[Hashable, Flow] = {}
-        todo = list(seeds)
+        done: set[Resource] = set()
+        todo = [f for f in seeds if f.key in self.flows]
         while todo:
             f = todo.pop()
-            if f.key in seen or f.key not in self.flows:
+            if f.key in seen:
                 continue
             seen[f.key] = f
             for r, _ in f.uses:
-                todo.extend(self.flows[k] for k in self._users.get(r, ()) if k not in seen)
-        return sorted(seen.values(), key=lambda f: (f.start_s, str(f.key)))
+                if r not in done:
+                    done.add(r)
+                    todo.extend(self.flows[k] for k in self._users.get(r, ()) if k not in seen)
+        return list(seen.values())  # deterministic: dicts keep insertion order, and so does everything feeding them
 
     def _rerate(self, flows: Sequence[Flow]) -> None:
         rates = max_min_rates(flows, self.capacity)
@@ -153,13 +162,15 @@ class FlowNetwork:
         return flow
 
     def next_completion(self) -> tuple[float, Flow] | None:
-        """The earliest (end time, flow); ties broken by start time, then key order."""
-        best: tuple[float, float, str, Flow] | None = None
-        for f in self.flows.values():
-            cand = (f.eta(self.now), f.start_s, str(f.key), f)
-            if best is None or cand[:3] < best[:3]:
-                best = cand
-        return None if best is None else (best[0], best[3])
+        """The earliest (end time, flow); ties go to the flow added first."""
+        best: Flow | None = None
+        best_t = float("inf")
+        now = self.now
+        for f in self.flows.values():  # insertion order: the first of equal times wins
+            t = f.eta(now)
+            if t < best_t:
+                best, best_t = f, t
+        return None if best is None else (best_t, best)
 
 
 def simulate(flows: Sequence[tuple[float, float, float, Sequence[tuple[Resource, int]]]], capacity) -> list[float]:

@@ -218,6 +218,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("all_reduce")
         return 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth
 
     def all_gather(self, ranks: Sequence[int], nbytes_per_rank: float) -> float:
@@ -230,6 +231,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("all_gather")
         return (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth
 
     def reduce_scatter(self, ranks: Sequence[int], nbytes_total: float) -> float:
@@ -242,6 +244,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("reduce_scatter")
         return (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth
 
     def broadcast(self, ranks: Sequence[int], src: int, nbytes: float) -> float:
@@ -261,6 +264,7 @@ class CommCostModel:
         levels = math.ceil(math.log2(p))
         edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
         alpha, bandwidth = self._worst(edges)
+        bandwidth *= self.profile.efficiency("broadcast")
         return levels * (alpha + self._size(nbytes) / bandwidth)
 
     # ------------------------------------------------------------------ point to point
@@ -269,8 +273,12 @@ class CommCostModel:
         return self.profile.link(a, b).transfer_s(self._size(nbytes))
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
-        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p."""
-        return self.p2p(a, b, nbytes)
+        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p (at the exchange efficiency)."""
+        eff = self.profile.efficiency("exchange")
+        if eff == 1.0:
+            return self.p2p(a, b, nbytes)
+        link = self.profile.link(a, b)
+        return link.latency_s + self._size(nbytes) / (link.bandwidth_bytes_per_s * eff)
 
     # ------------------------------------------------------------------ parameter server
     def parameter_server(self, ranks: Sequence[int], nbytes: float) -> float:
