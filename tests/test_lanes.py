@@ -161,3 +161,19 @@ def test_async_exchange_and_pair_return_work(tmp_path: Path) -> None:
     out = net.run(body)
     assert out[0] == (1, 1.0, 0.5, 0.5) and out[1] == (0, 0.0, 0.5, 0.5)
     assert net.clocks[0].idle_s == pytest.approx(0.25)
+
+
+def test_schema_2_keys_need_schema_2_and_ctx_cluster_shows_the_layout(tmp_path: Path) -> None:
+    """A node NIC in a version-1 file is refused (a v1 reader must not meet semantics it does not declare);
+    the layout methods see is the node of each rank."""
+    from suite.errors import ConfigError
+    from suite.worker import cluster_layout
+
+    Net(tmp_path, 3)
+    text = (tmp_path / "lanes.yaml").read_text(encoding="utf-8")
+    (tmp_path / "v1.yaml").write_text(text.replace("schema_version: 2", "schema_version: 1"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="need schema_version: 2"):
+        load_profile(tmp_path / "v1.yaml")
+    layout = cluster_layout(load_profile("hetero-2fast-2slow"))
+    assert layout.node_of_rank == (0, 0, 1, 1) and layout.ranks_per_node == (2, 2)
+    assert layout.same_node(0, 1) and not layout.same_node(1, 2)
