@@ -140,6 +140,33 @@ class Allocation:
         return Allocation(tuple(b / total for b in batch_sizes), tuple(int(b) for b in batch_sizes))
 
 
+@dataclass(frozen=True)
+class ClusterLayout:
+    """Read-only layout of the emulated cluster (``ctx.cluster``): which node each rank is on.
+
+    What a topology-aware method needs (e.g. gossip within a node before crossing the NIC): ranks on one
+    node share its NIC, whose bandwidth concurrent flows split (:mod:`suite.network`).
+    """
+
+    world_size: int
+    node_of_rank: tuple[int, ...]  # node index of every rank
+    node_names: tuple[str, ...]
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_names)
+
+    def ranks_on(self, node: int) -> tuple[int, ...]:
+        return tuple(r for r, n in enumerate(self.node_of_rank) if n == node)
+
+    @property
+    def ranks_per_node(self) -> tuple[int, ...]:
+        return tuple(len(self.ranks_on(n)) for n in range(self.num_nodes))
+
+    def same_node(self, a: int, b: int) -> bool:
+        return self.node_of_rank[a] == self.node_of_rank[b]
+
+
 # --------------------------------------------------------------------------- communication
 
 
@@ -149,12 +176,21 @@ class Work(Protocol):
 
     On the virtual clock the operation completes at a definite virtual time; ``wait()`` moves
     the caller's clock to ``max(now, completion)`` so communication overlapped with compute
-    costs only what is not hidden.
+    costs only what is not hidden. After ``wait()``: ``issue_s`` (when this rank issued it),
+    ``start_s`` (last member in and its lane free, :mod:`suite.engine.lanes`) and ``end_s`` (completion)
+    are virtual times, and ``result()`` is what the blocking call would have returned (the peer's tensor
+    of an ``exchange``, the partner of a ``pair``, None for collectives).
     """
+
+    issue_s: float
+    start_s: float
+    end_s: float
 
     def wait(self) -> None: ...
 
     def is_completed(self) -> bool: ...
+
+    def result(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -254,19 +290,23 @@ class Comm(abc.ABC):
 
     # point to point ---------------------------------------------------------------
     @abc.abstractmethod
-    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+    def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False) -> Any:
         """Swap ``tensor`` with ``peer`` (both call it); returns the peer's tensor (a new tensor).
 
-        Charged as one full-duplex point-to-point transfer on the link between the two.
+        Charged as one full-duplex point-to-point transfer on the link between the two, on the pair's
+        lane. ``async_op=True``: returns a :class:`Work` at once (``tensor`` is taken at issue); its
+        ``result()`` after ``wait()`` is the peer's tensor, so gossip can move while gradients are computed.
         """
 
     @abc.abstractmethod
-    def pair(self, neighbors: Sequence[int]) -> int | None:
+    def pair(self, neighbors: Sequence[int], async_op: bool = False) -> Any:
         """Ask the pairing coordinator for a partner among ``neighbors`` that is also asking.
 
         Blocks until a neighbour that lists this worker is ready (asynchronous gossip, as the
         A²CiD² reference orchestrator does); returns its rank, or ``None`` if every neighbour
         has finished training. The wait is recorded as idle time; pairing itself is free.
+        ``async_op=True``: returns a :class:`Work` at once; the rank counts as asking from its issue time,
+        and ``result()`` after ``wait()`` is the partner (or None).
         """
 
     # parameter server -------------------------------------------------------------
@@ -280,7 +320,7 @@ class Comm(abc.ABC):
 
     # accounting ---------------------------------------------------------------------
     @abc.abstractmethod
-    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None, async_op: bool = False) -> Work | None:
         """Accounting only: advance the clock and byte count as ``pattern`` on ``nbytes`` would, moving no data.
 
         For arms whose communication is done by an external library (a real DeepSpeed engine) that
@@ -288,6 +328,7 @@ class Comm(abc.ABC):
         member calls it in the same order; start = last arrival). ``pattern``: ``all_reduce``,
         ``reduce_scatter``, ``all_gather``, ``parameter_server`` (:data:`suite.engine.charges.PATTERNS`);
         ``nbytes``: real bytes of the whole vector (all-gather: the gathered output), scaled like any call.
+        ``async_op=True`` returns a :class:`Work` (the charge runs on the group's lane meanwhile).
         """
 
     @property
@@ -366,13 +407,21 @@ class WorkerContext(Protocol):
         with the run config's ``optimizer:`` fields overlaid (set ``accepts_optimizer = True`` on the method)."""
         ...
 
+    #: read-only layout of the emulated cluster: node of each rank, ranks per node
+    cluster: ClusterLayout
+
     def forward_backward(
         self,
         batch: Batch,
         zero_grad: bool = True,
         forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        on_bucket: Callable[[int, list[torch.nn.Parameter]], None] | None = None,
     ) -> float:
         """Forward and backward pass with the harness's loss; gradients land in ``model``.
+
+        ``on_bucket(i, params)``: called back at the virtual time gradient bucket ``i`` (DDP's 25 MB buckets,
+        reverse parameter order) would be ready in backward, so a method can launch non-blocking
+        communication that overlaps the rest of backward (:mod:`suite.overlap`). The gradients are final.
 
         Charges the compute time of ``len(batch)`` samples on this worker's device to the
         clock and returns the mean loss of the batch. ``forward_with`` runs the forward through

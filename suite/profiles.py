@@ -158,18 +158,44 @@ class DeviceGroup(_Strict):
 
 
 class Node(_Strict):
-    """One machine; ranks on the same node talk over ``network.intra_node``."""
+    """One machine; ranks on the same node talk over ``network.intra_node``.
+
+    ``nic``: the node's one network interface, shared by all its devices (schema 2). Its bandwidth caps
+    every inter-node path of the node *and* is the capacity that concurrent flows through the node share
+    (:mod:`suite.network`); without it the node's uplink is ``network.inter_node``. Before schema 2 a NIC
+    could only be declared per device, which gave each GPU of a node a NIC of its own.
+    """
 
     name: str = Field(min_length=1)
     devices: list[DeviceGroup] = Field(min_length=1)
+    nic: Link | None = None
+
+
+class Efficiency(_Strict):
+    """Per-pattern bandwidth efficiency (schema 2): achieved bus bandwidth / link bandwidth for that pattern,
+    e.g. NCCL all-reduce reaching ~80 % of the link on TCP. Applied to the bandwidth term only."""
+
+    all_reduce: Annotated[float, Field(gt=0, le=1)] = 1.0
+    reduce_scatter: Annotated[float, Field(gt=0, le=1)] = 1.0
+    all_gather: Annotated[float, Field(gt=0, le=1)] = 1.0
+    broadcast: Annotated[float, Field(gt=0, le=1)] = 1.0
+    exchange: Annotated[float, Field(gt=0, le=1)] = 1.0
+    source: Source
 
 
 class NetworkBase(_Strict):
-    """The link classes; ``server`` is the worker↔parameter-server path (default: inter_node)."""
+    """The link classes; ``server`` is the worker↔parameter-server path (default: inter_node).
+
+    Schema 2 adds ``message_overhead_us`` (a software cost per message on top of every link's latency,
+    e.g. a framework's launch overhead, with its ``overhead_source``) and ``efficiency`` per pattern.
+    """
 
     intra_node: Link
     inter_node: Link
     server: Link | None = None
+    message_overhead_us: NonNegative = 0.0
+    overhead_source: Source | None = None
+    efficiency: Efficiency | None = None
 
 
 class Network(NetworkBase):
@@ -190,27 +216,46 @@ class ResolvedLink:
         return self.latency_s + nbytes / self.bandwidth_bytes_per_s
 
 
-def _resolve(link: Link, *caps: Link | None) -> ResolvedLink:
-    """``link`` limited by each endpoint's NIC: the slowest bandwidth and the largest latency win."""
+def _resolve(link: Link, *caps: Link | None, overhead_us: float = 0.0) -> ResolvedLink:
+    """``link`` limited by each endpoint's NIC: the slowest bandwidth and the largest latency win, plus
+    the per-message software overhead."""
     latency_us = link.latency_us
     bandwidth = link.bandwidth_gbytes_per_s
     for cap in caps:
         if cap is not None:
             latency_us = max(latency_us, cap.latency_us)
             bandwidth = min(bandwidth, cap.bandwidth_gbytes_per_s)
-    return ResolvedLink(latency_s=latency_us / 1e6, bandwidth_bytes_per_s=bandwidth * 1e9)
+    return ResolvedLink(latency_s=(latency_us + overhead_us) / 1e6, bandwidth_bytes_per_s=bandwidth * 1e9)
+
+
+#: share of a training step's compute spent in backward when a profile states none: the backward pass costs
+#: about twice the forward's FLOPs (the usual 1:2 ratio, Kaplan et al., "Scaling Laws for Neural Language
+#: Models", arXiv 2001.08361, §2.1: C ≈ 6N per token of which 2N forward) [D]
+DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
+
+
+class Backward(_Strict):
+    """When gradients become ready (schema 2): ``fraction`` of a step's compute is backward, and buckets
+    become ready evenly over it, last layer first (what overlap of communication with backward needs)."""
+
+    fraction: Annotated[float, Field(gt=0, lt=1)]
+    source: Source
 
 
 class HardwareProfile(_Strict):
     """A validated profile. Build it with :func:`load_profile` so errors name the file."""
 
-    schema_version: Literal[1]
+    #: 1: devices, links and per-device NICs; 2 adds per-node NICs, message overhead, pattern efficiency and
+    #: the backward share of a step. Version-1 files load unchanged; a version-2 key in a version-1 file is an
+    #: error (a reader of a v1 file must not meet semantics it does not declare).
+    schema_version: Literal[1, 2]
     name: str = Field(min_length=1)
     description: str
     sources: list[str] = Field(default_factory=list)
     nodes: list[Node] = Field(min_length=1)
     network: Network
     noise: Noise | None = None
+    backward: Backward | None = None
 
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
     _source_path: str | None = PrivateAttr(default=None)
@@ -225,6 +270,19 @@ class HardwareProfile(_Strict):
         if dupes:
             raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
         return nodes
+
+    @model_validator(mode="after")
+    def _version_keys(self) -> HardwareProfile:
+        if self.schema_version < 2:
+            v2 = [f"nodes[{i}].nic" for i, n in enumerate(self.nodes) if n.nic is not None]
+            nets = [self.network, *(self.network.variants or {}).values()]
+            if any(n.message_overhead_us or n.overhead_source or n.efficiency for n in nets):
+                v2.append("network.message_overhead_us/efficiency")
+            if self.backward is not None:
+                v2.append("backward")
+            if v2:
+                raise ValueError(f"{', '.join(v2)} need schema_version: 2")
+        return self
 
     def model_post_init(self, context: Any, /) -> None:
         ranks: list[tuple[int, int]] = []
@@ -297,6 +355,26 @@ class HardwareProfile(_Strict):
     def node_of(self, rank: int) -> str:
         return self.nodes[self._locate(rank)[0]].name
 
+    def node_index(self, rank: int) -> int:
+        return self._locate(rank)[0]
+
+    def node_nic(self, index: int) -> Link | None:
+        """The NIC the node's devices share: ``nic`` of the node, else the device-level ``nic`` of a
+        one-device node (schema 1 declared it there), else None (the uplink is ``network.inter_node``)."""
+        node = self.nodes[index]
+        if node.nic is not None:
+            return node.nic
+        if len(node.devices) == 1 and node.devices[0].count == 1:
+            return node.devices[0].nic
+        return None
+
+    def backward_fraction(self) -> float:
+        return self.backward.fraction if self.backward is not None else DEFAULT_BACKWARD_FRACTION
+
+    def efficiency(self, pattern: str) -> float:
+        eff = self.network.efficiency
+        return float(getattr(eff, pattern, 1.0)) if eff is not None else 1.0
+
     # ------------------------------------------------------------------ links
     def link(self, a: int, b: int) -> ResolvedLink:
         """The path between ranks ``a`` and ``b``: intra- or inter-node, capped by either NIC."""
@@ -307,13 +385,20 @@ class HardwareProfile(_Strict):
         if cached is None:
             same_node = self._locate(a)[0] == self._locate(b)[0]
             base = self.network.intra_node if same_node else self.network.inter_node
-            cached = _resolve(base, self.device(a).nic, self.device(b).nic)
+            caps = [self.device(a).nic, self.device(b).nic]
+            if not same_node:
+                caps += [self.node_nic(self._locate(a)[0]), self.node_nic(self._locate(b)[0])]
+            cached = _resolve(base, *caps, overhead_us=self.network.message_overhead_us)
             self._links[key] = cached
         return cached
 
     def server_link(self, rank: int) -> ResolvedLink:
         """The rank's path to the parameter server (network.server or inter_node), capped by its NIC."""
-        return _resolve(self.network.server or self.network.inter_node, self.device(rank).nic)
+        i = self._locate(rank)[0]
+        over = self.network.message_overhead_us
+        return _resolve(
+            self.network.server or self.network.inter_node, self.device(rank).nic, self.node_nic(i), overhead_us=over
+        )
 
     def server_uplink(self) -> ResolvedLink:
         """The server's own link, which serialises all workers' pushes and pulls."""

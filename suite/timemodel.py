@@ -250,6 +250,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("all_reduce")
         return self._noisy("all_reduce", group, 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth)
 
     def all_gather(self, ranks: Sequence[int], nbytes_per_rank: float) -> float:
@@ -262,6 +263,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("all_gather")
         return self._noisy(
             "all_gather", group, (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth
         )
@@ -276,6 +278,7 @@ class CommCostModel:
         if p <= 1:
             return 0.0
         alpha, bandwidth = self._ring(group)
+        bandwidth *= self.profile.efficiency("reduce_scatter")
         return self._noisy(
             "reduce_scatter", group, (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth
         )
@@ -297,6 +300,7 @@ class CommCostModel:
         levels = math.ceil(math.log2(p))
         edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
         alpha, bandwidth = self._worst(edges)
+        bandwidth *= self.profile.efficiency("broadcast")
         return self._noisy("broadcast", group, levels * (alpha + self._size(nbytes) / bandwidth))
 
     # ------------------------------------------------------------------ point to point
@@ -308,8 +312,12 @@ class CommCostModel:
         return self._noisy("p2p", pair, self.profile.link(a, b).transfer_s(self._size(nbytes)))
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
-        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p."""
-        return self.p2p(a, b, nbytes)
+        """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p (at the exchange efficiency)."""
+        eff = self.profile.efficiency("exchange")
+        if eff == 1.0:
+            return self.p2p(a, b, nbytes)
+        link = self.profile.link(a, b)
+        return link.latency_s + self._size(nbytes) / (link.bandwidth_bytes_per_s * eff)
 
     # ------------------------------------------------------------------ parameter server
     def parameter_server(self, ranks: Sequence[int], nbytes: float) -> float:

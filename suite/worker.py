@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from suite.api import Batch, Comm
+from suite.api import Batch, ClusterLayout, Comm
 from suite.engine.clock import VirtualClock
 from suite.seeding import derive_seed, generator
 
@@ -35,8 +35,15 @@ class HarnessWorker:
         compute_charge: ComputeCharge,
         seed_parts: tuple[object, ...],
         device: torch.device | None = None,
+        bytes_scale: float = 1.0,
+        backward_fraction: float = 2.0 / 3.0,
+        cluster: Any = None,
     ) -> None:
         self.rank = rank
+        #: read-only layout of the emulated cluster (:class:`suite.api.ClusterLayout`)
+        self.cluster = cluster
+        self._bytes_scale, self._backward_fraction = bytes_scale, backward_fraction
+        self._buckets: tuple[int, list[Any], list[float]] | None = None
         self.world_size = world_size
         self.model = model
         self.comm = comm
@@ -79,7 +86,10 @@ class HarnessWorker:
         batch: Batch,
         zero_grad: bool = True,
         forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        on_bucket: Callable[[int, list[torch.nn.Parameter]], None] | None = None,
     ) -> float:
+        """See :meth:`suite.api.WorkerContext.forward_backward`; ``on_bucket(i, params)`` is called at the
+        virtual time DDP's gradient bucket ``i`` would be ready (:mod:`suite.overlap`)."""
         if zero_grad:
             self.model.zero_grad(set_to_none=True)
         if len(batch) == 0:  # a worker allocated no data contributes a zero gradient for free
@@ -87,6 +97,9 @@ class HarnessWorker:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
             self.gradients += 1
+            if on_bucket is not None:  # every rank launches the same buckets, ready at once here
+                for i, params in enumerate(self._bucket_plan()[0]):
+                    on_bucket(i, params)
             return float("nan")
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
@@ -95,7 +108,10 @@ class HarnessWorker:
         loss.backward()
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())
-        self.clock.compute(dt)
+        if on_bucket is None:
+            self.clock.compute(dt)
+        else:
+            self._backward_buckets(dt, on_bucket)
         if self.pacer is not None:
             self.pacer(self.clock.t)
             dt = (time.perf_counter() - wall0) / self.pacer.dilation
@@ -105,6 +121,27 @@ class HarnessWorker:
         self.epoch_compute_s += dt
         self.last_loss = float(loss.detach())
         return self.last_loss
+
+    def _bucket_plan(self) -> tuple[list[Any], list[float]]:
+        from suite.overlap import buckets, ready_fractions
+
+        key = id(self.model)
+        if self._buckets is None or self._buckets[0] != key:
+            groups = buckets(self.model, self._bytes_scale)
+            self._buckets = (key, groups, ready_fractions(groups))
+        return self._buckets[1], self._buckets[2]
+
+    def _backward_buckets(self, dt: float, on_bucket: Callable[[int, list[torch.nn.Parameter]], None]) -> None:
+        """Charge ``dt`` in pieces: forward, then backward up to each bucket's ready time, calling back there."""
+        groups, fractions = self._bucket_plan()
+        backward = dt * self._backward_fraction
+        self.clock.compute(dt - backward)
+        done = dt - backward
+        for i, (params, frac) in enumerate(zip(groups, fractions, strict=True)):
+            target = dt - backward + backward * frac if i < len(groups) - 1 else dt
+            self.clock.compute(max(0.0, target - done))
+            done = target
+            on_bucket(i, params)
 
     def seed(self, *parts: object) -> int:
         return derive_seed(*self._seed_parts, *parts)
@@ -121,3 +158,9 @@ class HarnessWorker:
         speed = self.epoch_samples / self.epoch_compute_s if self.epoch_compute_s > 0 else float("nan")
         self.epoch_samples, self.epoch_compute_s = 0, 0.0
         return speed
+
+
+def cluster_layout(profile: Any) -> ClusterLayout:
+    """``ctx.cluster`` of a hardware profile: the node of each rank."""
+    n = profile.world_size
+    return ClusterLayout(n, tuple(profile.node_index(r) for r in range(n)), tuple(node.name for node in profile.nodes))

@@ -290,13 +290,25 @@ def test_exchange_swaps_and_costs_one_transfer(tmp_path: Path) -> None:
 
 
 def test_exchange_across_nodes_uses_the_inter_node_link(tmp_path: Path) -> None:
+    """Two GPUs per node, both exchanging across nodes at once: the two swaps share each node's one NIC.
+
+    Each swap moves S = 1 MB each way; node n0's NIC sends for both (0→2 and 1→3) at 0.5 GB/s in all, so
+    each gets 0.25 GB/s (max-min fair) and its data takes 1e6 / 0.25e9 = 4 ms, then its 100 us latency:
+    4.1 ms. (Before per-node NICs each GPU saw the whole 0.5 GB/s: 2.1 ms.) One swap alone is 2.1 ms.
+    """
     net = Net(tmp_path, counts=(2, 2))
 
     def body(rank: int, comm: InProcessComm, clock: VirtualClock) -> None:
         comm.exchange({0: 2, 2: 0, 1: 3, 3: 1}[rank], torch.zeros(N_FLOATS))
 
     net.run(body)
-    assert [c.t for c in net.clocks] == pytest.approx([100e-6 + 1e6 / 0.5e9] * 4, rel=1e-12)
+    assert [c.t for c in net.clocks] == pytest.approx([100e-6 + 1e6 / 0.25e9] * 4, rel=1e-12)
+
+    alone = Net(tmp_path, counts=(2, 2))
+    alone.run(
+        lambda rank, comm, clock: comm.exchange({0: 2, 2: 0}[rank], torch.zeros(N_FLOATS)) if rank in (0, 2) else None
+    )
+    assert [alone.clocks[r].t for r in (0, 2)] == pytest.approx([100e-6 + 1e6 / 0.5e9] * 2, rel=1e-12)
 
 
 def test_exchange_with_self_or_out_of_range_is_refused(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from suite import api
 from suite.ingredients import method_optimizer
 from suite.optim import broadcast_buffers, float_buffers, grads_of
 from suite.optimizer_config import OptimizerConfig
+from suite.overlap import all_reduce_overlapped
 
 
 class Params(api.MethodParams):
@@ -32,6 +33,9 @@ class Params(api.MethodParams):
     weighting: Literal["samples", "equal"] = "samples"
     #: another optimizer (fields left out are taken from lr/momentum/weight_decay/nesterov above)
     optimizer: OptimizerConfig | None = None
+    #: DDP-style overlap: 25 MB gradient buckets, reverse parameter order, all-reduced as backward makes
+    #: them (suite/overlap.py); the step costs max(compute, last bucket's end). False: one bucket after backward
+    overlap: bool = True
 
     @model_validator(mode="after")
     def _nesterov_needs_momentum(self) -> Params:
@@ -52,12 +56,15 @@ class Method(api.Method[Params]):
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
-        ctx.forward_backward(batch)
-        grads = grads_of(ctx.model)
-        if p.weighting == "samples":
-            ctx.comm.weighted_average(grads, weight=len(batch))
+        if p.overlap:
+            all_reduce_overlapped(ctx, batch, p.weighting)
         else:
-            ctx.comm.all_reduce_coalesced(grads, op="mean")
+            ctx.forward_backward(batch)
+            grads = grads_of(ctx.model)
+            if p.weighting == "samples":
+                ctx.comm.weighted_average(grads, weight=len(batch))
+            else:
+                ctx.comm.all_reduce_coalesced(grads, op="mean")
         self.opt.step()
         broadcast_buffers(ctx.comm, self.buffers)
 

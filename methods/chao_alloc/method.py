@@ -26,6 +26,7 @@ from pydantic import Field
 
 from suite import api
 from suite.optim import float_buffers, grads_of, sgd
+from suite.overlap import all_reduce_overlapped
 
 from . import allocation as rules
 
@@ -47,6 +48,8 @@ class Params(api.MethodParams):
     #: adaptive mode: the split before anything is measured
     init: Literal["equal", "declared"] = "equal"
     min_batch: int = Field(default=1, ge=1)
+    #: DDP-style overlap of the gradient all-reduce with backward (25 MB buckets, suite/overlap.py)
+    overlap: bool = True
 
 
 def _initial(p: Params, cluster: api.ClusterView) -> tuple[float, ...]:
@@ -85,12 +88,15 @@ class Method(api.Method[Params]):
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
-        ctx.forward_backward(batch)
-        grads = grads_of(ctx.model)
-        if p.unweighted:
-            ctx.comm.all_reduce_coalesced(grads, op="mean")
+        if p.overlap:
+            all_reduce_overlapped(ctx, batch, "equal" if p.unweighted else "samples")
         else:
-            ctx.comm.weighted_average(grads, weight=len(batch))
+            ctx.forward_backward(batch)
+            grads = grads_of(ctx.model)
+            if p.unweighted:
+                ctx.comm.all_reduce_coalesced(grads, op="mean")
+            else:
+                ctx.comm.weighted_average(grads, weight=len(batch))
         self.opt.step()
         if self.buffers:  # BatchNorm statistics follow rank 0, as DDP's broadcast_buffers
             flat = torch.cat([b.reshape(-1) for b in self.buffers])

@@ -51,19 +51,62 @@ def _clocks_from(slots: torch.Tensor) -> list[float]:
 
 
 class DistWork:
-    """Handle of a non-blocking distributed collective; ``wait()`` finishes the math and the clock."""
+    """Handle of a non-blocking distributed operation; ``wait()`` finishes the math and the clock.
 
-    def __init__(self, finish: Callable[[], None], work: Any) -> None:
-        self._finish, self._work, self._done = finish, work, False
+    Lanes (:mod:`suite.engine.lanes`): an operation starts no earlier than the end of the previous one on
+    its lane (its group, or its pair), so resolving its times first resolves the previous one's. The
+    dist engine's times ignore flows of *other* lanes: a rank cannot know, without a global exchange, what
+    flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone).
+    Exact agreement with the in-process engine holds whenever no two flows overlap on a resource.
+    """
+
+    def __init__(self, comm: DistComm, finish: Callable[[], None], work: Any, lane: Any = None) -> None:
+        self._comm, self._finish, self._work, self._done = comm, finish, work, False
+        self.issue_s = comm.clock.t
+        self.start_s = self.end_s = float("nan")
+        self.value: Any = None
+        self._sent = 0
+        self._resolved = False
+        self.prev: DistWork | None = comm._lanes.get(lane)
+        self.lane = lane
+        if lane is not None:
+            comm._lanes[lane] = self
 
     def is_completed(self) -> bool:
         return self._done
 
+    def resolve(self) -> None:
+        """Finish the transfer and compute (start, end) without touching the clock."""
+        if self._resolved:
+            return
+        lane_free = -float("inf")
+        if self.prev is not None:
+            self.prev.resolve()
+            lane_free = self.prev.end_s
+            self.prev = None
+        if self._work is not None:
+            self._work.wait()
+        captured: list[tuple[float, float, int]] = []
+        self._comm._capture = captured
+        try:
+            self._finish()
+        finally:
+            self._comm._capture = None
+        start, seconds, self._sent = captured[-1] if captured else (self.issue_s, 0.0, 0)
+        self.start_s = max(start, lane_free)
+        self.end_s = self.start_s + seconds
+        self._resolved = True
+        if self._comm._lanes.get(self.lane) is self:
+            del self._comm._lanes[self.lane]
+
     def wait(self) -> None:
         if not self._done:
-            self._work.wait()
-            self._finish()
+            self.resolve()
+            self._comm._apply(self.start_s, self.end_s, self._sent)
             self._done = True
+
+    def result(self) -> Any:
+        return self.value
 
 
 def _returned(handle: DistWork, async_op: bool) -> DistWork | None:
@@ -100,6 +143,8 @@ class DistComm(Comm):
         self._world = Group(tuple(range(world_size)), group)
         self.timeout = timeout
         self.comm_wall_s = 0.0
+        self._lanes: dict[Any, DistWork] = {}  # the last unresolved operation of each lane
+        self._capture: list[tuple[float, float, int]] | None = None
 
     # ------------------------------------------------------------------ helpers
     def _group(self, group: Group | None) -> Group:
@@ -111,9 +156,21 @@ class DistComm(Comm):
     def _to_wire(self, t: torch.Tensor) -> torch.Tensor:
         return t.cpu() if self.stage_cpu else t.to(self.device)
 
-    def _finish(self, start: float, seconds: float, sent: int) -> None:
+    def _finish(self, start: float, seconds: float, sent: int, lane: Any = None) -> None:
+        """An operation's timing: captured by the :class:`DistWork` being resolved, else applied now
+        (a blocking call outside a handle), after the previous operation on its lane."""
+        if self._capture is not None:
+            self._capture.append((start, seconds, sent))
+            return
+        prev = self._lanes.pop(lane, None) if lane is not None else None
+        if prev is not None:
+            prev.resolve()
+            start = max(start, prev.end_s)
+        self._apply(start, start + seconds, sent)
+
+    def _apply(self, start: float, end: float, sent: int) -> None:
         self._bytes += sent
-        self.clock.finish_op(start, start + seconds)
+        self.clock.finish_op(start, end)
         if self.pace is not None:
             self.pace(self.clock.t)
 
@@ -182,7 +239,7 @@ class DistComm(Comm):
             seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        return _returned(DistWork(finish, work), async_op)
+        return _returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
@@ -223,7 +280,7 @@ class DistComm(Comm):
             seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        return _returned(DistWork(finish, work), async_op)
+        return _returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
@@ -273,7 +330,7 @@ class DistComm(Comm):
         handle._finish = finish
         return _returned(handle, async_op)
 
-    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None, async_op: bool = False):
         """The packed collective with an empty body: only the clock slots travel (start = max)."""
         if pattern not in charges.PATTERNS:
             raise ValueError(f"unknown charge pattern {pattern!r}; expected one of {', '.join(charges.PATTERNS)}")
@@ -281,7 +338,7 @@ class DistComm(Comm):
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
             return charges.by_pattern(self.cost, pattern, ranks, n)
 
-        self._packed_collective([], group, False, "sum", charge, extra_bytes=nbytes)
+        return self._packed_collective([], group, async_op, "sum", charge, extra_bytes=nbytes)
 
     def _clock_max(self, g: Group) -> float:
         t = torch.tensor([self.clock.t], dtype=torch.float64, device=self.wire_device)
@@ -294,14 +351,14 @@ class DistComm(Comm):
         dist.all_gather_object(out, (self.clock.t, obj), group=g.handle)
         start = max(t for t, _ in out)
         seconds, sent = charges.control(self.cost, g.ranks)
-        self._finish(start, seconds, sent)
+        self._finish(start, seconds, sent, ("g", g.ranks))
         return [o for _, o in out]
 
     def barrier(self, group=None) -> None:
         g = self._group(group)
         start = self._clock_max(g)
         seconds, sent = charges.control(self.cost, g.ranks)
-        self._finish(start, seconds, sent)
+        self._finish(start, seconds, sent, ("g", g.ranks))
 
     def new_group(self, ranks: Sequence[int]) -> Group:
         ranks_t = tuple(int(r) for r in ranks)
@@ -310,7 +367,7 @@ class DistComm(Comm):
         return Group(ranks_t, dist.new_group(list(ranks_t), timeout=self.timeout))
 
     # ------------------------------------------------------------------ point to point
-    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+    def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False):
         if peer == self.rank or not 0 <= peer < self.world_size:
             raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
         flat = tensor.detach().reshape(-1)
@@ -321,21 +378,65 @@ class DistComm(Comm):
             dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
             dist.P2POp(dist.irecv, theirs, peer, group=self._world.handle),
         ]
-        for req in dist.batch_isend_irecv(ops):
-            req.wait()
-        start = max(self.clock.t, _clocks_from(theirs[-2:])[0])
-        seconds, sent = charges.exchange(self.cost, self.rank, peer, _nbytes([tensor]) * self.bytes_scale)
-        self._finish(start, seconds, sent)
-        return theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
+        reqs = dist.batch_isend_irecv(ops)
+        issued = self.clock.t
+        nbytes = _nbytes([tensor]) * self.bytes_scale
 
-    def pair(self, neighbors: Sequence[int]) -> int | None:
+        class _All:
+            def wait(self) -> None:
+                for req in reqs:
+                    req.wait()
+
+        handle: DistWork
+
+        def finish() -> None:
+            start = max(issued, _clocks_from(theirs[-2:])[0])
+            seconds, sent = charges.exchange(self.cost, self.rank, peer, nbytes)
+            handle.value = theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
+            self._finish(start, seconds, sent)
+
+        handle = DistWork(self, finish, _All(), ("p", min(self.rank, peer), max(self.rank, peer)))
+        if async_op:
+            return handle
+        handle.wait()
+        return handle.value
+
+    def pair(self, neighbors: Sequence[int], async_op: bool = False):
+        """Non-blocking pairing asks the coordinator at issue (as the in-process engine registers the rank
+        then); the wait for the answer is real-time only, and the Work ends at the pairing's virtual time."""
         if self.pairing is None:
             raise CommError("pair() needs the pairing coordinator (asynchronous methods only)")
-        peer, peer_t = self.pairing.request(list(neighbors), self.clock.t)
-        if peer is not None:
-            self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready
-        return peer
+        issued = self.clock.t
+        peer, peer_t = self.pairing.request(list(neighbors), issued)
+        if not async_op:
+            if peer is not None:
+                self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready
+            return peer
+        handle = DistWork(self, lambda: None, None)
+        handle.value = peer
+        handle.start_s = handle.end_s = max(issued, peer_t) if peer is not None else issued
+        handle._resolved = True
+        return _PairWork(handle)
 
     @property
     def bytes_sent(self) -> int:
         return int(self._bytes)
+
+
+class _PairWork:
+    """A non-blocking pairing's handle: waiting on it is idle time until the pairing, as in-process."""
+
+    def __init__(self, inner: DistWork) -> None:
+        self._inner = inner
+        self.issue_s, self.start_s, self.end_s = inner.issue_s, inner.start_s, inner.end_s
+
+    def is_completed(self) -> bool:
+        return self._inner._done
+
+    def wait(self) -> None:
+        if not self._inner._done:
+            self._inner._comm.clock.idle_until(self.end_s)
+            self._inner._done = True
+
+    def result(self) -> Any:
+        return self._inner.value

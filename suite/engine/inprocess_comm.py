@@ -23,52 +23,35 @@ import torch
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.inprocess_p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
+from suite.engine.lanes import InProcessWork, Lanes, Op
 from suite.engine.scheduler import Request, Scheduler
 from suite.errors import CommError
+from suite.network import Paths, ring_hops, tree_hops
 from suite.timemodel import CommCostModel
 
-# -------------------------------------------------------------------------- completion handles
+#: collectives whose data moves around a ring of the group, in group order
+_RING = frozenset({"all_reduce", "weighted_average", "reduce_scatter", "all_gather"})
 
 
-@dataclass
-class InProcessWork:
-    """Handle of a non-blocking in-process operation (see :class:`suite.api.Work`).
+def _shape(fab: Fabric, kind: str, ranks: tuple[int, ...], extra: Any) -> tuple[float, tuple[tuple[int, int], ...]]:
+    """(latency part of the charge, hops its data moves over); no hops = a fixed-time operation.
 
-    ``results`` pairs the operation's own copy of each output with the caller's tensor; ``wait()``
-    copies them over, once.
+    The latency part is the pattern's charge for zero bytes, so ``cost − latency`` is its bandwidth term.
+    The parameter server's charge is a max of two paths and control traffic is latency only: both are
+    charged as fixed times that share no bandwidth (the server link's serialisation is in the formula).
     """
-
-    comm: InProcessComm
-    start_s: float = 0.0
-    end_s: float = 0.0
-    done: bool = False
-    waiter: int | None = None
-    results: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
-
-    def is_completed(self) -> bool:
-        return self.done
-
-    def wait(self) -> None:
-        self.comm._call(_WaitRequest(self))
-        with torch.no_grad():
-            for staged, target in self.results:
-                target.copy_(staged)
-        self.results = []
-
-
-class _WaitRequest(Request):
-    def __init__(self, work: InProcessWork) -> None:
-        self.work = work
-
-    def handle(self, sched: Scheduler) -> None:
-        if self.work.done:
-            sched.clocks[self.rank].finish_op(self.work.start_s, self.work.end_s)
-            sched.resolve(self.rank)
-        else:
-            self.work.waiter = self.rank
-
-    def describe(self) -> str:
-        return "wait() on an unfinished non-blocking operation"
+    if kind == "charge":
+        kind = extra[0] if extra[0] != "parameter_server" else "ps_sync"
+    if kind in _RING:
+        zero = (
+            fab.cost.ring_all_reduce(ranks, 0)
+            if kind != "reduce_scatter" and kind != "all_gather"
+            else (fab.cost.reduce_scatter(ranks, 0))
+        )
+        return zero, ring_hops(ranks)
+    if kind == "broadcast":
+        return fab.cost.broadcast(ranks, extra, 0), tree_hops(ranks, extra)
+    return 0.0, ()
 
 
 # -------------------------------------------------------------------------- collectives
@@ -132,7 +115,7 @@ class _CollectiveRequest(Request):
                 f"{self.kind} while others called {pending.kind}"
             )
         if self.async_op:
-            self.work = InProcessWork(fab.comms[self.rank], results=self.results)
+            self.work = InProcessWork(fab.comms[self.rank], issue_s=sched.clocks[self.rank].t, results=self.results)
         pending.arrivals[self.rank] = _Arrival(sched.clocks[self.rank].t, self.tensors, self.extra, self.work)
         if self.async_op:
             sched.resolve(self.rank, self.work)
@@ -141,19 +124,11 @@ class _CollectiveRequest(Request):
         del fab.pending[key]
         start = max(a.time_s for a in pending.arrivals.values())
         cost, results, nbytes = self.behaviour(fab, self.ranks, pending.arrivals)
-        end = start + cost
         for r in self.ranks:
             fab.count_bytes(r, nbytes)
-            arrival = pending.arrivals[r]
-            if arrival.work is None:
-                sched.clocks[r].finish_op(start, end)
-                sched.resolve(r, results.get(r))
-            else:
-                w = arrival.work
-                w.start_s, w.end_s, w.done = start, end, True
-                if w.waiter is not None:
-                    sched.clocks[w.waiter].finish_op(start, end)
-                    sched.resolve(w.waiter)
+        latency, hops = _shape(fab, self.kind, self.ranks, self.extra)
+        members = {r: pending.arrivals[r].work for r in self.ranks}
+        fab.lanes.submit(Op(("g", self.ranks), start, cost, min(latency, cost), hops, members, results))
 
 
 def _reduce(stacked: list[torch.Tensor], op: ReduceOp) -> torch.Tensor:
@@ -290,6 +265,7 @@ class Fabric:
         self.control_arrivals: dict[int, Any] = {}
         self._seqs: dict[tuple[int, Any], int] = {}
         self.bytes_sent = [0] * self.world_size  # whole bytes: charges.py rounds each message
+        self.lanes = Lanes(sched, Paths(cost.profile))
         self.comms = [InProcessComm(self, r) for r in range(self.world_size)]
 
     def next_seq(self, rank: int, key: Any) -> int:
@@ -350,10 +326,10 @@ class InProcessComm(Comm):
     def all_gather(self, output, input, group=None, async_op=False):
         return self._collective("all_gather", [output, input], group, async_op, None, _all_gather_behaviour, 1)
 
-    def charge(self, pattern: str, nbytes: float, group: Group | None = None) -> None:
+    def charge(self, pattern: str, nbytes: float, group: Group | None = None, async_op: bool = False):
         if pattern not in charges.PATTERNS:
             raise ValueError(f"unknown charge pattern {pattern!r}; expected one of {', '.join(charges.PATTERNS)}")
-        self._collective("charge", [], group, False, (pattern, float(nbytes)), _charge_behaviour)
+        return self._collective("charge", [], group, async_op, (pattern, float(nbytes)), _charge_behaviour)
 
     def all_gather_object(self, obj, group=None):
         return self._collective("all_gather_object", [], group, False, obj, _gather_object_behaviour)
@@ -367,13 +343,13 @@ class InProcessComm(Comm):
             raise ValueError(f"invalid group ranks {list(ranks_t)} for world size {self.world_size}")
         return Group(ranks_t)
 
-    def exchange(self, peer: int, tensor: torch.Tensor) -> torch.Tensor:
+    def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False):
         if peer == self.rank or not 0 <= peer < self.world_size:
             raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
-        return self._call(ExchangeRequest(self.fabric, peer, tensor))
+        return self._call(ExchangeRequest(self.fabric, peer, tensor, async_op))
 
-    def pair(self, neighbors: Sequence[int]) -> int | None:
-        return self._call(PairRequest(self.fabric, neighbors))
+    def pair(self, neighbors: Sequence[int], async_op: bool = False):
+        return self._call(PairRequest(self.fabric, neighbors, async_op))
 
     def ps_sync(self, tensors, weight, group=None) -> None:
         def behaviour(fab, ranks, arr):

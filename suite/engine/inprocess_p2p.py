@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from suite.engine import charges
+from suite.engine.lanes import InProcessWork, Op
 from suite.engine.scheduler import Request, Scheduler
 from suite.errors import CommError
 
@@ -25,8 +26,12 @@ def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
 
 
 class ExchangeRequest(Request):
-    def __init__(self, fabric: Fabric, peer: int, tensor: torch.Tensor) -> None:
-        self.fabric, self.peer, self.tensor = fabric, peer, tensor
+    """A pairwise swap on the pair's lane; non-blocking: the tensor is taken at issue, the peer's at ``wait()``."""
+
+    def __init__(self, fabric: Fabric, peer: int, tensor: torch.Tensor, async_op: bool = False) -> None:
+        self.fabric, self.peer, self.async_op = fabric, peer, async_op
+        self.tensor = tensor.detach().clone() if async_op else tensor
+        self.work: InProcessWork | None = None
 
     def describe(self) -> str:
         return f"exchange with rank {self.peer}"
@@ -37,45 +42,69 @@ class ExchangeRequest(Request):
             raise CommError(f"rank {self.rank} exchanges with rank {self.peer}, which has finished")
         pair = (min(self.rank, self.peer), max(self.rank, self.peer))
         key = (pair, fab.next_seq(self.rank, pair))
+        now = sched.clocks[self.rank].t
+        if self.async_op:
+            self.work = InProcessWork(fab.comms[self.rank], issue_s=now)
+            sched.resolve(self.rank, self.work)
         other = fab.exchanges.pop(key, None)
         if other is None:
-            fab.exchanges[key] = (self, sched.clocks[self.rank].t)
+            fab.exchanges[key] = (self, now)
             return
         peer_req, peer_t = other
         if peer_req.rank != self.peer or peer_req.peer != self.rank:
             raise CommError(f"exchange mismatch between ranks {pair}")
-        start = max(peer_t, sched.clocks[self.rank].t)
+        start = max(peer_t, now)
         a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
         seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(_nbytes([self.tensor])))
-        end = start + seconds
-        for r, got in ((self.rank, b), (self.peer, a)):
-            fab.count_bytes(r, sent)
-            sched.clocks[r].finish_op(start, end)
-            sched.resolve(r, got)
+        fab.count_bytes(self.rank, sent)
+        fab.count_bytes(self.peer, sent)
+        latency = fab.cost.exchange(self.rank, self.peer, 0)
+        hops = ((self.rank, self.peer), (self.peer, self.rank))
+        members = {self.rank: self.work, self.peer: peer_req.work}
+        fab.lanes.submit(
+            Op(("p", pair), start, seconds, min(latency, seconds), hops, members, {self.rank: b, self.peer: a})
+        )
 
 
 class PairRequest(Request):
-    """Gossip pairing: match with a waiting neighbour that lists us, as the A²CiD² orchestrator does."""
+    """Gossip pairing: match with a waiting neighbour that lists us, as the A²CiD² orchestrator does.
 
-    def __init__(self, fabric: Fabric, neighbors: Sequence[int]) -> None:
-        self.fabric, self.neighbors = fabric, tuple(int(n) for n in neighbors)
+    Non-blocking (``async_op``): the rank is registered as asking and goes on; the Work completes when a
+    neighbour pairs with it (at that neighbour's request time), its ``result()`` the partner or None.
+    """
+
+    def __init__(self, fabric: Fabric, neighbors: Sequence[int], async_op: bool = False) -> None:
+        self.fabric, self.neighbors, self.async_op = fabric, tuple(int(n) for n in neighbors), async_op
+        self.work: InProcessWork | None = None
 
     def describe(self) -> str:
         return f"pair() with neighbours {list(self.neighbors)}"
 
+    def _answer(self, sched: Scheduler, value: int | None, t: float) -> None:
+        if self.work is not None:
+            self.work.complete(sched, t, t, value)
+            self.work.value = value
+        else:
+            sched.clocks[self.rank].idle_until(t)
+            sched.resolve(self.rank, value)
+
     def handle(self, sched: Scheduler) -> None:
         waiting = self.fabric.pair_waiting
+        if self.rank in waiting:
+            raise CommError(f"rank {self.rank} asks to pair while its previous pair() is still unanswered")
+        t = sched.clocks[self.rank].t
+        if self.async_op:
+            self.work = InProcessWork(self.fabric.comms[self.rank], issue_s=t, idle_only=True, pending=self)
+            sched.resolve(self.rank, self.work)
         for j in self.neighbors:
             req = waiting.get(j)
             if req is not None and self.rank in req.neighbors:
                 del waiting[j]
-                t = sched.clocks[self.rank].t
-                sched.clocks[j].idle_until(t)
-                sched.resolve(j, self.rank)
-                sched.resolve(self.rank, j)
+                req._answer(sched, self.rank, t)
+                self._answer(sched, j, t)
                 return
         if all(sched.is_finished(j) for j in self.neighbors):
-            sched.resolve(self.rank, None)
+            self._answer(sched, None, t)
             return
         waiting[self.rank] = self
 
@@ -83,7 +112,7 @@ class PairRequest(Request):
         if all(sched.is_finished(j) or j in self.fabric.pair_waiting for j in self.neighbors):
             # nobody that could still pair with us will ever ask: give up on this exchange
             self.fabric.pair_waiting.pop(self.rank, None)
-            sched.resolve(self.rank, None)
+            self._answer(sched, None, sched.clocks[self.rank].t)
             return True
         return False
 

@@ -30,7 +30,7 @@ from suite.ingredients import LRPlan, lr_plan
 from suite.job import Job
 from suite.schedule import TrainingSchedule
 from suite.streams import WorkerStream, iterate_eval
-from suite.worker import HarnessWorker
+from suite.worker import HarnessWorker, cluster_layout
 
 
 @dataclass
@@ -71,10 +71,21 @@ class Harness:
         k = job.world_size
         budget = {"unit": job.config.budget.unit, "amount": job.config.budget.amount}
         self.slots: list[Slot] = []
+        layout = cluster_layout(job.profile)
         for rank in transport.ranks:
             model, comm, clock = transport.endpoint(rank)
             worker = HarnessWorker(
-                rank, k, model, comm, clock, job.compute_seconds, job.method_seed_parts, device=transport.device
+                rank,
+                k,
+                model,
+                comm,
+                clock,
+                job.compute_seconds,
+                job.method_seed_parts,
+                device=transport.device,
+                bytes_scale=job.bytes_scale,
+                backward_fraction=job.profile.backward_fraction(),
+                cluster=layout,
             )
             worker.update_state(budget=budget)
             worker.label_smoothing = job.config.loss.label_smoothing

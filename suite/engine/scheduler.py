@@ -78,6 +78,13 @@ class Scheduler:
         torch.set_grad_enabled(self._grad_mode[rank])
         return value
 
+    def at(self, t: float, fn: Callable[[float], None], label: str = "network event") -> None:
+        """Run ``fn(t)`` at virtual time ``t``, before any worker's request stamped ``t`` (network flows
+        ending; :mod:`suite.engine.lanes`). Ordered with requests by (time, -1, sequence)."""
+        req = _Timed(fn, t, label)
+        req.rank = -1
+        heapq.heappush(self._pending, (t, -1, next(self._seq), req))
+
     # ------------------------------------------------------------------ handler side
     def resolve(self, rank: int, value: Any = None) -> None:
         """Let ``rank`` continue; its ``call`` returns ``value``."""
@@ -110,7 +117,8 @@ class Scheduler:
                 self._run_runnable()
                 if self._pending:
                     _, _, _, req = heapq.heappop(self._pending)
-                    self.block(req.rank, req)
+                    if req.rank >= 0:
+                        self.block(req.rank, req)
                     with torch.no_grad():
                         req.handle(self)
                     continue
@@ -160,3 +168,16 @@ class Scheduler:
                 if req.on_deadlock(self):
                     progressed = True
         return progressed or bool(self._runnable)
+
+
+class _Timed(Request):
+    """A network event: not a worker's request, so it blocks nobody."""
+
+    def __init__(self, fn: Callable[[float], None], t: float, label: str) -> None:
+        self.fn, self.t, self.label = fn, t, label
+
+    def handle(self, sched: Scheduler) -> None:
+        self.fn(self.t)
+
+    def describe(self) -> str:
+        return self.label
