@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 import torch
+from test_lanes import Net
 
 from suite.api import Batch
 from suite.overlap import all_reduce_overlapped, buckets
 from suite.worker import HarnessWorker
-from tests.test_lanes import Net
 
 pytestmark = pytest.mark.smoke
 
