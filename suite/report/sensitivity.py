@@ -28,9 +28,10 @@ _CAPTIONS = {
     "share": "Share of Latin-hypercube settings in which each timing claim PASSes, FAILs or is INCONCLUSIVE; "
     "right: the verdict at the profiles' central values.",
     "tornado": "The claim's statistic with one figure at the low (blue) or high (orange) end of its range, all others "
-    "central; widest first (at most 8). Black line: central value; green: acceptance band.",
-    "heat": "Verdict (colour) and statistic (contours) over the two figures with the largest rank correlation with "
-    "the statistic in the Latin hypercube, others central; star: central values.",
+    "central; widest first (at most 8; figures without effect left out). Black line: central value; green: "
+    "acceptance band.",
+    "heat": "Verdict (colour) and statistic (contours) over the two figures with the widest tornado bars, others "
+    "central; star: central values.",
 }
 
 
