@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from suite.claims.stats import fmt
 from suite.report.figures.common import VERDICT_COLORS, bars_height, legend_on_top, metric_unit, new_figure, panel_grid
@@ -127,6 +127,7 @@ def tornado_figure(result: Any) -> Figure | None:
         ax.set_title(f"{c.claim_id} (central {fmt(c.central.statistic, c.unit)}, {c.central.verdict})", fontsize=8,
                      loc="left")  # fmt: skip
         ax.set_xlabel(_unit_label(c.unit), fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="y", visible=False)
     handles = [Patch(color=_LOW), Patch(color=_HIGH), Patch(color=_BAND, alpha=0.25)]
