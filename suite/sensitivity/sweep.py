@@ -17,7 +17,6 @@ unchanged). Designs:
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,8 +257,3 @@ def _heat(judge: Judge, space: Space, cid: str, x: str, y: str, n: int) -> Heat:
 def sweep_seed(paper: str, spec_seed: int, samples: int) -> int:
     """The LHS generator's seed: derived from the paper id, the spec's seed and the size."""
     return derive_seed("sensitivity", paper, spec_seed, samples)
-
-
-def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    return fn(*args, **kwargs), time.perf_counter() - t0
