@@ -295,7 +295,7 @@ def write_report(
 
         sens_figs = sens.draw(sensitivity, fig_dir)
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
-        extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir)
+        extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)
         sens.write_data(sensitivity, out_dir)
     text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"

@@ -28,9 +28,10 @@ _CAPTIONS = {
     "share": "Share of Latin-hypercube settings in which each timing claim PASSes, FAILs or is INCONCLUSIVE; "
     "right: the verdict at the profiles' central values.",
     "tornado": "The claim's statistic with one figure at the low (blue) or high (orange) end of its range, all others "
-    "central; widest first (at most 8). Black line: central value; green: acceptance band.",
-    "heat": "Verdict (colour) and statistic (contours) over the two figures with the largest rank correlation with "
-    "the statistic in the Latin hypercube, others central; star: central values.",
+    "central; widest first (at most 8; figures without effect left out). Black line: central value; green: "
+    "acceptance band.",
+    "heat": "Verdict (colour) and statistic (contours) over the two figures with the widest tornado bars, others "
+    "central; star: central values.",
 }
 
 
@@ -116,8 +117,17 @@ def _validation(result: Any) -> str:
     return text + "."
 
 
-def sensitivity_section(result: Any, figures: dict[str, Path], out_dir: Path) -> str:
-    """The section's Markdown; ``figures`` from :func:`draw` (paths under ``out_dir``)."""
+def _disagreements(result: Any, verdicts: Any) -> str:
+    """The sweep's central verdicts must be the report's: re-timing at the central values changes nothing."""
+    mine = {v.claim_id: v.verdict for v in verdicts or ()}
+    odd = [f"{c.claim_id} ({c.central.verdict} here, {mine[c.claim_id]} above)" for c in result.claims
+           if c.claim_id in mine and mine[c.claim_id] != c.central.verdict]  # fmt: skip
+    return f"⚠ Central verdicts differ from the report's: {', '.join(odd)}.\n" if odd else ""
+
+
+def sensitivity_section(result: Any, figures: dict[str, Path], out_dir: Path, verdicts: Any = None) -> str:
+    """The section's Markdown; ``figures`` from :func:`draw` (paths under ``out_dir``); ``verdicts``, the
+    report's, are compared with the sweep's at the central values."""
     space = result.space
     parts = ["## Sensitivity of the timing verdicts", ""]
     parts.append(
@@ -129,6 +139,8 @@ def sensitivity_section(result: Any, figures: dict[str, Path], out_dir: Path) ->
         f"({result.simulations} simulations, {result.wall_s:.0f} s). {_validation(result)}"
     )
     parts += ["", _claims_table(result)]
+    if _disagreements(result, verdicts):
+        parts.append(_disagreements(result, verdicts))
     if result.skipped:
         parts.append("Not swept: " + "; ".join(f"{cid} ({why})" for cid, why in sorted(result.skipped.items())) + ".\n")
     for key, path in figures.items():

@@ -25,8 +25,9 @@ import yaml
 from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import latest_per_seed, select_arm
 from suite.config import validate_config
-from suite.errors import ConfigError
+from suite.errors import ConfigError, DistreproError
 from suite.job import Job, build_job
+from suite.sensitivity.probe import NotAnalysable
 from suite.sensitivity.retime import RetimedRun, has_noise, reseed
 from suite.sensitivity.space import Variable
 
@@ -117,8 +118,15 @@ def collect(
         claim_runs[claim.id] = {r for frame in rows for r in frame["run_id"]}
     by_id = runs.set_index("run_id")
     retimed = []
+    unusable: dict[str, str] = {}
     for run_id, seed in picked.items():
-        job = job_for(run_id, seed)
+        try:
+            job = job_for(run_id, seed)
+            if not job.method.cls.synchronous:
+                raise NotAnalysable(f"method {job.method.name} is asynchronous")
+        except DistreproError as exc:  # a claim on this run is reported as not swept, the others still are
+            unusable[run_id] = f"run {run_id} cannot be re-timed: {exc}"
+            continue
         key = (job.config.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
         step = by_id.at[run_id, "step_to_target"] if "step_to_target" in by_id else math.nan
         reached = by_id.at[run_id, "target_reached"] if "target_reached" in by_id else math.nan
@@ -128,7 +136,12 @@ def collect(
                 run_id, arm_of(run_id), job, key, logged, int(step) if reached == 1 and not pd.isna(step) else None
             )
         )
+    for cid, ids in claim_runs.items():
+        bad = sorted(ids & set(unusable))
+        if bad and cid not in skipped:
+            skipped[cid] = unusable[bad[0]]
     swept = [c for c in claims if c.id not in skipped]
+    retimed = [r for r in retimed if any(r.run_id in claim_runs[c.id] for c in swept)]
     return Collected(retimed, _assumption_vars(spec, source, retimed), swept, skipped, claim_runs)
 
 

@@ -75,8 +75,8 @@ class RetimedRun:
 
 
 def reseed(job: Job, seed: int) -> Job:
-    """``job`` for another seed index without rebuilding its dataset and model (the seed only enters
-    the seed parts, hence the clock's noise); ``None``-safe only for jobs built by ``build_job``."""
+    """``job`` for another seed index without rebuilding its dataset and model: the seed enters only the
+    seed parts (hence the clock's noise). For jobs made by ``build_job``, whose seed parts end with the seed."""
     if not job.seed_parts or job.seed_parts[-1] != job.seed:
         raise ValueError("reseed needs a job whose seed parts end with its seed (as build_job makes them)")
     parts = (*job.seed_parts[:-1], seed)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from suite.claims.papers import PaperInfo
 from suite.sensitivity.collect import JobSource, MlflowJobs, arms_by_run, collect
 from suite.sensitivity.retime import Retimer, check_central
@@ -40,8 +42,7 @@ def sensitivity(
     n = int(samples or spec.setup.sensitivity.samples)
     seed = sweep_seed(info.id, spec.setup.sensitivity.seed, n)
     if not found.runs:
-        empty = Space()
-        return SensitivityResult(info.id, n, seed, empty, _empty(n), [], found.skipped, [], {})
+        return SensitivityResult(info.id, n, seed, Space(), np.zeros((n, 0)), [], found.skipped, [], {})
     retimer = Retimer(found.runs)
     profiles = {(r.job.profile.name, r.job.profile.variant): r.job.profile for r in found.runs}
     space = build_space(profile_variables(profiles.values()), found.assumption_vars)
@@ -53,9 +54,3 @@ def sensitivity(
     result.simulations = retimer.simulations
     result.wall_s = time.perf_counter() - t0
     return result
-
-
-def _empty(n: int) -> Any:
-    import numpy as np
-
-    return np.zeros((n, 0))

@@ -11,13 +11,12 @@ unchanged). Designs:
   statistic at each range end) and flip points, refined by bisection between scan values whose
   verdicts differ (``bisect`` halvings, i.e. to 1/2^bisect of the scan step);
 * for a claim whose verdict is not the same everywhere, a grid over its two most influential
-  variables (largest |rank correlation|), others central: the heat map.
+  variables (the widest tornado bars), others central: the heat map.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,7 +235,11 @@ def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int =
             cs.flips += _flips(judge, space, cid, v.name, scan, bisect)
         cs.tornado.sort(key=lambda b: -b.span)
         if len({p.verdict for p in cs.lhs}) > 1:
-            top = sorted(relevant, key=lambda n: -abs(cs.rank_corr[n]))[:2]
+            top = [b.variable for b in cs.tornado if b.variable in relevant and b.span > 0][:2]
+            if len(top) < 2:  # one figure moves it alone: pair it with the one most correlated in the LHS
+                top += sorted((n for n in relevant if n not in top), key=lambda n: -abs(cs.rank_corr[n]))[
+                    : 2 - len(top)
+                ]
             if len(top) == 2:
                 cs.heat = _heat(judge, space, cid, top[0], top[1], heat_points)
         out.append(cs)
@@ -254,8 +257,3 @@ def _heat(judge: Judge, space: Space, cid: str, x: str, y: str, n: int) -> Heat:
 def sweep_seed(paper: str, spec_seed: int, samples: int) -> int:
     """The LHS generator's seed: derived from the paper id, the spec's seed and the size."""
     return derive_seed("sensitivity", paper, spec_seed, samples)
-
-
-def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    return fn(*args, **kwargs), time.perf_counter() - t0

@@ -4,8 +4,9 @@
   (stacked horizontal bar), the verdict at the central values marked: the one-glance answer to
   "does this verdict survive what we do not know?";
 * :func:`tornado_figure`: per claim, one bar per uncertain figure spanning the claim's statistic
-  with that figure at the low and at the high end of its range (others central), widest first,
-  over the shaded acceptance band; a bar crossing the band's edge is a figure that decides the verdict;
+  with that figure at the low and at the high end of its range (others central), widest first
+  (figures without effect left out), over the shaded acceptance band; a bar crossing the band's edge
+  is a figure that decides the verdict;
 * :func:`heatmap_figure`: per claim whose verdict is not the same everywhere, the verdict over its
   two most influential figures (others central), with contours of the statistic.
 
@@ -22,10 +23,10 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from suite.claims.stats import fmt
-from suite.report.figures.common import VERDICT_COLORS, bars_height, legend_on_top, new_figure, panel_grid
+from suite.report.figures.common import VERDICT_COLORS, bars_height, legend_on_top, metric_unit, new_figure, panel_grid
 
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
 _LOW, _HIGH, _BAND = "#4C72B0", "#DD8452", "#2E7D32"
@@ -66,27 +67,38 @@ def share_figure(result: Any) -> Figure | None:
 
 
 def _band(ax: Any, band: Any, k: float) -> None:
-    """Shade the acceptance band, widening the x range to show its edges; a band far from every bar
-    (more than twice their spread away) is named in a note at the edge instead, or the bars would
-    shrink to nothing: the verdict cannot flip there, which the note says."""
+    """Shade the acceptance band. A band edge near the bars (within twice their spread) widens the x
+    range; a far one is named in a note at that side instead, or the bars would shrink to nothing (and
+    then the verdict cannot flip in the range, which the note shows)."""
     if band is None:
         return
     x0, x1 = ax.get_xlim()
     lo, hi = (e * k if math.isfinite(e) else e for e in band)
-    spread = x1 - x0
-    if lo > x1 + 2 * spread or hi < x0 - 2 * spread:
-        right = lo > x1
-        edge = f"≥ {lo:.3g}" if right else f"≤ {hi:.3g}"
-        note = f"acceptance band {edge} {'→' if right else '←'}"
-        ax.text(0.98 if right else 0.02, 0.02, note, transform=ax.transAxes, ha="right" if right else "left",
-                va="bottom", fontsize=7, color=_BAND)  # fmt: skip
-        return
-    edges = [e for e in (lo, hi) if math.isfinite(e)]
-    x0, x1 = min([x0, *edges]), max([x1, *edges])
+    spread = max(x1 - x0, 1e-12)
+    far = [e for e in (lo, hi) if math.isfinite(e) and not x0 - 2 * spread <= e <= x1 + 2 * spread]
+    for e in (lo, hi):
+        if math.isfinite(e) and e not in far:
+            x0, x1 = min(x0, e), max(x1, e)
     pad = 0.04 * (x1 - x0)
     x0, x1 = x0 - pad, x1 + pad
-    ax.axvspan(lo if math.isfinite(lo) else x0, hi if math.isfinite(hi) else x1, color=_BAND, alpha=0.12, lw=0)
+    a, b = max(lo, x0), min(hi, x1)
+    if a < b:
+        ax.axvspan(a, b, color=_BAND, alpha=0.12, lw=0)
     ax.set_xlim(x0, x1)
+    if far:
+        text = f"acceptance band [{lo:.3g}, {hi:.3g}]".replace("inf", "∞")
+        right = all(e > x1 for e in far)
+        note = f"{text} →" if right else f"← {text}"
+        ax.text(0.98 if right else 0.02, 0.03, note, transform=ax.transAxes, ha="right" if right else "left",
+                va="bottom", fontsize=7, color=_BAND)  # fmt: skip
+
+
+def _unit_label(unit: str) -> str:
+    suffix = _scale(unit)[1]
+    if suffix or unit in ("x", "fraction"):
+        return f"statistic ({suffix})"
+    named = metric_unit(unit) if unit else ""
+    return f"statistic ({named})" if named else "statistic"
 
 
 def tornado_figure(result: Any) -> Figure | None:
@@ -94,12 +106,12 @@ def tornado_figure(result: Any) -> Figure | None:
     claims = [c for c in result.claims if any(b.span > 0 for b in c.tornado)]
     if not claims:
         return None
-    rows = [min(MAX_BARS, sum(b.variable in c.variables for b in c.tornado)) for c in claims]
+    rows = [min(MAX_BARS, sum(b.variable in c.variables and b.span > 0 for b in c.tornado)) for c in claims]
     fig, axes = panel_grid(len(claims), 4.6, [0.5 + 0.32 * max(rows)] * len(claims), max_cols=2)
     space = result.space
     for ax, c in zip(axes, claims, strict=True):
-        k, unit = _scale(c.unit)
-        bars = [b for b in c.tornado if b.variable in c.variables][:MAX_BARS]
+        k = _scale(c.unit)[0]
+        bars = [b for b in c.tornado if b.variable in c.variables and b.span > 0][:MAX_BARS]
         mid = c.central.statistic * k
         for i, b in enumerate(bars):
             for p, color in ((b.low, _LOW), (b.high, _HIGH)):
@@ -114,7 +126,8 @@ def tornado_figure(result: Any) -> Figure | None:
         _band(ax, c.band, k)
         ax.set_title(f"{c.claim_id} (central {fmt(c.central.statistic, c.unit)}, {c.central.verdict})", fontsize=8,
                      loc="left")  # fmt: skip
-        ax.set_xlabel(f"statistic {unit}".strip(), fontsize=7)
+        ax.set_xlabel(_unit_label(c.unit), fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="y", visible=False)
     handles = [Patch(color=_LOW), Patch(color=_HIGH), Patch(color=_BAND, alpha=0.25)]
@@ -143,6 +156,7 @@ def heatmap_figure(result: Any) -> Figure | None:
         for var, axis, set_scale in ((xv, ax.xaxis, ax.set_xscale), (yv, ax.yaxis, ax.set_yscale)):
             if var.range.spacing == "log":
                 set_scale("log")
+                axis.set_major_locator(FixedLocator([float(f"{t:.2g}") for t in np.geomspace(var.low, var.high, 5)]))
                 axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel(f"{h.x} ({xv.unit})", fontsize=7)
