@@ -161,6 +161,29 @@ def test_deadline_pacer_follows_virtual_time():
         choose_dilation([0.0], 1.5)
 
 
+def _clean_then_crash_and_resume(common: dict, tmp_path, mode: str, fail_step: int):
+    """An uninterrupted campaign, the same campaign with rank 1 failing once at ``fail_step``, and its resume.
+
+    Returns the clean cell, the resumed cell and the crashed campaign's parent run id."""
+    clean = run_campaign(
+        _cfg(method="faulty", name="clean", method_params={"mode": "none"}, **common), show_progress=False
+    ).cells[0]
+    crashing = _cfg(
+        method="faulty",
+        name="crashing",
+        **common,
+        method_params={"mode": mode, "fail_rank": 1, "fail_step": fail_step, "once_file": str(tmp_path / "x")},
+    )
+    with pytest.raises(WorkerFailure):
+        run_campaign(crashing, show_progress=False)
+    parents = mlflow.search_runs(
+        experiment_names=["distrepro/adhoc"],
+        filter_string="tags.`distrepro.campaign` = 'crashing' and attributes.status = 'FAILED'",
+    )
+    parent_id = parents[parents["tags.mlflow.parentRunId"].isna()].iloc[0]["run_id"]
+    return clean, run_campaign(crashing, show_progress=False, resume=parent_id).cells[0], parent_id
+
+
 @pytest.mark.distributed
 def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, mlflow_uri, tmp_path, monkeypatch):
     monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
@@ -171,23 +194,7 @@ def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, m
         "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
         "dist": {"timeout_s": 8},
     }
-    clean = run_campaign(
-        _cfg(method="faulty", name="clean", method_params={"mode": "none"}, **common), show_progress=False
-    ).cells[0]
-    crashing = _cfg(
-        method="faulty",
-        name="crashing",
-        **common,
-        method_params={"mode": "kill", "fail_rank": 1, "fail_step": 5, "once_file": str(tmp_path / "x")},
-    )
-    with pytest.raises(WorkerFailure):
-        run_campaign(crashing, show_progress=False)
-    parents = mlflow.search_runs(
-        experiment_names=["distrepro/adhoc"],
-        filter_string="tags.`distrepro.campaign` = 'crashing' and attributes.status = 'FAILED'",
-    )
-    parent_id = parents[parents["tags.mlflow.parentRunId"].isna()].iloc[0]["run_id"]
-    resumed = run_campaign(crashing, show_progress=False, resume=parent_id).cells[0]
+    clean, resumed, parent_id = _clean_then_crash_and_resume(common, tmp_path, mode="kill", fail_step=5)
     assert resumed.run_id != clean.run_id
     assert torch.allclose(_flat(resumed.result.models[0]), _flat(clean.result.models[0]), atol=1e-6)
     assert resumed.result.final.metrics["val_loss"] == pytest.approx(clean.result.final.metrics["val_loss"], rel=1e-6)
@@ -216,23 +223,7 @@ def test_resumed_adaptive_optimizer_state_reaches_the_uninterrupted_parameters(
         "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
         "dist": {"timeout_s": 8},
     }
-    clean = run_campaign(
-        _cfg(method="faulty", name="clean", method_params={"mode": "none"}, **common), show_progress=False
-    ).cells[0]
-    crashing = _cfg(
-        method="faulty",
-        name="crashing",
-        **common,
-        method_params={"mode": "raise", "fail_rank": 1, "fail_step": 3, "once_file": str(tmp_path / "x")},
-    )
-    with pytest.raises(WorkerFailure):
-        run_campaign(crashing, show_progress=False)
-    parents = mlflow.search_runs(
-        experiment_names=["distrepro/adhoc"],
-        filter_string="tags.`distrepro.campaign` = 'crashing' and attributes.status = 'FAILED'",
-    )
-    parent_id = parents[parents["tags.mlflow.parentRunId"].isna()].iloc[0]["run_id"]
-    resumed = run_campaign(crashing, show_progress=False, resume=parent_id).cells[0]
+    clean, resumed, _ = _clean_then_crash_and_resume(common, tmp_path, mode="raise", fail_step=3)
     assert torch.allclose(_flat(resumed.result.models[0]), _flat(clean.result.models[0]), atol=1e-7)
 
 
