@@ -534,8 +534,10 @@ class Method(abc.ABC, Generic[P]):
         """What a run of this method will do, said before it runs (``distrepro plan``); None: it cannot say.
 
         A pure function of its inputs returning plain data (JSON-able). Key the harness reads: ``comm``, a
-        list of ``{"pattern": "all_reduce", "bytes": B, "count": N}`` (bytes as charged; ``count`` over the
-        whole run, or ``per_step`` instead), priced with the time model (lockstep, no overlap); any other
+        list of ``{"pattern": "all_reduce", "bytes": B, "count": N}`` (pattern one of ``all_reduce``,
+        ``reduce_scatter``, ``all_gather``, ``broadcast`` (from rank 0), ``parameter_server``; bytes as charged,
+        of the whole vector, also for ``all_gather``; ``count`` over the whole run, or ``per_step`` instead),
+        priced with the time model (lockstep, no overlap); any other
         key is shown as it is (Local SGD's ``round_lengths``). Without ``comm`` the run's communication time
         is "not estimated".
         """

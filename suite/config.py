@@ -66,19 +66,31 @@ class Budget(_Strict):
 
 
 class EvalSchedule(_Strict):
-    """When to evaluate (untimed, on the averaged model). At most one period; default: ``times`` evenly."""
+    """When and how to evaluate (untimed). At most one period; default: ``times`` evenly.
+
+    The model scored is the average of the replicas (a method's ``eval_on``). ``replicas`` also scores
+    every replica and logs the mean, std, min and max of their metrics; ``bn_recalibration_batches``
+    re-estimates an averaged model's BatchNorm statistics on that many training batches first
+    (:mod:`suite.eval_modes` says why and how).
+    """
 
     every_steps: int | None = Field(default=None, gt=0)
     every_epochs: float | None = Field(default=None, gt=0)
     every_emulated_seconds: float | None = Field(default=None, gt=0)
     times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
     batch_size: int = Field(default=512, gt=0)
+    replicas: bool = False
+    bn_recalibration_batches: int = Field(default=0, ge=0)
+    #: samples per recalibration batch; None: the largest per-worker batch of the run's allocation
+    bn_recalibration_batch_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _at_most_one(self) -> EvalSchedule:
         set_ = [k for k in ("every_steps", "every_epochs", "every_emulated_seconds") if getattr(self, k)]
         if len(set_) > 1:
             raise ValueError(f"set at most one evaluation period (got {set_})")
+        if self.bn_recalibration_batch_size is not None and self.bn_recalibration_batches == 0:
+            raise ValueError("bn_recalibration_batch_size needs bn_recalibration_batches > 0")
         return self
 
 

@@ -92,6 +92,10 @@ def _price(job: Job, entry: dict[str, Any]) -> float | None:
         return job.cost.reduce_scatter(ranks, nbytes)
     if pattern == "parameter_server":
         return job.cost.parameter_server(ranks, nbytes)
+    if pattern == "all_gather":  # ``bytes``: the gathered vector, as ``Comm.charge`` counts it
+        return job.cost.all_gather(ranks, nbytes / len(ranks))
+    if pattern == "broadcast":
+        return job.cost.broadcast(ranks, 0, nbytes)
     return None
 
 

@@ -147,6 +147,23 @@ def test_non_positive_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     fails(capsys, run_args(path), str(path), "field 'budget.steps'", "greater than 0")
 
 
+@pytest.mark.parametrize(
+    ("evaluation", "fragments"),
+    [
+        ({"replicas": "sometimes"}, ("field 'eval.replicas'", "valid boolean")),
+        ({"bn_recalibration_batches": -1}, ("field 'eval.bn_recalibration_batches'", "greater than or equal to 0")),
+        ({"bn_recalibration_batches": 2, "bn_recalibration_batch_size": 0}, ("eval.bn_recalibration_batch_size",)),
+        ({"bn_recalibration_batch_size": 8}, ("field 'eval'", "needs bn_recalibration_batches > 0")),
+    ],
+    ids=["replicas", "negative-batches", "zero-batch-size", "size-without-batches"],
+)
+def test_bad_evaluation_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], evaluation: dict[str, Any], fragments: tuple[str, ...]
+) -> None:
+    path = write_config(tmp_path, with_(eval={"times": 1, **evaluation}))
+    fails(capsys, run_args(path), str(path), *fragments)
+
+
 def test_bad_method_param_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(tmp_path, with_(method_params={"lrr": 0.1}))
     fails(capsys, run_args(path), str(path), "field 'method_params.lrr'", "Extra inputs are not permitted")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,16 @@ def test_every_shipped_config_plans(config: Path) -> None:
     alloc = plan["allocation"]
     assert sum(alloc["shares"]) == pytest.approx(1.0) and len(alloc["batch_sizes"]) == len(alloc["shares"])
     assert all(t > 0 for t in plan["time"]["compute_s_per_step"] if t)
-    if plan["config"]["method"] in ("ar_sgd", "local_sgd") and plan["config"]["budget"]["emulated_seconds"] is None:
+    method = plan["config"]["method"]
+    if method in PLANNED:
+        assert isinstance(plan["method_plan"], dict) and plan["method_plan"], method
+    if method in PRICED and plan["config"]["budget"]["emulated_seconds"] is None:
         assert plan["time"]["total_s"] > plan["time"]["comm_s_per_step"] > 0
+
+
+#: plugins with a ``Method.plan`` hook, and those whose plan says what they send (time estimated)
+PLANNED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero", "gossip")
+PRICED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero")
 
 
 def test_paper_scale_plans_without_the_data() -> None:
@@ -65,12 +74,74 @@ def test_local_sgd_rounds_match_a_real_run(profiles: Path, tmp_path: Path) -> No
     assert len(averagings) == plan["method_plan"]["rounds"]
 
 
-def test_methods_without_a_plan_are_not_estimated(profiles: Path, tmp_path: Path) -> None:
-    config = tmp_path / "gossip.yaml"
-    config.write_text(json.dumps(_local_sgd(method="gossip", method_params={})))
+def test_methods_without_a_plan_are_not_estimated(
+    profiles: Path, tmp_path: Path, with_test_plugins: Callable[..., Path]
+) -> None:
+    with_test_plugins("fixed_replicas")
+    config = tmp_path / "fixed.yaml"
+    config.write_text(json.dumps(_local_sgd(method="fixed_replicas", method_params={})))
     plan = build_plan(config)
     assert plan["method_plan"] == NOT_ESTIMATED and plan["time"]["total_s"] == NOT_ESTIMATED
     assert plan["time"]["slowest_compute_s_per_step"] > 0
+
+
+def _plan(tmp_path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(data))
+    return build_plan(config)
+
+
+def test_gossip_plans_its_graph(profiles: Path, tmp_path: Path) -> None:
+    data = _local_sgd(method="gossip", profile="hetero-2fast-2slow", batch_size=8, method_params={"rate": 2.0})
+    plan = _plan(tmp_path, data)
+    mp = plan["method_plan"]
+    assert mp["neighbours"] == [[1, 3], [0, 2], [1, 3], [0, 2]] and mp["pick_weights"][0] == {"1": 0.5, "3": 0.5}
+    assert mp["averagings_per_step"] == "Poisson(2.0)"
+    assert mp["expected_bytes_per_step"] == 2 * mp["bytes_per_averaging"] > 0
+    assert plan["time"]["total_s"] == NOT_ESTIMATED  # asynchronous
+    exponential = _plan(tmp_path, data | {"method_params": {"topology": "exponential"}})["method_plan"]
+    assert exponential["neighbours"][0] == [3, 2, 1, 2]  # i ± 1, i ± 2: rank 2 listed twice (double weight)
+    assert exponential["pick_weights"][0] == {"1": 0.25, "2": 0.5, "3": 0.25}
+
+
+def test_cadp_plan_is_the_allocation_a_run_uses(profiles: Path, tmp_path: Path) -> None:
+    data = _local_sgd(
+        method="cadp",
+        batch_size=8,
+        budget={"epochs": 1},
+        method_params={"micro_batch": 4, "round_epochs": 0.5, "speeds": "declared"},
+    )
+    mp = _plan(tmp_path, data)["method_plan"]
+    assert sum(mp["shares"]) == 100 and mp["rounds"] == 2
+    assert mp["solution"]["makespan_s"] == pytest.approx(mp["solution"]["optimum_makespan_s"], rel=1e-4)
+    assert mp["shares"][0] == pytest.approx(2 * mp["shares"][1], abs=1)  # rank 1 runs at half speed
+    run = InProcessEngine().run(build_job(validate_config(data), 0))
+    assert run.allocations[0][1].batch_sizes == tuple(mp["round_samples"])
+    steps = [run.final.method_records[f"local_steps/rank{r}"] for r in range(2)]
+    assert steps == mp["local_steps_per_round"]
+
+
+def test_chao_plan_says_where_the_adaptive_split_goes(profiles: Path, tmp_path: Path) -> None:
+    mp = _plan(tmp_path, _local_sgd(method="chao_alloc", method_params={"mode": "adaptive"}))["method_plan"]
+    assert mp["batch_sizes"] == [12, 12] and mp["ratios"] == [0.5, 0.5]  # init: equal
+    assert mp["declared_fixed_point_batch_sizes"] == [16, 8]  # rank 1 at half speed
+    assert mp["ideal_time_ratio"] == pytest.approx(2 * 0.5 / 1.5)
+    static = _local_sgd(method="chao_alloc", method_params={"mode": "static", "speeds": [3, 1]})
+    assert _plan(tmp_path, static)["method_plan"]["batch_sizes"] == [18, 6]
+
+
+def test_deepspeed_plan_prices_its_two_collectives_and_buffers(profiles: Path, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _local_sgd(method="deepspeed_zero", method_params={}))
+    mp = plan["method_plan"]
+    assert [c["pattern"] for c in mp["comm"]] == ["reduce_scatter", "all_gather"]  # small_cnn: no buffers
+    assert mp["partition_bytes"] == mp["comm"][0]["bytes"] / 2
+    assert plan["time"]["comm_s_per_step"] > 0
+    bn = _plan(
+        tmp_path,
+        _local_sgd(method="deepspeed_zero", method_params={}, model={"name": "resnet18_cifar", "params": {"width": 2}}),
+    )
+    assert [c["pattern"] for c in bn["method_plan"]["comm"]] == ["reduce_scatter", "all_gather", "broadcast"]
+    assert bn["time"]["comm_s_per_step"] > 0
 
 
 def test_cli_plan_json_and_errors(profiles: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ How that maps onto the harness (README: every choice with its evidence grade):
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -116,6 +116,45 @@ class Method(api.Method[Params]):
         c = _per_rank(p.round_cost_s, cluster.world_size, "round_cost_s")
         batches = _solver.round_shares(a, c, [x * p.round_epochs for x in shares], per_round)
         return api.Allocation(tuple(x / total for x in shares), batches, speeds=tuple(v))
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """Problem P as the data owner solves it before training: a_j, c_j, the solver's continuous
+        solution and its makespan against the water-filling optimum, the integer shares x̂_j, each
+        device's samples and local steps per round; one ``ps_sync`` of the state per round (step)."""
+        p, cluster, alloc = params, setting.cluster, setting.allocation
+        v = speeds(p, cluster)
+        a = [1.0 / s for s in v]
+        c = _per_rank(p.round_cost_s, cluster.world_size, "round_cost_s")
+        total = cluster.dataset_size
+        micro = [int(m) for m in _per_rank(p.micro_batch, cluster.world_size, "micro_batch")]
+        oracle = _solver.water_fill(a, c, total)
+        if p.solver == "alm":
+            found = _solver.solve_alm(a, c, float(total), _solver.AlmSettings(direction=p.solver_direction))
+        else:
+            found = oracle
+        shares = [round(f * total) for f in alloc.shares]
+        solved = {"solver": p.solver, "makespan_s": found.makespan_s, "optimum_makespan_s": oracle.makespan_s}
+        if p.solver == "alm":
+            solved |= {"direction": p.solver_direction, "outer_iterations": found.outer_iterations}
+            solved |= {"inner_iterations": found.inner_iterations, "grad_norm": found.grad_norm}
+        source = "declared by the profile" if p.speeds == "declared" else "declared (the run profiles them first)"
+        return {
+            "speeds": f"{source}; re-solved every epoch from measured speeds" if p.co_adaptive else source,
+            "seconds_per_sample": a,
+            "round_cost_s": c,
+            "solution": solved,
+            "shares": shares,
+            "integer_makespan_s": _solver.makespan(a, c, shares),
+            "round_epochs": p.round_epochs,
+            "rounds_per_epoch": 1.0 / p.round_epochs,
+            "round_samples": list(alloc.batch_sizes),
+            "micro_batch": micro,
+            "local_steps_per_round": [math.ceil(b / m) for b, m in zip(alloc.batch_sizes, micro, strict=True)],
+            "rounds": setting.total_steps if setting.total_steps is not None else "not known before the run",
+            "aggregation": p.aggregation,
+            "comm": [{"pattern": "parameter_server", "bytes": setting.state_bytes, "per_step": 1}],
+        }
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

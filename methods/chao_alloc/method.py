@@ -19,7 +19,7 @@ batch size (the exact gradient of the global-batch mean loss) unless ``unweighte
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
@@ -80,6 +80,33 @@ class Method(api.Method[Params]):
             fractions = rules.adaptive_fractions(cluster.current.shares, cluster.measured_samples_per_s, p.damping)
         batches = rules.round_batches(fractions, total, p.min_batch)
         return api.Allocation(tuple(b / total for b in batches), batches)
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """The epoch-0 split (ratios and per-iteration batches), how it will change, the split the adaptive
+        rule tends to (throughput-proportional, from declared speeds here) and the best iteration-time
+        ratio without communication; per step one gradient all-reduce and, with floating buffers, their
+        broadcast from rank 0."""
+        p, cluster, alloc = params, setting.cluster, setting.allocation
+        declared = [d.declared_samples_per_s for d in cluster.devices]
+        out: dict[str, Any] = {
+            "mode": p.mode,
+            "global_batch": sum(alloc.batch_sizes),
+            "ratios": list(_initial(p, cluster)),
+            "batch_sizes": list(alloc.batch_sizes),
+            "ideal_time_ratio": rules.ideal_time_ratio(declared),
+            "gradient_average": "equal weights" if p.unweighted else "weighted by batch size",
+            "overlap": p.overlap,
+        }
+        if p.mode == "adaptive":
+            target = rules.round_batches(rules.normalise(declared), sum(alloc.batch_sizes), p.min_batch)
+            out |= {"init": p.init, "damping": p.damping, "resplit": "every epoch, towards measured throughput"}
+            out["declared_fixed_point_batch_sizes"] = list(target)
+        comm: list[dict[str, Any]] = [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]
+        if setting.state_bytes > setting.model_bytes:
+            comm.append({"pattern": "broadcast", "bytes": setting.state_bytes - setting.model_bytes, "per_step": 1})
+        out["comm"] = comm
+        return out
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

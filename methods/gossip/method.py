@@ -11,7 +11,7 @@ with it and both set x ← (x_i + x_j)/2. This is the dynamics of Nabli et al. (
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
@@ -50,6 +50,28 @@ class Params(api.MethodParams):
 class Method(api.Method[Params]):
     name = "gossip"
     synchronous = False
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """The graph (each rank's neighbours; a neighbour listed twice is picked twice as often), how many
+        pairwise averagings follow a gradient step, their mixing weights and the bytes each one exchanges.
+        No ``comm``: pairings depend on who is ready when, so the time is not estimated."""
+        p, k = params, setting.cluster.world_size
+        graph = [neighbours(p.topology, r, k) for r in range(k)] if k >= 2 else []
+        draw = f"Poisson({p.rate})" if p.poisson else f"{p.rate} on average, deterministic carry"
+        out: dict[str, Any] = {
+            "topology": p.topology,
+            "neighbours": graph,
+            "pick_weights": [{str(j): n.count(j) / len(n) for j in sorted(set(n))} for n in graph],
+            "averagings_per_step": draw,
+            "mixing": "x_i, x_j <- (x_i + x_j) / 2 (weight 1/2 each, parameters only)",
+            "bytes_per_averaging": setting.model_bytes,
+            "expected_bytes_per_step": p.rate * setting.model_bytes,
+        }
+        why = cls(p).skip(k)
+        if why:
+            out["cannot_run"] = why
+        return out
 
     def skip(self, world_size: int) -> str | None:
         p = self.params

@@ -13,6 +13,8 @@ value in the other; ``eval_on`` ignored by one for asynchronous methods); one lo
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -25,6 +27,7 @@ from suite.engine.common import EmptyStream, TargetTracker, make_stream
 from suite.engine.reports import Progress, RankReport, assemble
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
 from suite.engine.transport import Transport
+from suite.eval_modes import ReplicaScorer, recalibrate_evaluated, replica_stats
 from suite.evaluation import evaluate
 from suite.ingredients import LRPlan, lr_plan
 from suite.job import Job
@@ -43,12 +46,20 @@ class Slot:
     stream: WorkerStream | EmptyStream | None = None
     loss_sum: float = 0.0  # training losses since this rank's last report
     loss_count: int = 0
+    #: scores this rank's replica at every evaluation (``eval.replicas``), untimed
+    score_replica: Callable[[torch.nn.Module], dict[str, float]] | None = None
 
     def report(self, progress: Progress) -> RankReport:
         """This rank's part of an evaluation; its training-loss sums start over."""
         w = self.worker
         totals = WorkerTotals.of(w.clock, w.comm.bytes_sent, w)
-        out = RankReport(totals, dict(w.records), self.loss_sum, self.loss_count, progress)
+        replica = None
+        if self.score_replica is not None:
+            started = time.perf_counter()
+            replica = self.score_replica(w.model)
+            if w.pacer is not None:  # untimed: a throttled rank's schedule leaves the scoring out
+                w.pacer.shift(time.perf_counter() - started)
+        out = RankReport(totals, dict(w.records), self.loss_sum, self.loss_count, progress, replica)
         self.loss_sum, self.loss_count = 0.0, 0
         return out
 
@@ -91,6 +102,10 @@ class Harness:
             worker.label_smoothing = job.config.loss.label_smoothing
             worker.optimizer_override = job.config.optimizer
             self.slots.append(Slot(rank, worker, cls(job.params)))
+        if job.config.eval.replicas:
+            scorer = ReplicaScorer(job.bundle, job.config.eval.batch_size)
+            for slot in self.slots:
+                slot.score_replica = scorer
         self.schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), k)
         self.target = TargetTracker(job.config.target)
         self.evals: list[EvalRecord] = []
@@ -239,9 +254,15 @@ class Harness:
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
         names) and log the evaluation assembled from every rank's report, with the replicas'
-        ``consensus`` distance (:func:`suite.evaluation.consensus_distance`, untimed)."""
+        ``consensus`` distance (:func:`suite.evaluation.consensus_distance`, untimed) and the
+        evaluation modes of the config (:mod:`suite.eval_modes`)."""
+        assert self.alloc is not None
+        recalibrate_evaluated(model, self.job, self.alloc.batch_sizes)
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
         metrics["consensus_distance"] = max(consensus, 0.0)
+        if self.job.config.eval.replicas:
+            ranked = sorted(reports, key=lambda r: r.totals.rank)
+            metrics.update(replica_stats([r.replica for r in ranked]))
         rec = assemble(reports, metrics, final, self.lockstep)
         lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
         if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)

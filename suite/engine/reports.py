@@ -28,13 +28,15 @@ class Progress:
 
 @dataclass(frozen=True)
 class RankReport:
-    """One rank's contribution to an evaluation: its accounting, its records, its training losses."""
+    """One rank's contribution to an evaluation: its accounting, its records, its training losses and,
+    when the run scores every replica (``eval.replicas``), its own replica's metrics."""
 
     totals: WorkerTotals
     records: dict[str, float]
     loss_sum: float
     loss_count: int
     progress: Progress
+    replica: dict[str, float] | None = None
 
 
 def aggregate_records(per_rank: Mapping[int, Mapping[str, float]]) -> dict[str, float]:
