@@ -177,7 +177,7 @@ class Work(Protocol):
     On the virtual clock the operation completes at a definite virtual time; ``wait()`` moves
     the caller's clock to ``max(now, completion)`` so communication overlapped with compute
     costs only what is not hidden. After ``wait()``: ``issue_s`` (when this rank issued it),
-    ``start_s`` (last member in and its lane free, :mod:`suite.engine.lanes`) and ``end_s`` (completion)
+    ``start_s`` (last member in and its lane free, :mod:`suite.engine.inprocess.lanes`) and ``end_s`` (completion)
     are virtual times, and ``result()`` is what the blocking call would have returned (the peer's tensor
     of an ``exchange``, the partner of a ``pair``, None for collectives).
     """

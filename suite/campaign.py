@@ -51,11 +51,11 @@ class CampaignResult:
 
 def get_engine(name: str) -> Any:
     if name == "inprocess":
-        from suite.engine.inprocess import InProcessEngine
+        from suite.engine.inprocess.run import InProcessEngine
 
         return InProcessEngine()
     if name == "dist":
-        from suite.engine.dist_launch import DistEngine
+        from suite.engine.dist.launch import DistEngine
 
         return DistEngine()
     raise ConfigError(None, "engine", f"unknown engine '{name}'; use 'inprocess' or 'dist'")

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from suite.api import Allocation, Batch
 from suite.config import Target
+from suite.engine.partition import full_shuffle, iid_shards
+from suite.engine.streams import WorkerStream
 from suite.job import Job
-from suite.partition import full_shuffle, iid_shards
 from suite.seeding import generator
-from suite.streams import WorkerStream
 
 
 class EmptyStream:

@@ -22,15 +22,15 @@ import torch
 from suite.api import Allocation, Method
 from suite.engine import checkpoint
 from suite.engine.common import EmptyStream, TargetTracker, make_stream
+from suite.engine.evaluation import evaluate
 from suite.engine.reports import Progress, RankReport, assemble
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
+from suite.engine.schedule import TrainingSchedule
+from suite.engine.streams import WorkerStream, iterate_eval
 from suite.engine.transport import Transport
-from suite.evaluation import evaluate
+from suite.engine.worker import HarnessWorker, cluster_layout
 from suite.ingredients import LRPlan, lr_plan
 from suite.job import Job
-from suite.schedule import TrainingSchedule
-from suite.streams import WorkerStream, iterate_eval
-from suite.worker import HarnessWorker, cluster_layout
 
 
 @dataclass
@@ -239,7 +239,7 @@ class Harness:
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
         names) and log the evaluation assembled from every rank's report, with the replicas'
-        ``consensus`` distance (:func:`suite.evaluation.consensus_distance`, untimed)."""
+        ``consensus`` distance (:func:`suite.engine.evaluation.consensus_distance`, untimed)."""
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
         metrics["consensus_distance"] = max(consensus, 0.0)
         rec = assemble(reports, metrics, final, self.lockstep)

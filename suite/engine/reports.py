@@ -15,7 +15,7 @@ from suite.engine.results import EvalRecord, WorkerTotals
 
 @dataclass(frozen=True)
 class Progress:
-    """Where training was, as the reporting process saw it (global units, see :mod:`suite.schedule`)."""
+    """Where training was, as the reporting process saw it (global units, see :mod:`suite.engine.schedule`)."""
 
     step: int
     epoch: float

@@ -31,7 +31,7 @@ import torch
 from suite.api import Allocation, Comm
 from suite.engine.clock import Span, VirtualClock
 from suite.engine.reports import RankReport
-from suite.schedule import TrainingSchedule
+from suite.engine.schedule import TrainingSchedule
 
 if TYPE_CHECKING:
     from suite.engine.loop import Harness, Slot

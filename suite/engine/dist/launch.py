@@ -4,7 +4,7 @@
 a fresh temporary folder (no fixed port, so parallel runs and tests never collide);
 ``launcher: torchrun`` runs ``torchrun --standalone`` (which picks a free port) on this machine.
 For several machines see ``docs/multinode.md``: every node runs ``torchrun`` (under ``srun``)
-with the same ``python -m suite.engine.dist_worker`` command.
+with the same ``python -m suite.engine.dist.worker`` command.
 
 Faults: if a rank exits with an error, or dies, the launcher kills the others at once and raises
 :class:`~suite.errors.WorkerFailure` naming the rank; a rank that hangs makes its peers fail at
@@ -33,7 +33,7 @@ from suite.job import Job
 
 
 def _worker_cmd(job_file: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "suite.engine.dist_worker", "--job", str(job_file), "--out", str(out)]
+    return [sys.executable, "-m", "suite.engine.dist.worker", "--job", str(job_file), "--out", str(out)]
 
 
 def _read_status(out: Path, rank: int) -> dict[str, Any] | None:
@@ -131,7 +131,7 @@ class DistEngine:
                     "--standalone",
                     f"--nproc-per-node={world}",
                     "-m",
-                    "suite.engine.dist_worker",
+                    "suite.engine.dist.worker",
                     "--job",
                     str(job_file),
                     "--out",

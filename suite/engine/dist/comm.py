@@ -10,7 +10,7 @@ slots (or taking their max) yields every member's clock, hence ``start = max``.
 Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
 into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
-coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.pairing`).
+coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.dist.pairing`).
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
 """
@@ -26,7 +26,7 @@ import torch.distributed as dist
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.clock import VirtualClock
-from suite.engine.pairing import PairingClient
+from suite.engine.dist.pairing import PairingClient
 from suite.errors import CommError
 from suite.timemodel import CommCostModel
 
@@ -53,7 +53,7 @@ def _clocks_from(slots: torch.Tensor) -> list[float]:
 class DistWork:
     """Handle of a non-blocking distributed operation; ``wait()`` finishes the math and the clock.
 
-    Lanes (:mod:`suite.engine.lanes`): an operation starts no earlier than the end of the previous one on
+    Lanes (:mod:`suite.engine.inprocess.lanes`): an operation starts no earlier than the end of the previous one on
     its lane (its group, or its pair), so resolving its times first resolves the previous one's. The
     dist engine's times ignore flows of *other* lanes: a rank cannot know, without a global exchange, what
     flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone).
