@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from suite import metrics as M
 from suite.api import Allocation, Method
 from suite.engine import checkpoint
 from suite.engine.common import EmptyStream, TargetTracker, make_stream
@@ -241,11 +242,11 @@ class Harness:
         names) and log the evaluation assembled from every rank's report, with the replicas'
         ``consensus`` distance (:func:`suite.engine.evaluation.consensus_distance`, untimed)."""
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
-        metrics["consensus_distance"] = max(consensus, 0.0)
+        metrics[M.CONSENSUS_DISTANCE] = max(consensus, 0.0)
         rec = assemble(reports, metrics, final, self.lockstep)
         lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
         if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)
-            rec.metrics["lr"] = lr
+            rec.metrics[M.LR] = lr
         self.target.update(rec.metrics, rec.emulated_s, rec.step)
         self.evals.append(rec)
         if self.observer:

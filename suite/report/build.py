@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 import suite
+from suite import metrics as M
 from suite.claims.evidence import group_of, tally
 from suite.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
 from suite.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
@@ -134,8 +135,8 @@ def draw_figures(
     style = style or report_style(rs.runs, labels, spec)
     reps = _representatives(rs.runs, labels)
     drawn = {
-        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, "time/emulated_s"),
-        "curves_epochs": figs.curves_figure(rs.curves, labels, style, "epoch"),
+        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
+        "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
         "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
         "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, _speedup_marks(spec, baseline))
         if baseline in set(labels.values())
