@@ -21,6 +21,12 @@ class EmptyStream:
     def next_batch(self) -> Batch:
         return self._batch
 
+    def state_dict(self) -> dict[str, object]:
+        return {}  # nothing moves: a checkpoint needs only to know it is one
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        pass
+
 
 def make_stream(job: Job, alloc: Allocation, epoch: int, rank: int) -> WorkerStream | EmptyStream:
     """Rank ``rank``'s data stream under ``alloc`` (shards re-drawn per allocation epoch).

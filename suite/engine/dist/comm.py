@@ -422,6 +422,14 @@ class DistComm(Comm):
     def bytes_sent(self) -> int:
         return int(self._bytes)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of this rank's communication: its byte count (lanes are idle at a
+        lockstep step boundary, the only place a run is checkpointed)."""
+        return {"bytes": int(self._bytes)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._bytes = int(state["bytes"])
+
 
 class _PairWork:
     """A non-blocking pairing's handle: waiting on it is idle time until the pairing, as in-process."""

@@ -361,6 +361,13 @@ class InProcessComm(Comm):
     def bytes_sent(self) -> int:
         return int(self.fabric.bytes_sent[self.rank])
 
+    def state_dict(self) -> dict[str, Any]:
+        """This rank's byte count (as :meth:`suite.engine.dist.comm.DistComm.state_dict`)."""
+        return {"bytes": self.bytes_sent}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.fabric.bytes_sent[self.rank] = int(state["bytes"])
+
     # engine-only hooks (not part of the method API) ---------------------------------
     def control(self, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> Any:
         return self._call(ControlRequest(self.fabric, payload, on_complete))
