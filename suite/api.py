@@ -384,9 +384,18 @@ class WorkerContext(Protocol):
     model: torch.nn.Module
     device: torch.device
     comm: Comm
-    clock: ClockView
     rng: torch.Generator
-    train_state: Mapping[str, Any]
+
+    @property
+    def clock(self) -> ClockView:
+        """Read-only: a method reads the time; only the harness and ``comm`` advance it."""
+        ...
+
+    @property
+    def train_state(self) -> Mapping[str, Any]:
+        """Read-only progress (see the class docstring)."""
+        ...
+
     #: the LR of the step about to run: the harness's schedule (``schedule:``; constant at the peak LR
     #: without one) at this worker's step count; None when neither the method nor the config names an LR
     lr: float | None

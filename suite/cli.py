@@ -177,7 +177,7 @@ def _add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False)
     )
 
 
-def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser(
         "report",
         parents=parents,

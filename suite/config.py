@@ -97,7 +97,7 @@ class Target(_Strict):
 
     @model_validator(mode="after")
     def _direction(self) -> Target:
-        natural = "min" if self.metric == "val_loss" else "max"
+        natural: Literal["max", "min"] = "min" if self.metric == "val_loss" else "max"
         if self.direction is None:
             self.direction = natural
         elif self.direction != natural:

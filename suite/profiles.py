@@ -439,7 +439,7 @@ _Loader.add_implicit_resolver(
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen and key != "<<":
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
         seen.add(key)

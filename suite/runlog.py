@@ -52,7 +52,7 @@ def flatten(nested: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(nested, type):
         if callable(getattr(nested, "model_dump", None)):
             nested = nested.model_dump(mode="json")
-        elif dataclasses.is_dataclass(nested):
+        elif dataclasses.is_dataclass(nested) and not isinstance(nested, type):
             nested = dataclasses.asdict(nested)
     if isinstance(nested, Mapping):
         items: list[tuple[Any, Any]] = list(nested.items())

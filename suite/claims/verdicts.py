@@ -184,14 +184,14 @@ def _seed_values(
         return values, censored, missing
     col = metric_column(rows, metric) if metric else None
     for seed, row in rows.iterrows():
-        v = row.get(col) if col else None
+        cell = row.get(col) if col else None
         reached = row.get(M.TARGET_REACHED)
         if col in _TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
             censored[int(seed)] = math.inf
-        elif v is None or pd.isna(v):
+        elif cell is None or pd.isna(cell):
             missing.append(int(seed))
         else:
-            values[int(seed)] = float(v)
+            values[int(seed)] = float(cell)
     return values, censored, missing
 
 
@@ -373,8 +373,10 @@ def _interval(acc: Any, sample: _Sample, seed: int) -> tuple[float, tuple[float,
             return point, (float(bounds[:, 0].min()), float(bounds[:, 1].min()))
         index = np.arange(rows.shape[1])
 
-        def combine(s: list[np.ndarray]) -> Any:  # resample seeds (columns) jointly, keeping pairs together
+        def paired(s: list[np.ndarray]) -> Any:  # resample seeds (columns) jointly, keeping pairs together
             return np.min(stat(rows[:, s[0]], sample.statistic), axis=0)
+
+        combine: Callable[[list[np.ndarray]], Any] = paired
 
         samples: list[np.ndarray] = [index]
     else:

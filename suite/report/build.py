@@ -358,7 +358,8 @@ def build_report(
     info = find_paper(paper, root)
     if info.spec is not None:
         info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
-    targets = [c.target.metric for c in (info.spec.claims if info.spec else []) if getattr(c, "target", None)]
+    claims = info.spec.claims if info.spec else []
+    targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
     try:
         rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
     except NoExperimentError as exc:  # a paper unknown both to the repo and to MLflow: most likely a typo

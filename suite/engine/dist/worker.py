@@ -20,9 +20,13 @@ import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
+
+if TYPE_CHECKING:
+    from suite.engine.results import RunObserver
 
 
 def _status(out: Path, rank: int, **fields: object) -> None:
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         from suite.engine.dist.run import DistRun, store_of_default_group
 
-        observer = logger = None
+        observer: RunObserver | None = None
+        logger = None
         if rank == 0 and spec.get("run_id"):
             from suite.observer import MlflowObserver
             from suite.tracking import RunLogger, make_client
