@@ -25,16 +25,16 @@ from suite.engine.clock import Span, VirtualClock
 from suite.engine.common import make_stream
 from suite.engine.dist.comm import DistComm
 from suite.engine.dist.evals import AsyncEvals, flat_state, load_flat
-from suite.engine.loop import Harness
 from suite.engine.dist.pacing import Pacer, choose_dilation
 from suite.engine.dist.pairing import PairingClient, PairingCoordinator
+from suite.engine.evaluation import param_mask, param_vector
+from suite.engine.loop import Harness
+from suite.engine.partition import shard_sizes
 from suite.engine.reports import RankReport
 from suite.engine.results import RunObserver, RunResult
-from suite.engine.warmup import emulated_profile, timed_speed
-from suite.engine.evaluation import param_mask, param_vector
-from suite.job import Job
-from suite.engine.partition import shard_sizes
 from suite.engine.schedule import TrainingSchedule
+from suite.engine.warmup import emulated_profile, timed_speed
+from suite.job import Job
 
 if TYPE_CHECKING:
     from suite.engine.loop import Slot
