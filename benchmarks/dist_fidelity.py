@@ -71,9 +71,9 @@ def eval_wall_s(cfg_dict: dict[str, Any], threads: int) -> float:
     import torch
 
     from suite.config import validate_config
-    from suite.evaluation import evaluate
+    from suite.engine.evaluation import evaluate
+    from suite.engine.streams import iterate_eval
     from suite.job import build_job
-    from suite.streams import iterate_eval
 
     job = build_job(validate_config(cfg_dict), 0)
     model = job.make_model()

@@ -6,10 +6,10 @@ file rendezvous), the same torch threads per rank and the same ``OMP_NUM_THREADS
 momentum. The reference is ``benchmarks/plain_ddp.py`` (``DistributedDataParallel``: 25 MB buckets,
 all-reduce overlapped with backward). distrepro's AR-SGD instead does one flat all-reduce of the
 whole gradient after backward, with the packed virtual-clock slots appended (see
-``suite/engine/dist_comm.py``), plus the harness's per-step bookkeeping.
+``suite/engine/dist/comm.py``), plus the harness's per-step bookkeeping.
 
 How distrepro's step time is measured without changing the engine: ``--worker`` mode is the
-engine's own rank entry point (``suite/engine/dist_worker.py``) step for step (``build_job``,
+engine's own rank entry point (``suite/engine/dist/worker.py``) step for step (``build_job``,
 ``pin_worker``, ``init_process_group``, ``DistRun(...).run()``) except that rank 0 gets an observer
 whose ``on_progress`` (called by ``DistRun`` once per lockstep iteration, after the step's
 all-reduce and bookkeeping) stamps ``time.perf_counter()``; no MLflow logger. The plain script
@@ -123,15 +123,15 @@ class StampObserver:
 
 
 def worker_main(args: argparse.Namespace) -> int:
-    """One rank, as ``suite.engine.dist_worker.main`` does it, with a stamping observer on rank 0."""
+    """One rank, as ``suite.engine.dist.worker.main`` does it, with a stamping observer on rank 0."""
     from datetime import timedelta
 
     import torch.distributed as dist
 
     from suite.config import validate_config
-    from suite.engine.dist_run import DistRun, store_of_default_group
-    from suite.engine.dist_worker import choose_backend
-    from suite.engine.pinning import pin_worker
+    from suite.engine.dist.pinning import pin_worker
+    from suite.engine.dist.run import DistRun, store_of_default_group
+    from suite.engine.dist.worker import choose_backend
     from suite.job import build_job
 
     spec = json.loads(Path(args.job).read_text())
@@ -228,7 +228,7 @@ def read_ranks(template: str, world: int) -> dict[str, Any]:
 def run_e2e(args: argparse.Namespace, world: int, steps: int) -> float:
     """``RunResult.wall_s`` of a run through the real launcher (``DistEngine.run_cell``), no logger."""
     from suite.config import validate_config
-    from suite.engine.dist_launch import DistEngine
+    from suite.engine.dist.launch import DistEngine
     from suite.job import build_job
 
     job = build_job(validate_config(make_config(args, world, steps)), 0)
@@ -248,7 +248,7 @@ def packing_micro(models: list[str], image_size: int) -> list[dict[str, Any]]:
 
     from suite.config import validate_config
     from suite.engine.clock import VirtualClock
-    from suite.engine.dist_comm import DistComm
+    from suite.engine.dist.comm import DistComm
     from suite.job import build_job
 
     torch.set_num_threads(1)

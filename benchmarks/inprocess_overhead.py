@@ -64,7 +64,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from suite.config import validate_config  # noqa: E402
-from suite.engine.inprocess import InProcessEngine  # noqa: E402
+from suite.engine.inprocess.run import InProcessEngine  # noqa: E402
 from suite.job import Job, build_job  # noqa: E402
 from suite.optim import grads_of  # noqa: E402
 
@@ -383,7 +383,7 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
     }
     # the engine's collective arithmetic, called directly (private API: skipped if it changed)
     try:
-        from suite.engine import inprocess_comm as ic
+        from suite.engine.inprocess import comm as ic
 
         class _Fabric:
             cost = job.cost

@@ -1,4 +1,4 @@
-"""Write the job JSON that ``python -m suite.engine.dist_worker --job JOB --out OUT`` reads.
+"""Write the job JSON that ``python -m suite.engine.dist.worker --job JOB --out OUT`` reads.
 
 ``distrepro run`` with ``engine: dist`` writes this file itself (``DistEngine.run_cell``) and starts
 the ranks on this machine. To start the ranks yourself (torchrun on several nodes, SLURM), write
@@ -6,7 +6,7 @@ the file with this script, copy it (or put it on a shared filesystem) where ever
 it, and start every node's ranks with the same command (``docs/multinode.md``)::
 
     python scripts/make_job.py configs/quickstart.yaml --set engine=dist -o job.json
-    torchrun --standalone --nproc-per-node=4 -m suite.engine.dist_worker --job job.json --out OUT
+    torchrun --standalone --nproc-per-node=4 -m suite.engine.dist.worker --job job.json --out OUT
 
 The file holds the validated config (every field resolved, overrides applied), the seed, and
 optionally the MLflow run that rank 0 logs to:
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"start {job.world_size} ranks in total, e.g. on one machine:")
     print(
-        f"  torchrun --standalone --nproc-per-node={job.world_size} -m suite.engine.dist_worker "
+        f"  torchrun --standalone --nproc-per-node={job.world_size} -m suite.engine.dist.worker "
         f"--job {args.output} --out OUT"
     )
     return 0

@@ -7,6 +7,10 @@ Split of responsibilities (as in AlgoPerf's ``spec.py``):
 * the **method** owns data allocation (per-worker share and batch size), local optimisation
   and communication.
 
+The contract is split by concept: data allocation in :mod:`suite.allocation`, communication in
+:mod:`suite.comm`, the rest (parameters, the worker context, :class:`Method`) here; every name is
+importable from this module, which is what plugins use.
+
 A method is written once, per worker, in plain blocking style ("SPMD"): the same code runs on
 the in-process engine (K virtual workers in one process, ordered by virtual time) and on the
 torch.distributed engine (one process per worker). It may communicate *only* through
@@ -18,15 +22,39 @@ from __future__ import annotations
 
 import abc
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-ReduceOp = Literal["sum", "mean", "max", "min"]
-PartitionKind = Literal["iid_shards", "full_shuffle"]
+from suite.allocation import Allocation, ClusterLayout, ClusterView, DeviceView, PartitionKind
+from suite.comm import Comm, Group, ReduceOp, Work
+
+__all__ = [
+    "Allocation",
+    "Batch",
+    "ClockView",
+    "ClusterLayout",
+    "ClusterView",
+    "Comm",
+    "DeviceView",
+    "Group",
+    "LearningRate",
+    "Method",
+    "MethodParams",
+    "Momentum",
+    "NonNegativeFloat",
+    "PartitionKind",
+    "PlanSetting",
+    "PositiveFloat",
+    "PositiveInt",
+    "ReduceOp",
+    "WeightDecay",
+    "Work",
+    "WorkerContext",
+]
 
 
 class Batch(NamedTuple):
@@ -64,277 +92,6 @@ NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 #: a method's hyperparameter model: ``class Method(api.Method[MyParams])`` types ``self.params`` as ``MyParams``
 P = TypeVar("P", bound=MethodParams)
-
-
-# --------------------------------------------------------------------------- allocation
-
-
-@dataclass(frozen=True)
-class DeviceView:
-    """What a method may know about one worker's device when it allocates data."""
-
-    rank: int
-    name: str
-    kind: str  # "gpu" | "cpu"
-    declared_samples_per_s: float  # from the hardware profile, for the charged workload
-    memory_gib: float | None = None
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """Input to :meth:`Method.allocate`: the cluster as declared, plus what was measured.
-
-    ``measured_samples_per_s`` holds each worker's compute throughput over the previous epoch
-    (samples / compute seconds, waiting excluded); it is ``None`` before the first epoch.
-    ``current`` is the allocation in force during that epoch (``None`` before training), so a
-    method can damp its re-split (Chao et al.) while ``allocate`` stays a pure function.
-    ``profiled_samples_per_s`` holds each worker's speed from the timed warm-up the harness runs
-    before training when the method asks for one (:meth:`Method.warmup_steps`); ``None`` otherwise.
-    """
-
-    world_size: int
-    devices: tuple[DeviceView, ...]
-    dataset_size: int
-    batch_sizes: tuple[int, ...]  # per-rank batch sizes from the run config / profile
-    epoch: int = 0
-    measured_samples_per_s: tuple[float, ...] | None = None
-    current: Allocation | None = None
-    profiled_samples_per_s: tuple[float, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """A method's data allocation: per-worker data share and per-step batch size.
-
-    ``shares`` are fractions of the training set (non-negative, summing to 1). With
-    ``partition="iid_shards"`` worker *j* gets a disjoint random shard of ``shares[j]·N``
-    samples; with ``"full_shuffle"`` every worker streams the whole set in its own order and
-    ``shares`` only records the intended split of work. ``speeds`` (samples/s per worker) records
-    what a speed-aware method based the split on, for the logs; it takes no part in equality.
-    """
-
-    shares: tuple[float, ...]
-    batch_sizes: tuple[int, ...]
-    partition: PartitionKind = "iid_shards"
-    speeds: tuple[float, ...] | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        if len(self.shares) != len(self.batch_sizes):
-            raise ValueError("Allocation: shares and batch_sizes differ in length")
-        if any(s < 0 for s in self.shares) or abs(sum(self.shares) - 1.0) > 1e-6:
-            raise ValueError(f"Allocation: shares must be >= 0 and sum to 1, got {self.shares}")
-        if any(b < 0 for b in self.batch_sizes):
-            raise ValueError(f"Allocation: negative batch size in {self.batch_sizes}")
-        if self.speeds is not None and len(self.speeds) != len(self.shares):
-            raise ValueError("Allocation: speeds and shares differ in length")
-
-    @staticmethod
-    def equal(world_size: int, batch_sizes: Sequence[int]) -> Allocation:
-        """Equal shares; the per-rank batch sizes as configured."""
-        return Allocation(tuple([1.0 / world_size] * world_size), tuple(int(b) for b in batch_sizes))
-
-    @staticmethod
-    def proportional_to_batch(batch_sizes: Sequence[int]) -> Allocation:
-        """Shares proportional to batch size, so every worker finishes its shard in the same steps."""
-        total = float(sum(batch_sizes))
-        return Allocation(tuple(b / total for b in batch_sizes), tuple(int(b) for b in batch_sizes))
-
-
-@dataclass(frozen=True)
-class ClusterLayout:
-    """Read-only layout of the emulated cluster (``ctx.cluster``): which node each rank is on.
-
-    What a topology-aware method needs (e.g. gossip within a node before crossing the NIC): ranks on one
-    node share its NIC, whose bandwidth concurrent flows split (:mod:`suite.network`).
-    """
-
-    world_size: int
-    node_of_rank: tuple[int, ...]  # node index of every rank
-    node_names: tuple[str, ...]
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.node_names)
-
-    def ranks_on(self, node: int) -> tuple[int, ...]:
-        return tuple(r for r, n in enumerate(self.node_of_rank) if n == node)
-
-    @property
-    def ranks_per_node(self) -> tuple[int, ...]:
-        return tuple(len(self.ranks_on(n)) for n in range(self.num_nodes))
-
-    def same_node(self, a: int, b: int) -> bool:
-        return self.node_of_rank[a] == self.node_of_rank[b]
-
-
-# --------------------------------------------------------------------------- communication
-
-
-@runtime_checkable
-class Work(Protocol):
-    """Handle of a non-blocking operation; ``wait()`` blocks until it has completed.
-
-    On the virtual clock the operation completes at a definite virtual time; ``wait()`` moves
-    the caller's clock to ``max(now, completion)`` so communication overlapped with compute
-    costs only what is not hidden. After ``wait()``: ``issue_s`` (when this rank issued it),
-    ``start_s`` (last member in and its lane free, :mod:`suite.engine.lanes`) and ``end_s`` (completion)
-    are virtual times, and ``result()`` is what the blocking call would have returned (the peer's tensor
-    of an ``exchange``, the partner of a ``pair``, None for collectives).
-    """
-
-    issue_s: float
-    start_s: float
-    end_s: float
-
-    def wait(self) -> None: ...
-
-    def is_completed(self) -> bool: ...
-
-    def result(self) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Group:
-    """A subset of ranks for group collectives (``Comm.new_group``)."""
-
-    ranks: tuple[int, ...]
-    handle: Any = field(default=None, compare=False, repr=False)
-
-
-class Comm(abc.ABC):
-    """Every way a method may talk to other workers.
-
-    Each call is charged to the virtual clock by the profile's alpha-beta model for its
-    pattern, and its bytes are counted. Tensors are modified in place where noted, like
-    ``torch.distributed``, and non-blocking calls (``async_op=True``) have its semantics on every
-    engine: the inputs are taken when the call is issued, the results land in the tensors at
-    ``Work.wait()`` (changing either in between does not change the result). Collectives must be
-    called by every member of the group in the same order; a collective starts when its last
-    member arrives and the others' wait is recorded as idle time.
-    """
-
-    rank: int
-    world_size: int
-
-    # collectives --------------------------------------------------------------------
-    @abc.abstractmethod
-    def all_reduce(
-        self, tensor: torch.Tensor, op: ReduceOp = "sum", group: Group | None = None, async_op: bool = False
-    ) -> Work | None:
-        """Ring all-reduce of ``tensor`` in place."""
-
-    @abc.abstractmethod
-    def all_reduce_coalesced(
-        self,
-        tensors: Sequence[torch.Tensor],
-        op: ReduceOp = "sum",
-        group: Group | None = None,
-        async_op: bool = False,
-    ) -> Work | None:
-        """All-reduce several tensors as one flat bucket (one message, one latency)."""
-
-    @abc.abstractmethod
-    def weighted_average(
-        self,
-        tensors: Sequence[torch.Tensor],
-        weight: float,
-        group: Group | None = None,
-        async_op: bool = False,
-    ) -> Work | None:
-        """In place ``x ← Σ_j w_j x_j / Σ_j w_j`` over the group (exact sample-weighted averaging).
-
-        Charged as one ring all-reduce of the bucket plus one scalar.
-        """
-
-    @abc.abstractmethod
-    def broadcast(
-        self, tensor: torch.Tensor, src: int, group: Group | None = None, async_op: bool = False
-    ) -> Work | None:
-        """Binomial-tree broadcast from ``src`` in place."""
-
-    @abc.abstractmethod
-    def reduce_scatter(
-        self,
-        output: torch.Tensor,
-        input: torch.Tensor,
-        op: ReduceOp = "sum",
-        group: Group | None = None,
-        async_op: bool = False,
-    ) -> Work | None:
-        """Ring reduce-scatter (``torch.distributed.reduce_scatter_tensor``): ``input`` is 1-D with
-        ``p·m`` elements on every member; member *i* of the group gets elements ``[i·m, (i+1)·m)`` of
-        the reduction in ``output`` (1-D, ``m`` elements). Charged as a ring reduce-scatter of the
-        whole ``input`` (ZeRO's gradient pattern).
-        """
-
-    @abc.abstractmethod
-    def all_gather(
-        self, output: torch.Tensor, input: torch.Tensor, group: Group | None = None, async_op: bool = False
-    ) -> Work | None:
-        """Ring all-gather (``torch.distributed.all_gather_into_tensor``): every member's 1-D ``input``
-        (``m`` elements) lands at ``[i·m, (i+1)·m)`` of ``output`` (``p·m``) on every member, in group
-        order. Charged as a ring all-gather (ZeRO's parameter pattern).
-        """
-
-    @abc.abstractmethod
-    def all_gather_object(self, obj: Any, group: Group | None = None) -> list[Any]:
-        """Gather a small picklable object from every member (control traffic, e.g. speeds)."""
-
-    @abc.abstractmethod
-    def barrier(self, group: Group | None = None) -> None:
-        """Wait for every member."""
-
-    @abc.abstractmethod
-    def new_group(self, ranks: Sequence[int]) -> Group:
-        """A group of ranks. Every rank must call it with the same ``ranks``, in the same order."""
-
-    # point to point ---------------------------------------------------------------
-    @abc.abstractmethod
-    def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False) -> Any:
-        """Swap ``tensor`` with ``peer`` (both call it); returns the peer's tensor (a new tensor).
-
-        Charged as one full-duplex point-to-point transfer on the link between the two, on the pair's
-        lane. ``async_op=True``: returns a :class:`Work` at once (``tensor`` is taken at issue); its
-        ``result()`` after ``wait()`` is the peer's tensor, so gossip can move while gradients are computed.
-        """
-
-    @abc.abstractmethod
-    def pair(self, neighbors: Sequence[int], async_op: bool = False) -> Any:
-        """Ask the pairing coordinator for a partner among ``neighbors`` that is also asking.
-
-        Blocks until a neighbour that lists this worker is ready (asynchronous gossip, as the
-        A²CiD² reference orchestrator does); returns its rank, or ``None`` if every neighbour
-        has finished training. The wait is recorded as idle time; pairing itself is free.
-        ``async_op=True``: returns a :class:`Work` at once; the rank counts as asking from its issue time,
-        and ``result()`` after ``wait()`` is the partner (or None).
-        """
-
-    # parameter server -------------------------------------------------------------
-    @abc.abstractmethod
-    def ps_sync(self, tensors: Sequence[torch.Tensor], weight: float, group: Group | None = None) -> None:
-        """Push to a parameter server and pull back the ``weight``-weighted average, in place.
-
-        Charged as the parameter-server pattern: every worker pushes and pulls the bucket
-        over its own server link while the server link serialises all of them.
-        """
-
-    # accounting ---------------------------------------------------------------------
-    @abc.abstractmethod
-    def charge(self, pattern: str, nbytes: float, group: Group | None = None, async_op: bool = False) -> Work | None:
-        """Accounting only: advance the clock and byte count as ``pattern`` on ``nbytes`` would, moving no data.
-
-        For arms whose communication is done by an external library (a real DeepSpeed engine) that
-        cannot go through this interface: they charge what that library sent. A collective (every
-        member calls it in the same order; start = last arrival). ``pattern``: ``all_reduce``,
-        ``reduce_scatter``, ``all_gather``, ``parameter_server`` (:data:`suite.engine.charges.PATTERNS`);
-        ``nbytes``: real bytes of the whole vector (all-gather: the gathered output), scaled like any call.
-        ``async_op=True`` returns a :class:`Work` (the charge runs on the group's lane meanwhile).
-        """
-
-    @property
-    @abc.abstractmethod
-    def bytes_sent(self) -> int:
-        """Bytes this worker has sent so far (as charged, i.e. of the emulated workload)."""
 
 
 @dataclass(frozen=True)
@@ -384,9 +141,18 @@ class WorkerContext(Protocol):
     model: torch.nn.Module
     device: torch.device
     comm: Comm
-    clock: ClockView
     rng: torch.Generator
-    train_state: Mapping[str, Any]
+
+    @property
+    def clock(self) -> ClockView:
+        """Read-only: a method reads the time; only the harness and ``comm`` advance it."""
+        ...
+
+    @property
+    def train_state(self) -> Mapping[str, Any]:
+        """Read-only progress (see the class docstring)."""
+        ...
+
     #: the LR of the step about to run: the harness's schedule (``schedule:``; constant at the peak LR
     #: without one) at this worker's step count; None when neither the method nor the config names an LR
     lr: float | None

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from suite import metrics as M
 from suite.config import RunConfig
 from suite.engine.results import RunResult
 from suite.errors import ConfigError, StoreUnavailable
@@ -51,11 +52,11 @@ class CampaignResult:
 
 def get_engine(name: str) -> Any:
     if name == "inprocess":
-        from suite.engine.inprocess import InProcessEngine
+        from suite.engine.inprocess.run import InProcessEngine
 
         return InProcessEngine()
     if name == "dist":
-        from suite.engine.dist_launch import DistEngine
+        from suite.engine.dist.launch import DistEngine
 
         return DistEngine()
     raise ConfigError(None, "engine", f"unknown engine '{name}'; use 'inprocess' or 'dist'")
@@ -92,26 +93,26 @@ def config_digest(cfg: RunConfig) -> str:
 
 def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
     final = result.final
-    out = {f"final/{k}": v for k, v in final.metrics.items()}
+    out = {M.final(k): v for k, v in final.metrics.items()}
     for r in range(job.world_size):  # the profile's speed for the charged workload: ideal bounds need it
-        out[f"worker/{r}/declared_samples_per_s"] = job.compute.declared_samples_per_s(r)
+        out[M.worker(r, M.DECLARED_SPEED)] = job.compute.declared_samples_per_s(r)
     out.update(
         {
-            "final/emulated_s": final.emulated_s,
-            "final/wall_s": result.wall_s,
-            "final/samples": float(final.samples),
-            "final/epochs": final.epoch,
-            "final/steps": float(final.step),
-            "final/useful_flops_per_emulated_s": final.samples * job.compute.flops_per_sample / final.emulated_s
+            M.FINAL_EMULATED_S: final.emulated_s,
+            M.FINAL_WALL_S: result.wall_s,
+            M.FINAL_SAMPLES: float(final.samples),
+            M.FINAL_EPOCHS: final.epoch,
+            M.FINAL_STEPS: float(final.step),
+            M.FINAL_USEFUL_FLOPS: final.samples * job.compute.flops_per_sample / final.emulated_s
             if final.emulated_s > 0
             else float("nan"),
         }
     )
     if job.config.target is not None:
-        out["target_reached"] = 1.0 if result.time_to_target_s is not None else 0.0
+        out[M.TARGET_REACHED] = 1.0 if result.time_to_target_s is not None else 0.0
         if result.time_to_target_s is not None:
-            out["time_to_target_s"] = result.time_to_target_s
-            out["step_to_target"] = float(result.step_to_target or 0)
+            out[M.TIME_TO_TARGET_S] = result.time_to_target_s
+            out[M.STEP_TO_TARGET] = float(result.step_to_target or 0)
     return out
 
 

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from suite import metrics as M
 from suite.errors import DistreproError
 
 
@@ -60,7 +61,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         final = cell.result.final
         ttt = cell.result.time_to_target_s
         print(
-            f"  seed {cell.seed}: val_acc {final.metrics['val_accuracy']:.4f}  val_loss {final.metrics['val_loss']:.4f}"
+            f"  seed {cell.seed}: val_acc {final.metrics[M.VAL_ACCURACY]:.4f}  val_loss {final.metrics[M.VAL_LOSS]:.4f}"
             f"  emulated {final.emulated_s:.3f}s  wall {cell.result.wall_s:.1f}s"
             + (f"  time-to-target {ttt:.3f}s" if ttt is not None else "")
             + f"  run {cell.run_id}"
@@ -176,7 +177,7 @@ def _add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False)
     )
 
 
-def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser(
         "report",
         parents=parents,

@@ -71,7 +71,7 @@ class EvalSchedule(_Strict):
     The model scored is the average of the replicas (a method's ``eval_on``). ``replicas`` also scores
     every replica and logs the mean, std, min and max of their metrics; ``bn_recalibration_batches``
     re-estimates an averaged model's BatchNorm statistics on that many training batches first
-    (:mod:`suite.eval_modes` says why and how).
+    (:mod:`suite.engine.eval_modes` says why and how).
     """
 
     every_steps: int | None = Field(default=None, gt=0)
@@ -109,7 +109,7 @@ class Target(_Strict):
 
     @model_validator(mode="after")
     def _direction(self) -> Target:
-        natural = "min" if self.metric == "val_loss" else "max"
+        natural: Literal["max", "min"] = "min" if self.metric == "val_loss" else "max"
         if self.direction is None:
             self.direction = natural
         elif self.direction != natural:

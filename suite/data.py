@@ -20,11 +20,10 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 import torch
-from torch.utils.data import Dataset
 
 from suite.errors import ConfigError, PluginError, format_pydantic_error
 
@@ -32,6 +31,15 @@ from suite.errors import ConfigError, PluginError, format_pydantic_error
 PLUGIN_PACKAGE = "_distrepro_datasets"
 
 _REQUIRED_ATTRIBUTES = ("NAME", "DESCRIPTION", "Params", "build")
+
+
+class SizedDataset(Protocol):
+    """A map-style dataset with a length: what the harness needs of a split (torch's ``Dataset`` does
+    not declare ``__len__``, though sampling, sharding and epochs all need it)."""
+
+    def __getitem__(self, index: int) -> Any: ...
+
+    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,8 @@ class DatasetBundle:
     """
 
     name: str
-    train: Dataset[Any]
-    test: Dataset[Any]
+    train: SizedDataset
+    test: SizedDataset
     num_classes: int
     input_shape: tuple[int, int, int]
     train_tensors: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -95,7 +103,7 @@ class DatasetBundle:
         if targets.dtype != torch.int64:
             raise ValueError(f"dataset '{self.name}': {split}_tensors targets must be int64, got {targets.dtype}")
 
-    def split(self, name: str) -> Dataset[Any]:
+    def split(self, name: str) -> SizedDataset:
         """The ``"train"`` or ``"test"`` dataset."""
         if name not in ("train", "test"):
             raise ValueError(f"unknown split {name!r}; expected 'train' or 'test'")
@@ -112,7 +120,7 @@ class DatasetBundle:
         tensors = self.tensors(name)
         if tensors is not None:
             return int(tensors[1].shape[0])
-        return len(self.split(name))  # type: ignore[arg-type]
+        return len(self.split(name))
 
 
 def _ensure_parent_package() -> None:

@@ -152,7 +152,7 @@ class FlowNetwork:
 
     def remove(self, key: Hashable) -> Flow:
         flow = self.flows.pop(key)
-        neighbours = []
+        neighbours: list[Flow] = []
         for r, _ in flow.uses:
             users = self._users.get(r, {})
             users.pop(key, None)

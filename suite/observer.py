@@ -1,7 +1,7 @@
 """Observers of a training run: the MLflow logger and the progress display.
 
 Metric names are the contract with the claims/report engine (``suite/claims``), which reads runs
-back from MLflow only:
+back from MLflow only; they are defined in :mod:`suite.metrics`:
 
 * per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
   ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from suite import metrics as M
 from suite.api import Allocation
 from suite.engine.results import EvalRecord
 
@@ -28,20 +29,20 @@ def eval_metrics(rec: EvalRecord) -> dict[str, float]:
     out: dict[str, float] = dict(rec.metrics)
     out.update(
         {
-            "epoch": rec.epoch,
-            "samples": float(rec.samples),
-            "time/emulated_s": rec.emulated_s,
-            "time/wall_s": rec.wall_s,
-            "comm/bytes_total": sum(w.bytes_sent for w in rec.workers),
+            M.EPOCH: rec.epoch,
+            M.SAMPLES: float(rec.samples),
+            M.EMULATED_S: rec.emulated_s,
+            M.WALL_S: rec.wall_s,
+            M.BYTES_TOTAL: sum(w.bytes_sent for w in rec.workers),
         }
     )
     if rec.throttled_s is not None:
-        out["time/throttled_s"] = rec.throttled_s
+        out[M.THROTTLED_S] = rec.throttled_s
     for w in rec.workers:
-        for key in ("clock_s", "compute_s", "comm_s", "idle_s", "bytes_sent"):
-            out[f"worker/{w.rank}/{key}"] = float(getattr(w, key))
+        for key in M.WORKER_FIELDS:
+            out[M.worker(w.rank, key)] = float(getattr(w, key))
     for key, v in rec.method_records.items():
-        out[f"method/{key}"] = v
+        out[M.method(key)] = v
     return out
 
 
@@ -54,10 +55,10 @@ class MlflowObserver:
     def on_allocation(self, epoch: int, allocation: Allocation) -> None:
         metrics: dict[str, float] = {}
         for r, (share, b) in enumerate(zip(allocation.shares, allocation.batch_sizes, strict=True)):
-            metrics[f"alloc/{r}/share"] = share
-            metrics[f"alloc/{r}/batch_size"] = float(b)
+            metrics[M.alloc(r, "share")] = share
+            metrics[M.alloc(r, "batch_size")] = float(b)
         for r, speed in enumerate(allocation.speeds or ()):
-            metrics[f"alloc/{r}/speed"] = float(speed)
+            metrics[M.alloc(r, "speed")] = float(speed)
         self.logger.log_metrics(metrics, step=epoch)
 
     def on_eval(self, record: EvalRecord) -> None:
@@ -82,11 +83,11 @@ class ProgressObserver:
         pass
 
     def on_eval(self, record: EvalRecord) -> None:
-        self.last_acc = record.metrics.get("val_accuracy")
+        self.last_acc = record.metrics.get(M.VAL_ACCURACY)
         if self.progress is None:
             print(
                 f"[{self.label}] step {record.step} epoch {record.epoch:.2f} emulated {record.emulated_s:.3f}s "
-                f"val_acc {record.metrics['val_accuracy']:.4f} val_loss {record.metrics['val_loss']:.4f}"
+                f"val_acc {record.metrics[M.VAL_ACCURACY]:.4f} val_loss {record.metrics[M.VAL_LOSS]:.4f}"
                 f"{' (final)' if record.final else ''}",
                 file=self.stream,
                 flush=True,

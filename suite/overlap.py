@@ -79,6 +79,6 @@ def all_reduce_overlapped(ctx: api.WorkerContext, batch: api.Batch, weighting: s
         assert work is not None
         works.append(work)
 
-    ctx.forward_backward(batch, on_bucket=launch)  # type: ignore[call-arg]
+    ctx.forward_backward(batch, on_bucket=launch)
     for work in works:
         work.wait()

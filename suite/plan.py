@@ -65,8 +65,8 @@ def _bundle(cfg: RunConfig, source: str | Path | None) -> tuple[DatasetBundle, d
     name = cfg.dataset.name
     bundle = DatasetBundle(
         name=name,
-        train=_Sized(shape.train_size, name),  # type: ignore[arg-type]
-        test=_Sized(shape.test_size, name),  # type: ignore[arg-type]
+        train=_Sized(shape.train_size, name),
+        test=_Sized(shape.test_size, name),
         num_classes=shape.num_classes,
         input_shape=shape.input_shape,
     )

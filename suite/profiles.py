@@ -9,25 +9,21 @@ be able to tell a measured number from a guess.
 
 Ranks are numbered 0..world_size-1 in file order, node by node and group by group, so the same
 file always gives the same rank layout. Every loading problem is a :class:`ConfigError` naming the
-file and the field, because a profile is user input.
+file and the field, because a profile is user input. The parts (devices, nodes, links, noise) are in
+:mod:`suite.profile_parts`; this module assembles and loads them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -36,213 +32,25 @@ from pydantic import (
 )
 
 from suite.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
-from suite.profile_ranges import FigureRange, check_device_ranges, check_link_ranges, unranged_estimates
+from suite.profile_parts import (
+    DEFAULT_BACKWARD_FRACTION,
+    Backward,
+    DeviceGroup,
+    Link,
+    Network,
+    Node,
+    Noise,
+    ResolvedLink,
+    Strict,
+    resolve_link,
+)
+from suite.profile_ranges import unranged_estimates
 
 #: file stems in the profiles folder that are not profiles
 RESERVED_NAMES = frozenset({"workloads"})
-_TAG = re.compile(r"\[[MDESL](?:/[MDESL])*\]")
-
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-def _check_source(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty: say where the figures come from")
-    if not _TAG.search(value):
-        raise ValueError("must carry a provenance tag [M], [D], [E], [S] or [L] (see hardware_profiles/README.md)")
-    return value
-
-
-Source = Annotated[str, AfterValidator(_check_source)]
-
-
-class _Strict(BaseModel):
-    """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Link(_Strict):
-    """A link class: per-message latency and effective bandwidth (GB/s = 1e9 bytes/s)."""
-
-    latency_us: NonNegative
-    bandwidth_gbytes_per_s: Positive
-    source: Source
-    #: plausible ranges of estimated figures (``latency_us``, ``bandwidth_gbytes_per_s``), see profile_ranges
-    ranges: dict[str, FigureRange] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _ranges_contain_values(self) -> Link:
-        check_link_ranges(
-            {"latency_us": self.latency_us, "bandwidth_gbytes_per_s": self.bandwidth_gbytes_per_s}, self.ranges
-        )
-        return self
-
-
-class Jitter(_Strict):
-    """Per-step multiplicative noise on compute time; ``lognormal`` has mean 1 (see timemodel)."""
-
-    kind: Literal["none", "lognormal"] = "none"
-    sigma: NonNegative = 0.0
-
-
-class Straggler(_Strict):
-    """With ``probability`` per step, the step takes ``slowdown`` times as long."""
-
-    probability: Annotated[float, Field(ge=0, le=1)] = 0.0
-    slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
-
-
-class Noise(_Strict):
-    """Clock noise of the whole cluster, as coefficients of variation of mean-1 lognormal factors.
-
-    ``compute_cv``: per step and rank, on every device whose own ``jitter`` is ``none``;
-    ``link_cv``: per collective or message, on its whole cost. Without noise every seed charges
-    identical times and a timing CI has zero width, which says nothing about a real cluster.
-    """
-
-    compute_cv: NonNegative = 0.0
-    link_cv: NonNegative = 0.0
-    source: Source
-
-
-class SpeedChange(_Strict):
-    """From virtual time ``at_s`` on, the device runs at ``factor`` × its declared speed."""
-
-    at_s: NonNegative
-    factor: Positive
-
-
-class DeviceGroup(_Strict):
-    """``count`` identical devices; each one is a rank."""
-
-    name: str = Field(min_length=1)
-    kind: Literal["gpu", "cpu"]
-    count: int = Field(ge=1)
-    memory_gib: Positive
-    cores: int | None = Field(default=None, ge=1)
-    batch_size: int | None = Field(default=None, ge=1)
-    throughput_samples_per_s: dict[str, Positive] = Field(default_factory=dict)
-    effective_flops_per_s: Positive | None = None
-    source: Source
-    jitter: Jitter = Field(default_factory=Jitter)
-    straggler: Straggler = Field(default_factory=Straggler)
-    speed_changes: list[SpeedChange] = Field(default_factory=list)
-    nic: Link | None = None
-    #: ``speed``: plausible range of a factor on every declared speed of the group (see profile_ranges)
-    ranges: dict[str, FigureRange] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _speed_range(self) -> DeviceGroup:
-        check_device_ranges(self.ranges)
-        return self
-
-    @field_validator("speed_changes")
-    @classmethod
-    def _sorted(cls, changes: list[SpeedChange]) -> list[SpeedChange]:
-        times = [c.at_s for c in changes]
-        if any(b <= a for a, b in itertools.pairwise(times)):
-            raise ValueError(f"at_s must be strictly increasing, got {times}")
-        return changes
-
-    def speed_factor(self, at_s: float) -> float:
-        """The speed multiplier in force at virtual time ``at_s`` (1.0 before the first change)."""
-        factor = 1.0
-        for change in self.speed_changes:
-            if change.at_s <= at_s:
-                factor = change.factor
-            else:
-                break
-        return factor
-
-
-class Node(_Strict):
-    """One machine; ranks on the same node talk over ``network.intra_node``.
-
-    ``nic``: the node's one network interface, shared by all its devices (schema 2). Its bandwidth caps
-    every inter-node path of the node *and* is the capacity that concurrent flows through the node share
-    (:mod:`suite.network`); without it the node's uplink is ``network.inter_node``. Before schema 2 a NIC
-    could only be declared per device, which gave each GPU of a node a NIC of its own.
-    """
-
-    name: str = Field(min_length=1)
-    devices: list[DeviceGroup] = Field(min_length=1)
-    nic: Link | None = None
-
-
-class Efficiency(_Strict):
-    """Per-pattern bandwidth efficiency (schema 2): achieved bus bandwidth / link bandwidth for that pattern,
-    e.g. NCCL all-reduce reaching ~80 % of the link on TCP. Applied to the bandwidth term only."""
-
-    all_reduce: Annotated[float, Field(gt=0, le=1)] = 1.0
-    reduce_scatter: Annotated[float, Field(gt=0, le=1)] = 1.0
-    all_gather: Annotated[float, Field(gt=0, le=1)] = 1.0
-    broadcast: Annotated[float, Field(gt=0, le=1)] = 1.0
-    exchange: Annotated[float, Field(gt=0, le=1)] = 1.0
-    source: Source
-
-
-class NetworkBase(_Strict):
-    """The link classes; ``server`` is the worker↔parameter-server path (default: inter_node).
-
-    Schema 2 adds ``message_overhead_us`` (a software cost per message on top of every link's latency,
-    e.g. a framework's launch overhead, with its ``overhead_source``) and ``efficiency`` per pattern.
-    """
-
-    intra_node: Link
-    inter_node: Link
-    server: Link | None = None
-    message_overhead_us: NonNegative = 0.0
-    overhead_source: Source | None = None
-    efficiency: Efficiency | None = None
-
-
-class Network(NetworkBase):
-    """The default network plus named alternatives selected at load time (``variant=``)."""
-
-    variants: dict[str, NetworkBase] | None = None
-
-
-@dataclass(frozen=True)
-class ResolvedLink:
-    """A link between two endpoints in SI units, converted once so cost formulas stay unit-free."""
-
-    latency_s: float
-    bandwidth_bytes_per_s: float
-
-    def transfer_s(self, nbytes: float) -> float:
-        """α + S/B: one message of ``nbytes`` over this link."""
-        return self.latency_s + nbytes / self.bandwidth_bytes_per_s
-
-
-def _resolve(link: Link, *caps: Link | None, overhead_us: float = 0.0) -> ResolvedLink:
-    """``link`` limited by each endpoint's NIC: the slowest bandwidth and the largest latency win, plus
-    the per-message software overhead."""
-    latency_us = link.latency_us
-    bandwidth = link.bandwidth_gbytes_per_s
-    for cap in caps:
-        if cap is not None:
-            latency_us = max(latency_us, cap.latency_us)
-            bandwidth = min(bandwidth, cap.bandwidth_gbytes_per_s)
-    return ResolvedLink(latency_s=(latency_us + overhead_us) / 1e6, bandwidth_bytes_per_s=bandwidth * 1e9)
-
-
-#: share of a training step's compute spent in backward when a profile states none: the backward pass costs
-#: about twice the forward's FLOPs (the usual 1:2 ratio, Kaplan et al., "Scaling Laws for Neural Language
-#: Models", arXiv 2001.08361, §2.1: C ≈ 6N per token of which 2N forward) [D]
-DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
-
-
-class Backward(_Strict):
-    """When gradients become ready (schema 2): ``fraction`` of a step's compute is backward, and buckets
-    become ready evenly over it, last layer first (what overlap of communication with backward needs)."""
-
-    fraction: Annotated[float, Field(gt=0, lt=1)]
-    source: Source
-
-
-class HardwareProfile(_Strict):
+class HardwareProfile(Strict):
     """A validated profile. Build it with :func:`load_profile` so errors name the file."""
 
     #: 1: devices, links and per-device NICs; 2 adds per-node NICs, message overhead, pattern efficiency and
@@ -388,7 +196,7 @@ class HardwareProfile(_Strict):
             caps = [self.device(a).nic, self.device(b).nic]
             if not same_node:
                 caps += [self.node_nic(self._locate(a)[0]), self.node_nic(self._locate(b)[0])]
-            cached = _resolve(base, *caps, overhead_us=self.network.message_overhead_us)
+            cached = resolve_link(base, *caps, overhead_us=self.network.message_overhead_us)
             self._links[key] = cached
         return cached
 
@@ -396,13 +204,13 @@ class HardwareProfile(_Strict):
         """The rank's path to the parameter server (network.server or inter_node), capped by its NIC."""
         i = self._locate(rank)[0]
         over = self.network.message_overhead_us
-        return _resolve(
+        return resolve_link(
             self.network.server or self.network.inter_node, self.device(rank).nic, self.node_nic(i), overhead_us=over
         )
 
     def server_uplink(self) -> ResolvedLink:
         """The server's own link, which serialises all workers' pushes and pulls."""
-        return _resolve(self.network.server or self.network.inter_node)
+        return resolve_link(self.network.server or self.network.inter_node)
 
     def with_variant(self, variant: str) -> HardwareProfile:
         """A copy whose network is the named variant (the variants table is kept for the record)."""
@@ -439,7 +247,7 @@ _Loader.add_implicit_resolver(
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen and key != "<<":
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
         seen.add(key)

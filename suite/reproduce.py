@@ -89,6 +89,7 @@ def reproduce(
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
     if unknown:
         raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(info.spec.setup.arms)}")
+    assert info.path is not None  # a paper with arms was read from its paper.yaml
     # every arm's config is loaded (its method params validated) before the first arm trains
     configs: list[tuple[str, Path, RunConfig]] = []
     for name in chosen:
@@ -129,4 +130,5 @@ def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> li
 
     info = find_paper(paper, root)
     arms = info.spec.setup.arms if info.spec is not None else {}
-    return sorted({arms[a].extra for a in arm_names if a in arms and arms[a].extra})
+    extras = (arms[a].extra for a in arm_names if a in arms)
+    return sorted({e for e in extras if e})

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from suite import metrics as M
 from suite.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def flatten(nested: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(nested, type):
         if callable(getattr(nested, "model_dump", None)):
             nested = nested.model_dump(mode="json")
-        elif dataclasses.is_dataclass(nested):
+        elif dataclasses.is_dataclass(nested) and not isinstance(nested, type):
             nested = dataclasses.asdict(nested)
     if isinstance(nested, Mapping):
         items: list[tuple[Any, Any]] = list(nested.items())
@@ -210,7 +211,7 @@ class RunLogger:
         """
         if not math.isfinite(emulated_s) or emulated_s < 0:
             raise ValueError(f"emulated time must be finite and >= 0, got {emulated_s!r}")
-        self.log_metrics({f"emu/{k}": v for k, v in metrics.items()}, step=round(emulated_s * 1000))
+        self.log_metrics({M.emu(k): v for k, v in metrics.items()}, step=round(emulated_s * 1000))
 
     def log_summary(self, metrics: Mapping[str, float]) -> None:
         """Final scalars at step 0 (the UI's run table shows each key's latest value)."""

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Literal
 
 from suite.errors import StoreUnavailable
 
@@ -196,7 +197,7 @@ def _read_sqlite_run(path: Path, run_id: str) -> StoredRun | None:
     return StoredRun(run_id, row[0], row[1], params, tags)
 
 
-def _read_rest_run(uri: str, run_id: str) -> StoredRun | bool | None:
+def _read_rest_run(uri: str, run_id: str) -> StoredRun | Literal[False] | None:
     """MLflow's REST ``runs/get``; False when the answer is not MLflow's (a login, a proxy): ask mlflow."""
     url = f"{uri.rstrip('/')}/api/2.0/mlflow/runs/get?{urllib.parse.urlencode({'run_id': run_id})}"
     try:

@@ -24,7 +24,8 @@ from statistics import NormalDist
 from typing import Any
 
 from suite.errors import ConfigError
-from suite.profiles import HardwareProfile, ResolvedLink
+from suite.profile_parts import ResolvedLink
+from suite.profiles import HardwareProfile
 from suite.seeding import derive_seed
 
 _STD_NORMAL = NormalDist()

@@ -18,7 +18,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from suite.errors import ConfigError, format_pydantic_error
-from suite.profiles import Source, profiles_dir, read_yaml_mapping
+from suite.profile_parts import Source
+from suite.profiles import profiles_dir, read_yaml_mapping
 
 _INPUT = re.compile(r"^[1-9][0-9]*(?:x[1-9][0-9]*)*$")
 

@@ -15,9 +15,9 @@ from suite.api import ClusterView, DeviceView
 from suite.config import validate_config
 from suite.data import load_dataset_plugin
 from suite.engine.clock import VirtualClock
-from suite.engine.inprocess import InProcessEngine
-from suite.engine.inprocess_comm import Fabric
-from suite.engine.scheduler import Scheduler
+from suite.engine.inprocess.comm import Fabric
+from suite.engine.inprocess.run import InProcessEngine
+from suite.engine.inprocess.scheduler import Scheduler
 from suite.job import build_job
 from suite.optim import state_tensors
 from suite.profiles import load_profile

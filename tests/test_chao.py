@@ -11,7 +11,7 @@ import pytest
 
 from suite.api import Allocation, ClusterView, DeviceView
 from suite.config import load_config, validate_config
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import build_job
 from suite.registry import get_method, plugin_module
 
@@ -153,7 +153,7 @@ def test_unweighted_toggle_changes_the_update_only_when_batches_differ() -> None
 @pytest.mark.distributed
 def test_dist_throttled_resplit_follows_the_profile_speed_ratio() -> None:
     """Two real processes, throttled: the wall-clock (dilated) speeds alone drive the re-split to 1:4."""
-    from suite.engine.dist_launch import DistEngine
+    from suite.engine.dist.launch import DistEngine
 
     cfg = load_config(PLUGIN / "configs" / "adaptive-dist.yaml")
     assert cfg.engine == "dist" and cfg.throttle.enabled

@@ -14,6 +14,7 @@ import yaml
 from suite.claims.papers import find_paper
 from suite.claims.schema import acceptance_band, at_scale, load_paper_file, validate_paper
 from suite.errors import ConfigError
+from suite.metrics import unknown_metric
 from suite.registry import repo_root
 
 ROOT = repo_root()
@@ -151,6 +152,14 @@ _DELETE = object()
         ("claims.1.accept", {"statistic": "median", "ci_method": "t"}, "claims[1].accept.ci_method", "use bca"),
         ("claims.0.accept", {"paired": False, "ci_method": "t"}, "claims[0].accept.ci_method", "one sample"),
         ("claim", [], "claim", "Extra inputs are not permitted"),
+        ("claims.1.metric", "val_acc", "claims[1].metric", "claim 'c1': unknown metric 'val_acc'"),
+        ("claims.2.metric", "final/emulated", "claims[2].metric", "claim 'c2': unknown metric 'final/emulated'"),
+        (
+            "claims.0.target",
+            {"metric": "accuracy", "value": 0.9, "direction": "max"},
+            "claims[0].target.metric",
+            "claim 'c0': unknown metric 'accuracy'",
+        ),
     ],
 )
 def test_bad_entries_name_file_and_field(path: str, value: Any, field: str, message: str, tmp_path: Path) -> None:
@@ -165,6 +174,29 @@ def test_bad_entries_name_file_and_field(path: str, value: Any, field: str, mess
     assert err.field == field
     assert message in err.message
     assert str(err).startswith(f"{file}: field '{field}'")
+
+
+def test_claims_may_name_every_metric_family_a_run_logs() -> None:
+    """Harness names, their families and a method's own ``ctx.record`` keys (``method/<name>``) are known;
+    the message for an unknown one is one line that points at the close names."""
+    for name in (
+        "val_accuracy",
+        "final/val_loss",
+        "final/useful_flops_per_emulated_s",
+        "time_to_target_s",
+        "worker/3/comm_s",
+        "alloc/0/share",
+        "emu/val_accuracy",
+        "method/local_steps",
+        "method/local_steps/rank2",
+        "method/qsr/period",
+    ):
+        data = _paper()
+        data["claims"][1]["metric"] = name
+        assert validate_paper(data).claims[1].metric == name
+    why = unknown_metric("final/val_accurcy")
+    assert why is not None and "\n" not in why and "suite/metrics.py" in why
+    assert unknown_metric("worker/x/comm_s") is not None and unknown_metric("method/") is not None
 
 
 def test_ordering_rejects_a_repeated_arm() -> None:

@@ -15,7 +15,7 @@ from test_profiles import expect_error, minimal_profile, write
 
 from suite.config import validate_config
 from suite.engine.common import make_stream
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import build_job
 from suite.profiles import load_profile
 from suite.timemodel import CommCostModel, ComputeModel, sigma_of_cv

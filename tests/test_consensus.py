@@ -13,10 +13,10 @@ import torch
 
 from suite.claims.schema import validate_paper
 from suite.config import validate_config
-from suite.engine.dist_eval import flat_state
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.dist.evals import flat_state
+from suite.engine.evaluation import consensus_distance, param_mask
+from suite.engine.inprocess.run import InProcessEngine
 from suite.engine.results import RunResult
-from suite.evaluation import consensus_distance, param_mask
 from suite.job import build_job
 
 

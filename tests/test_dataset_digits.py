@@ -9,7 +9,7 @@ import torch
 
 from suite.config import validate_config
 from suite.data import build_dataset, load_dataset_plugin
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import build_job
 
 pytest.importorskip("sklearn")

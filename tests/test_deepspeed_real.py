@@ -14,8 +14,8 @@ import torch
 
 from suite import registry
 from suite.config import validate_config
-from suite.engine.dist_launch import DistEngine
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.dist.launch import DistEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import build_job
 
 try:

@@ -14,9 +14,9 @@ import torch
 
 from suite.campaign import run_campaign
 from suite.config import validate_config
-from suite.engine.dist_launch import DistEngine, diagnose
-from suite.engine.pacing import Pacer, choose_dilation
-from suite.engine.pairing import PairingCoordinator
+from suite.engine.dist.launch import DistEngine, diagnose
+from suite.engine.dist.pacing import Pacer, choose_dilation
+from suite.engine.dist.pairing import PairingCoordinator
 from suite.errors import WorkerFailure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def _faulty_root(tmp_path: Path) -> Path:
 
 def _leftover_workers(job_marker: str) -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "suite.engine.dist_worker" in line and job_marker in line]
+    return [line for line in out.splitlines() if "suite.engine.dist.worker" in line and job_marker in line]
 
 
 @pytest.mark.distributed
@@ -229,7 +229,7 @@ def test_resumed_adaptive_optimizer_state_reaches_the_uninterrupted_parameters(
 
 @pytest.mark.smoke
 def test_rank0_progress_reaches_the_launchers_display(tmp_path):
-    from suite.engine.dist_launch import ProgressFile, _forward_progress
+    from suite.engine.dist.launch import ProgressFile, _forward_progress
 
     seen: list[tuple[float, float]] = []
 
@@ -253,7 +253,7 @@ def test_rank0_evaluations_reach_the_launchers_log_lines(tmp_path):
     """Without a live bar, a distributed run prints one line per evaluation, as an in-process run does."""
     import io
 
-    from suite.engine.dist_launch import ProgressFile, _forward_progress
+    from suite.engine.dist.launch import ProgressFile, _forward_progress
     from suite.engine.results import EvalRecord
     from suite.observer import ProgressObserver
 

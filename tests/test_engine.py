@@ -19,14 +19,14 @@ import torch.nn.functional as F
 from suite.api import Allocation, Batch
 from suite.config import validate_config
 from suite.data import DatasetBundle
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.evaluation import average_into, evaluate
+from suite.engine.inprocess.run import InProcessEngine
+from suite.engine.partition import iid_shards
 from suite.engine.results import EvalRecord, RunResult
-from suite.evaluation import average_into, evaluate
+from suite.engine.streams import WorkerStream, iterate_eval
 from suite.job import Job, build_job
-from suite.partition import iid_shards
 from suite.registry import get_method
 from suite.seeding import generator
-from suite.streams import WorkerStream, iterate_eval
 
 pytestmark = pytest.mark.smoke
 

@@ -17,14 +17,14 @@ import pytest
 import torch
 
 from suite.config import RunConfig, validate_config
-from suite.engine.dist_launch import DistEngine
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.dist.launch import DistEngine
+from suite.engine.evaluation import average_into, evaluate
+from suite.engine.inprocess.run import InProcessEngine
 from suite.engine.reports import aggregate_records
 from suite.engine.results import EvalRecord, RunResult
-from suite.evaluation import average_into, evaluate
+from suite.engine.streams import iterate_eval
 from suite.job import build_job
 from suite.registry import get_method
-from suite.streams import iterate_eval
 
 pytestmark = pytest.mark.distributed
 

@@ -14,13 +14,13 @@ from torch import nn
 
 from suite.api import Batch
 from suite.config import RunConfig, validate_config
-from suite.engine.dist_launch import DistEngine
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.dist.launch import DistEngine
+from suite.engine.eval_modes import recalibrate_bn, recalibration_batches, replica_stats
+from suite.engine.evaluation import average_into, evaluate
+from suite.engine.inprocess.run import InProcessEngine
 from suite.engine.results import RunResult
-from suite.eval_modes import recalibrate_bn, recalibration_batches, replica_stats
-from suite.evaluation import average_into, evaluate
+from suite.engine.streams import iterate_eval
 from suite.job import build_job
-from suite.streams import iterate_eval
 
 BN_MODEL = {"name": "resnet18_cifar", "params": {"width": 2}}
 

@@ -23,7 +23,7 @@ from suite.cli import main
 from suite.config import load_config, validate_config
 from suite.data import build_dataset
 from suite.engine import charges
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.errors import ConfigError
 from suite.job import build_job
 from suite.profiles import load_profile
@@ -258,7 +258,7 @@ def test_inprocess_bytes_are_whole_numbers() -> None:
 
 @pytest.mark.distributed
 def test_both_engines_log_the_same_whole_bytes() -> None:
-    from suite.engine.dist_launch import DistEngine
+    from suite.engine.dist.launch import DistEngine
 
     cfg = _bytes_cfg()
     a = InProcessEngine().run(build_job(cfg, 0))

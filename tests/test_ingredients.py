@@ -42,7 +42,7 @@ def _check_lrs(evals: list[Any]) -> None:
 
 
 def test_the_optimizer_steps_with_the_schedules_lr_in_process(profiles: Path, with_test_plugins: Callable) -> None:
-    from suite.engine.inprocess import InProcessEngine
+    from suite.engine.inprocess.run import InProcessEngine
 
     with_test_plugins("lr_probe")
     cfg = _cfg(schedule=SCHEDULE, method_params={"optimizer": {"name": "adamw", "weight_decay": 0.01}})
@@ -54,7 +54,7 @@ def test_the_optimizer_steps_with_the_schedules_lr_in_process(profiles: Path, wi
 def test_the_optimizer_steps_with_the_schedules_lr_under_torch_distributed(
     profiles: Path, with_test_plugins: Callable
 ) -> None:
-    from suite.engine.dist_launch import DistEngine
+    from suite.engine.dist.launch import DistEngine
 
     with_test_plugins("lr_probe")
     cfg = _cfg(schedule=SCHEDULE, engine="dist")
@@ -75,7 +75,7 @@ def test_total_steps_for_every_budget_unit(profiles: Path) -> None:
 
 
 def test_step_schedule_in_epochs_without_a_step_decay_loop_in_the_plugin(profiles: Path) -> None:
-    from suite.engine.inprocess import InProcessEngine
+    from suite.engine.inprocess.run import InProcessEngine
 
     sched = {"kind": "step", "milestones": [0.5], "milestones_in": "epochs", "factor": 0.5}
     cfg = _cfg("cadp", schedule=sched, budget={"epochs": 1}, eval={"every_epochs": 0.25})
@@ -86,7 +86,7 @@ def test_step_schedule_in_epochs_without_a_step_decay_loop_in_the_plugin(profile
 
 
 def test_ar_sgd_and_local_sgd_take_any_optimizer(profiles: Path) -> None:
-    from suite.engine.inprocess import InProcessEngine
+    from suite.engine.inprocess.run import InProcessEngine
     from suite.optimizers import AccumAdam
 
     for method, opt, kind in [
@@ -109,7 +109,7 @@ def test_ingredient_errors_name_the_field(profiles: Path) -> None:
 
 
 def test_label_smoothing_changes_the_training_loss(profiles: Path) -> None:
-    from suite.engine.inprocess import InProcessEngine
+    from suite.engine.inprocess.run import InProcessEngine
 
     plain = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}), 0))
     smooth = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}, loss={"label_smoothing": 0.1}), 0))

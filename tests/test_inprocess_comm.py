@@ -17,8 +17,8 @@ import torch
 
 from suite.api import Work
 from suite.engine.clock import Span, VirtualClock
-from suite.engine.inprocess_comm import Fabric, InProcessComm
-from suite.engine.scheduler import Scheduler
+from suite.engine.inprocess.comm import Fabric, InProcessComm
+from suite.engine.inprocess.scheduler import Scheduler
 from suite.profiles import load_profile
 from suite.registry import get_method
 from suite.timemodel import CommCostModel

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from suite.engine.clock import VirtualClock
-from suite.engine.inprocess_comm import Fabric, InProcessComm
-from suite.engine.scheduler import Scheduler
+from suite.engine.inprocess.comm import Fabric, InProcessComm
+from suite.engine.inprocess.scheduler import Scheduler
 from suite.network import Flow, max_min_rates, simulate
 from suite.profiles import load_profile
 from suite.timemodel import CommCostModel
@@ -166,8 +166,8 @@ def test_async_exchange_and_pair_return_work(tmp_path: Path) -> None:
 def test_schema_2_keys_need_schema_2_and_ctx_cluster_shows_the_layout(tmp_path: Path) -> None:
     """A node NIC in a version-1 file is refused (a v1 reader must not meet semantics it does not declare);
     the layout methods see is the node of each rank."""
+    from suite.engine.worker import cluster_layout
     from suite.errors import ConfigError
-    from suite.worker import cluster_layout
 
     Net(tmp_path, 3)
     text = (tmp_path / "lanes.yaml").read_text(encoding="utf-8")

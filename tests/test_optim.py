@@ -11,7 +11,7 @@ def test_ar_sgd_follows_the_harness_step_schedule():
     import torch
 
     from suite.config import validate_config
-    from suite.engine.inprocess import InProcessEngine
+    from suite.engine.inprocess.run import InProcessEngine
     from suite.job import build_job
 
     def final_params(epochs: int, **schedule) -> torch.Tensor:

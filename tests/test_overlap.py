@@ -10,8 +10,8 @@ import torch
 from test_lanes import Net
 
 from suite.api import Batch
+from suite.engine.worker import HarnessWorker
 from suite.overlap import all_reduce_overlapped, buckets
-from suite.worker import HarnessWorker
 
 pytestmark = pytest.mark.smoke
 

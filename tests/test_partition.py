@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from suite.api import Allocation
-from suite.partition import full_shuffle, iid_shards, shard_sizes
+from suite.engine.partition import full_shuffle, iid_shards, shard_sizes
 from suite.seeding import generator
 
 pytestmark = pytest.mark.smoke

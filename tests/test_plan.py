@@ -11,7 +11,7 @@ import pytest
 
 from suite.cli import main
 from suite.config import validate_config
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import build_job
 from suite.plan import NOT_ESTIMATED, build_plan
 from suite.registry import repo_root

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from suite.engine.clock import VirtualClock
-from suite.engine.inprocess_comm import Fabric
-from suite.engine.scheduler import Scheduler
+from suite.engine.inprocess.comm import Fabric
+from suite.engine.inprocess.scheduler import Scheduler
 from suite.errors import DeadlockError, DistreproError, WorkerFailure
 from suite.profiles import load_profile
 from suite.timemodel import CommCostModel

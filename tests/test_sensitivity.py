@@ -20,7 +20,7 @@ from suite.claims.papers import PaperInfo
 from suite.claims.runs import RunSet
 from suite.claims.schema import validate_paper
 from suite.config import validate_config
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.job import Job, build_job
 from suite.profiles import load_profile
 from suite.report.build import write_report

@@ -11,8 +11,8 @@ from torch.utils.data import Dataset
 
 from suite.api import Batch
 from suite.data import DatasetBundle
+from suite.engine.streams import WorkerStream, iterate_eval
 from suite.seeding import generator
-from suite.streams import WorkerStream, iterate_eval
 
 pytestmark = pytest.mark.smoke
 

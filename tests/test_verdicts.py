@@ -468,9 +468,16 @@ def test_paired_needs_common_seeds() -> None:
 def test_metric_not_logged() -> None:
     t = Table()
     t.arm("fast", "final/val_loss", {0: 1.0, 1: 1.0, 2: 1.0})
-    claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "val_bleu", "direction": "max", "claimed": 1}
+    claim = {
+        "id": "f",
+        "kind": "final_metric",
+        "arm": "fast",
+        "metric": "method/bleu",
+        "direction": "max",
+        "claimed": 1,
+    }
     v = judge(spec(claim), t)
-    assert v.verdict == "INCONCLUSIVE" and v.reason == "metric 'val_bleu' was not logged by arm 'fast'"
+    assert v.verdict == "INCONCLUSIVE" and v.reason == "metric 'method/bleu' was not logged by arm 'fast'"
 
 
 # ------------------------------------------------------------------ selection, determinism

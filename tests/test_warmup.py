@@ -8,8 +8,8 @@ import torch
 from quiet import quiet_job
 
 from suite.config import validate_config
-from suite.engine.dist_launch import DistEngine
-from suite.engine.inprocess import InProcessEngine
+from suite.engine.dist.launch import DistEngine
+from suite.engine.inprocess.run import InProcessEngine
 from suite.engine.warmup import emulated_speed, paced_elapsed, timed_speed, warmup_batch
 from suite.job import build_job
 

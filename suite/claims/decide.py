@@ -62,7 +62,7 @@ def decide(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict
 
 
 def _non_inferiority(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
-    s, (lo, hi) = v.statistic, v.ci  # type: ignore[misc]
+    s, (lo, hi) = _computed(v)
     base = np.array(list(arms[claim.baseline].values()))
     margin = claim.margin * (abs(float(stat(base, claim.accept.statistic))) if claim.margin_kind == "rel" else 1)
     v.band = (-margin, math.inf)
@@ -79,7 +79,7 @@ def _non_inferiority(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) 
 
 
 def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
-    s, (lo, hi) = v.statistic, v.ci  # type: ignore[misc]
+    s, (lo, hi) = _computed(v)
     v.band = (claim.margin, math.inf)
     name = claim.accept.statistic
     per_arm = {n: float(stat(np.array(list(d.values())), name)) for n, d in arms.items()}
@@ -99,8 +99,14 @@ def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verd
     return v
 
 
+def _computed(v: Verdict) -> tuple[float, tuple[float, float]]:
+    """The statistic and its interval, which every decision below is only asked for once computed."""
+    assert v.statistic is not None and v.ci is not None, "decided before the statistic was computed"
+    return v.statistic, v.ci
+
+
 def _band(claim: Any, v: Verdict) -> Verdict:
-    s, (lo, hi) = v.statistic, v.ci  # type: ignore[misc]
+    s, (lo, hi) = _computed(v)
     band = acceptance_band(claim, higher_is_better(claim))
     assert band is not None
     v.band = band

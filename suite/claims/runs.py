@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite import metrics as M
 from suite.errors import DistreproError
 from suite.tracking import experiment_name, make_client, resolve_tracking_uri
 
@@ -47,8 +48,8 @@ IDENTITY_TAGS = {
     "scale": "distrepro.scale",  # not logged yet: runs without it are taken at the claim's scale
 }
 #: metric-name prefixes and summary keys that are not per-evaluation curves
-_NOT_CURVES = ("final/", "emu/", "alloc/", "worker/", "method/")
-_SUMMARIES = {"time_to_target_s", "target_reached", "step_to_target"}
+_NOT_CURVES = M.NOT_CURVES
+_SUMMARIES = set(M.SUMMARIES)
 _ALLOC = re.compile(r"^alloc/(\d+)/(share|batch_size|speed)$")
 
 
@@ -150,7 +151,7 @@ def _histories(client: Any, run_ids: Iterable[str], keys_of: dict[str, list[str]
 def curve_keys(metric_keys: Iterable[str], extra: Sequence[str] = ()) -> list[str]:
     """The per-evaluation metrics of a run: everything but summaries and per-worker/alloc/emu series."""
     keys = {k for k in metric_keys if not k.startswith(_NOT_CURVES) and k not in _SUMMARIES}
-    return sorted(keys | ({"time/emulated_s", "time/wall_s", "comm/bytes_total"} & set(metric_keys)) | set(extra))
+    return sorted(keys | (set(M.CURVE_CLOCKS) & set(metric_keys)) | set(extra))
 
 
 def load_runs(

@@ -35,6 +35,7 @@ from suite.claims.evidence import ORIGIN_OF, check_evidence_and_accept
 from suite.claims.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from suite.config import read_yaml
 from suite.errors import ConfigError
+from suite.metrics import unknown_metric
 from suite.sensitivity.spec import SensitivitySpec
 
 Direction = Literal["max", "min"]
@@ -280,6 +281,7 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
         at = f"claims[{i}]"
         if ids.index(claim.id) != i:
             raise ConfigError(source, f"{at}.id", f"duplicate claim id {claim.id!r}")
+        _check_metric(claim, at, source)
         for j, other in enumerate(claim.conflicts_with):
             if other not in ids or other == claim.id:
                 raise ConfigError(source, f"{at}.conflicts_with[{j}]", f"no other claim with id {other!r}")
@@ -321,6 +323,18 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
         )
         if positive and bounds is not None and bounds[0] <= 0:
             raise ConfigError(source, f"{at}.claimed", "must be positive for this kind")
+
+
+def _check_metric(claim: Claim, at: str, source: str | Path | None) -> None:
+    """A claim names a metric some writer logs (:mod:`suite.metrics`); a typo would only ever be INCONCLUSIVE."""
+    named = [("metric", getattr(claim, "metric", None))]
+    target = getattr(claim, "target", None)
+    if target is not None:
+        named.append(("target.metric", target.metric))
+    for field, name in named:
+        why = unknown_metric(name) if name is not None else None
+        if why is not None:
+            raise ConfigError(source, f"{at}.{field}", f"claim {claim.id!r}: {why}")
 
 
 def _resolve(spec: PaperSpec) -> PaperSpec:

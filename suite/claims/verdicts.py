@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from suite import metrics as M
 from suite.claims.decide import censored_convergence, decide
 from suite.claims.intervals import bca_interval, percentile_interval, t_interval
 from suite.claims.schema import Claim, PaperSpec
@@ -47,14 +48,14 @@ __all__ = ["Verdict", "evaluate_claim", "evaluate_claims", "fmt", "latest_per_se
 VerdictKind = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 #: claim unit → curve column
 UNIT_COLUMN = {
-    "emulated": "time/emulated_s",
-    "emulated_s": "time/emulated_s",
-    "wall": "time/wall_s",
+    "emulated": M.EMULATED_S,
+    "emulated_s": M.EMULATED_S,
+    "wall": M.WALL_S,
     "steps": "step",
-    "epochs": "epoch",
-    "samples": "samples",
+    "epochs": M.EPOCH,
+    "samples": M.SAMPLES,
 }
-_TARGET_SUMMARIES = {"time_to_target_s", "step_to_target"}
+_TARGET_SUMMARIES = {M.TIME_TO_TARGET_S, M.STEP_TO_TARGET}
 
 
 @dataclass
@@ -144,7 +145,7 @@ def latest_per_seed(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
 
 def metric_column(runs: pd.DataFrame, metric: str) -> str | None:
     """``metric`` if the table has it, else ``final/<metric>`` (so ``val_accuracy`` means the final one)."""
-    for col in (metric, f"final/{metric}"):
+    for col in (metric, M.final(metric)):
         if col in runs.columns:
             return col
     return None
@@ -183,22 +184,22 @@ def _seed_values(
         return values, censored, missing
     col = metric_column(rows, metric) if metric else None
     for seed, row in rows.iterrows():
-        v = row.get(col) if col else None
-        reached = row.get("target_reached")
+        cell = row.get(col) if col else None
+        reached = row.get(M.TARGET_REACHED)
         if col in _TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
             censored[int(seed)] = math.inf
-        elif v is None or pd.isna(v):
+        elif cell is None or pd.isna(cell):
             missing.append(int(seed))
         else:
-            values[int(seed)] = float(v)
+            values[int(seed)] = float(cell)
     return values, censored, missing
 
 
 def _claim_metric(claim: Any) -> str | None:
     if claim.kind == "speedup" and claim.target is None:
         if claim.measure == "time_to_target":
-            return "time_to_target_s"
-        return "final/emulated_s" if claim.clock == "emulated" else "final/wall_s"
+            return M.TIME_TO_TARGET_S
+        return M.FINAL_EMULATED_S if claim.clock == "emulated" else M.FINAL_WALL_S
     return getattr(claim, "metric", None)
 
 
@@ -372,8 +373,10 @@ def _interval(acc: Any, sample: _Sample, seed: int) -> tuple[float, tuple[float,
             return point, (float(bounds[:, 0].min()), float(bounds[:, 1].min()))
         index = np.arange(rows.shape[1])
 
-        def combine(s: list[np.ndarray]) -> Any:  # resample seeds (columns) jointly, keeping pairs together
+        def paired(s: list[np.ndarray]) -> Any:  # resample seeds (columns) jointly, keeping pairs together
             return np.min(stat(rows[:, s[0]], sample.statistic), axis=0)
+
+        combine: Callable[[list[np.ndarray]], Any] = paired
 
         samples: list[np.ndarray] = [index]
     else:

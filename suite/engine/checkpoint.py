@@ -10,14 +10,16 @@ metrics as an uninterrupted run with the same seed.
 
 Asynchronous methods have no common step boundary; they are not checkpointed. The content is the
 harness loop's (:mod:`suite.engine.loop`), one file per rank; only the distributed engine writes
-checkpoints so far (its ``Comm`` keeps the byte count restored here).
+checkpoints so far. Each piece (clock, worker, schedule, comm of either engine, data stream,
+method, model) saves and restores itself through ``state_dict()``/``load_state_dict()``; nothing
+here reaches into another class's fields.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import torch
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from suite.engine.loop import Harness, Slot
 
 MARKER = "COMPLETE"
+#: version of a rank file's layout: every piece's own state_dict() since 2
+FORMAT = 2
 
 
 def step_dir(root: Path, step: int) -> Path:
@@ -39,29 +43,36 @@ def latest_complete(root: Path) -> Path | None:
     return done[-1] if done else None
 
 
+@runtime_checkable
+class Stateful(Protocol):
+    """What a checkpoint asks of each piece it saves: its own state, and taking it back."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def _stateful(obj: object, what: str) -> Stateful:
+    if not isinstance(obj, Stateful):
+        raise TypeError(f"{what} {type(obj).__name__} has no state_dict()/load_state_dict(): it cannot be checkpointed")
+    return obj
+
+
 def capture(run: Harness, slot: Slot) -> dict[str, Any]:
-    w, c = slot.worker, slot.worker.clock
+    """This rank's checkpoint: every piece's own ``state_dict()``, plus what the harness itself counts."""
+    w = slot.worker
     state: dict[str, Any] = {
+        "format": FORMAT,
         "model": w.model.state_dict(),
         "method": slot.method.state_dict(),
-        "stream": slot.stream.state_dict() if hasattr(slot.stream, "state_dict") else None,
+        "stream": _stateful(slot.stream, "data stream").state_dict(),
         "allocation": run.alloc,
         "allocations": run.allocations,
         "epoch": run.epoch,
-        "clock": {k: getattr(c, k) for k in ("t", "compute_s", "comm_s", "idle_s", "step", "spans")},
-        "bytes": w.comm._bytes,  # type: ignore[attr-defined]
-        "worker": {
-            "train_state": dict(w.train_state),
-            "records": dict(w.records),
-            "gradients": w.gradients,
-            "samples_computed": w.samples_computed,
-            "last_loss": w.last_loss,
-            "epoch_samples": w.epoch_samples,
-            "epoch_compute_s": w.epoch_compute_s,
-            "rng": w.rng.get_state(),
-        },
-        "schedule": {k: getattr(run.schedule, k) for k in ("steps", "samples", "gradients", "emulated_s")}
-        | {"next_eval": run.schedule._next_eval_index},
+        "clock": w.clock.state_dict(),
+        "comm": _stateful(w.comm, "comm").state_dict(),
+        "worker": w.state_dict(),
+        "schedule": run.schedule.state_dict(),
         "loss": (slot.loss_sum, slot.loss_count),
         "torch_rng": torch.get_rng_state(),
     }
@@ -74,6 +85,8 @@ def capture(run: Harness, slot: Slot) -> dict[str, Any]:
 def restore(run: Harness, slot: Slot, state: dict[str, Any]) -> None:
     from suite.engine.common import make_stream
 
+    if state.get("format") != FORMAT:
+        raise ValueError(f"checkpoint format {state.get('format')!r}, this version reads {FORMAT}: start the run over")
     worker = slot.worker
     worker.model.load_state_dict(state["model"])
     slot.method.load_state_dict(state["method"])
@@ -81,21 +94,11 @@ def restore(run: Harness, slot: Slot, state: dict[str, Any]) -> None:
     run.alloc = state["allocation"]
     run.allocations = state["allocations"]
     slot.stream = make_stream(run.job, state["allocation"], run.epoch, slot.rank)
-    if state["stream"] is not None:
-        slot.stream.load_state_dict(state["stream"])  # type: ignore[union-attr]
-    for key, value in state["clock"].items():
-        setattr(worker.clock, key, value)
-    worker.comm._bytes = state["bytes"]  # type: ignore[attr-defined]
-    ws = state["worker"]
-    worker.update_state(**ws["train_state"])
-    worker.records = ws["records"]
-    for key in ("gradients", "samples_computed", "last_loss", "epoch_samples", "epoch_compute_s"):
-        setattr(worker, key, ws[key])
-    worker.rng.set_state(ws["rng"])
-    sched = state["schedule"]
-    for key in ("steps", "samples", "gradients", "emulated_s"):
-        setattr(run.schedule, key, sched[key])
-    run.schedule._next_eval_index = sched["next_eval"]
+    _stateful(slot.stream, "data stream").load_state_dict(state["stream"])
+    worker.clock.load_state_dict(state["clock"])
+    _stateful(worker.comm, "comm").load_state_dict(state["comm"])
+    worker.load_state_dict(state["worker"])
+    run.schedule.load_state_dict(state["schedule"])
     slot.loss_sum, slot.loss_count = state["loss"]
     torch.set_rng_state(state["torch_rng"])
     if run.transport.reporter:

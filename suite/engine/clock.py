@@ -9,7 +9,7 @@ report can show who computed, who talked and who waited (a Gantt chart of a few 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 SpanKind = Literal["compute", "comm", "idle"]
 
@@ -44,6 +44,21 @@ class VirtualClock:
 
     def now(self) -> float:
         return self.t
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that moves: the time, its split, the step and the timeline kept so far."""
+        return {
+            "t": self.t,
+            "compute_s": self.compute_s,
+            "comm_s": self.comm_s,
+            "idle_s": self.idle_s,
+            "step": self.step,
+            "spans": list(self.spans),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.t, self.compute_s, self.comm_s = state["t"], state["compute_s"], state["comm_s"]
+        self.idle_s, self.step, self.spans = state["idle_s"], state["step"], list(state["spans"])
 
     def _span(self, kind: SpanKind, dt: float) -> None:
         if dt > 0 and len(self.spans) < self.max_spans:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from suite.api import Allocation, Batch
 from suite.config import Target
+from suite.engine.partition import full_shuffle, iid_shards
+from suite.engine.streams import WorkerStream
 from suite.job import Job
-from suite.partition import full_shuffle, iid_shards
 from suite.seeding import generator
-from suite.streams import WorkerStream
 
 
 class EmptyStream:
@@ -20,6 +20,12 @@ class EmptyStream:
 
     def next_batch(self) -> Batch:
         return self._batch
+
+    def state_dict(self) -> dict[str, object]:
+        return {}  # nothing moves: a checkpoint needs only to know it is one
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        pass
 
 
 def make_stream(job: Job, alloc: Allocation, epoch: int, rank: int) -> WorkerStream | EmptyStream:

@@ -21,19 +21,20 @@ from pathlib import Path
 
 import torch
 
+from suite import metrics as M
 from suite.api import Allocation, Method
 from suite.engine import checkpoint
 from suite.engine.common import EmptyStream, TargetTracker, make_stream
+from suite.engine.eval_modes import ReplicaScorer, recalibrate_evaluated, replica_stats
+from suite.engine.evaluation import evaluate
 from suite.engine.reports import Progress, RankReport, assemble
 from suite.engine.results import EvalRecord, RunObserver, RunResult, WorkerTotals
+from suite.engine.schedule import TrainingSchedule
+from suite.engine.streams import WorkerStream, iterate_eval
 from suite.engine.transport import Transport
-from suite.eval_modes import ReplicaScorer, recalibrate_evaluated, replica_stats
-from suite.evaluation import evaluate
+from suite.engine.worker import HarnessWorker, cluster_layout
 from suite.ingredients import LRPlan, lr_plan
 from suite.job import Job
-from suite.schedule import TrainingSchedule
-from suite.streams import WorkerStream, iterate_eval
-from suite.worker import HarnessWorker, cluster_layout
 
 
 @dataclass
@@ -254,19 +255,19 @@ class Harness:
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
         names) and log the evaluation assembled from every rank's report, with the replicas'
-        ``consensus`` distance (:func:`suite.evaluation.consensus_distance`, untimed) and the
-        evaluation modes of the config (:mod:`suite.eval_modes`)."""
+        ``consensus`` distance (:func:`suite.engine.evaluation.consensus_distance`, untimed) and the
+        evaluation modes of the config (:mod:`suite.engine.eval_modes`)."""
         assert self.alloc is not None
         recalibrate_evaluated(model, self.job, self.alloc.batch_sizes)
         metrics = evaluate(model, iterate_eval(self.job.bundle, self.job.config.eval.batch_size))
-        metrics["consensus_distance"] = max(consensus, 0.0)
+        metrics[M.CONSENSUS_DISTANCE] = max(consensus, 0.0)
         if self.job.config.eval.replicas:
             ranked = sorted(reports, key=lambda r: r.totals.rank)
             metrics.update(replica_stats([r.replica for r in ranked]))
         rec = assemble(reports, metrics, final, self.lockstep)
         lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
         if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)
-            rec.metrics["lr"] = lr
+            rec.metrics[M.LR] = lr
         self.target.update(rec.metrics, rec.emulated_s, rec.step)
         self.evals.append(rec)
         if self.observer:

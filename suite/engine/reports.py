@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from suite import metrics as M
 from suite.engine.results import EvalRecord, WorkerTotals
 
 
 @dataclass(frozen=True)
 class Progress:
-    """Where training was, as the reporting process saw it (global units, see :mod:`suite.schedule`)."""
+    """Where training was, as the reporting process saw it (global units, see :mod:`suite.engine.schedule`)."""
 
     step: int
     epoch: float
@@ -56,7 +57,7 @@ def aggregate_records(per_rank: Mapping[int, Mapping[str, float]]) -> dict[str, 
         for _, v in values:
             total += v
         out[name] = total / len(values)
-        out.update({f"{name}/rank{r}": v for r, v in values})
+        out.update({M.per_rank(name, r): v for r, v in values})
     return out
 
 
@@ -72,7 +73,7 @@ def assemble(reports: Sequence[RankReport], metrics: dict[str, float], final: bo
     first = min(by_rank, key=lambda r: r.progress.gradients).progress
     count = sum(r.loss_count for r in by_rank)
     metrics = dict(metrics)
-    metrics["train_loss"] = sum(r.loss_sum for r in by_rank) / count if count else float("nan")
+    metrics[M.TRAIN_LOSS] = sum(r.loss_sum for r in by_rank) / count if count else float("nan")
     emulated = max(r.totals.clock_s for r in by_rank) if (final or lockstep) else first.emulated_s
     return EvalRecord(
         step=first.step,

@@ -31,7 +31,7 @@ import torch
 from suite.api import Allocation, Comm
 from suite.engine.clock import Span, VirtualClock
 from suite.engine.reports import RankReport
-from suite.schedule import TrainingSchedule
+from suite.engine.schedule import TrainingSchedule
 
 if TYPE_CHECKING:
     from suite.engine.loop import Harness, Slot
@@ -40,8 +40,11 @@ if TYPE_CHECKING:
 class Transport(Protocol):
     """Scheduling, transport and process management of one engine (see the module docstring)."""
 
-    #: the ranks whose workers live in this process, in rank order
-    ranks: Sequence[int]
+    @property
+    def ranks(self) -> Sequence[int]:
+        """The ranks whose workers live in this process, in rank order."""
+        ...
+
     #: whether this process evaluates, notifies observers of evaluations and returns the result
     reporter: bool
     device: torch.device

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from suite.api import Batch
+from suite.engine.streams import WorkerStream
 from suite.job import Job
-from suite.streams import WorkerStream
 
 #: passes run before timing starts on real hardware: first-call allocations, kernel selection, caches
 UNTIMED_PASSES = 5

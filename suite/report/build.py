@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 import suite
+from suite import metrics as M
 from suite.claims.evidence import group_of, tally
 from suite.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
 from suite.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
@@ -134,8 +135,8 @@ def draw_figures(
     style = style or report_style(rs.runs, labels, spec)
     reps = _representatives(rs.runs, labels)
     drawn = {
-        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, "time/emulated_s"),
-        "curves_epochs": figs.curves_figure(rs.curves, labels, style, "epoch"),
+        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
+        "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
         "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
         "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, _speedup_marks(spec, baseline))
         if baseline in set(labels.values())
@@ -357,7 +358,8 @@ def build_report(
     info = find_paper(paper, root)
     if info.spec is not None:
         info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
-    targets = [c.target.metric for c in (info.spec.claims if info.spec else []) if getattr(c, "target", None)]
+    claims = info.spec.claims if info.spec else []
+    targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
     try:
         rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
     except NoExperimentError as exc:  # a paper unknown both to the repo and to MLflow: most likely a typo

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite import metrics as M
 from suite.claims.evidence import group_of, tally
 from suite.claims.intervals import CI_LABELS
 from suite.claims.schema import Claim, PaperSpec, claimed_bounds
@@ -246,7 +247,7 @@ def runs_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
         def med(col: str, done: pd.DataFrame = done) -> str:
             return fmt(float(done[col].median())) if col in done and done[col].notna().any() else "–"
 
-        reached = done["target_reached"].dropna() if "target_reached" in done else pd.Series(dtype=float)
+        reached = done[M.TARGET_REACHED].dropna() if M.TARGET_REACHED in done else pd.Series(dtype=float)
         rows.append(
             {
                 "arm": arm,
@@ -255,10 +256,10 @@ def runs_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
                 "runs": len(g),
                 "finished": len(done),
                 "seeds": ", ".join(str(s) for s in sorted(g["seed"].unique())),
-                "final val_accuracy (median)": med("final/val_accuracy"),
-                "emulated s for budget (median)": med("final/emulated_s"),
+                "final val_accuracy (median)": med(M.final(M.VAL_ACCURACY)),
+                "emulated s for budget (median)": med(M.FINAL_EMULATED_S),
                 "target reached": f"{int(reached.sum())}/{len(reached)}" if len(reached) else "–",
-                "time to target s (median)": med("time_to_target_s"),
+                "time to target s (median)": med(M.TIME_TO_TARGET_S),
             }
         )
     return table(rows, list(rows[0]) if rows else [])
@@ -282,10 +283,10 @@ def time_bounds_table(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
         done = g[g["status"] == "FINISHED"]
         speeds = _per_worker(done, "declared_samples_per_s")
         compute, comm = _per_worker(done, "compute_s"), _per_worker(done, "comm_s")
-        if done.empty or speeds.empty or compute.empty or "final/samples" not in done:
+        if done.empty or speeds.empty or compute.empty or M.FINAL_SAMPLES not in done:
             continue
-        balanced = done["final/samples"] / speeds.sum(axis=1)
-        total = done["final/emulated_s"]
+        balanced = done[M.FINAL_SAMPLES] / speeds.sum(axis=1)
+        total = done[M.FINAL_EMULATED_S]
         rows.append(
             {
                 "arm": arm,

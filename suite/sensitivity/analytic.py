@@ -3,7 +3,7 @@
 Emulated time depends on the profile (speeds, links), on the allocation the method picks *for that
 profile* (C-ADP's solver and Chao's proportional split read the device speeds), on the step
 counts and on the bytes, never on the values of the gradients. :func:`simulate` therefore walks
-the same schedule as :class:`suite.engine.inprocess.InProcessEngine` for a lockstep method:
+the same schedule as :class:`suite.engine.inprocess.run.InProcessEngine` for a lockstep method:
 
 * the method's own ``warmup_steps``/``allocate`` (profiled speeds charged by the clock, re-solved
   at every epoch boundary from the speeds measured over the previous epoch);
@@ -11,7 +11,7 @@ the same schedule as :class:`suite.engine.inprocess.InProcessEngine` for a locks
   call of n samples costs ``ComputeModel.step_seconds`` at the rank's current time (speed changes,
   jitter and stragglers with the run's own seeds), a collective starts when its last member
   arrives and ends at ``start + cost`` for all (:mod:`suite.engine.charges`);
-* the budget, epochs and samples by :class:`suite.schedule.TrainingSchedule`.
+* the budget, epochs and samples by :class:`suite.engine.schedule.TrainingSchedule`.
 
 The arithmetic is the engine's, in the same order, so at a profile's central values the result
 equals the run's logged ``final/emulated_s`` to rounding (``tests/test_sensitivity_analytic.py``).
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from suite.api import Allocation
+from suite.engine.partition import shard_sizes
+from suite.engine.schedule import TrainingSchedule
 from suite.engine.warmup import emulated_profile
 from suite.job import Job
-from suite.partition import shard_sizes
-from suite.schedule import TrainingSchedule
 from suite.sensitivity.probe import Call, Event, NotAnalysable, Prober
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from suite import metrics as M
 from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import latest_per_seed, select_arm
 from suite.config import validate_config
@@ -32,8 +33,7 @@ from suite.sensitivity.retime import RetimedRun, has_noise, reseed
 from suite.sensitivity.space import Variable
 
 TIME_METRICS = frozenset(
-    {"final/emulated_s", "emulated_s", "final/useful_flops_per_emulated_s", "useful_flops_per_emulated_s"}
-    | {"time_to_target_s"}
+    {M.FINAL_EMULATED_S, "emulated_s", M.FINAL_USEFUL_FLOPS, "useful_flops_per_emulated_s", M.TIME_TO_TARGET_S}
 )
 
 
@@ -128,9 +128,9 @@ def collect(
             unusable[run_id] = f"run {run_id} cannot be re-timed: {exc}"
             continue
         key = (job.config.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
-        step = by_id.at[run_id, "step_to_target"] if "step_to_target" in by_id else math.nan
-        reached = by_id.at[run_id, "target_reached"] if "target_reached" in by_id else math.nan
-        logged = float(by_id.at[run_id, "final/emulated_s"])
+        step = by_id.at[run_id, M.STEP_TO_TARGET] if M.STEP_TO_TARGET in by_id else math.nan
+        reached = by_id.at[run_id, M.TARGET_REACHED] if M.TARGET_REACHED in by_id else math.nan
+        logged = float(by_id.at[run_id, M.FINAL_EMULATED_S])
         retimed.append(
             RetimedRun(
                 run_id, arm_of(run_id), job, key, logged, int(step) if reached == 1 and not pd.isna(step) else None

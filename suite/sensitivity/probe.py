@@ -124,7 +124,7 @@ class _RecordingComm(Comm):
     def ps_sync(self, tensors, weight, group=None) -> None:
         self._record("parameter_server", group, _nbytes(tensors) + 4)
 
-    def charge(self, pattern, nbytes, group=None) -> None:
+    def charge(self, pattern, nbytes, group=None, async_op=False) -> None:
         self._record(f"charge:{pattern}", group, float(nbytes))
 
     @property

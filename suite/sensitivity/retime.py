@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite import metrics as M
 from suite.api import MethodParams
 from suite.job import Job
 from suite.profiles import HardwareProfile
@@ -144,7 +145,7 @@ class Retimer:
     ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         """Copies of ``runs`` and ``curves`` with the re-timed runs' time columns replaced."""
         out = runs.copy()
-        for col in ("final/emulated_s", "final/samples", "final/useful_flops_per_emulated_s"):
+        for col in (M.FINAL_EMULATED_S, M.FINAL_SAMPLES, M.FINAL_USEFUL_FLOPS):
             if col not in out:
                 out[col] = math.nan
         curves_out = curves.copy() if curves is not None else None
@@ -152,17 +153,17 @@ class Retimer:
         for run in self.runs:
             t = self.timing(run, setting)
             i = index[run.run_id]
-            out.at[i, "final/emulated_s"] = t.emulated_s
-            out.at[i, "final/samples"] = float(t.samples)
+            out.at[i, M.FINAL_EMULATED_S] = t.emulated_s
+            out.at[i, M.FINAL_SAMPLES] = float(t.samples)
             flops = run.job.compute.flops_per_sample
-            out.at[i, "final/useful_flops_per_emulated_s"] = t.samples * flops / t.emulated_s
+            out.at[i, M.FINAL_USEFUL_FLOPS] = t.samples * flops / t.emulated_s
             base = self.timing(run, {})  # the run as it ran: its evaluation steps in samples processed
-            if run.step_to_target is not None and "time_to_target_s" in out:
-                out.at[i, "time_to_target_s"] = t.at_samples(base.samples_at(run.step_to_target))
-            if curves_out is not None and "time/emulated_s" in curves_out and len(curves_out):
+            if run.step_to_target is not None and M.TIME_TO_TARGET_S in out:
+                out.at[i, M.TIME_TO_TARGET_S] = t.at_samples(base.samples_at(run.step_to_target))
+            if curves_out is not None and M.EMULATED_S in curves_out and len(curves_out):
                 mask = curves_out["run_id"] == run.run_id
                 steps = curves_out.loc[mask, "step"]
-                curves_out.loc[mask, "time/emulated_s"] = [t.at_samples(base.samples_at(int(s))) for s in steps]
+                curves_out.loc[mask, M.EMULATED_S] = [t.at_samples(base.samples_at(int(s))) for s in steps]
         return out, curves_out
 
 

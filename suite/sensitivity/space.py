@@ -156,7 +156,7 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
                 set_link(group["nic"], f"{group['name']}.nic")
             rng = group["ranges"].get("speed")
             name = (rng["name"] or f"{group['name']}.speed") if rng else None
-            if name in values:
+            if name is not None and name in values:
                 factor = float(values[name])
                 speeds = group["throughput_samples_per_s"]
                 group["throughput_samples_per_s"] = {w: v * factor for w, v in speeds.items()}

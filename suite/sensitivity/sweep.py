@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from suite import metrics as M
 from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import evaluate_claim
 from suite.runlog import flatten_params
@@ -32,8 +33,7 @@ from suite.sensitivity.retime import Retimer
 from suite.sensitivity.space import Space, latin_hypercube, oat_quantiles
 
 _IDENTITY = ("run_id", "method", "profile", "scale", "campaign", "seed", "status", "start_time")
-_TIMES = ("final/emulated_s", "final/useful_flops_per_emulated_s", "final/samples", "time_to_target_s")
-_TIMES += ("target_reached", "step_to_target")
+_TIMES = (M.FINAL_EMULATED_S, M.FINAL_USEFUL_FLOPS, M.FINAL_SAMPLES, *M.SUMMARIES)
 
 
 def _needed_columns(spec: PaperSpec, claims: Sequence[Any]) -> set[str]:
@@ -41,7 +41,7 @@ def _needed_columns(spec: PaperSpec, claims: Sequence[Any]) -> set[str]:
     claims' metrics. A table of a few hundred per-worker, tag and config columns made each judgement ~3x slower."""
     params = {f"params.{k}" for arm in spec.setup.arms.values() for k in flatten_params({"method_params": arm.params})}
     names = [m for c in claims if (m := getattr(c, "metric", None))]
-    metrics = {*names, *(f"final/{m}" for m in names)}
+    metrics = {*names, *(M.final(m) for m in names)}
     return {*_IDENTITY, *_TIMES, *params, *metrics}
 
 

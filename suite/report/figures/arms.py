@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from suite import metrics as M
 from suite.report.figures.common import arm_gid, bars_height, finished, new_figure, worker_frame
 from suite.report.figures.palette import ArmStyle
 
@@ -52,7 +53,7 @@ def _hbars(
 def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) -> Figure | None:
     """Emulated time to finish the budget and to reach the target, per arm (median bar, seeds as dots)."""
     done = finished(runs, labels)
-    cols = [c for c in ("final/emulated_s", "time_to_target_s") if c in done and done[c].notna().any()]
+    cols = [c for c in (M.FINAL_EMULATED_S, M.TIME_TO_TARGET_S) if c in done and done[c].notna().any()]
     if done.empty or not cols:
         return None
     arms = style.present(done["arm"].unique())
@@ -60,7 +61,7 @@ def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) 
     for ax, col in zip(axes, cols, strict=True):
         _hbars(ax, {a: g[col].to_numpy(float) for a, g in done.groupby("arm")}, arms, style)
         ax.set_xlabel(
-            "emulated time for the budget (s)" if col == "final/emulated_s" else "emulated time to target (s)"
+            "emulated time for the budget (s)" if col == M.FINAL_EMULATED_S else "emulated time to target (s)"
         )
     return fig
 
@@ -84,7 +85,7 @@ def speedup_figure(
     if style.groups:  # a speedup over a baseline that ran on another emulated cluster compares two clusters
         done = done[done["arm"].map(style.groups) == style.groups.get(baseline)]
     per: dict[str, dict[str, list[float]]] = {}
-    for col, what in (("final/emulated_s", "budget"), ("time_to_target_s", "to target")):
+    for col, what in ((M.FINAL_EMULATED_S, "budget"), (M.TIME_TO_TARGET_S, "to target")):
         if col not in done:
             continue
         base = done[done["arm"] == baseline].set_index("seed")[col]
@@ -117,13 +118,13 @@ def speedup_figure(
 def comm_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) -> Figure | None:
     """Bytes sent in total (per arm, seeds as dots) and per worker (mean over seeds; line = min–max)."""
     done = finished(runs, labels)
-    if done.empty or "comm/bytes_total" not in done:
+    if done.empty or M.BYTES_TOTAL not in done:
         return None
     per_worker = worker_frame(done)
     per_worker = per_worker[per_worker["field"] == "bytes_sent"]
     arms = style.present(done["arm"].unique())
     fig, axes = _bar_axes(1 if per_worker.empty else 2, arms)
-    totals = {a: g["comm/bytes_total"].to_numpy(float) / 1e6 for a, g in done.groupby("arm")}
+    totals = {a: g[M.BYTES_TOTAL].to_numpy(float) / 1e6 for a, g in done.groupby("arm")}
     _hbars(axes[0], totals, arms, style)
     axes[0].set_xlabel("MB sent, all workers (median over seeds)")
     if not per_worker.empty:

@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from suite import metrics as M
 from suite.report.figures.common import arm_gid, legend_beside, new_figure
 from suite.report.figures.palette import ArmStyle
 
 FACET_ABOVE = 6  # arms; with more (and several groups) the curves are faceted by group
-_X_LABEL = {"time/emulated_s": "emulated time (s)", "epoch": "epochs"}
+_X_LABEL = {M.EMULATED_S: "emulated time (s)", M.EPOCH: "epochs"}
 
 
 def _summary(data: pd.DataFrame, runs: Sequence[str], x: str, metric: str) -> tuple[np.ndarray, ...] | None:
@@ -40,7 +41,7 @@ def curves_figure(
     labels: Mapping[str, str],
     style: ArmStyle,
     x: str,
-    metrics: Sequence[str] = ("val_accuracy", "val_loss"),
+    metrics: Sequence[str] = (M.VAL_ACCURACY, M.VAL_LOSS),
 ) -> Figure | None:
     """Quality vs ``x`` per arm: median over seeds, min–max band (curves interpolated on the union of x)."""
     data = curves[curves["run_id"].isin(list(labels))]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -134,12 +135,12 @@ def allocation_figure(
         ax.tick_params(labelsize=7)
         ax.grid(axis="x", visible=False)
         arm_title(ax, arm, style.color(arm))
-    entries = [(Patch(color="#888888"), "share at the last epoch")]
+    entries: list[tuple[Artist, str]] = [(Patch(color="#888888"), "share at the last epoch")]
     if moved:
         entries.append((Line2D([], [], marker="D", ls="", mfc="white", mec="black"), "share at the first epoch"))
     if has_speed:
         entries.append((Line2D([], [], marker="_", ls="", color="black", ms=12, mew=1.6), "share of summed speed"))
     fig.supxlabel("worker", fontsize=8)
     fig.supylabel("share of the data", fontsize=8)
-    legend_on_top(fig, *zip(*entries, strict=True))  # type: ignore[arg-type]
+    legend_on_top(fig, *zip(*entries, strict=True))
     return fig

@@ -5,7 +5,7 @@ is its transport. Bookkeeping is computed locally where every rank can (global s
 lockstep iteration follow from the allocation all ranks share) and with uncharged control
 collectives where it must (evaluation, measured speeds, emulated-time budgets). Asynchronous
 methods count global progress through atomic counters in the c10d store and evaluate without a
-common step (:mod:`suite.engine.dist_eval`). Throttling paces every rank against its virtual clock.
+common step (:mod:`suite.engine.dist.evals`). Throttling paces every rank against its virtual clock.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ import torch.distributed as dist
 from suite.api import Allocation, Comm
 from suite.engine.clock import Span, VirtualClock
 from suite.engine.common import make_stream
-from suite.engine.dist_comm import DistComm
-from suite.engine.dist_eval import AsyncEvals, flat_state, load_flat
+from suite.engine.dist.comm import DistComm
+from suite.engine.dist.evals import AsyncEvals, flat_state, load_flat
+from suite.engine.dist.pacing import Pacer, choose_dilation
+from suite.engine.dist.pairing import PairingClient, PairingCoordinator
+from suite.engine.evaluation import param_mask, param_vector
 from suite.engine.loop import Harness
-from suite.engine.pacing import Pacer, choose_dilation
-from suite.engine.pairing import PairingClient, PairingCoordinator
+from suite.engine.partition import shard_sizes
 from suite.engine.reports import RankReport
 from suite.engine.results import RunObserver, RunResult
+from suite.engine.schedule import TrainingSchedule
 from suite.engine.warmup import emulated_profile, timed_speed
-from suite.evaluation import param_mask, param_vector
 from suite.job import Job
-from suite.partition import shard_sizes
-from suite.schedule import TrainingSchedule
 
 if TYPE_CHECKING:
     from suite.engine.loop import Slot
@@ -271,7 +271,7 @@ class DistTransport:
         blocking: bool,
     ) -> None:
         """Blocking: average (uncharged) onto rank 0 and gather the reports there. Otherwise this rank
-        contributes without waiting (:mod:`suite.engine.dist_eval`)."""
+        contributes without waiting (:mod:`suite.engine.dist.evals`)."""
         average = eval_on == "average"
         if not blocking:
             assert self.async_evals is not None

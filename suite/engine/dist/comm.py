@@ -10,7 +10,7 @@ slots (or taking their max) yields every member's clock, hence ``start = max``.
 Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
 into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
-coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.pairing`).
+coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.dist.pairing`).
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
 """
@@ -26,96 +26,12 @@ import torch.distributed as dist
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.clock import VirtualClock
-from suite.engine.pairing import PairingClient
+from suite.engine.dist.pairing import PairingClient
+from suite.engine.dist.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
 from suite.errors import CommError
 from suite.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
-
-
-def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def _clock_slots(t: float, index: int, size: int, dtype: torch.dtype) -> torch.Tensor:
-    slots = torch.zeros(2 * size, dtype=dtype)
-    hi = torch.tensor(t, dtype=torch.float32).item()
-    slots[2 * index] = hi
-    slots[2 * index + 1] = t - hi
-    return slots
-
-
-def _clocks_from(slots: torch.Tensor) -> list[float]:
-    s = slots.double().cpu()
-    return [float(s[2 * i] + s[2 * i + 1]) for i in range(s.numel() // 2)]
-
-
-class DistWork:
-    """Handle of a non-blocking distributed operation; ``wait()`` finishes the math and the clock.
-
-    Lanes (:mod:`suite.engine.lanes`): an operation starts no earlier than the end of the previous one on
-    its lane (its group, or its pair), so resolving its times first resolves the previous one's. The
-    dist engine's times ignore flows of *other* lanes: a rank cannot know, without a global exchange, what
-    flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone).
-    Exact agreement with the in-process engine holds whenever no two flows overlap on a resource.
-    """
-
-    def __init__(self, comm: DistComm, finish: Callable[[], None], work: Any, lane: Any = None) -> None:
-        self._comm, self._finish, self._work, self._done = comm, finish, work, False
-        self.issue_s = comm.clock.t
-        self.start_s = self.end_s = float("nan")
-        self.value: Any = None
-        self._sent = 0
-        self._resolved = False
-        self.prev: DistWork | None = comm._lanes.get(lane)
-        self.lane = lane
-        if lane is not None:
-            comm._lanes[lane] = self
-
-    def is_completed(self) -> bool:
-        return self._done
-
-    def resolve(self) -> None:
-        """Finish the transfer and compute (start, end) without touching the clock."""
-        if self._resolved:
-            return
-        lane_free = -float("inf")
-        if self.prev is not None:
-            self.prev.resolve()
-            lane_free = self.prev.end_s
-            self.prev = None
-        if self._work is not None:
-            self._work.wait()
-        captured: list[tuple[float, float, int]] = []
-        self._comm._capture = captured
-        try:
-            self._finish()
-        finally:
-            self._comm._capture = None
-        start, seconds, self._sent = captured[-1] if captured else (self.issue_s, 0.0, 0)
-        self.start_s = max(start, lane_free)
-        self.end_s = self.start_s + seconds
-        self._resolved = True
-        if self._comm._lanes.get(self.lane) is self:
-            del self._comm._lanes[self.lane]
-
-    def wait(self) -> None:
-        if not self._done:
-            self.resolve()
-            self._comm._apply(self.start_s, self.end_s, self._sent)
-            self._done = True
-
-    def result(self) -> Any:
-        return self.value
-
-
-def _returned(handle: DistWork, async_op: bool) -> DistWork | None:
-    """``torch.distributed``'s convention: a non-blocking call returns its handle, a blocking one waits."""
-    if async_op:
-        return handle
-    handle.wait()
-    return None
-
 
 class DistComm(Comm):
     def __init__(
@@ -210,12 +126,12 @@ class DistComm(Comm):
                 offset += k
             if n_extra:
                 wire[n] = float(weight or 0.0)
-            wire[n + n_extra :] = _clock_slots(self.clock.t, g.ranks.index(self.rank), p, dtype)
+            wire[n + n_extra :] = clock_slots(self.clock.t, g.ranks.index(self.rank), p, dtype)
         reduce_op = dist.ReduceOp.MAX if mode in ("max", "min") else dist.ReduceOp.SUM
         work = dist.all_reduce(wire, op=reduce_op, group=g.handle, async_op=True)
 
         def finish() -> None:
-            start = max(_clocks_from(wire[n + n_extra :]))
+            start = max(clocks_from(wire[n + n_extra :]))
             divisor: float | None = None
             if mode == "weighted":
                 divisor = float(wire[n])
@@ -236,10 +152,10 @@ class DistComm(Comm):
                     else:
                         t.copy_(src)
                     offset += k
-            seconds, sent = charge(g.ranks, (_nbytes(tensors) + extra_bytes) * self.bytes_scale)
+            seconds, sent = charge(g.ranks, (nbytes_of(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        return _returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
+        return returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
@@ -277,10 +193,10 @@ class DistComm(Comm):
         def finish() -> None:
             with torch.no_grad():
                 tensor.copy_(wire.to(tensor.device))
-            seconds, sent = charges.broadcast(self.cost, g.ranks, src, _nbytes([tensor]) * self.bytes_scale)
+            seconds, sent = charges.broadcast(self.cost, g.ranks, src, nbytes_of([tensor]) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
-        return _returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
+        return returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         """Done as a packed all-reduce of the whole vector (the clocks ride along), then sliced:
@@ -304,7 +220,7 @@ class DistComm(Comm):
             output.copy_(full[i * m : (i + 1) * m].view_as(output))
 
         handle._finish = finish
-        return _returned(handle, async_op)
+        return returned(handle, async_op)
 
     def all_gather(self, output, input, group=None, async_op=False):
         """Done as a packed sum of one-hot placed pieces (the clocks ride along), charged as a ring all-gather."""
@@ -328,7 +244,7 @@ class DistComm(Comm):
             output.copy_(placed.view_as(output))
 
         handle._finish = finish
-        return _returned(handle, async_op)
+        return returned(handle, async_op)
 
     def charge(self, pattern: str, nbytes: float, group: Group | None = None, async_op: bool = False):
         """The packed collective with an empty body: only the clock slots travel (start = max)."""
@@ -372,7 +288,7 @@ class DistComm(Comm):
             raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
         flat = tensor.detach().reshape(-1)
         dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
-        mine = self._to_wire(torch.cat([flat.to(dtype), _clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
+        mine = self._to_wire(torch.cat([flat.to(dtype), clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
         theirs = torch.empty_like(mine)
         ops = [
             dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
@@ -380,7 +296,7 @@ class DistComm(Comm):
         ]
         reqs = dist.batch_isend_irecv(ops)
         issued = self.clock.t
-        nbytes = _nbytes([tensor]) * self.bytes_scale
+        nbytes = nbytes_of([tensor]) * self.bytes_scale
 
         class _All:
             def wait(self) -> None:
@@ -390,7 +306,7 @@ class DistComm(Comm):
         handle: DistWork
 
         def finish() -> None:
-            start = max(issued, _clocks_from(theirs[-2:])[0])
+            start = max(issued, clocks_from(theirs[-2:])[0])
             seconds, sent = charges.exchange(self.cost, self.rank, peer, nbytes)
             handle.value = theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
             self._finish(start, seconds, sent)
@@ -416,27 +332,16 @@ class DistComm(Comm):
         handle.value = peer
         handle.start_s = handle.end_s = max(issued, peer_t) if peer is not None else issued
         handle._resolved = True
-        return _PairWork(handle)
+        return PairWork(handle)
 
     @property
     def bytes_sent(self) -> int:
         return int(self._bytes)
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of this rank's communication: its byte count (lanes are idle at a
+        lockstep step boundary, the only place a run is checkpointed)."""
+        return {"bytes": int(self._bytes)}
 
-class _PairWork:
-    """A non-blocking pairing's handle: waiting on it is idle time until the pairing, as in-process."""
-
-    def __init__(self, inner: DistWork) -> None:
-        self._inner = inner
-        self.issue_s, self.start_s, self.end_s = inner.issue_s, inner.start_s, inner.end_s
-
-    def is_completed(self) -> bool:
-        return self._inner._done
-
-    def wait(self) -> None:
-        if not self._inner._done:
-            self._inner._comm.clock.idle_until(self.end_s)
-            self._inner._done = True
-
-    def result(self) -> Any:
-        return self._inner.value
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._bytes = int(state["bytes"])

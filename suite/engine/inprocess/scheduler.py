@@ -80,7 +80,7 @@ class Scheduler:
 
     def at(self, t: float, fn: Callable[[float], None], label: str = "network event") -> None:
         """Run ``fn(t)`` at virtual time ``t``, before any worker's request stamped ``t`` (network flows
-        ending; :mod:`suite.engine.lanes`). Ordered with requests by (time, -1, sequence)."""
+        ending; :mod:`suite.engine.inprocess.lanes`). Ordered with requests by (time, -1, sequence)."""
         req = _Timed(fn, t, label)
         req.rank = -1
         heapq.heappush(self._pending, (t, -1, next(self._seq), req))

@@ -3,7 +3,7 @@
 Each worker has its own model replica, optimizer state (inside its Method instance), data
 stream and virtual clock. The training loop is the harness's (:mod:`suite.engine.loop`); this
 engine is its transport: every worker's loop runs as a greenlet under :class:`~suite.engine.
-scheduler.Scheduler`, communication is in memory (:mod:`suite.engine.inprocess_comm`), and the
+scheduler.Scheduler`, communication is in memory (:mod:`suite.engine.inprocess.comm`), and the
 loop's end-of-step bookkeeping happens in zero-cost engine events: for lockstep methods once per
 iteration, when the last worker has arrived at the rendezvous; for asynchronous methods once per
 gradient step, applied in virtual-time order. Every per-rank value is already in this process,
@@ -23,15 +23,15 @@ import torch
 
 from suite.api import Allocation, Comm
 from suite.engine.clock import Span, VirtualClock
-from suite.engine.inprocess_comm import Fabric
+from suite.engine.evaluation import average_into, consensus_distance
+from suite.engine.inprocess.comm import Fabric
+from suite.engine.inprocess.scheduler import Scheduler
 from suite.engine.loop import Harness
 from suite.engine.reports import RankReport
 from suite.engine.results import RunObserver, RunResult
-from suite.engine.scheduler import Scheduler
+from suite.engine.schedule import TrainingSchedule
 from suite.engine.warmup import emulated_profile
-from suite.evaluation import average_into, consensus_distance
 from suite.job import Job
-from suite.schedule import TrainingSchedule
 
 if TYPE_CHECKING:
     from suite.engine.loop import Slot

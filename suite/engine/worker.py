@@ -153,6 +153,27 @@ class HarnessWorker:
         """Harness-only: refresh the read-only ``train_state`` view."""
         self._state.update(values)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The worker's own counters and generator (model, method, clock and comm checkpoint themselves)."""
+        return {
+            "train_state": dict(self._state),
+            "records": dict(self.records),
+            "gradients": self.gradients,
+            "samples_computed": self.samples_computed,
+            "last_loss": self.last_loss,
+            "epoch_samples": self.epoch_samples,
+            "epoch_compute_s": self.epoch_compute_s,
+            "rng": self.rng.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._state.update(state["train_state"])
+        self.records = dict(state["records"])
+        self.gradients, self.samples_computed = state["gradients"], state["samples_computed"]
+        self.last_loss = state["last_loss"]
+        self.epoch_samples, self.epoch_compute_s = state["epoch_samples"], state["epoch_compute_s"]
+        self.rng.set_state(state["rng"])
+
     def measured_speed_and_reset(self) -> float:
         """Samples per compute-second over the epoch just ended (NaN if nothing ran)."""
         speed = self.epoch_samples / self.epoch_compute_s if self.epoch_compute_s > 0 else float("nan")

@@ -1,6 +1,6 @@
-"""Entry point of one rank of the distributed engine: ``python -m suite.engine.dist_worker``.
+"""Entry point of one rank of the distributed engine: ``python -m suite.engine.dist.worker``.
 
-Started by the launcher (:mod:`suite.engine.dist_launch`), by ``torchrun`` or by ``srun``; reads
+Started by the launcher (:mod:`suite.engine.dist.launch`), by ``torchrun`` or by ``srun``; reads
 its rank from ``--rank``/``--world-size`` or from the ``RANK``/``WORLD_SIZE`` variables that
 torchrun and the SLURM recipe set. Every rank builds the same job from the same config (data,
 partition and initial model are derived from seeds, so no rank needs to ship them to another),
@@ -20,9 +20,13 @@ import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
+
+if TYPE_CHECKING:
+    from suite.engine.results import RunObserver
 
 
 def _status(out: Path, rank: int, **fields: object) -> None:
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path(args.job).read_text())
     try:
         from suite.config import validate_config
-        from suite.engine.pinning import pin_worker
+        from suite.engine.dist.pinning import pin_worker
         from suite.job import build_job
 
         cfg = validate_config(spec["config"], spec.get("source"))
@@ -77,9 +81,10 @@ def main(argv: list[str] | None = None) -> int:
             world_size=world,
             timeout=timedelta(seconds=cfg.dist.startup_timeout_s),
         )
-        from suite.engine.dist_run import DistRun, store_of_default_group
+        from suite.engine.dist.run import DistRun, store_of_default_group
 
-        observer = logger = None
+        observer: RunObserver | None = None
+        logger = None
         if rank == 0 and spec.get("run_id"):
             from suite.observer import MlflowObserver
             from suite.tracking import RunLogger, make_client
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
             observer = MlflowObserver(logger)
         if rank == 0:
-            from suite.engine.dist_launch import ProgressFile
+            from suite.engine.dist.launch import ProgressFile
             from suite.observer import Fanout
 
             observer = Fanout(observer, ProgressFile(out / "progress.json"))

@@ -1,6 +1,6 @@
 """In-process point-to-point requests and the engine's own zero-cost events.
 
-Split from :mod:`suite.engine.inprocess_comm` (collectives): the pairwise exchange, the gossip
+Split from :mod:`suite.engine.inprocess.comm` (collectives): the pairwise exchange, the gossip
 pairing coordinator (as the A²CiD² reference orchestrator pairs ready neighbours), and the
 harness's end-of-step rendezvous and events, all handled in virtual-time order by the scheduler.
 """
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from suite.engine import charges
-from suite.engine.lanes import InProcessWork, Op
-from suite.engine.scheduler import Request, Scheduler
+from suite.engine.inprocess.lanes import InProcessWork, Op
+from suite.engine.inprocess.scheduler import Request, Scheduler
 from suite.errors import CommError
 
 if TYPE_CHECKING:
-    from suite.engine.inprocess_comm import Fabric
+    from suite.engine.inprocess.comm import Fabric
 
 
 def _nbytes(tensors: Sequence[torch.Tensor]) -> int:

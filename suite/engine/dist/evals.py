@@ -60,7 +60,7 @@ class AsyncEvals:
 
     ``group`` carries the reduces, ``control`` (another group) the end-of-training agreement;
     ``like`` is this rank's :func:`flat_state` before training (the reference of the consensus
-    distance) and ``mask`` marks its parameter entries (:func:`suite.evaluation.param_mask`);
+    distance) and ``mask`` marks its parameter entries (:func:`suite.engine.evaluation.param_mask`);
     ``complete`` is called on rank 0 with the evaluated parameters (float64 flat), every rank's
     report and the consensus distance.
     """

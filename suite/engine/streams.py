@@ -16,6 +16,7 @@ are gathered with one tensor index per batch; other datasets are read item by it
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -117,13 +118,13 @@ class WorkerStream:
             "batch_size": self._batch_size,
         }
 
-    def load_state_dict(self, state: dict[str, object]) -> None:
-        self._indices = state["indices"].clone()  # type: ignore[union-attr]
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._indices = state["indices"].clone()
         order = state["order"]
-        self._order = None if order is None else order.clone()  # type: ignore[union-attr]
-        self._pos = int(state["pos"])  # type: ignore[arg-type]
-        self._passes = int(state["passes"])  # type: ignore[arg-type]
-        self._batch_size = int(state["batch_size"])  # type: ignore[arg-type]
+        self._order = None if order is None else order.clone()
+        self._pos = int(state["pos"])
+        self._passes = int(state["passes"])
+        self._batch_size = int(state["batch_size"])
 
     def _start_pass(self) -> torch.Tensor:
         gen = generator(*self.seed_parts, "pass", self._passes)

@@ -8,6 +8,7 @@ workers, ``epochs`` = samples / training-set size, and emulated seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from suite.config import Budget, EvalSchedule
 
@@ -36,6 +37,20 @@ class TrainingSchedule:
             self.eval_period = self.budget.amount / self.eval.times
             if self.eval_unit in ("steps", "samples"):
                 self.eval_period = max(1.0, float(round(self.eval_period)))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Progress so far and the next evaluation point (the budget and eval rule come from the config)."""
+        return {
+            "steps": self.steps,
+            "samples": self.samples,
+            "gradients": self.gradients,
+            "emulated_s": self.emulated_s,
+            "next_eval": self._next_eval_index,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps, self.samples, self.gradients = state["steps"], state["samples"], state["gradients"]
+        self.emulated_s, self._next_eval_index = state["emulated_s"], state["next_eval"]
 
     @property
     def epochs(self) -> float:

@@ -4,7 +4,7 @@
 heterogeneity-aware methods (CAdp, ...) hand a fast worker more data, so shard sizes are unequal
 and must still add up to exactly the dataset size, which is why sizes are rounded by the largest
 remainder method instead of independently. ``full_shuffle`` lets every worker stream the whole
-set in its own order (the reshuffling happens in :class:`suite.streams.WorkerStream`).
+set in its own order (the reshuffling happens in :class:`suite.engine.streams.WorkerStream`).
 
 Shards are drawn from a caller-supplied ``torch.Generator`` (derived with ``suite.seeding``) so
 that the same run always partitions the same way, and every rank can recompute the partition

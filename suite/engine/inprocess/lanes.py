@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from suite.engine.scheduler import Request, Scheduler
+from suite.engine.inprocess.scheduler import Request, Scheduler
 from suite.network import Flow, FlowNetwork, Paths
 
 

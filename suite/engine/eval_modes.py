@@ -36,11 +36,11 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from suite.api import Batch
 from suite.data import DatasetBundle
-from suite.evaluation import evaluate
+from suite.engine.evaluation import evaluate
+from suite.engine.streams import WorkerStream, iterate_eval
 from suite.job import Job
-from suite.streams import WorkerStream, iterate_eval
 
-#: the metrics of :func:`suite.evaluation.evaluate` summarised over replicas
+#: the metrics of :func:`suite.engine.evaluation.evaluate` summarised over replicas
 REPLICA_METRICS = ("val_loss", "val_accuracy")
 REPLICA_STATS = ("mean", "std", "min", "max")
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import torch
 import torch.nn.functional as F
 
+from suite import metrics as M
 from suite.api import Batch
 
 
@@ -41,7 +42,7 @@ def param_vector(model: torch.nn.Module) -> torch.Tensor:
 
 
 def param_mask(model: torch.nn.Module) -> torch.Tensor:
-    """Which entries of :func:`suite.engine.dist_eval.flat_state` (floating state_dict order) are parameters.
+    """Which entries of :func:`suite.engine.dist.evals.flat_state` (floating state_dict order) are parameters.
 
     The asynchronous distributed evaluation reduces the whole floating state; the consensus distance
     takes its parameter entries from that same mean vector rather than reducing a second one.
@@ -90,4 +91,4 @@ def evaluate(model: torch.nn.Module, batches: Iterable[Batch]) -> dict[str, floa
         model.train(was_training)
     if count == 0:
         raise ValueError("evaluation set is empty")
-    return {"val_loss": total_loss / count, "val_accuracy": correct / count}
+    return {M.VAL_LOSS: total_loss / count, M.VAL_ACCURACY: correct / count}

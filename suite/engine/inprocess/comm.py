@@ -1,6 +1,6 @@
 """In-memory implementation of :class:`suite.api.Comm` for the in-process engine.
 
-Each call parks the worker (see :mod:`suite.engine.scheduler`) with a request; requests are
+Each call parks the worker (see :mod:`suite.engine.inprocess.scheduler`) with a request; requests are
 handled in virtual-time order. A collective starts when its last member arrives
 (``start = max(arrival times)``), costs what the profile's alpha-beta model says for its pattern
 and ends for everyone at ``start + cost``; earlier arrivals record the wait as idle time.
@@ -22,9 +22,9 @@ import torch
 
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
-from suite.engine.inprocess_p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
-from suite.engine.lanes import InProcessWork, Lanes, Op
-from suite.engine.scheduler import Request, Scheduler
+from suite.engine.inprocess.lanes import InProcessWork, Lanes, Op
+from suite.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
+from suite.engine.inprocess.scheduler import Request, Scheduler
 from suite.errors import CommError
 from suite.network import Paths, ring_hops, tree_hops
 from suite.timemodel import CommCostModel
@@ -360,6 +360,13 @@ class InProcessComm(Comm):
     @property
     def bytes_sent(self) -> int:
         return int(self.fabric.bytes_sent[self.rank])
+
+    def state_dict(self) -> dict[str, Any]:
+        """This rank's byte count (as :meth:`suite.engine.dist.comm.DistComm.state_dict`)."""
+        return {"bytes": self.bytes_sent}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.fabric.bytes_sent[self.rank] = int(state["bytes"])
 
     # engine-only hooks (not part of the method API) ---------------------------------
     def control(self, payload: Any, on_complete: Callable[[dict[int, Any]], Any]) -> Any:

@@ -4,7 +4,7 @@
 a fresh temporary folder (no fixed port, so parallel runs and tests never collide);
 ``launcher: torchrun`` runs ``torchrun --standalone`` (which picks a free port) on this machine.
 For several machines see ``docs/multinode.md``: every node runs ``torchrun`` (under ``srun``)
-with the same ``python -m suite.engine.dist_worker`` command.
+with the same ``python -m suite.engine.dist.worker`` command.
 
 Faults: if a rank exits with an error, or dies, the launcher kills the others at once and raises
 :class:`~suite.errors.WorkerFailure` naming the rank; a rank that hangs makes its peers fail at
@@ -33,7 +33,7 @@ from suite.job import Job
 
 
 def _worker_cmd(job_file: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "suite.engine.dist_worker", "--job", str(job_file), "--out", str(out)]
+    return [sys.executable, "-m", "suite.engine.dist.worker", "--job", str(job_file), "--out", str(out)]
 
 
 def _read_status(out: Path, rank: int) -> dict[str, Any] | None:
@@ -74,7 +74,8 @@ def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, 
     died = [r for r, c in codes.items() if c is not None and c != 0 and (statuses[r] or {}).get("status") != "error"]
     if died:
         r = died[0]
-        sig = f"signal {-codes[r]}" if (codes[r] or 0) < 0 else f"exit code {codes[r]}"
+        code = codes[r] or 0
+        sig = f"signal {-code}" if code < 0 else f"exit code {code}"
         return r, f"rank {r} died ({sig}) without reporting an error"
     errors = {r: s for r, s in statuses.items() if s and s.get("status") == "error"}
     own = sorted((s.get("time", 0.0), r) for r, s in errors.items() if not _is_peer_error(s["error"]))
@@ -131,7 +132,7 @@ class DistEngine:
                     "--standalone",
                     f"--nproc-per-node={world}",
                     "-m",
-                    "suite.engine.dist_worker",
+                    "suite.engine.dist.worker",
                     "--job",
                     str(job_file),
                     "--out",
@@ -179,7 +180,7 @@ class DistEngine:
                 # a rank failed: give the others a moment to write their status, then stop all.
                 # Exit codes are read *before* killing: a rank still running then is a suspect (hung).
                 running = [i for i, c in codes.items() if c is None]
-                if not running or time.monotonic() - first_failure > 2.0:
+                if not running or time.monotonic() - (first_failure or 0.0) > 2.0:
                     if torchrun:  # one agent process: per-rank outcome only from the status files
                         codes = {
                             r: (1 if (_read_status(out, r) or {}).get("status") == "error" else None)

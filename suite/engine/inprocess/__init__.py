@@ -1,0 +1,1 @@
+"""The in-process engine: every worker a greenlet of one process, on a deterministic virtual-time scheduler."""
