@@ -49,6 +49,17 @@ BYTES_TOTAL = "comm/bytes_total"
 
 #: quality metrics of the evaluated model and the training loss: what an evaluation's ``metrics`` holds
 QUALITY = (VAL_LOSS, VAL_ACCURACY, TRAIN_LOSS, CONSENSUS_DISTANCE, LR)
+#: the metrics summarised over replicas when ``eval.replicas`` is on (suite.engine.eval_modes)
+REPLICA_METRICS = (VAL_LOSS, VAL_ACCURACY)
+REPLICA_STATS = ("mean", "std", "min", "max")
+
+
+def replica(name: str, stat: str) -> str:
+    """``replica_<metric>_<stat>``: a statistic of ``name`` over the evaluated replicas."""
+    return f"replica_{name}_{stat}"
+
+
+REPLICA = tuple(replica(m, s) for m in REPLICA_METRICS for s in REPLICA_STATS)
 #: every exact name logged per evaluation
 EVAL = (*QUALITY, EPOCH, SAMPLES, EMULATED_S, WALL_S, THROTTLED_S, BYTES_TOTAL)
 #: the clock columns every run's curve table carries, whatever else is filtered out
@@ -111,7 +122,7 @@ NOT_CURVES = ("final/", "emu/", "alloc/", "worker/", "method/")
 
 # ---------------------------------------------------------------- what a claim may name
 
-_EXACT = frozenset((*EVAL, STEP, *(final(m) for m in QUALITY), *FINAL_EXTRA, *SUMMARIES))
+_EXACT = frozenset((*EVAL, *REPLICA, STEP, *(final(m) for m in (*QUALITY, *REPLICA)), *FINAL_EXTRA, *SUMMARIES))
 _PATTERNS = (
     re.compile(rf"worker/\d+/(?:{'|'.join([*WORKER_FIELDS, DECLARED_SPEED])})"),
     re.compile(rf"alloc/\d+/(?:{'|'.join(ALLOC_FIELDS)})"),

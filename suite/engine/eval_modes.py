@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from suite import metrics as M
 from suite.api import Batch
 from suite.data import DatasetBundle
 from suite.engine.evaluation import evaluate
@@ -41,8 +42,8 @@ from suite.engine.streams import WorkerStream, iterate_eval
 from suite.job import Job
 
 #: the metrics of :func:`suite.engine.evaluation.evaluate` summarised over replicas
-REPLICA_METRICS = ("val_loss", "val_accuracy")
-REPLICA_STATS = ("mean", "std", "min", "max")
+REPLICA_METRICS = M.REPLICA_METRICS
+REPLICA_STATS = M.REPLICA_STATS
 
 
 def replica_stats(per_replica: Sequence[Mapping[str, float] | None]) -> dict[str, float]:
@@ -65,7 +66,7 @@ def replica_stats(per_replica: Sequence[Mapping[str, float] | None]) -> dict[str
         for v in values:
             square += (v - mean) ** 2
         stats = {"mean": mean, "std": math.sqrt(square / n), "min": min(values), "max": max(values)}
-        out.update({f"replica_{name}_{s}": stats[s] for s in REPLICA_STATS})
+        out.update({M.replica(name, s): stats[s] for s in REPLICA_STATS})
     return out
 
 
