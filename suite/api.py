@@ -151,6 +151,8 @@ class ClusterLayout:
     world_size: int
     node_of_rank: tuple[int, ...]  # node index of every rank
     node_names: tuple[str, ...]
+    #: "gpu" | "cpu" per rank, so a method can pick its communicator at setup (DDP on the GPUs only)
+    device_kinds: tuple[str, ...] = ()
 
     @property
     def num_nodes(self) -> int:
@@ -519,6 +521,12 @@ class Method(abc.ABC, Generic[P]):
         it and must get the same answer. Default: equal shares, configured batch sizes.
         """
         return Allocation.equal(cluster.world_size, cluster.batch_sizes)
+
+    @classmethod
+    def evaluated_on(cls, params: P) -> Literal["average", "rank0"]:
+        """Which model the harness evaluates for these params: :attr:`eval_on` unless the method says
+        otherwise (AR-SGD on a subset of the devices: the idle ranks' replicas never move)."""
+        return cls.eval_on
 
     @classmethod
     def warmup_steps(cls, params: P) -> int:
