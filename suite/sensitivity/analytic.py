@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from suite.api import Allocation
+from suite.engine import charges
 from suite.engine.warmup import emulated_profile
 from suite.job import Job
 from suite.partition import shard_sizes
@@ -152,10 +153,16 @@ class _Clocks:
         """Start and end of ``call`` issued at these times: it starts when its last member has issued it and
         its lane (its group's FIFO channel, :mod:`suite.engine.lanes`) has finished the non-blocking
         operations queued before it; alone on the links it costs the alpha-beta charge."""
+        start = max(issue.values())
+        if call.kind == "parameter_server_async":  # its charge depends on when each member arrived
+            size = call.nbytes * self.job.bytes_scale
+            arrivals = [issue[r] for r in call.ranks]
+            cost = charges.parameter_server_async(self.job.cost, call.ranks, size, arrivals)[0]
+            start = max(start, lanes.get(call.ranks, start))
+            return start, start + cost
         cost = self._costs.get(call)
         if cost is None:
             cost = self._costs[call] = call.seconds(self.job.cost, self.job.bytes_scale)
-        start = max(issue.values())
         start = max(start, lanes.get(call.ranks, start))
         return start, start + cost
 

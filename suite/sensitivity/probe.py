@@ -150,8 +150,9 @@ class _RecordingComm(Comm):
     def pair(self, neighbors):
         raise NotAnalysable("pairing (asynchronous gossip) is not replayed analytically")
 
-    def ps_sync(self, tensors, weight, group=None) -> None:
-        self._record("parameter_server", group, _nbytes(tensors) + 4)
+    def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
+        kind = "parameter_server_async" if receive == "async" else "parameter_server"
+        self._record(kind, group, _nbytes(tensors) + 4)
 
     def charge(self, pattern, nbytes, group=None) -> None:
         self._record(f"charge:{pattern}", group, float(nbytes))
