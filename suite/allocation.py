@@ -96,6 +96,8 @@ class ClusterLayout:
     world_size: int
     node_of_rank: tuple[int, ...]  # node index of every rank
     node_names: tuple[str, ...]
+    #: "gpu" | "cpu" per rank, so a method can pick its communicator at setup (DDP on the GPUs only)
+    device_kinds: tuple[str, ...] = ()
 
     @property
     def num_nodes(self) -> int:

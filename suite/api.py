@@ -287,6 +287,12 @@ class Method(abc.ABC, Generic[P]):
         return Allocation.equal(cluster.world_size, cluster.batch_sizes)
 
     @classmethod
+    def evaluated_on(cls, params: P) -> Literal["average", "rank0"]:
+        """Which model the harness evaluates for these params: :attr:`eval_on` unless the method says
+        otherwise (AR-SGD on a subset of the devices: the idle ranks' replicas never move)."""
+        return cls.eval_on
+
+    @classmethod
     def warmup_steps(cls, params: P) -> int:
         """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
 

@@ -158,11 +158,20 @@ class Comm(abc.ABC):
 
     # parameter server -------------------------------------------------------------
     @abc.abstractmethod
-    def ps_sync(self, tensors: Sequence[torch.Tensor], weight: float, group: Group | None = None) -> None:
+    def ps_sync(
+        self,
+        tensors: Sequence[torch.Tensor],
+        weight: float,
+        group: Group | None = None,
+        receive: Literal["collective", "async"] = "collective",
+    ) -> None:
         """Push to a parameter server and pull back the ``weight``-weighted average, in place.
 
         Charged as the parameter-server pattern: every worker pushes and pulls the bucket
-        over its own server link while the server link serialises all of them.
+        over its own server link while the server link serialises all of them. ``receive="async"``:
+        the server takes each push as it arrives, so a worker that arrives early pushes while the
+        others still compute (:meth:`suite.timemodel.CommCostModel.parameter_server_async`; in-process
+        engine only).
         """
 
     # accounting ---------------------------------------------------------------------

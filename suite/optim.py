@@ -38,13 +38,13 @@ def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     return [p.data for p in model.parameters()] + float_buffers(model)
 
 
-def broadcast_buffers(comm: Any, buffers: list[torch.Tensor], src: int = 0) -> None:
-    """Broadcast floating buffers (BatchNorm statistics) from ``src`` as one bucket, as DDP's
-    ``broadcast_buffers=True`` does every step."""
+def broadcast_buffers(comm: Any, buffers: list[torch.Tensor], src: int = 0, group: Any = None) -> None:
+    """Broadcast floating buffers (BatchNorm statistics) from ``src`` (a global rank) over ``group`` (all
+    ranks by default) as one bucket, as DDP's ``broadcast_buffers=True`` does every step."""
     if not buffers:
         return
     flat = torch.cat([b.reshape(-1) for b in buffers])
-    comm.broadcast(flat, src=src)
+    comm.broadcast(flat, src=src, group=group)
     offset = 0
     for b in buffers:
         b.copy_(flat[offset : offset + b.numel()].view_as(b))

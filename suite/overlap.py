@@ -60,9 +60,12 @@ def ready_fractions(groups: list[list[torch.nn.Parameter]]) -> list[float]:
     return out
 
 
-def all_reduce_overlapped(ctx: api.WorkerContext, batch: api.Batch, weighting: str) -> None:
-    """``forward_backward`` with a DDP-style bucketed, non-blocking gradient all-reduce launched as buckets
-    become ready; returns when every bucket is reduced (the step costs max(compute, last bucket's end))."""
+def all_reduce_overlapped(
+    ctx: api.WorkerContext, batch: api.Batch, weighting: str, group: api.Group | None = None
+) -> None:
+    """``forward_backward`` with a DDP-style bucketed, non-blocking gradient all-reduce (over ``group``, all
+    ranks by default) launched as buckets become ready; returns when every bucket is reduced (the step costs
+    max(compute, last bucket's end))."""
     works: list[api.Work] = []
     weight = float(len(batch))
 
@@ -73,9 +76,9 @@ def all_reduce_overlapped(ctx: api.WorkerContext, batch: api.Batch, weighting: s
                 p.grad = torch.zeros_like(p)
             grads.append(p.grad)
         if weighting == "samples":
-            work = ctx.comm.weighted_average(grads, weight=weight, async_op=True)
+            work = ctx.comm.weighted_average(grads, weight=weight, group=group, async_op=True)
         else:
-            work = ctx.comm.all_reduce_coalesced(grads, op="mean", async_op=True)
+            work = ctx.comm.all_reduce_coalesced(grads, op="mean", group=group, async_op=True)
         assert work is not None
         works.append(work)
 

@@ -338,6 +338,29 @@ class CommCostModel:
         server = 2 * uplink.latency_s + 2 * len(group) * size / uplink.bandwidth_bytes_per_s
         return self._noisy("parameter_server", group, max(worker, server))
 
+    def parameter_server_async(self, ranks: Sequence[int], nbytes: float, arrivals: Sequence[float]) -> float:
+        """Seconds from the last worker's arrival until every worker holds the average, when the server
+        receives each push as it comes (C-ADP's asynchronous receive) instead of starting when all are in.
+
+        Worker j (arrived at ``arrivals[j]``) pushes over its own server link (α_j + S/B_j); the server's
+        link takes the pushes one after another in order of arrival (α_s, then S/B_s each); the server
+        averages once the last push is in, then every worker pulls (the pull half of
+        :meth:`parameter_server`: max(max_w α_w + S/B_w, α_s + W·S/B_s)). With equal arrivals this is
+        at least the collective charge's half-sums; a device whose round ends early hides its push.
+        """
+        group = self._group(ranks)
+        if not group:
+            return 0.0
+        size = self._size(nbytes)
+        up = self.profile.server_uplink()
+        per = size / up.bandwidth_bytes_per_s
+        server = ready = -math.inf
+        for a, r in sorted(zip(arrivals, group, strict=True)):
+            server = max(server, a + up.latency_s) + per
+            ready = max(ready, a + self.profile.server_link(r).transfer_s(size), server)
+        pull = max(max(self.profile.server_link(r).transfer_s(size) for r in group), up.latency_s + len(group) * per)
+        return self._noisy("parameter_server", group, ready + pull - max(arrivals))
+
     # ------------------------------------------------------------------ control traffic
     def control(self, ranks: Sequence[int]) -> float:
         """A round of tiny messages (all_gather_object, barrier): the largest latency in the group.

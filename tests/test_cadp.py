@@ -167,7 +167,7 @@ def test_smoke_reproduction_runs_every_arm_and_reports_the_conflict(mlflow_uri: 
         "torch_threads=1",
     ]
     result = reproduce("cadp", seeds="0,1", overrides=overrides, show_progress=False, root=cadp_root)
-    assert set(result.campaigns) == {"cadp", "ddp", "deepspeed"}
+    assert set(result.campaigns) == {"cadp", "ddp", "deepspeed", "ddp_gpu", "cadp_async", "cadp_async_prop"}
     verdicts = {v.claim_id: v for v in result.report.verdicts}
     assert set(verdicts) >= {"A-C1", "A-C2", "A-C3", "A-C4", "A-C5"}
     assert all(v.verdict == "INCONCLUSIVE" for v in verdicts.values())  # 2 seeds < min_seeds 5

@@ -304,10 +304,3 @@ def test_learnt_patterns_give_the_times_of_probing_every_size(profiles: dict[str
                     compute=ComputeModel(p, c.workload_name, c.flops_per_sample, c.seed_parts))  # fmt: skip
         assert simulate(j, learning).emulated_s == simulate(j, probing).emulated_s
     assert learning.predicted > 0
-
-
-def test_an_arm_that_overlaps_communication_with_backward_is_not_analysed(profiles: dict[str, str]) -> None:
-    """DDP-style overlap (ar_sgd's default) times buckets on lanes the analytical replay does not model: it says so."""
-    job = build_job(validate_config(_config(profiles["tiny-sens"], "ar_sgd", {"overlap": True})), 0)
-    with pytest.raises(NotAnalysable, match="overlapped with backward"):
-        simulate(job, Prober(job))

@@ -10,6 +10,11 @@ every step, as DDP's ``broadcast_buffers=True`` does. The optimizer is SGD from 
 ``weight_decay``/``nesterov`` unless ``optimizer:`` (here or in the run config) names another, e.g.
 AdamW for QSR's "Parallel AdamW" or Adam for Decent-DP's "All-Reduce Adam"; its LR follows the
 harness's ``schedule:``.
+
+``devices: gpu`` is DDP on the GPUs alone (a fair and trivial baseline for heterogeneous clusters, issue 13):
+the allocation gives every non-GPU rank no data, those ranks join no collective and idle, and the gradient
+all-reduce and buffer broadcast run over a group of the GPU ranks. Rank 0 must be a GPU: its replica is the
+one evaluated (the idle replicas never move).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ class Params(api.MethodParams):
     #: DDP-style overlap: 25 MB gradient buckets, reverse parameter order, all-reduced as backward makes
     #: them (suite/overlap.py); the step costs max(compute, last bucket's end). False: one bucket after backward
     overlap: bool = True
+    #: which devices train: all of them (DDP across the cluster), or only the GPUs (the others idle)
+    devices: Literal["all", "gpu"] = "all"
 
     @model_validator(mode="after")
     def _nesterov_needs_momentum(self) -> Params:
@@ -49,26 +56,57 @@ class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
 
+    @classmethod
+    def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:
+        """All devices: equal shares, configured batches. GPUs only: equal shares over the GPUs, none elsewhere."""
+        if params.devices == "all":
+            return api.Allocation.equal(cluster.world_size, cluster.batch_sizes)
+        members = _gpus([d.kind for d in cluster.devices])
+        share = [1.0 / len(members) if r in members else 0.0 for r in range(cluster.world_size)]
+        batches = [b if r in members else 0 for r, b in enumerate(cluster.batch_sizes)]
+        return api.Allocation(tuple(share), tuple(batches))
+
+    @classmethod
+    def evaluated_on(cls, params: Params) -> Literal["average", "rank0"]:
+        return "rank0" if params.devices == "gpu" else cls.eval_on
+
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
         self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(p))
         self.buffers = float_buffers(ctx.model)
+        self.group: api.Group | None = None
+        self.member = True
+        if p.devices == "gpu":
+            members = _gpus(list(ctx.cluster.device_kinds))
+            self.member = ctx.rank in members
+            if len(members) < ctx.world_size:  # every rank creates the group, as torch.distributed needs
+                self.group = ctx.comm.new_group(members)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
+        if not self.member:  # an idle device: no data, no collective
+            return
         if p.overlap:
-            all_reduce_overlapped(ctx, batch, p.weighting)
+            all_reduce_overlapped(ctx, batch, p.weighting, self.group)
         else:
             ctx.forward_backward(batch)
             grads = grads_of(ctx.model)
             if p.weighting == "samples":
-                ctx.comm.weighted_average(grads, weight=len(batch))
+                ctx.comm.weighted_average(grads, weight=len(batch), group=self.group)
             else:
-                ctx.comm.all_reduce_coalesced(grads, op="mean")
+                ctx.comm.all_reduce_coalesced(grads, op="mean", group=self.group)
         self.opt.step()
-        broadcast_buffers(ctx.comm, self.buffers)
+        broadcast_buffers(ctx.comm, self.buffers, group=self.group)
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
         """One ring all-reduce of the gradients (the model's bytes) per step; the buffer broadcast is left out."""
         return {"comm": [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]}
+
+
+def _gpus(kinds: list[str]) -> tuple[int, ...]:
+    """The GPU ranks, for ``devices: gpu``; rank 0 must be one (its replica is evaluated)."""
+    members = tuple(r for r, kind in enumerate(kinds) if kind == "gpu")
+    if not members or members[0] != 0:
+        raise ValueError("ar_sgd: devices: gpu needs GPUs in the profile, rank 0 among them (its replica is evaluated)")
+    return members

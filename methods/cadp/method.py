@@ -49,6 +49,10 @@ class Params(api.MethodParams):
     #: c_j, fixed per-round cost per device in seconds (one number for all, or a list)
     round_cost_s: api.NonNegativeFloat | list[api.NonNegativeFloat] = 0.0
     co_adaptive: bool = False  # re-solve every epoch from the measured speeds
+    #: how the PS takes the round's pushes: all at once when the last device arrives (``collective``, [D]), or
+    #: each as it arrives (``async``, [R]: the real PS's receive), so a device's c_j (its own push) is paid
+    #: after its own compute and heterogeneous c_j change the optimal shares (in-process engine only)
+    ps_receive: Literal["collective", "async"] = "collective"
     #: where the first solve's speeds come from: a timed warm-up (profiling) or the profile's declared figures
     speeds: Literal["profiled", "declared"] = "profiled"
     warmup_steps: int = Field(default=20, ge=1)  # [D] timed batches per device when profiling (our range: 20-50)
@@ -85,7 +89,9 @@ def speeds(params: Params, cluster: api.ClusterView) -> list[float]:
 def solve(params: Params, cluster: api.ClusterView) -> tuple[int, ...]:
     """x̂: integer per-device shares of the training set (Σ x̂ = S)."""
     a = [1.0 / v for v in speeds(params, cluster)]
-    c = _per_rank(params.round_cost_s, cluster.world_size, "round_cost_s")
+    # c_j is paid once per round and a round is round_epochs passes over x_j: per pass over the data the
+    # fixed cost weighs c_j / round_epochs (max_j a_j x_j R + c_j has the argmin of max_j a_j x_j + c_j / R)
+    c = [cj / params.round_epochs for cj in _per_rank(params.round_cost_s, cluster.world_size, "round_cost_s")]
     total = cluster.dataset_size
     if params.solver == "water_fill":
         cont = _solver.water_fill(a, c, total)
@@ -178,5 +184,5 @@ class Method(api.Method[Params]):
         ctx.record("round_samples", n)
         ctx.record("lr", self.opt.param_groups[0]["lr"])
         weight = float(n) if p.aggregation == "samples" else (1.0 if n else 0.0)
-        ctx.comm.ps_sync(state_tensors(ctx.model), weight=weight)
+        ctx.comm.ps_sync(state_tensors(ctx.model), weight=weight, receive=p.ps_receive)
         self.rounds += 1

@@ -50,6 +50,14 @@ def parameter_server(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -
     return cost.parameter_server(list(ranks), nbytes), _whole(nbytes)
 
 
+def parameter_server_async(
+    cost: CommCostModel, ranks: Sequence[int], nbytes: float, arrivals: Sequence[float]
+) -> Charge:
+    """The parameter server receiving pushes as they arrive: seconds after the last arrival (see
+    :meth:`~suite.timemodel.CommCostModel.parameter_server_async`), bytes as :func:`parameter_server`."""
+    return cost.parameter_server_async(list(ranks), nbytes, arrivals), _whole(nbytes)
+
+
 def exchange(cost: CommCostModel, a: int, b: int, nbytes: float) -> Charge:
     return cost.exchange(a, b, nbytes), _whole(nbytes)
 

@@ -250,7 +250,8 @@ class Harness:
         """Untimed evaluation of the model ``eval_on`` names, with every rank's report."""
         progress = self.progress()
         reports = [slot.report(progress) for slot in self.slots]
-        self.transport.evaluate(self.models, reports, self.job.method.cls.eval_on, final, final or self.lockstep)
+        on = self.job.method.cls.evaluated_on(self.job.params)
+        self.transport.evaluate(self.models, reports, on, final, final or self.lockstep)
 
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``

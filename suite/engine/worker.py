@@ -182,6 +182,11 @@ class HarnessWorker:
 
 
 def cluster_layout(profile: Any) -> ClusterLayout:
-    """``ctx.cluster`` of a hardware profile: the node of each rank."""
+    """``ctx.cluster`` of a hardware profile: the node and device kind of each rank."""
     n = profile.world_size
-    return ClusterLayout(n, tuple(profile.node_index(r) for r in range(n)), tuple(node.name for node in profile.nodes))
+    return ClusterLayout(
+        n,
+        tuple(profile.node_index(r) for r in range(n)),
+        tuple(node.name for node in profile.nodes),
+        tuple(profile.device(r).kind for r in range(n)),
+    )

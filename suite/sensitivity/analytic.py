@@ -11,6 +11,10 @@ the same schedule as :class:`suite.engine.inprocess.run.InProcessEngine` for a l
   call of n samples costs ``ComputeModel.step_seconds`` at the rank's current time (speed changes,
   jitter and stragglers with the run's own seeds), a collective starts when its last member
   arrives and ends at ``start + cost`` for all (:mod:`suite.engine.charges`);
+* DDP-style overlap (:mod:`suite.overlap`): backward is the profile's ``backward_fraction`` of the
+  step's compute and reaches bucket i's ready time after the share of elements up to it; bucket i's
+  all-reduce starts at ``max(last member ready, bucket i-1's end)`` (one FIFO lane per group) and the
+  step ends, per rank, at ``max(compute end, last bucket's end)`` when the rank waits;
 * the budget, epochs and samples by :class:`suite.engine.schedule.TrainingSchedule`.
 
 The arithmetic is the engine's, in the same order, so at a profile's central values the result
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from suite.api import Allocation
+from suite.engine import charges
 from suite.engine.partition import shard_sizes
 from suite.engine.schedule import TrainingSchedule
 from suite.engine.warmup import emulated_profile
@@ -70,6 +75,10 @@ def _batches(job: Job, alloc: Allocation) -> list[int]:
     return [b if b > 0 and s > 0 else 0 for b, s in zip(alloc.batch_sizes, sizes, strict=True)]
 
 
+#: a communicator's FIFO channel: its group's ranks
+Lane = tuple[int, ...]
+
+
 class _Clocks:
     """Per-rank virtual time, gradient counters and per-epoch compute accounting."""
 
@@ -81,6 +90,11 @@ class _Clocks:
         self.ep_samples = [0] * k
         self.ep_compute = [0.0] * k
         self._costs: dict[Call, float] = {}
+        self._backward = job.profile.backward_fraction()
+        #: per rank, the open bucketed forward/backward: [dt, backward seconds, charged so far] (None: n = 0)
+        self._fb: list[list[float] | None] = [None] * k
+        #: per rank, (start, end) of each non-blocking call of this iteration, by the rank's issue order
+        self._works: list[list[tuple[float, float]]] = [[] for _ in range(k)]
 
     def compute(self, rank: int, n: int) -> None:
         if n > 0:
@@ -90,37 +104,115 @@ class _Clocks:
             self.ep_compute[rank] += dt
         self.grads[rank] += 1
 
-    def collective(self, call: Call) -> None:
-        cost = self._costs.get(call)
-        if cost is None:
-            cost = self._costs[call] = call.seconds(self.job.cost, self.job.bytes_scale)
-        start = max(self.t[r] for r in call.ranks)
-        end = start + cost
-        for r in call.ranks:  # VirtualClock.finish_op: idle until start, then communicate to end
-            self.t[r] = start + (end - start)
+    def forward_backward(self, rank: int, n: int) -> None:
+        """A bucketed forward/backward (suite.engine.worker's ``_backward_buckets``): the forward part is charged
+        now, backward piece by piece up to each bucket's ready time (:meth:`piece`); one cost draw."""
+        self._fb[rank] = None
+        if n > 0:
+            dt = self.job.compute.step_seconds(rank, n, self.grads[rank], self.t[rank])
+            backward = dt * self._backward
+            self.t[rank] += dt - backward
+            self._fb[rank] = [dt, backward, dt - backward]
+            self.ep_samples[rank] += n
+            self.ep_compute[rank] += dt
+        self.grads[rank] += 1
+
+    def piece(self, rank: int, fraction: float, last: bool) -> None:
+        """Backward up to the ready time of the bucket a ``fraction`` of the elements in (a zero batch has
+        every bucket ready at once)."""
+        state = self._fb[rank]
+        if state is None:
+            return
+        dt, backward, done = state
+        target = dt if last else dt - backward + backward * fraction
+        self.t[rank] += max(0.0, target - done)
+        state[2] = target
+
+    def wait(self, rank: int, index: int) -> None:
+        """``Work.wait()``: idle until the operation starts, then communicate to its end (``finish_op``)."""
+        start, end = self._works[rank][index]
+        if start > self.t[rank]:
+            self.t[rank] = start
+        if end > self.t[rank]:
+            self.t[rank] += end - self.t[rank]
+
+    def _local(self, rank: int, event: Event) -> None:
+        kind, value = event
+        if kind == "compute":
+            self.compute(rank, value)
+        elif kind == "fb":
+            self.forward_backward(rank, value)
+        elif kind == "piece":
+            self.piece(rank, *value)
+        elif kind == "wait":
+            self.wait(rank, value)
+        else:
+            raise NotAnalysable(f"no replay for event {kind!r}")
+
+    def collective(self, call: Call, issue: dict[int, float], lanes: dict[Lane, float]) -> tuple[float, float]:
+        """Start and end of ``call`` issued at these times: it starts when its last member has issued it and
+        its lane (its group's FIFO channel, :mod:`suite.engine.inprocess.lanes`) has finished the non-blocking
+        operations queued before it; alone on the links it costs the alpha-beta charge."""
+        start = max(issue.values())
+        if call.kind == "parameter_server_async":  # its charge depends on when each member arrived
+            size = call.nbytes * self.job.bytes_scale
+            arrivals = [issue[r] for r in call.ranks]
+            cost = charges.parameter_server_async(self.job.cost, call.ranks, size, arrivals)[0]
+            start = max(start, lanes.get(call.ranks, start))
+            return start, start + cost
+        cached = self._costs.get(call)
+        cost = cached if cached is not None else call.seconds(self.job.cost, self.job.bytes_scale)
+        self._costs[call] = cost
+        start = max(start, lanes.get(call.ranks, start))
+        return start, start + cost
 
     def run(self, events: Sequence[Sequence[Event]]) -> None:
         """Play every rank's events: compute runs ahead to the rank's next collective, then the
-        collectives complete in program order (they are blocking and matched across ranks)."""
-        pos = [0] * len(events)
-        calls = [[e[1] for e in ev if e[0] == "comm"] for ev in events]
-        if len({len(c) for c in calls}) > 1:
-            raise NotAnalysable("ranks issue different numbers of collectives in one iteration")
-        for i in range(len(calls[0]) if calls else 0):
-            call = calls[0][i]
+        collectives complete in program order (matched across their members, as on one communicator;
+        ranks outside a group, or idle, issue nothing for it).
+
+        A non-blocking collective (DDP's bucket all-reduce) queues on its group's lane behind the ones
+        issued before it; operations of two groups in flight at once would share links as flows, which
+        this replay does not model: it raises instead."""
+        k = len(events)
+        pos = [0] * k
+        heads = [_next_comm(ev, 0) for ev in events]  # index of each rank's next collective (None: no more)
+        self._works = [[] for _ in events]
+        lanes: dict[Lane, float] = {}  # group -> end of its last non-blocking operation
+        ops: list[tuple[Lane, float, float, bool]] = []  # (lane, start, end, non-blocking) of this iteration
+        while True:
+            call = _matched(events, heads)
+            if call is None:
+                break
+            issue: dict[int, float] = {}
+            blocking: list[int] = []
             for r in call.ranks:
-                ev = events[r]
-                while ev[pos[r]][0] == "compute":
-                    self.compute(r, ev[pos[r]][1])
-                    pos[r] += 1
-                if ev[pos[r]][1].kind != call.kind:
-                    raise NotAnalysable(f"rank {r} calls {ev[pos[r]][1].kind} where rank 0 calls {call.kind}")
-                pos[r] += 1
-            self.collective(call)
+                ev, h = events[r], heads[r]
+                assert h is not None  # a matched call's members all have a head
+                for event in ev[pos[r] : h]:
+                    self._local(r, event)
+                issue[r] = self.t[r]
+                if ev[h][0] == "comm":
+                    blocking.append(r)
+                pos[r] = h + 1
+                heads[r] = _next_comm(ev, h + 1)
+            start, end = self.collective(call, issue, lanes)
+            nonblocking = len(blocking) < len(call.ranks)
+            if any(g != call.ranks and (a or nonblocking) and s < end and start < e for g, s, e, a in ops):
+                raise NotAnalysable("non-blocking collectives of two groups overlap in time (shared links)")
+            ops.append((call.ranks, start, end, nonblocking))
+            for r in call.ranks:
+                if r in blocking:  # VirtualClock.finish_op: idle until start, then communicate to end
+                    self.t[r] = start + (end - start)
+                else:
+                    self._works[r].append((start, end))
+            if nonblocking:
+                lanes[call.ranks] = end
+            else:
+                lanes.pop(call.ranks, None)
         for r, ev in enumerate(events):
-            for kind, value in ev[pos[r] :]:
-                if kind == "compute":
-                    self.compute(r, value)
+            for event in ev[pos[r] :]:
+                self._local(r, event)
 
     def measured_and_reset(self) -> tuple[float, ...]:
         """Samples per compute-second over the epoch just ended (NaN where nothing ran), as the engine."""
@@ -128,6 +220,38 @@ class _Clocks:
         self.ep_samples = [0] * len(out)
         self.ep_compute = [0.0] * len(out)
         return out
+
+
+def _next_comm(events: Sequence[Event], start: int) -> int | None:
+    for i in range(start, len(events)):
+        if events[i][0] in ("comm", "acomm"):
+            return i
+    return None
+
+
+def _head_is(events: Sequence[Sequence[Event]], heads: list[int | None], rank: int, call: Call) -> bool:
+    """Whether ``rank`` waits on ``call`` now."""
+    h = heads[rank]
+    return h is not None and _same(events[rank][h][1], call)
+
+
+def _matched(events: Sequence[Sequence[Event]], heads: list[int | None]) -> Call | None:
+    """The next collective every member of its group has reached (the lowest rank's first), or None when
+    no rank has one left; raises if ranks wait on collectives that never match (a deadlock in the engine)."""
+    pending = [r for r, h in enumerate(heads) if h is not None]
+    for r in pending:
+        h = heads[r]
+        assert h is not None  # r is pending
+        call = events[r][h][1]
+        if all(_head_is(events, heads, m, call) for m in call.ranks):
+            return call
+    if pending:
+        raise NotAnalysable(f"ranks {pending} wait on collectives that do not match across their groups")
+    return None
+
+
+def _same(a: Call, b: Call) -> bool:
+    return a.kind == b.kind and a.ranks == b.ranks
 
 
 def simulate(job: Job, prober: Prober) -> Timing:

@@ -5,7 +5,8 @@ round size B_j) would need a fresh probe of ``train_step`` per setting and rank,
 the method's real optimizer steps: on a loaded host that was most of a sweep's time. Lockstep
 methods' iterations scale with the batch in one of two simple ways:
 
-* **whole batch**: one compute call of n samples (AR-SGD, Chao's split, ZeRO), or
+* **whole batch**: one compute call of n samples (AR-SGD, Chao's split, ZeRO; with DDP-style overlap the
+  call is an ``("fb", n)`` event followed by the same bucket events for every n), or
 * **micro-batches**: ``ceil(n / m)`` compute calls of m samples, the last one the remainder (C-ADP's
   local steps over its round),
 
@@ -27,12 +28,17 @@ VERIFY_EVERY = 25
 Event = tuple[str, Any]
 
 
-def _split(events: list[Event]) -> tuple[list[Event], list[int], list[Event]] | None:
-    """(events before, compute sizes, events after) when all compute calls are one contiguous block."""
-    idx = [i for i, e in enumerate(events) if e[0] == "compute"]
-    if not idx or idx != list(range(idx[0], idx[-1] + 1)):
+#: events whose value is a sample count
+_COMPUTE = ("compute", "fb")
+
+
+def _split(events: list[Event]) -> tuple[list[Event], list[int], list[Event], str] | None:
+    """(events before, compute sizes, events after, their kind) when all compute calls are one contiguous
+    block of one kind."""
+    idx = [i for i, e in enumerate(events) if e[0] in _COMPUTE]
+    if not idx or idx != list(range(idx[0], idx[-1] + 1)) or len({events[i][0] for i in idx}) > 1:
         return None
-    return events[: idx[0]], [int(events[i][1]) for i in idx], events[idx[-1] + 1 :]
+    return events[: idx[0]], [int(events[i][1]) for i in idx], events[idx[-1] + 1 :], events[idx[0]][0]
 
 
 def _chunked(sizes: list[int], n: int, m: int) -> bool:
@@ -51,13 +57,14 @@ class Pattern:
     after: tuple[Event, ...]
     micro: int | None  # None: one call of the whole batch
     upto: int = 0
+    kind: str = "compute"  # "fb": a forward/backward whose buckets are the events after it
 
     def covers(self, n: int) -> bool:
         return n > 0 and (self.micro is not None or n <= self.upto)
 
     def events(self, n: int) -> list[Event]:
         if self.micro is None:
-            block = [("compute", n)]
+            block = [(self.kind, n)]
         else:
             full, rest = divmod(n, self.micro)
             block = [("compute", self.micro)] * full + ([("compute", rest)] if rest else [])
@@ -68,10 +75,12 @@ def infer(a: tuple[int, list[Event]], b: tuple[int, list[Event]]) -> Pattern | N
     """The pattern two probes ``(n, events)`` at different sizes n > 0 share, if any."""
     (na, ea), (nb, eb) = a, b
     sa, sb = _split(ea), _split(eb)
-    if na == nb or sa is None or sb is None or sa[0] != sb[0] or sa[2] != sb[2]:
+    if na == nb or sa is None or sb is None or sa[0] != sb[0] or sa[2] != sb[2] or sa[3] != sb[3]:
         return None
     if sa[1] == [na] and sb[1] == [nb]:
-        return Pattern(tuple(sa[0]), tuple(sa[2]), None, max(na, nb))
+        return Pattern(tuple(sa[0]), tuple(sa[2]), None, max(na, nb), sa[3])
+    if sa[3] != "compute":
+        return None
     several = [sizes for sizes in (sa[1], sb[1]) if len(sizes) > 1]  # only a split batch shows m
     m = several[0][0] if several else 0
     if several and _chunked(sa[1], na, m) and _chunked(sb[1], nb, m):

@@ -9,9 +9,13 @@ method may choose on other hardware. Rather than restating each method's communi
 computes them. Inputs are a zero sample broadcast to the batch size, so a paper-scale round of
 25,000 images costs no memory.
 
-Only synchronous (lockstep) methods whose iteration is a fixed sequence of blocking collectives can
-be replayed this way; anything else (asynchronous gossip, pairing, non-blocking operations) raises
-:class:`NotAnalysable` naming what is missing, and the sweep reports the claim as not analysed.
+Only synchronous (lockstep) methods whose iteration is a fixed sequence of collectives can be
+replayed this way. DDP-style overlap (:mod:`suite.overlap`) is recorded as the engine times it: a
+``("fb", n)`` event (one forward/backward of n samples), then per gradient bucket a ``("piece",
+(fraction, last))`` event (backward run up to that bucket's ready time) followed by the bucket's
+non-blocking collective ``("acomm", call)``; ``Work.wait()`` records ``("wait", i)`` (the rank's i-th
+non-blocking call). Anything else (asynchronous gossip, pairing) raises :class:`NotAnalysable` naming
+what is missing, and the sweep reports the claim as not analysed.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from suite.api import Batch, Comm, Group, MethodParams
 from suite.engine import charges
 from suite.errors import DistreproError
 from suite.job import Job
+from suite.overlap import buckets, ready_fractions
 from suite.seeding import derive_seed, generator
 from suite.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
 from suite.timemodel import CommCostModel
+from suite.engine.worker import cluster_layout
 
 
 class NotAnalysable(DistreproError):
@@ -74,18 +80,41 @@ def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+class _ProbeWork:
+    """The handle of a recorded non-blocking collective: ``wait()`` records when the rank waits for it."""
+
+    issue_s = start_s = end_s = 0.0
+
+    def __init__(self, events: list[Event], index: int) -> None:
+        self._events, self._index = events, index
+
+    def wait(self) -> None:
+        self._events.append(("wait", self._index))
+
+    def is_completed(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return None
+
+
 class _RecordingComm(Comm):
     """Records each call as the in-process fabric would charge it; moves no data."""
 
     def __init__(self, rank: int, world_size: int, events: list[Event]) -> None:
         self.rank, self.world_size, self.events = rank, world_size, events
         self._world = tuple(range(world_size))
+        self._issued = 0  # non-blocking calls so far (the index a wait names)
 
     def _record(self, kind: str, group: Group | None, nbytes: float = 0.0, src: int = 0, async_op: bool = False):
-        if async_op:
-            raise NotAnalysable("non-blocking communication (async_op=True) is not replayed analytically")
         ranks = self._world if group is None else tuple(group.ranks)
-        self.events.append(("comm", Call(kind, ranks, float(nbytes), int(src))))
+        call = Call(kind, ranks, float(nbytes), int(src))
+        if not async_op:
+            self.events.append(("comm", call))
+            return None
+        self.events.append(("acomm", call))
+        self._issued += 1
+        return _ProbeWork(self.events, self._issued - 1)
 
     def all_reduce(self, tensor, op="sum", group=None, async_op=False):
         return self._record("all_reduce", group, _nbytes([tensor]), async_op=async_op)
@@ -121,8 +150,9 @@ class _RecordingComm(Comm):
     def pair(self, neighbors):
         raise NotAnalysable("pairing (asynchronous gossip) is not replayed analytically")
 
-    def ps_sync(self, tensors, weight, group=None) -> None:
-        self._record("parameter_server", group, _nbytes(tensors) + 4)
+    def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
+        kind = "parameter_server_async" if receive == "async" else "parameter_server"
+        self._record(kind, group, _nbytes(tensors) + 4)
 
     def charge(self, pattern, nbytes, group=None, async_op=False) -> None:
         self._record(f"charge:{pattern}", group, float(nbytes))
@@ -152,9 +182,10 @@ class _ProbeContext:
         self.train_state = MappingProxyType({"step": 0, "epoch": 0.0, "samples": 0, "budget": budget})
         self._events = events
         self._seed_parts = (*job.seed_parts, "rank", rank)
+        self._bytes_scale = job.bytes_scale
         self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
         self.total_steps: int | None = None
-        self.cluster = None
+        self.cluster = cluster_layout(job.profile)
         self._optimizer_override = job.config.optimizer
 
     def register_optimizer(self, optimizer: Any) -> Any:
@@ -169,16 +200,21 @@ class _ProbeContext:
     def forward_backward(
         self, batch: Batch, zero_grad: bool = True, forward_with: Any = None, on_bucket: Any = None
     ) -> float:
-        if on_bucket is not None:  # the lanes and bucket-ready times of suite/overlap.py are not replayed here
-            raise NotAnalysable(
-                "communication overlapped with backward (DDP-style buckets) is not replayed analytically"
-            )
         if zero_grad:
             self.model.zero_grad(set_to_none=True)
         for p in self.model.parameters():
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        self._events.append(("compute", len(batch)))
+        if on_bucket is None:
+            self._events.append(("compute", len(batch)))
+            return 0.0
+        # as suite.engine.worker's _backward_buckets: backward up to each bucket's ready time, then its callback
+        # (which issues the bucket's non-blocking collective); the times themselves are the simulator's
+        groups = buckets(self.model, self._bytes_scale)
+        self._events.append(("fb", len(batch)))
+        for i, (params, frac) in enumerate(zip(groups, ready_fractions(groups), strict=True)):
+            self._events.append(("piece", (frac, i == len(groups) - 1)))
+            on_bucket(i, params)
         return 0.0
 
     def seed(self, *parts: object) -> int:

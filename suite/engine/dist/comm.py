@@ -179,7 +179,9 @@ class DistComm(Comm):
     def weighted_average(self, tensors, weight, group=None, async_op=False):
         return self._weighted(tensors, weight, group, async_op, "ring")
 
-    def ps_sync(self, tensors, weight, group=None) -> None:
+    def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
+        if receive != "collective":
+            raise CommError("ps_sync(receive='async') is charged by the in-process engine only")
         self._weighted(tensors, weight, group, False, "ps")
 
     def broadcast(self, tensor, src, group=None, async_op=False):

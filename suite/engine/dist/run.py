@@ -97,7 +97,7 @@ class DistTransport:
             if rank == 0:
                 self.coordinator = PairingCoordinator(store, k, timeout)
             eval_pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))
-            average = job.method.cls.eval_on == "average"
+            average = job.method.cls.evaluated_on(job.params) == "average"
             like, mask = flat_state(self.model), param_mask(self.model)
             self.async_evals = AsyncEvals(
                 store, rank, k, eval_pg, self.pg, average, like, mask, timeout, self._async_complete

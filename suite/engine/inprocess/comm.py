@@ -180,6 +180,9 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
     size = fab.charged(_nbytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
     if pattern == "ps":
         seconds, sent = charges.parameter_server(fab.cost, ranks, size)
+    elif pattern == "ps_async":
+        arrivals = [arr[r].time_s for r in ranks]
+        seconds, sent = charges.parameter_server_async(fab.cost, ranks, size, arrivals)
     else:
         seconds, sent = charges.all_reduce(fab.cost, ranks, size)
     return seconds, {}, sent
@@ -351,9 +354,9 @@ class InProcessComm(Comm):
     def pair(self, neighbors: Sequence[int], async_op: bool = False):
         return self._call(PairRequest(self.fabric, neighbors, async_op))
 
-    def ps_sync(self, tensors, weight, group=None) -> None:
+    def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
         def behaviour(fab, ranks, arr):
-            return _weighted_behaviour(fab, ranks, arr, "ps")
+            return _weighted_behaviour(fab, ranks, arr, "ps_async" if receive == "async" else "ps")
 
         self._collective("ps_sync", tensors, group, False, float(weight), behaviour)
 
