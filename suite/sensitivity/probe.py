@@ -30,13 +30,13 @@ import torch
 
 from suite.api import Batch, Comm, Group, MethodParams
 from suite.engine import charges
+from suite.engine.worker import cluster_layout
 from suite.errors import DistreproError
 from suite.job import Job
 from suite.overlap import buckets, ready_fractions
 from suite.seeding import derive_seed, generator
 from suite.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
 from suite.timemodel import CommCostModel
-from suite.engine.worker import cluster_layout
 
 
 class NotAnalysable(DistreproError):
