@@ -102,6 +102,7 @@ def reproduce(
     campaigns: dict[str, CampaignResult] = {}
     for name, path, cfg in configs:
         campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
+    _products(info.method_dirs, paper, scale)
     built = None
     if report:
         from suite.report.build import build_report
@@ -116,6 +117,16 @@ def reproduce(
             sensitivity_samples=sensitivity_samples,
         )
     return Reproduction(paper, campaigns, built)
+
+
+def _products(method_dirs: list[Path], paper: str, scale: Scale) -> None:
+    """Outputs a paper needs beyond its arms' runs (Decent-DP's Fig. 6 grid): a method folder's ``products.py``
+    with ``build(out_dir, scale)`` is called with ``reports/<paper>`` after the arms have run."""
+    from suite.registry import plugin_module
+
+    for folder in method_dirs:
+        if (folder / "products.py").is_file():
+            plugin_module(folder.name, "products").build(Path("reports") / paper, scale)
 
 
 def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> list[str]:
