@@ -21,3 +21,16 @@ def test_sgp_out_peer_walks_the_exponential_graph() -> None:
     sgp = plugin_module("sgp", "method")
     assert [sgp.out_peer(0, 8, k) for k in range(4)] == [1, 2, 4, 1]
     assert sgp.out_peer(7, 8, 2) == 3
+
+
+def test_aer_on_one_node_is_skipped_with_a_reason() -> None:
+    from suite.profiles import load_profile
+    from suite.registry import get_method
+    from suite.worker import cluster_layout
+
+    plugin = get_method("decentdp")
+    aer = plugin.cls(plugin.cls.Params())
+    assert "power-of-two number of nodes" in (aer.skip_cluster(cluster_layout(load_profile("homogeneous-4"))) or "")
+    assert aer.skip_cluster(cluster_layout(load_profile("a40-25gbe-16"))) is None
+    ring = plugin.cls(plugin.cls.Params(topology="ring"))
+    assert ring.skip_cluster(cluster_layout(load_profile("homogeneous-4"))) is None

@@ -61,6 +61,16 @@ class Method(api.Method[Params]):
                 return str(exc)
         return None
 
+    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
+        """The alternating exponential ring's node count comes from the layout (two or more nodes, a power of two)."""
+        if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
+            return None
+        try:
+            topo.rounds(self.params.topology, cluster.world_size, _ranks_per_node(cluster))
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     def setup(self, ctx: api.WorkerContext) -> None:
         local = self.params.local_world_size or _ranks_per_node(ctx.cluster)
         self.rounds = topo.rounds(self.params.topology, ctx.world_size, local)
