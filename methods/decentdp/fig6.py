@@ -7,9 +7,13 @@ samples split evenly) on the profile ``<setup>-<gpus>`` built from public specif
 (``hardware_profiles/``), never fitted to the figure. The per-iteration time is the emulated time between the
 evaluation after step 2 and the one after the last step, divided by the steps between them: the first steps
 (Decent-DP's blocking first exchange, the trace iteration) are left out as the paper's timings leave out warm-up.
+The window after step 2 is a whole number of the method's periods (at least 4 steps): rounds of a time-varying
+topology cost differently (an intra-node round of the one-peer exponential graph is cheap, an inter-node one is
+not), so a window that cut a period short would weigh them wrongly. Periods: 1 (AllReduce), 2 (AER),
+log2 n (the one-peer exponential graph of Decent (Exp) and SGP (Exp)).
 
 ``python -m`` is not needed: ``distrepro reproduce decentdp`` calls :func:`build` after the arms (the plugin's
-``products`` hook), and ``build(out_dir, steps=...)`` can be called by hand.
+``products`` hook), and ``build(out_dir)`` can be called by hand.
 """
 
 from __future__ import annotations
@@ -32,6 +36,23 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "decent-aer": ("decentdp", {"topology": "alternating-exp-ring"}),
 }
 GLOBAL_BATCH = 128  # samples of 25,000/128 tokens
+WARMUP = 2  # steps left out of the per-iteration time (trace iteration, blocking first exchange)
+MIN_WINDOW = 4
+
+
+def period(method: str, gpus: int) -> int:
+    """Steps after which the method's communication pattern repeats (see the module docstring)."""
+    if method == "allreduce":
+        return 1
+    if method == "decent-aer":
+        return 2
+    return gpus.bit_length() - 1  # log2 n rounds of the one-peer exponential graph
+
+
+def cell_steps(method: str, gpus: int) -> int:
+    """Warm-up plus the smallest whole number of periods that is at least ``MIN_WINDOW`` steps."""
+    p = period(method, gpus)
+    return WARMUP + p * -(-MIN_WINDOW // p)
 
 
 def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
@@ -54,7 +75,7 @@ def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
             "batch_size": GLOBAL_BATCH // gpus,
             "emulated_workload": "transformer_base_wmt14_195tok",
             "budget": {"steps": steps},
-            "eval": {"every_steps": 2, "batch_size": 64},
+            "eval": {"every_steps": 1, "batch_size": 64},
             "seeds": [0],
             "torch_threads": 1,
         }
@@ -62,45 +83,45 @@ def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
 
 
 def ms_per_iter(evals: list[Any]) -> float:
-    """Emulated milliseconds per step between the evaluation after step 2 and the last one."""
-    first = next(e for e in evals if e.step == 2)
+    """Emulated milliseconds per step between the evaluation after the warm-up and the last one."""
+    first = next(e for e in evals if e.step == WARMUP)
     last = evals[-1]
     return 1000.0 * (last.emulated_s - first.emulated_s) / (last.step - first.step)
 
 
-def run_cell(setup: str, gpus: int, method: str, steps: int) -> tuple[float, float]:
-    """(ms per iteration, wall seconds the cell took)."""
+def run_cell(setup: str, gpus: int, method: str, steps: int | None = None) -> tuple[float, float]:
+    """(ms per iteration, wall seconds the cell took); ``steps`` defaults to :func:`cell_steps`."""
     from suite.campaign import run_campaign
 
     wall = time.perf_counter()
+    steps = steps or cell_steps(method, gpus)
     result = run_campaign(cell_config(setup, gpus, method, steps), show_progress=False)
     run = result.cells[0].result
     return ms_per_iter(run.evals), time.perf_counter() - wall
 
 
-def build(out_dir: str | Path, steps: int = 6) -> list[Path]:
-    """Run the 36 cells; write ``fig6.csv`` (setup, gpus, method, ms_per_iter, wall_s) and ``fig6.png``."""
-    if steps < 4 or steps % 2:
-        raise ValueError(f"fig6 needs an even number of steps >= 4, not {steps}")
+def build(out_dir: str | Path) -> list[Path]:
+    """Run the 36 cells; write ``fig6.csv`` (setup, gpus, method, ms_per_iter, steps, wall_s) and ``fig6.png``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for setup, sizes in SETUPS.items():
         for gpus in sizes:
             for method in METHODS:
-                ms, wall = run_cell(setup, gpus, method, steps)
+                ms, wall = run_cell(setup, gpus, method)
                 rows.append(
                     {
                         "setup": setup,
                         "gpus": gpus,
                         "method": method,
                         "ms_per_iter": round(ms, 2),
+                        "steps": cell_steps(method, gpus),
                         "wall_s": round(wall, 1),
                     }
                 )
     csv_path = out / "fig6.csv"
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["setup", "gpus", "method", "ms_per_iter", "wall_s"])
+        writer = csv.DictWriter(fh, fieldnames=["setup", "gpus", "method", "ms_per_iter", "steps", "wall_s"])
         writer.writeheader()
         writer.writerows(rows)
     return [csv_path, plot(rows, out / "fig6.png")]
