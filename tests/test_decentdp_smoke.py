@@ -11,8 +11,8 @@ pytestmark = pytest.mark.smoke
 
 def test_one_fig6_cell_runs_and_decentralized_beats_allreduce_on_25gbe() -> None:
     fig6 = plugin_module("decentdp", "fig6")
-    aer, _ = fig6.run_cell("a40-25gbe", 8, "decent-aer", 4)
-    ar, _ = fig6.run_cell("a40-25gbe", 8, "allreduce", 4)
+    aer, _ = fig6.run_cell("a40-25gbe", 8, "decent-aer")
+    ar, _ = fig6.run_cell("a40-25gbe", 8, "allreduce")
     assert aer > 0 and ar > 0
     assert aer < ar  # overlap and intra-node rounds: the emulator's prediction, not a tuned value
 
