@@ -34,3 +34,21 @@ def test_aer_on_one_node_is_skipped_with_a_reason() -> None:
     assert aer.skip_cluster(cluster_layout(load_profile("a40-25gbe-16"))) is None
     ring = plugin.cls(plugin.cls.Params(topology="ring"))
     assert ring.skip_cluster(cluster_layout(load_profile("homogeneous-4"))) is None
+
+
+def test_the_engine_refuses_aer_on_one_node_before_training(mlflow_uri: str) -> None:
+    from suite.campaign import run_campaign
+    from suite.config import validate_config
+
+    cfg = validate_config(
+        {
+            "method": "decentdp",
+            "profile": "homogeneous-4",
+            "dataset": {"name": "synthetic", "params": {"train_size": 64, "test_size": 32, "image_size": 8}},
+            "budget": {"steps": 2},
+            "seeds": [0],
+            "torch_threads": 1,
+        }
+    )
+    with pytest.raises(Exception, match="cannot run here: the alternating exponential ring"):
+        run_campaign(cfg, show_progress=False, tracking_uri=mlflow_uri)

@@ -138,7 +138,7 @@ class Method(api.Method[Params]):
             def record(_i: int, params: list[torch.nn.Parameter]) -> None:
                 self.buckets.append(list(params))
 
-            ctx.forward_backward(batch, on_bucket=record)  # type: ignore[call-arg]
+            ctx.forward_backward(batch, on_bucket=record)
             self._build_optimizers(ctx)
             for b, opt in enumerate(self.optims):
                 opt.step()
@@ -153,7 +153,7 @@ class Method(api.Method[Params]):
                 launched.append(work)
 
         launched: list[api.Work] = []
-        ctx.forward_backward(batch, on_bucket=on_bucket)  # type: ignore[call-arg]
+        ctx.forward_backward(batch, on_bucket=on_bucket)
         for work in launched:  # no overlap: the exchange is waited for before the next iteration starts
             work.wait()
 
