@@ -357,3 +357,8 @@ class Method(abc.ABC, Generic[P]):
     def skip(self, world_size: int) -> str | None:
         """Return a reason if this method cannot run at this world size (benchopt's ``skip``)."""
         return None
+
+    def skip_cluster(self, cluster: ClusterLayout) -> str | None:
+        """Return a reason if this method cannot run on this cluster's layout (e.g. a topology that needs two
+        or more nodes); :meth:`skip` sees only the world size. Checked with :meth:`skip`, before any worker starts."""
+        return None

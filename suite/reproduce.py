@@ -9,6 +9,9 @@ report reads only what the runs logged.
 Arms marked ``optional`` (e.g. the real DeepSpeed arm, which needs an extra install and the
 torch.distributed engine) run only when named in ``arms`` or ``with_arms``.
 
+A method folder may also ship ``products.py`` (outputs beyond the arms, such as a figure's grid):
+see :func:`_products`.
+
 Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
 exist.
@@ -103,6 +106,7 @@ def reproduce(
     campaigns: dict[str, CampaignResult] = {}
     for name, path, cfg in configs:
         campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
+    _products(info.method_dirs, paper, scale, root)
     built = None
     if report:
         from suite.report.build import build_report
@@ -117,6 +121,18 @@ def reproduce(
             sensitivity_samples=sensitivity_samples,
         )
     return Reproduction(paper, campaigns, built)
+
+
+def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:
+    """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's
+    Fig. 6 grid). After the arms, each of the paper's method folders with a ``products.py`` has its
+    ``build(out_dir, scale)`` called with ``reports/<paper>`` (the report's folder); it writes files there
+    and returns their paths. The report does not read them: claims stay data in ``paper.yaml``."""
+    from suite.registry import plugin_module
+
+    for folder in method_dirs:
+        if (folder / "products.py").is_file():
+            plugin_module(folder.name, "products", root).build(Path("reports") / paper, scale)
 
 
 def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> list[str]:

@@ -18,6 +18,7 @@ import pytest
 from suite import registry
 from suite.campaign import run_campaign
 from suite.config import validate_config
+from suite.engine.worker import cluster_layout
 from suite.errors import PluginError
 from suite.profiles import load_profile
 from suite.tracking import make_client
@@ -65,7 +66,8 @@ def history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
 def test_method_smoke_campaign(name: str, tracking: str) -> None:
     plugin = registry.methods()[name]
     cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}"})
-    reason = plugin.cls(plugin.cls.Params()).skip(load_profile(cfg.profile).world_size)
+    method, profile = plugin.cls(plugin.cls.Params()), load_profile(cfg.profile)
+    reason = method.skip(profile.world_size) or method.skip_cluster(cluster_layout(profile))
     if reason:
         pytest.skip(f"{name}: {reason}")
 

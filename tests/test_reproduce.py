@@ -108,3 +108,36 @@ def test_a_claim_on_an_optional_arm_is_refused(tmp_path: Path) -> None:
         load_paper_file(path)
     path.write_text(PAPER)  # the same arm, carrying no claim, is fine
     assert load_paper_file(path).setup.arms["rare"].optional
+
+
+PRODUCTS = """\
+from pathlib import Path
+
+
+def build(out_dir: Path, scale: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "grid.csv"
+    path.write_text(f"scale\\n{scale}\\n")
+    return [path]
+"""
+
+
+PLAIN_METHOD = """\
+from suite import api
+
+
+class Method(api.Method[api.MethodParams]):
+    synchronous = True
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        raise AssertionError("no arm runs this method")
+"""
+
+
+def test_a_method_folders_products_are_built_into_the_reports_folder(paper_root: Path, mlflow_uri: str) -> None:
+    folder = paper_root / "methods" / "tiny"
+    (folder / "method.py").unlink()  # the symlinked local_sgd names itself local_sgd: not loadable as 'tiny'
+    (folder / "method.py").write_text(PLAIN_METHOD)
+    (folder / "products.py").write_text(PRODUCTS)
+    reproduce("tinypaper", seeds="0", arms=["sync"], report=False, show_progress=False, root=paper_root)
+    assert Path("reports/tinypaper/grid.csv").read_text().splitlines() == ["scale", "proxy"]

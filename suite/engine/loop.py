@@ -125,7 +125,8 @@ class Harness:
     def run(self) -> RunResult | None:
         """Train to the budget, evaluate, and return the result (None on processes that do not report)."""
         job, transport = self.job, self.transport
-        reason = self.slots[0].method.skip(job.world_size)
+        method = self.slots[0].method
+        reason = method.skip(job.world_size) or method.skip_cluster(cluster_layout(job.profile))
         if reason:
             raise ValueError(f"method {job.method.name} cannot run here: {reason}")
         with transport.running():

@@ -1,0 +1,170 @@
+"""Decent-DP (Wang et al., "From Promise to Practice", ICLR 2025): decentralized Adam / AccumAdam(W) with
+bucketed overlap of the parameter exchange on time-varying topologies.
+
+What the library's ``DecentralizedDataParallel`` (PyPI ``decent-dp`` 0.2.3, ``decent_dp/ddp.py``) does, per
+rank, restated on the harness's communicator so every byte and every overlap is charged by the clock:
+
+* iteration 1 computes a gradient and nothing else; at the start of iteration 2 each bucket takes its first
+  optimizer step with those gradients and runs its first exchange, *blocking* (the library waits on it);
+* from iteration 2 on, when bucket ``b``'s gradients are ready in backward: wait for ``b``'s exchange launched
+  one iteration ago, replace ``x_b`` by the group average received (``x_b <- c_self x_b + comm_b`` with
+  ``c_self = w - (1-w)/(m-1) = 0`` for the uniform weights ``w = 1/m`` of every built-in topology), take the
+  bucket's local optimizer step with the gradient computed at the *un-mixed* iterate (adapt-while-combine),
+  then launch a non-blocking all-reduce over the next round's group of ``x_b * (1-w)/(m-1)``. Each exchange
+  thus has a whole iteration (the rest of this backward, the next forward and backward) to hide under.
+* one optimizer per bucket (the library builds them with ``optim_fn`` per bucket); Adam-family steps are
+  element-wise, so only the timing depends on where buckets are cut. Buckets are the harness's 25 MB DDP
+  buckets in reverse parameter order (:mod:`suite.overlap`), the library's default ``bucket_size_in_mb=25``
+  and its "close a bucket once it reaches the size" rule over the backward order.
+
+``overlap: false`` waits for every exchange at the end of its iteration instead (same parameters, time =
+compute + communication): the "overlap" ablation of the paper's key factors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+
+from suite import api
+from suite.optimizer_config import OptimizerConfig
+from suite.optimizers import set_lr
+
+from . import topology as topo
+
+
+def _default_optimizer() -> OptimizerConfig:
+    # the Transformer recipe's AccumAdam: lr 7e-4, betas (0.9, 0.999), eps 1e-9, accum_iter 4 (README)
+    return OptimizerConfig(name="accum_adam", lr=7e-4, betas=(0.9, 0.999), eps=1e-9, accum_iter=4)
+
+
+class Params(api.MethodParams):
+    topology: Literal["complete", "ring", "one-peer-exp", "alternating-exp-ring"] = "alternating-exp-ring"
+    #: the local optimizer: ``adam`` = DAdam, ``accum_adam``/``accum_adamw`` = AccumAdam(W)
+    optimizer: OptimizerConfig = _default_optimizer()
+    #: the library's bucketed overlap (True) or blocking exchange at the end of each iteration (False)
+    overlap: bool = True
+    #: ranks per node for the alternating exponential ring; None: from the profile (``ctx.cluster``)
+    local_world_size: int | None = None
+
+
+class Method(api.Method[Params]):
+    synchronous = True
+    accepts_optimizer = True
+
+    def skip(self, world_size: int) -> str | None:
+        try:
+            topo.rounds(self.params.topology, world_size, self.params.local_world_size or 1)
+        except ValueError as exc:
+            if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
+                return str(exc)
+        return None
+
+    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
+        """The alternating exponential ring's node count comes from the layout (two or more nodes, a power of two)."""
+        if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
+            return None
+        try:
+            topo.rounds(self.params.topology, cluster.world_size, _ranks_per_node(cluster))
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        local = self.params.local_world_size or _ranks_per_node(ctx.cluster)
+        self.rounds = topo.rounds(self.params.topology, ctx.world_size, local)
+        self.groups: dict[tuple[int, ...], api.Group] = {}
+        self.iteration = 0
+        self.buckets: list[list[torch.nn.Parameter]] = []
+        self.optims: list[torch.optim.Optimizer] = []
+        self.pending: list[tuple[api.Work, torch.Tensor] | None] = []
+
+    # ------------------------------------------------------------------ helpers
+
+    def _group(self, ctx: api.WorkerContext, step: int) -> tuple[tuple[int, ...], api.Group]:
+        ranks = topo.group_of(self.rounds[step % len(self.rounds)], ctx.rank)
+        if ranks not in self.groups:
+            self.groups[ranks] = ctx.comm.new_group(ranks)
+        return ranks, self.groups[ranks]
+
+    def _launch(self, ctx: api.WorkerContext, b: int, step: int) -> api.Work:
+        """Send bucket ``b``, pre-scaled by ``(1-w)/(m-1)``, into a sum over the group of round ``step``."""
+        ranks, group = self._group(ctx, step)
+        m = len(ranks)
+        weight = 1.0 / m
+        with torch.no_grad():
+            flat = torch.cat([p.detach().reshape(-1) for p in self.buckets[b]])
+            flat.mul_((1 - weight) / (m - 1))
+        work = ctx.comm.all_reduce(flat, op="sum", group=group, async_op=True)
+        assert work is not None
+        self.pending[b] = (work, flat)
+        return work
+
+    def _mix(self, ctx: api.WorkerContext, b: int, step: int) -> None:
+        """Wait for bucket ``b``'s exchange and replace its parameters by ``c_self x + received``; ``c_self`` is
+        read from the round of the *current* iteration, as the library reads ``get_edge(self._step)``."""
+        entry = self.pending[b]
+        if entry is None:
+            return
+        work, flat = entry
+        work.wait()
+        self.pending[b] = None
+        m = len(topo.group_of(self.rounds[step % len(self.rounds)], ctx.rank))
+        weight = 1.0 / m
+        c_self = weight - (1 - weight) / (m - 1)
+        with torch.no_grad():
+            offset = 0
+            for p in self.buckets[b]:
+                n = p.numel()
+                p.mul_(c_self).add_(flat[offset : offset + n].view_as(p))
+                offset += n
+
+    def _build_optimizers(self, ctx: api.WorkerContext) -> None:
+        for params in self.buckets:
+            opt = ctx.build_optimizer(params, self.params.optimizer)
+            if ctx.lr is not None:  # registered after the harness set this step's LR
+                set_lr(opt, ctx.lr)
+            self.optims.append(opt)
+        self.pending = [None] * len(self.buckets)
+
+    # ------------------------------------------------------------------ the step
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        self.iteration += 1
+        k = self.iteration
+        if k == 1:
+            # iteration 1: trace the bucket order; then the first step and the first, blocking exchange
+            def record(_i: int, params: list[torch.nn.Parameter]) -> None:
+                self.buckets.append(list(params))
+
+            ctx.forward_backward(batch, on_bucket=record)
+            self._build_optimizers(ctx)
+            for b, opt in enumerate(self.optims):
+                opt.step()
+                self._launch(ctx, b, topo.comm_round(1)).wait()
+            return
+
+        def on_bucket(b: int, _params: list[torch.nn.Parameter]) -> None:
+            self._mix(ctx, b, k)
+            self.optims[b].step()
+            work = self._launch(ctx, b, topo.comm_round(k))
+            if not self.params.overlap:
+                launched.append(work)
+
+        launched: list[api.Work] = []
+        ctx.forward_backward(batch, on_bucket=on_bucket)
+        for work in launched:  # no overlap: the exchange is waited for before the next iteration starts
+            work.wait()
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """One group all-reduce of the parameters per step (the group's size varies with the round)."""
+        return {"comm": [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]}
+
+
+def _ranks_per_node(cluster: api.ClusterLayout) -> int:
+    sizes = set(cluster.ranks_per_node)
+    if len(sizes) != 1:
+        raise ValueError(f"Decent-DP's topologies need the same number of ranks on every node, not {sorted(sizes)}")
+    return sizes.pop()

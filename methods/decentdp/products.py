@@ -1,0 +1,12 @@
+"""What ``distrepro reproduce decentdp`` writes besides the arms' runs: the Fig. 6 grid (:mod:`.fig6`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import fig6
+
+
+def build(out_dir: Path, scale: str) -> list[Path]:
+    """``reports/decentdp/fig6.csv`` and ``fig6.png``; the grid is the same at every scale (time is emulated)."""
+    return fig6.build(out_dir)
