@@ -25,6 +25,8 @@ from suite.tracking import make_client
 
 NUM_CLASSES = 4
 CHANCE = 1.0 / NUM_CLASSES
+#: 4 ranks on 2 nodes, for methods whose default topology needs more than one node
+TWO_NODES = "hetero-2fast-2slow"
 
 SMOKE: dict[str, Any] = {
     "dataset": {
@@ -67,6 +69,9 @@ def test_method_smoke_campaign(name: str, tracking: str) -> None:
     plugin = registry.methods()[name]
     cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}"})
     method, profile = plugin.cls(plugin.cls.Params()), load_profile(cfg.profile)
+    if method.skip_cluster(cluster_layout(profile)):  # a topology over nodes (Decent-DP's AER): two nodes
+        cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}", "profile": TWO_NODES})
+        profile = load_profile(cfg.profile)
     reason = method.skip(profile.world_size) or method.skip_cluster(cluster_layout(profile))
     if reason:
         pytest.skip(f"{name}: {reason}")
