@@ -15,10 +15,16 @@ different points would log different totals for the same run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from suite.timemodel import CommCostModel
 
 Charge = tuple[float, int]  # (seconds, bytes sent per member)
+
+
+def payload_bytes(tensors: Sequence[Any]) -> int:
+    """Bytes the tensors hold: what a message carrying them weighs before scaling to the emulated workload."""
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _whole(nbytes: float) -> int:

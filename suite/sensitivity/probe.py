@@ -30,6 +30,7 @@ import torch
 
 from suite.api import Batch, Comm, Group, MethodParams
 from suite.engine import charges
+from suite.engine.charges import payload_bytes
 from suite.engine.worker import cluster_layout
 from suite.errors import DistreproError
 from suite.job import Job
@@ -76,10 +77,6 @@ class Call:
 Event = tuple[str, Any]  # (the same alias as suite.sensitivity.pattern.Event)
 
 
-def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 class _ProbeWork:
     """The handle of a recorded non-blocking collective: ``wait()`` records when the rank waits for it."""
 
@@ -117,22 +114,22 @@ class _RecordingComm(Comm):
         return _ProbeWork(self.events, self._issued - 1)
 
     def all_reduce(self, tensor, op="sum", group=None, async_op=False):
-        return self._record("all_reduce", group, _nbytes([tensor]), async_op=async_op)
+        return self._record("all_reduce", group, payload_bytes([tensor]), async_op=async_op)
 
     def all_reduce_coalesced(self, tensors, op="sum", group=None, async_op=False):
-        return self._record("all_reduce", group, _nbytes(tensors), async_op=async_op)
+        return self._record("all_reduce", group, payload_bytes(tensors), async_op=async_op)
 
     def weighted_average(self, tensors, weight, group=None, async_op=False):
-        return self._record("all_reduce", group, _nbytes(tensors) + 4, async_op=async_op)  # + the scalar weight
+        return self._record("all_reduce", group, payload_bytes(tensors) + 4, async_op=async_op)  # + the scalar weight
 
     def broadcast(self, tensor, src, group=None, async_op=False):
-        return self._record("broadcast", group, _nbytes([tensor]), src=src, async_op=async_op)
+        return self._record("broadcast", group, payload_bytes([tensor]), src=src, async_op=async_op)
 
     def reduce_scatter(self, output, input, op="sum", group=None, async_op=False):
-        return self._record("reduce_scatter", group, _nbytes([input]), async_op=async_op)
+        return self._record("reduce_scatter", group, payload_bytes([input]), async_op=async_op)
 
     def all_gather(self, output, input, group=None, async_op=False):
-        return self._record("all_gather", group, _nbytes([input]), async_op=async_op)
+        return self._record("all_gather", group, payload_bytes([input]), async_op=async_op)
 
     def all_gather_object(self, obj, group=None):
         self._record("control", group)
@@ -152,7 +149,7 @@ class _RecordingComm(Comm):
 
     def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
         kind = "parameter_server_async" if receive == "async" else "parameter_server"
-        self._record(kind, group, _nbytes(tensors) + 4)
+        self._record(kind, group, payload_bytes(tensors) + 4)
 
     def charge(self, pattern, nbytes, group=None, async_op=False) -> None:
         self._record(f"charge:{pattern}", group, float(nbytes))

@@ -22,9 +22,14 @@ import torch
 
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
+from suite.engine.charges import payload_bytes
 from suite.engine.inprocess.lanes import InProcessWork, Lanes, Op
 from suite.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
 from suite.engine.inprocess.scheduler import Request, Scheduler
+from suite.engine.inprocess.staging import flat as _flat
+from suite.engine.inprocess.staging import reduce as _reduce
+from suite.engine.inprocess.staging import stage as _stage
+from suite.engine.inprocess.staging import unflat_into as _unflat_into
 from suite.errors import CommError
 from suite.network import Paths, ring_hops, tree_hops
 from suite.timemodel import CommCostModel
@@ -131,73 +136,13 @@ class _CollectiveRequest(Request):
         fab.lanes.submit(Op(("g", self.ranks), start, cost, min(latency, cost), hops, members, results))
 
 
-def _reduce(stacked: list[torch.Tensor], op: ReduceOp) -> torch.Tensor:
-    if op in ("sum", "mean"):
-        out = stacked[0].clone()
-        for t in stacked[1:]:
-            out.add_(t)
-        return out / len(stacked) if op == "mean" else out
-    out = stacked[0].clone()
-    for t in stacked[1:]:
-        out = torch.maximum(out, t) if op == "max" else torch.minimum(out, t)
-    return out
-
-
-class _Staged(list[torch.Tensor]):
-    """A non-blocking operation's copy of its inputs: views into one flat buffer, taken at issue.
-
-    One ``cat`` instead of a clone per tensor, and the collective reads and writes the buffer whole
-    (:func:`_flat`, :func:`_unflat_into`), which is what keeps the engine's cost per worker-step near a
-    plain loop's for a DDP step overlapped bucket by bucket (a clone, a flatten and an unflatten per
-    tensor otherwise). The caller's tensors still receive the results only at ``wait()``.
-    """
-
-    flat: torch.Tensor
-
-
-def _stage(tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """Copies of ``tensors`` as they are now (one buffer when they share a dtype, else one clone each)."""
-    if not tensors or len({t.dtype for t in tensors}) != 1:
-        return [t.detach().clone() for t in tensors]
-    staged = _Staged()
-    staged.flat = torch.cat([t.detach().reshape(-1) for t in tensors])
-    offset = 0
-    for t in tensors:
-        n = t.numel()
-        staged.append(staged.flat[offset : offset + n].view_as(t))
-        offset += n
-    return staged
-
-
-def _flat(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The tensors as one flat tensor, to read (a staged buffer is returned as is, not copied)."""
-    if isinstance(tensors, _Staged):
-        return tensors.flat
-    return torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
-
-
-def _unflat_into(flat: torch.Tensor, tensors: Sequence[torch.Tensor]) -> None:
-    if isinstance(tensors, _Staged):
-        tensors.flat.copy_(flat)
-        return
-    offset = 0
-    for t in tensors:
-        n = t.numel()
-        t.copy_(flat[offset : offset + n].view_as(t))
-        offset += n
-
-
-def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 def _all_reduce_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     op: ReduceOp = arr[ranks[0]].extra
     flats = [_flat(arr[r].tensors) for r in ranks]
     total = _reduce(flats, op)
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    seconds, sent = charges.all_reduce(fab.cost, ranks, fab.charged(_nbytes(arr[ranks[0]].tensors)))
+    seconds, sent = charges.all_reduce(fab.cost, ranks, fab.charged(payload_bytes(arr[ranks[0]].tensors)))
     return seconds, {}, sent
 
 
@@ -214,7 +159,7 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
     total /= wsum
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    size = fab.charged(_nbytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
+    size = fab.charged(payload_bytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
     if pattern == "ps":
         seconds, sent = charges.parameter_server(fab.cost, ranks, size)
     elif pattern == "ps_async":
@@ -233,7 +178,7 @@ def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Ar
     for r in ranks:
         if r != src:
             _unflat_into(data, arr[r].tensors)
-    seconds, sent = charges.broadcast(fab.cost, ranks, src, fab.charged(_nbytes(arr[src].tensors)))
+    seconds, sent = charges.broadcast(fab.cost, ranks, src, fab.charged(payload_bytes(arr[src].tensors)))
     return seconds, {}, sent
 
 
@@ -250,7 +195,7 @@ def _reduce_scatter_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int
         if out.numel() != m:
             raise CommError(f"reduce_scatter: rank {r}'s output has {out.numel()} elements, expected {m}")
         out.copy_(reduced[i * m : (i + 1) * m].view_as(out))
-    seconds, sent = charges.reduce_scatter(fab.cost, ranks, fab.charged(_nbytes([arr[ranks[0]].tensors[1]])))
+    seconds, sent = charges.reduce_scatter(fab.cost, ranks, fab.charged(payload_bytes([arr[ranks[0]].tensors[1]])))
     return seconds, {}, sent
 
 
@@ -265,7 +210,7 @@ def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
         if out.numel() != gathered.numel():
             raise CommError(f"all_gather: rank {r}'s output has {out.numel()} elements, expected {gathered.numel()}")
         out.copy_(gathered.view_as(out))
-    seconds, sent = charges.all_gather(fab.cost, ranks, fab.charged(_nbytes([arr[ranks[0]].tensors[1]])))
+    seconds, sent = charges.all_gather(fab.cost, ranks, fab.charged(payload_bytes([arr[ranks[0]].tensors[1]])))
     return seconds, {}, sent
 
 

@@ -13,16 +13,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from suite.engine import charges
+from suite.engine.charges import payload_bytes
 from suite.engine.inprocess.lanes import InProcessWork, Op
 from suite.engine.inprocess.scheduler import Request, Scheduler
 from suite.errors import CommError
 
 if TYPE_CHECKING:
     from suite.engine.inprocess.comm import Fabric
-
-
-def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class ExchangeRequest(Request):
@@ -55,7 +52,7 @@ class ExchangeRequest(Request):
             raise CommError(f"exchange mismatch between ranks {pair}")
         start = max(peer_t, now)
         a, b = self.tensor.detach().clone(), peer_req.tensor.detach().clone()
-        seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(_nbytes([self.tensor])))
+        seconds, sent = charges.exchange(fab.cost, self.rank, self.peer, fab.charged(payload_bytes([self.tensor])))
         fab.count_bytes(self.rank, sent)
         fab.count_bytes(self.peer, sent)
         latency = fab.cost.exchange(self.rank, self.peer, 0)
