@@ -107,6 +107,9 @@ def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
             else float("nan"),
         }
     )
+    clock = sum(w.clock_s for w in final.workers)
+    if clock > 0:  # the share of all workers' time spent waiting (A²CiD²'s "reduces idle time")
+        out["final/idle_fraction"] = sum(w.idle_s for w in final.workers) / clock
     if job.config.target is not None:
         out["target_reached"] = 1.0 if result.time_to_target_s is not None else 0.0
         if result.time_to_target_s is not None:

@@ -116,6 +116,8 @@ class Method(api.Method[Params]):
         self.neighbours = graph.neighbours(p.topology, ctx.rank, ctx.world_size)
         consts = resolved_constants(p, ctx.world_size)
         self.eta, self.alpha, self.alpha_tilde = consts["eta"], consts["alpha"], consts["alpha_tilde"]
+        #: √(χ₁/χ₂): how much less communication A²CiD²'s condition asks than the baseline's (√(χ₁χ₂) vs χ₁)
+        self.acceleration = (consts["chi1"] / consts["chi2"]) ** 0.5
         with torch.no_grad():
             if p.init_spread > 0:
                 for q in self.params_list:
@@ -216,6 +218,7 @@ class Method(api.Method[Params]):
                 self.x_tilde.add_(parameters_to_vector(self.params_list) - x)
         self._issue_exchanges(ctx)
         ctx.record("averagings_per_step", done)
+        ctx.record("sqrt_chi1_over_chi2", self.acceleration)
 
     def finalize(self, ctx: api.WorkerContext) -> None:
         """Finish the exchanges still in flight (the peers wait for them); the harness scores the average."""
