@@ -134,7 +134,6 @@ class Method(api.Method[Params]):
         self.owed = 0.0  # averagings owed to the quota
         self.active = True  # False once no neighbour is left to pair with
         self.pending: Any = None  # the non-blocking pairing announced before the computation
-        self.last_partners: list[int] = []  # the partners of the last exchanges issued
         self.in_flight: list[Any] = []  # exchanges issued at the end of the previous step
 
     # ------------------------------------------------------------------ events
@@ -154,9 +153,8 @@ class Method(api.Method[Params]):
 
     def _ask(self, ctx: api.WorkerContext, exclude: Collection[int] = ()) -> Any:
         """Announce this worker to the coordinator for any neighbour, in a random order, except ``exclude``
-        (the partners it has just exchanged with, while another neighbour is left): two workers that have
-        just exchanged become ready together and would otherwise pair again and again, a matching that
-        never mixes (README: pairing)."""
+        (the partners of this interval's earlier averagings, while another neighbour is left): the two have just
+        become equal, so a second averaging between them would move nothing (README: pairing)."""
         candidates = [j for j in self.neighbours if j not in exclude] or self.neighbours
         order = torch.randperm(len(candidates), generator=ctx.rng).tolist()
         return ctx.comm.pair([candidates[i] for i in order], async_op=True)
@@ -184,7 +182,6 @@ class Method(api.Method[Params]):
                 self.active, self.owed = False, 0.0
                 return
             partners.add(peer)
-            self.last_partners = sorted(partners)
             with torch.no_grad():
                 x = parameters_to_vector(self.params_list)
             self.in_flight.append(ctx.comm.exchange(peer, x, async_op=True))
@@ -197,7 +194,7 @@ class Method(api.Method[Params]):
             self.t_last = ctx.clock.now()
         self.owed += self._draw(ctx)
         if self.active and self.owed >= 1 and self.pending is None:
-            self.pending = self._ask(ctx, self.last_partners)
+            self.pending = self._ask(ctx)
         before = ctx.clock.compute_s
         ctx.forward_backward(batch)
         spent = ctx.clock.compute_s - before
