@@ -11,6 +11,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from suite.campaign import summary_metrics
 from suite.config import validate_config
 from suite.engine.inprocess import InProcessEngine
 from suite.job import build_job
@@ -155,6 +156,9 @@ def test_in_process_runs_are_bitwise_deterministic(profiles: Path) -> None:
         (w.clock_s, w.idle_s, w.bytes_sent) for w in b.final.workers
     ]
     assert a.final.method_records["averagings_per_step"] > 0
+    idle = summary_metrics(build_job(cfg, 0), a)["final/idle_fraction"]  # Σ idle / Σ clock over the workers
+    assert idle == pytest.approx(sum(w.idle_s for w in a.final.workers) / sum(w.clock_s for w in a.final.workers))
+    assert 0 < idle < 1  # the half-speed ranks make their neighbours wait for a partner
 
 
 @pytest.mark.smoke
