@@ -108,6 +108,9 @@ def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
             else float("nan"),
         }
     )
+    clock = sum(w.clock_s for w in final.workers)
+    if clock > 0:  # the share of all workers' time spent waiting (A²CiD²'s "reduces idle time")
+        out[M.FINAL_IDLE_FRACTION] = sum(w.idle_s for w in final.workers) / clock
     if job.config.target is not None:
         out[M.TARGET_REACHED] = 1.0 if result.time_to_target_s is not None else 0.0
         if result.time_to_target_s is not None:

@@ -110,7 +110,17 @@ FINAL_EPOCHS = final("epochs")
 FINAL_STEPS = final("steps")
 #: useful work per emulated second (samples x model FLOPs per sample / emulated time)
 FINAL_USEFUL_FLOPS = final("useful_flops_per_emulated_s")
-FINAL_EXTRA = (FINAL_EMULATED_S, FINAL_WALL_S, FINAL_SAMPLES, FINAL_EPOCHS, FINAL_STEPS, FINAL_USEFUL_FLOPS)
+#: the share of all workers' clock time spent waiting (A²CiD²'s "reduces idle time")
+FINAL_IDLE_FRACTION = final("idle_fraction")
+FINAL_EXTRA = (
+    FINAL_EMULATED_S,
+    FINAL_WALL_S,
+    FINAL_SAMPLES,
+    FINAL_EPOCHS,
+    FINAL_STEPS,
+    FINAL_USEFUL_FLOPS,
+    FINAL_IDLE_FRACTION,
+)
 
 TIME_TO_TARGET_S = "time_to_target_s"
 STEP_TO_TARGET = "step_to_target"

@@ -443,7 +443,7 @@ def test_report_end_to_end_from_mlflow(
     assert verdicts["E4"].verdict == "INCONCLUSIVE" and verdicts["E4"].reason.startswith(
         "arm missing: no runs of 'gossip'"
     )
-    assert set(report.figures) == ALL_FIGURES
+    assert set(report.figures) == ALL_FIGURES | {"consensus"}  # Local SGD's replicas differ between averagings
     md = report.markdown.read_text()
     assert all(f"| E{i}" in md for i in range(1, 5)) and "| claim " in md
     assert "## Environment" in md and "hetero-2fast-2slow" in md and "Known deviations" in md

@@ -137,6 +137,9 @@ def draw_figures(
     drawn = {
         "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
         "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
+        "consensus": figs.curves_figure(
+            rs.curves, labels, style, M.EMULATED_S, metrics=(M.CONSENSUS_DISTANCE,), log_y=True
+        ),
         "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
         "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, _speedup_marks(spec, baseline))
         if baseline in set(labels.values())
@@ -153,6 +156,7 @@ def draw_figures(
 FIGURE_FILES = {
     "curves_emulated_time": "curves_emulated_time.png",
     "curves_epochs": "curves_epochs.png",
+    "consensus": "consensus_distance.png",
     "claims": "claims.png",
     "speedup": "speedup.png",
     "time": "time_per_arm.png",
@@ -166,6 +170,11 @@ FIGURE_FILES = {
 _FIGURE_TEXT = {
     "curves_emulated_time": ("Quality vs emulated time", "Median over seeds, band = min–max over seeds."),
     "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves."),
+    "consensus": (
+        "Consensus distance vs emulated time",
+        "(1/n) Σ‖x_i − x̄‖² at every evaluation, log scale (zero, as for synchronous arms, is not drawn); one row per "
+        "profile when there are many arms. Median over seeds, band = min–max.",
+    ),
     "claims": (
         "Claims: reproduced vs claimed",
         "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound.",

@@ -42,9 +42,18 @@ def curves_figure(
     style: ArmStyle,
     x: str,
     metrics: Sequence[str] = (M.VAL_ACCURACY, M.VAL_LOSS),
+    log_y: bool = False,
 ) -> Figure | None:
-    """Quality vs ``x`` per arm: median over seeds, min–max band (curves interpolated on the union of x)."""
+    """Quality vs ``x`` per arm: median over seeds, min–max band (curves interpolated on the union of x).
+
+    ``log_y``: a logarithmic y axis (consensus distances span decades); arms with no positive value are left out,
+    and so is the figure when none has one."""
     data = curves[curves["run_id"].isin(list(labels))]
+    if log_y:
+        data = data.copy()
+        for m in metrics:
+            if m in data.columns:
+                data[m] = data[m].where(data[m] > 0)
     metrics = [m for m in metrics if m in data.columns and data[m].notna().any()]
     if data.empty or x not in data.columns or not metrics:
         return None
@@ -68,6 +77,8 @@ def curves_figure(
                 if int(n) > 1:
                     ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
             ax.set_ylabel(metric, fontsize=8)
+            if log_y:
+                ax.set_yscale("log")
             if group:
                 ax.set_title(group, fontsize=8, loc="left")
             ax.tick_params(labelsize=7)

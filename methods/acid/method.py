@@ -1,0 +1,242 @@
+"""A²CiD² (Nabli, Belilovsky, Oyallon, NeurIPS 2023) and its asynchronous pairwise-gossip baseline.
+
+Each worker computes gradients at its own pace (``synchronous = False``) while pairwise averagings with
+ready neighbours run beside its computation, ``rate`` of them per gradient in expectation (the paper's
+"com/∇"). With ``apply_acid`` each worker also carries the continuous momentum x̃ (:mod:`.dynamics`), mixed
+with x by the exact flow of its ODE over the virtual time since the worker's last event, applied lazily at
+each event; η and α̃ come from the graph's Laplacian at this rate (:mod:`.graph`, Prop. 3.6). Without it,
+this is the AD-PSGD-like baseline of the paper's §4 (α = ½, no x̃).
+
+One step, as a pipeline that keeps communication beside computation (README: how it maps the reference's
+gradient and gossip processes):
+
+1. the quota of this gradient interval is added (``rate``, Poisson draws with ``poisson: true``); while one
+   is owed the worker announces itself to the pairing coordinator, non-blocking, before computing;
+2. the gradient is computed at the current x;
+3. the exchanges issued at the end of the previous step ran during that computation: each is waited for
+   and applied at its end time (mix forward to it, then the averaging with the peer's vector as sent);
+4. the gradient event: mix forward to now, the optimizer step on x, the same step on x̃;
+5. the owed exchanges are issued, non-blocking, with the new x: they run during the next computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Literal
+
+import torch
+from pydantic import Field, model_validator
+from torch.nn.utils import clip_grad_norm_, parameters_to_vector, vector_to_parameters
+
+from suite import api
+from suite.optim import sgd
+
+from . import dynamics, graph
+
+
+class Params(api.MethodParams):
+    lr: api.LearningRate = 0.1
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 5e-4
+    topology: Literal["ring", "exponential", "complete"] = "ring"
+    #: expected pairwise averagings per worker per gradient ("com/∇", the reference's ``rate_com``)
+    rate: float = Field(default=1.0, gt=0)
+    #: the continuous momentum x̃ (A²CiD²); false: the asynchronous baseline
+    apply_acid: bool = True
+    #: Poisson(rate) averagings per gradient (the reference's default); false: exactly ``rate`` per gradient
+    poisson: bool = True
+    #: clip the gradient norm before every step (the reference launcher's ``--normalize_grads``: 1.0); None: off
+    clip_grad_norm: float | None = Field(default=None, gt=0)
+    #: override η (None: from the graph, Prop. 3.6)
+    eta: float | None = Field(default=None, ge=0)
+    #: override α̃ (None: from the graph, Prop. 3.6)
+    alpha_tilde: float | None = Field(default=None, ge=0)
+    # ---- mechanism experiments (not in the reference; 0 / true leave training as the paper runs it)
+    #: each worker moves its replica by N(0, init_spread²) per parameter at setup: distinct starting points,
+    #: whose consensus the gossip then restores (pure-gossip consensus claims)
+    init_spread: float = Field(default=0.0, ge=0)
+    #: false: gradients are computed (time passes as in training) but not applied; only gossip moves x
+    apply_gradients: bool = True
+    #: heterogeneous objectives: worker i's gradient gets a fixed c_i ~ N(0, gradient_shift²) per parameter,
+    #: i.e. its objective is f + ⟨c_i, x⟩ (the c_i differ across workers, so their optima do)
+    gradient_shift: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _acid_needs_a_sparse_graph(self) -> Params:
+        if self.apply_acid and self.topology == "complete":
+            raise ValueError(
+                "apply_acid: A²CiD² is undefined on the complete graph (chi1 = chi2, the reference refuses it);"
+                " use topology ring or exponential, or apply_acid: false"
+            )
+        return self
+
+
+def resolved_constants(params: Params, world_size: int) -> dict[str, Any]:
+    """η, α̃ and the graph quantities the run uses: the graph's (Prop. 3.6) unless overridden."""
+    c = graph.constants(params.topology, world_size, params.rate)
+    eta = c.eta if params.eta is None else params.eta
+    alpha_tilde = c.alpha_tilde if params.alpha_tilde is None else params.alpha_tilde
+    return {
+        "topology": params.topology,
+        "world_size": world_size,
+        "rate": params.rate,
+        "apply_acid": params.apply_acid,
+        "chi1": c.chi1,
+        "chi2": c.chi2,
+        "alpha": c.alpha,
+        "eta": eta if params.apply_acid else 0.0,
+        "alpha_tilde": alpha_tilde,
+        "graph_eta": c.eta,
+        "graph_alpha_tilde": c.alpha_tilde,
+    }
+
+
+class Method(api.Method[Params]):
+    synchronous = False
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """The constants the run will use, for the graph it will run on (η = 0 for the baseline)."""
+        n = setting.cluster.world_size
+        problem = graph.graph_problem(params.topology, n)
+        if problem is not None:
+            return {"topology": params.topology, "world_size": n, "rate": params.rate, "skip": problem}
+        plan = resolved_constants(params, n)
+        plan["exchanges_per_worker_per_step"] = params.rate
+        plan["exchange_bytes"] = setting.model_bytes
+        return plan
+
+    def skip(self, world_size: int) -> str | None:
+        return graph.graph_problem(self.params.topology, world_size)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        p = self.params
+        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
+        self.params_list = list(ctx.model.parameters())
+        self.neighbours = graph.neighbours(p.topology, ctx.rank, ctx.world_size)
+        consts = resolved_constants(p, ctx.world_size)
+        self.eta, self.alpha, self.alpha_tilde = consts["eta"], consts["alpha"], consts["alpha_tilde"]
+        #: √(χ₁/χ₂): how much less communication A²CiD²'s condition asks than the baseline's (√(χ₁χ₂) vs χ₁)
+        self.acceleration = (consts["chi1"] / consts["chi2"]) ** 0.5
+        with torch.no_grad():
+            if p.init_spread > 0:
+                for q in self.params_list:
+                    q.add_(torch.randn(q.shape, generator=ctx.rng, dtype=q.dtype), alpha=p.init_spread)
+            x = parameters_to_vector(self.params_list)
+        self.shift = None
+        if p.gradient_shift > 0:
+            gen = torch.Generator().manual_seed(ctx.seed("acid-gradient-shift"))
+            sigma = p.gradient_shift
+            self.shift = [sigma * torch.randn(q.shape, generator=gen, dtype=q.dtype) for q in self.params_list]
+        self.x_tilde = x.clone() if p.apply_acid else None  # x̃ starts at x (the reference: after averaging inits)
+        self.t_last: float | None = None  # virtual time of this worker's last event
+        self.unit: float | None = None  # seconds per gradient: the ODE's time unit (EMA, as the reference)
+        self.owed = 0.0  # averagings owed to the quota
+        self.active = True  # False once no neighbour is left to pair with
+        self.pending: Any = None  # the non-blocking pairing announced before the computation
+        self.in_flight: list[Any] = []  # exchanges issued at the end of the previous step
+
+    # ------------------------------------------------------------------ events
+    def _mix_to(self, t: float) -> torch.Tensor:
+        """Move (x, x̃) forward to virtual time ``t``; returns x as a flat vector (write it back after)."""
+        x = parameters_to_vector(self.params_list)
+        if self.x_tilde is not None and self.t_last is not None and self.unit and t > self.t_last:
+            dynamics.mix_(x, self.x_tilde, self.eta, (t - self.t_last) / self.unit)
+        self.t_last = t if self.t_last is None else max(self.t_last, t)
+        return x
+
+    def _draw(self, ctx: api.WorkerContext) -> float:
+        p = self.params
+        if p.poisson:
+            return float(torch.poisson(torch.tensor([p.rate], dtype=torch.float64), generator=ctx.rng).item())
+        return p.rate  # a fraction stays owed until it adds up to one averaging
+
+    def _ask(self, ctx: api.WorkerContext, exclude: Collection[int] = ()) -> Any:
+        """Announce this worker to the coordinator for any neighbour, in a random order, except ``exclude``
+        (the partners of this interval's earlier averagings, while another neighbour is left): the two have just
+        become equal, so a second averaging between them would move nothing (README: pairing)."""
+        candidates = [j for j in self.neighbours if j not in exclude] or self.neighbours
+        order = torch.randperm(len(candidates), generator=ctx.rng).tolist()
+        return ctx.comm.pair([candidates[i] for i in order], async_op=True)
+
+    def _complete_exchanges(self) -> int:
+        works, self.in_flight = self.in_flight, []
+        for w in works:
+            w.wait()
+        with torch.no_grad():
+            for w in sorted(works, key=lambda w: w.end_s):  # stable: issue order among equal end times
+                x = self._mix_to(w.end_s)
+                dynamics.average_(x, self.x_tilde, w.result(), self.alpha, self.alpha_tilde)
+                vector_to_parameters(x, self.params_list)
+        return len(works)
+
+    def _issue_exchanges(self, ctx: api.WorkerContext) -> None:
+        partners: set[int] = set()
+        while self.active and self.owed >= 1:
+            if self.in_flight:  # one exchange at a time, each sending the x the previous one left
+                self._complete_exchanges()
+            work, self.pending = self.pending or self._ask(ctx, partners), None
+            work.wait()
+            peer = work.result()
+            if peer is None:  # every neighbour has finished training
+                self.active, self.owed = False, 0.0
+                return
+            partners.add(peer)
+            with torch.no_grad():
+                x = parameters_to_vector(self.params_list)
+            self.in_flight.append(ctx.comm.exchange(peer, x, async_op=True))
+            self.owed -= 1
+
+    # ------------------------------------------------------------------ step
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        p = self.params
+        if self.t_last is None:
+            self.t_last = ctx.clock.now()
+        self.owed += self._draw(ctx)
+        if self.active and self.owed >= 1 and self.pending is None:
+            self.pending = self._ask(ctx)
+        before = ctx.clock.compute_s
+        ctx.forward_backward(batch)
+        spent = ctx.clock.compute_s - before
+        self.unit = spent if self.unit is None else 0.5 * spent + 0.5 * self.unit
+        done = self._complete_exchanges()
+        if self.shift is not None:
+            for q, c in zip(self.params_list, self.shift, strict=True):
+                if q.grad is not None:
+                    q.grad.add_(c)
+        if p.clip_grad_norm is not None:
+            clip_grad_norm_(self.params_list, p.clip_grad_norm)
+        with torch.no_grad():
+            x = self._mix_to(ctx.clock.now())
+            vector_to_parameters(x, self.params_list)
+            if p.apply_gradients:
+                self.opt.step()
+            if self.x_tilde is not None:  # x̃ takes exactly the step x took
+                self.x_tilde.add_(parameters_to_vector(self.params_list) - x)
+        self._issue_exchanges(ctx)
+        ctx.record("averagings_per_step", done)
+        ctx.record("sqrt_chi1_over_chi2", self.acceleration)
+
+    def finalize(self, ctx: api.WorkerContext) -> None:
+        """Finish the exchanges still in flight (the peers wait for them); the harness scores the average."""
+        if self.pending is not None:
+            work, self.pending = self.pending, None
+            work.wait()
+            peer = work.result()
+            if peer is not None:
+                with torch.no_grad():
+                    x = parameters_to_vector(self.params_list)
+                self.in_flight.append(ctx.comm.exchange(peer, x, async_op=True))
+        self._complete_exchanges()
+
+    def state_dict(self) -> dict[str, Any]:
+        out = super().state_dict()
+        out["x_tilde"] = ("value", None if self.x_tilde is None else self.x_tilde.tolist())
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        _, xt = state.pop("x_tilde", ("value", None))
+        super().load_state_dict(state)
+        if xt is not None:
+            self.x_tilde = torch.tensor(xt, dtype=self.params_list[0].dtype)
