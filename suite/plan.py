@@ -137,6 +137,7 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         steps_per_epoch=plan.steps_per_epoch,
         model_bytes=param_bytes(model) * job.bytes_scale,
         state_bytes=_state_bytes(job, model),
+        lr_schedule=plan.schedule,
     )
     method_plan = job.method.cls.plan(job.params, setting)
     if plan.schedule is None:

@@ -154,6 +154,7 @@ class _ProbeContext:
         self._seed_parts = (*job.seed_parts, "rank", rank)
         self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
         self.total_steps: int | None = None
+        self.lr_schedule: Any | None = None
         self.cluster = None
         self._optimizer_override = job.config.optimizer
 
