@@ -86,5 +86,6 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
         test=test,
         num_classes=NUM_CLASSES,
         input_shape=(3, params.image_size, params.image_size),
-        description=f"{DESCRIPTION} [{len(train)}/{len(test)} images, {params.image_size} px, augment={params.augment}]",
+        description=f"{DESCRIPTION} [{len(train)}/{len(test)} images, {params.image_size} px, "
+        f"augment={params.augment}]",
     )

@@ -118,7 +118,7 @@ def test_plan_counts_the_averagings_a_run_performs(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(cls, "_average", counting)
     InProcessEngine().run(build_job(validate_config(TINY), 0))
     assert len(calls) == plan["rounds"]
-    assert [h for _, h in calls] == plan["round_lengths"][:-1] + [calls[-1][1]]
+    assert [h for _, h in calls] == [*plan["round_lengths"][:-1], calls[-1][1]]
 
 
 @pytest.mark.slow  # builds ViT-B/16 (86 M parameters) for the plan
