@@ -127,3 +127,21 @@ def test_plan_of_the_vit_recipe_prints_every_round() -> None:
     plan = build_plan(root / "methods" / "qsr" / "configs" / "const.paper.yaml")["method_plan"]
     assert plan["rounds"] == 93_600 // 4 == len(plan["round_lengths"])
     assert plan["schedule"] == "4×23400"
+
+
+@pytest.mark.smoke
+def test_smoke_reproduction_reports_the_h_schedules(mlflow_uri: str, tmp_path: Path, monkeypatch) -> None:
+    """Three arms, two seeds, one epoch of digits: every arm trains, the claims are judged (INCONCLUSIVE: 2 seeds
+    < 5), and the report carries the H-schedule figures and the paper-scale time prediction."""
+    from suite.reproduce import reproduce
+
+    monkeypatch.chdir(tmp_path)
+    overrides = ["budget.epochs=1", "eval.times=1", "torch_threads=1"]
+    arms = ["parallel", "const", "qsr"]
+    result = reproduce("qsr", seeds="0,1", overrides=overrides, arms=arms, show_progress=False)
+    assert set(result.campaigns) == set(arms)
+    verdicts = {v.claim_id: v for v in result.report.verdicts}
+    assert verdicts["P1-const"].verdict == "INCONCLUSIVE" and "seeds" in verdicts["P1-const"].reason
+    text = Path(result.report.markdown).read_text(encoding="utf-8")
+    assert "## Synchronization schedules" in text and "## Time model at paper scale" in text
+    assert (result.report.out_dir / "figures" / "h_schedule_vit.png").is_file()
