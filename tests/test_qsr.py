@@ -145,3 +145,14 @@ def test_smoke_reproduction_reports_the_h_schedules(mlflow_uri: str, tmp_path: P
     text = Path(result.report.markdown).read_text(encoding="utf-8")
     assert "## Synchronization schedules" in text and "## Time model at paper scale" in text
     assert (result.report.out_dir / "figures" / "h_schedule_vit.png").is_file()
+
+
+def test_difference_form_is_arm_minus_base_signed_by_direction() -> None:
+    """Accuracy claims are paired differences in points (``form: difference``), not relative fractions."""
+    import numpy as np
+
+    from suite.claims.verdicts import _relative
+
+    a, b = np.array([0.81, 0.80]), np.array([0.79, 0.80])
+    assert _relative("difference", "max")(a, b).tolist() == pytest.approx([0.02, 0.0])
+    assert _relative("difference", "min")(a, b).tolist() == pytest.approx([-0.02, 0.0])

@@ -3,7 +3,7 @@
 Why a module of its own: the same pure function decides the period inside a run (``method.py``), in
 ``distrepro plan`` (every round's length before anything trains) and in the report's H-schedule
 figure, so the three cannot disagree. It restates the bookkeeping of the official code
-(github.com/hmgxr128/QSR @ 0ac44f1, ``localopt.py``, ``LocalOptimizer.adjust_h``, called by
+(github.com/hmgxr128/QSR @ 93f0fac, ``localopt.py``, ``LocalOptimizer.adjust_h``, called by
 ``trainer_process.py`` right after each averaging, once the scheduler has set the LR of the next step):
 
 * during the LR warm-up (``step < warmup_steps``), or with ``alpha = 0``, the period is ``H_base``;
