@@ -108,6 +108,9 @@ class PlanSetting:
     steps_per_epoch: float
     model_bytes: float
     state_bytes: float
+    #: the run's LR schedule bound to it (``lr(t)`` for any step, ``warmup_steps``): a method whose
+    #: communication depends on the LR (QSR's period) plans from it; None when the method names no LR
+    lr_schedule: Any = None
 
 
 # --------------------------------------------------------------------------- worker context
@@ -159,6 +162,9 @@ class WorkerContext(Protocol):
     #: the run's length in steps (``budget`` in steps, epochs or samples over the first allocation's global
     #: batch); None for an ``emulated_seconds`` budget, whose steps are not known before they are taken
     total_steps: int | None
+    #: the run's schedule bound to it (:class:`suite.lr_schedule.LRSchedule`: ``lr(t)`` for any step,
+    #: ``warmup_steps``), for a method whose communication depends on the LR; None when no LR is named
+    lr_schedule: Any
 
     def register_optimizer(self, optimizer: Any) -> Any:
         """Hand the harness an optimizer whose LR it sets from ``schedule:`` before every step; returns it.

@@ -177,6 +177,23 @@ def missing_requirements(method: MethodPlugin) -> list[str]:
     return [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
 
 
+def _probe(cfg: RunConfig, bundle: DatasetBundle) -> tuple[float, int]:
+    """Training FLOPs per sample and parameter bytes of the configured model, counted on the meta device
+    (shapes only: no memory, no initialisation, no arithmetic, so a ViT-B/16 plan costs milliseconds, not a
+    real forward and backward); a model that cannot be built or run there is counted on the CPU."""
+    for device in ("meta", "cpu"):
+        try:
+            with torch.random.fork_rng(devices=[]), torch.device(device):
+                probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
+                return train_flops_per_sample(probe, bundle.input_shape), param_bytes(probe)
+        except ConfigError:
+            raise
+        except Exception:
+            if device == "cpu":
+                raise
+    raise AssertionError("unreachable")
+
+
 def build_job(
     cfg: RunConfig,
     seed: int,
@@ -204,10 +221,7 @@ def build_job(
     # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.
     seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", profile.name, seed)
     method_seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
-    with torch.random.fork_rng(devices=[]):
-        probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
-    proxy_flops = train_flops_per_sample(probe, bundle.input_shape)
-    proxy_bytes = param_bytes(probe)
+    proxy_flops, proxy_bytes = _probe(cfg, bundle)
     workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0

@@ -32,7 +32,7 @@ from torch import nn
 from suite import _torchvision
 from suite.errors import ConfigError, format_pydantic_error
 
-MODEL_NAMES: tuple[str, ...] = ("small_cnn", "resnet18_cifar", "resnet18", "resnet50")
+MODEL_NAMES: tuple[str, ...] = ("small_cnn", "resnet18_cifar", "resnet18", "resnet50", "resnet152", "vit_b_16")
 
 
 class _NoParams(BaseModel):
@@ -139,6 +139,16 @@ def _torchvision_resnet(arch: str) -> Callable[[int, int, BaseModel], nn.Module]
     return make
 
 
+def _vit_b_16(in_channels: int, num_classes: int, params: BaseModel) -> nn.Module:
+    """torchvision ViT-B/16 at the input's side (QSR's ViT recipe; its reference uses vit-pytorch's SimpleViT,
+    same width/depth/heads/MLP but a class token and learned position embedding here: same parameter count
+    to 0.1 %, which is what a plan's bytes and a time charge need)."""
+    del params
+    if in_channels != 3:
+        raise ConfigError(None, "model.name", f"vit_b_16 takes 3-channel images, got {in_channels}")
+    return _torchvision.load().models.vit_b_16(weights=None, num_classes=num_classes)
+
+
 def _small_cnn(in_channels: int, num_classes: int, params: BaseModel) -> nn.Module:
     assert isinstance(params, SmallCNNParams)
     return SmallCNN(in_channels, num_classes, hidden=params.hidden)
@@ -155,6 +165,8 @@ _REGISTRY: dict[str, tuple[type[BaseModel], Callable[[int, int, BaseModel], nn.M
     "resnet18_cifar": (ResNetCIFARParams, _resnet18_cifar, 8),
     "resnet18": (_NoParams, _torchvision_resnet("resnet18"), 16),
     "resnet50": (_NoParams, _torchvision_resnet("resnet50"), 16),
+    "resnet152": (_NoParams, _torchvision_resnet("resnet152"), 16),
+    "vit_b_16": (_NoParams, _vit_b_16, 224),  # fixed 224x224 input (14x14 patches of 16)
 }
 
 

@@ -181,13 +181,14 @@ class FinalMetricClaim(_ClaimBase):
 
 class RelativeImprovementClaim(_ClaimBase):
     """``fraction``: (arm−base)/base signed so positive is better ("time reduced by 72%" → 0.72);
-    ``ratio``: arm/base, or base/arm for a ``min`` metric ("21.6 times the FLOPS" → 21.6)."""
+    ``ratio``: arm/base, or base/arm for a ``min`` metric ("21.6 times the FLOPS" → 21.6);
+    ``difference``: arm − base in the metric's unit, signed so positive is better ("+1.16% top-1" → 0.0116)."""
 
     kind: Literal["relative_improvement"]
     metric: str = Field(min_length=1)
     direction: Direction
     baseline: str | None = None
-    form: Literal["fraction", "ratio"] = "fraction"
+    form: Literal["fraction", "ratio", "difference"] = "fraction"
     claimed: Claimed
 
 
@@ -302,7 +303,7 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
             if base == claim.arm:
                 raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
         stat = claim.accept.statistic
-        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form == "fraction")
+        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form != "ratio")
         if stat == "geometric_mean" and signed:
             raise ConfigError(
                 source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"

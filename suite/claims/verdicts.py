@@ -206,7 +206,13 @@ def _claim_metric(claim: Any) -> str | None:
 def _relative(form: str, direction: str) -> Callable[[Any, Any], Any]:
     if form == "ratio":
         return (lambda a, b: a / b) if direction == "max" else (lambda a, b: b / a)
+    if form == "difference":  # arm - base in the metric's own unit (accuracy points), signed so better is positive
+        return (lambda a, b: a - b) if direction == "max" else (lambda a, b: b - a)
     return (lambda a, b: a / b - 1) if direction == "max" else (lambda a, b: 1 - a / b)
+
+
+def _relative_unit(claim: Any) -> str:
+    return {"ratio": "x", "fraction": "fraction"}.get(claim.form, claim.metric)
 
 
 _STAT_LABEL = {"median": "median", "mean": "mean", "geometric_mean": "geometric mean", "olympic_mean": "olympic mean"}
@@ -338,7 +344,7 @@ def _paired_sample(
         derived, v.unit = b / a, "x"
     elif claim.kind == "relative_improvement":
         derived = _relative(claim.form, claim.direction)(a, b)
-        v.unit = "x" if claim.form == "ratio" else "fraction"
+        v.unit = _relative_unit(claim)
     else:
         derived, v.unit = (a - b) * (1 if claim.direction == "max" else -1), claim.metric
     v.points = dict(zip(seeds, derived.tolist(), strict=True))
@@ -392,7 +398,7 @@ def _unpaired(claim: Any, name: str) -> tuple[Callable[[list[np.ndarray]], Any],
         return (lambda s: stat(s[1], name) / stat(s[0], name)), "x"
     if claim.kind == "relative_improvement":
         f = _relative(claim.form, claim.direction)
-        return (lambda s: f(stat(s[0], name), stat(s[1], name))), ("x" if claim.form == "ratio" else "fraction")
+        return (lambda s: f(stat(s[0], name), stat(s[1], name))), _relative_unit(claim)
     if claim.kind == "non_inferiority":
         sign = 1 if claim.direction == "max" else -1
         return (lambda s: sign * (stat(s[0], name) - stat(s[1], name))), claim.metric

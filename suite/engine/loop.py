@@ -221,6 +221,7 @@ class Harness:
             self.lr_plan = lr_plan(self.job.config, self.job.params, len(self.job.bundle.train), alloc.batch_sizes)
             for slot in self.slots:
                 slot.worker.total_steps = self.lr_plan.total_steps
+                slot.worker.lr_schedule = self.lr_plan.schedule
         for slot in self.slots:
             slot.stream = make_stream(self.job, alloc, self.epoch, slot.rank)
         self.allocations.append((self.epoch, alloc))

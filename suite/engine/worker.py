@@ -67,6 +67,7 @@ class HarnessWorker:
         # training ingredients (suite.ingredients): set by the harness
         self.lr: float | None = None  # the LR of the step about to run (the schedule's)
         self.total_steps: int | None = None  # the run's length in steps (None for an emulated_seconds budget)
+        self.lr_schedule: Any | None = None  # the run's LRSchedule (suite.lr_schedule), None without an LR
         self.label_smoothing = 0.0
         self.optimizer_override: Any | None = None  # the run config's optimizer: block
         self.optimizers: list[Any] = []  # registered: the harness sets their LR before every step

@@ -273,6 +273,24 @@ def _markdown(
     return "\n".join(parts).rstrip() + "\n"
 
 
+def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
+    """Sections a paper's method folders add (``report.py`` with ``section(info, fig_dir, out_dir)`` returning
+    markdown and its saved figures): what only the paper needs, e.g. QSR's period schedules from its plans.
+    A section that fails is reported in its place rather than losing the whole report."""
+    out = []
+    for folder in info.method_dirs:
+        if not (folder / "report.py").is_file():
+            continue
+        try:
+            from suite.registry import plugin_module
+
+            out.append(plugin_module(folder.name, "report").section(info, fig_dir, out_dir))
+        except Exception as exc:  # the claims and runs are still worth a report
+            _log.warning("report section of %s failed: %s", folder.name, exc)
+            out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
+    return out
+
+
 def write_report(
     info: PaperInfo,
     rs: RunSet,
@@ -307,6 +325,9 @@ def write_report(
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
         extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)
         sens.write_data(sensitivity, out_dir)
+    for part, figures in method_sections(info, fig_dir, out_dir):
+        extra = "\n\n".join(x for x in (extra, part) if x)
+        drawn.update(figures)
     text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")

@@ -44,7 +44,7 @@ def _claim_unit(claim: Any) -> str:
     if claim.kind == "speedup" or (claim.kind == "relative_improvement" and claim.form == "ratio"):
         return "x"
     if claim.kind == "relative_improvement":
-        return "fraction"
+        return "fraction" if claim.form == "fraction" else claim.metric
     if claim.kind == "convergence":
         return claim.unit
     return getattr(claim, "metric", "")

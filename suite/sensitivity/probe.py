@@ -182,6 +182,7 @@ class _ProbeContext:
         self._bytes_scale = job.bytes_scale
         self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
         self.total_steps: int | None = None
+        self.lr_schedule: Any | None = None
         self.cluster = cluster_layout(job.profile)
         self._optimizer_override = job.config.optimizer
 

@@ -41,6 +41,9 @@ def claim_axis_label(claim: Any) -> str:
         if claim.form == "ratio":
             how = f"{base} / {claim.arm}" if claim.direction == "min" else f"{claim.arm} / {base}"
             return f"ratio of {name} (×)\n{how}"
+        if claim.form == "difference":
+            sign = "" if claim.direction == "max" else " (sign flipped: lower is better)"
+            return f"difference in {name}{_unit(metric)}\n{claim.arm} − {base}{sign}"
         word = "reduction" if claim.direction == "min" else "increase"
         return f"{word} in {name}\nvs {base} (%)"
     if claim.kind == "non_inferiority":

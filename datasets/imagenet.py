@@ -1,0 +1,91 @@
+"""ImageNet-1k from a local image folder (``<root>/train/<wnid>/*.JPEG``, ``<root>/val/<wnid>/*.JPEG``).
+
+Why: the QSR paper's recipes (ResNet-152, ViT-B/16) train on the full ILSVRC-2012 set (1,281,167 training
+and 50,000 validation images, 1,000 classes). The suite never downloads it (licence); ``val/`` must
+already be sorted into class folders (the usual ``valprep.sh`` layout). Labels follow sorted wnids, as
+``ImageFolder`` does. Training uses RandomResizedCrop + horizontal flip with ``augment: true``; evaluation
+resizes to 256/224 of ``image_size`` and center-crops, the reference code's crop ratio. ``distrepro plan``
+needs no folder: :func:`describe` gives the split sizes of ILSVRC-2012.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from suite import _torchvision
+from suite.data import DatasetBundle, DatasetShape
+from suite.errors import ConfigError
+
+NAME: str = "imagenet"
+DESCRIPTION: str = "ImageNet-1k (ILSVRC-2012): 1,000 classes, 1,281,167 train / 50,000 val images (local folder)."
+NUM_CLASSES = 1000
+TRAIN_SIZE, VAL_SIZE = 1_281_167, 50_000
+MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
+STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+
+class Params(BaseModel):
+    """Options of the ImageNet-1k loader."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image_size: int = Field(224, ge=8)
+    augment: bool = False
+
+
+def _transform(image_size: int, augment: bool) -> Any:
+    _torchvision.load()
+    from torchvision.transforms import v2
+
+    if augment:
+        geometric = [v2.RandomResizedCrop(image_size, antialias=True), v2.RandomHorizontalFlip()]
+    else:
+        geometric = [v2.Resize(round(image_size * 256 / 224), antialias=True), v2.CenterCrop(image_size)]
+    return v2.Compose(
+        [*geometric, v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(list(MEAN), list(STD))]
+    )
+
+
+def describe(params: Params) -> DatasetShape:
+    """ILSVRC-2012 without the folder: 1,000 classes at ``image_size``, the official split sizes."""
+    side = params.image_size
+    return DatasetShape(NUM_CLASSES, (3, side, side), TRAIN_SIZE, VAL_SIZE, "split sizes of ILSVRC-2012")
+
+
+def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+    """Index ``root/train`` and ``root/val``; ``seed`` is unused (the data is fixed)."""
+    del seed
+    layout = "'train/<wnid>/*.JPEG' and 'val/<wnid>/*.JPEG'"
+    if root is None:
+        raise ConfigError(None, "dataset.root", f"imagenet needs dataset.root: a folder with {layout}")
+    folders = {}
+    for split in ("train", "val"):
+        if not (root / split).is_dir():
+            raise ConfigError(root, "dataset.root", f"no '{split}/' folder in '{root}'; expected {layout}")
+        folders[split] = sorted(e.name for e in (root / split).iterdir() if e.is_dir())
+    if folders["train"] != folders["val"] or len(folders["train"]) != NUM_CLASSES:
+        raise ConfigError(
+            root,
+            "dataset.root",
+            f"'{root}' needs the same {NUM_CLASSES} class folders in train/ and val/; found "
+            f"{len(folders['train'])} and {len(folders['val'])}",
+        )
+    tv = _torchvision.load()
+    try:
+        train = tv.datasets.ImageFolder(str(root / "train"), transform=_transform(params.image_size, params.augment))
+        test = tv.datasets.ImageFolder(str(root / "val"), transform=_transform(params.image_size, False))
+    except FileNotFoundError as exc:  # a class folder without a single image
+        raise ConfigError(root, "dataset.root", str(exc)) from exc
+    return DatasetBundle(
+        name=NAME,
+        train=train,
+        test=test,
+        num_classes=NUM_CLASSES,
+        input_shape=(3, params.image_size, params.image_size),
+        description=f"{DESCRIPTION} [{len(train)}/{len(test)} images, {params.image_size} px, "
+        f"augment={params.augment}]",
+    )

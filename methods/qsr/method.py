@@ -1,0 +1,106 @@
+"""Local OPT with a period set per round: QSR (Gu et al., ICLR 2024), the H ~ 1/lr rule, constant H, post-local.
+
+Each worker runs its optimizer (SGD with momentum, or ``optimizer:`` such as AdamW) on its own data for
+``H`` steps, then the replicas' parameters are averaged with one ring all-reduce; the optimizer state
+(momentum, Adam's moments and step count) stays per worker, as in every script of the reference code.
+``H`` is decided at the first step of each round from the LR the harness's ``schedule:`` set for that
+step (``rule.py``): ``max(h_base, floor((alpha/lr)**gamma))`` after the warm-up, ``h_base`` during it,
+cut by the end of the run. ``alpha: 0`` is Local OPT with a constant ``H = h_base``; ``gamma: 1`` is the
+linear rule; ``post_local_switch`` runs ``H = 1`` for that fraction of the steps first (post-local SGD).
+Parallel OPT is the ``ar_sgd`` method with the same ``optimizer:``. A final averaging in ``finalize``
+closes a round the budget cut, so the returned model is the consensus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from suite import api
+from suite.ingredients import method_optimizer
+from suite.optim import state_tensors
+from suite.optimizer_config import OptimizerConfig
+
+from .rule import SyncRule, first_growth, round_lengths, run_length
+
+
+class Params(api.MethodParams):
+    lr: api.LearningRate = 0.05
+    momentum: api.Momentum = 0.9
+    weight_decay: api.WeightDecay = 0.0
+    nesterov: bool = False
+    #: H_base: the period during warm-up and the floor of the rule
+    h_base: int = Field(default=2, ge=1)
+    #: QSR's alpha (beta for the linear rule); 0 keeps H = h_base throughout (Local OPT, constant H)
+    alpha: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    #: exponent of the rule: 2 is QSR, 1 the H ~ 1/lr rule, others the paper's ablation
+    gamma: float = Field(default=2.0, gt=0, allow_inf_nan=False)
+    #: post-local SGD: the fraction of the run's steps done with H = 1 before the rule applies
+    post_local_switch: float = Field(default=0.0, ge=0, lt=1)
+    #: another optimizer (fields left out are taken from lr/momentum/weight_decay/nesterov above)
+    optimizer: OptimizerConfig | None = None
+
+
+def sync_rule(params: Params, schedule: Any, total_steps: int | None) -> SyncRule:
+    """The rule of a run: ``params`` with the warm-up of its bound ``schedule`` and its switch step."""
+    warmup = int(getattr(schedule, "warmup_steps", 0) or 0)
+    switch = round(params.post_local_switch * total_steps) if total_steps else 0
+    return SyncRule(params.h_base, params.alpha, params.gamma, warmup, switch)
+
+
+class Method(api.Method[Params]):
+    synchronous = True
+    accepts_optimizer = True
+
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+        """Every round's H in order (``round_lengths``; ``schedule`` is the same, run-length encoded), the
+        number of rounds (averagings, one all-reduce of the state each) and its share of the steps."""
+        total, sched = setting.total_steps, setting.lr_schedule
+        rule = sync_rule(params, sched, total)
+        head: dict[str, Any] = {"h_base": params.h_base, "alpha": params.alpha, "gamma": params.gamma}
+        if params.post_local_switch:
+            head["switch_step"] = rule.switch_step
+        if total is None:
+            return head | {"round_lengths": "not known before the run (emulated_seconds budget)"}
+        lengths = round_lengths(rule, (lambda t: sched.lr(t)) if sched is not None else (lambda t: None), total)
+        comm = [{"pattern": "all_reduce", "bytes": setting.state_bytes, "count": len(lengths)}]
+        return head | {
+            "warmup_steps": rule.warmup_steps,
+            "rounds": len(lengths),
+            "comm_fraction": len(lengths) / total,
+            "first_growth_step": first_growth(rule, lengths),
+            "last_round": lengths[-1],
+            "schedule": run_length(lengths),
+            "round_lengths": lengths,
+            "comm": comm,
+        }
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(self.params))
+        self.rule = sync_rule(self.params, getattr(ctx, "lr_schedule", None), ctx.total_steps)
+        self.local_steps = 0
+        self.period = 0  # the current round's H, decided at its first step
+        self.rounds = 0  # averagings done (plain attributes: the default checkpoint state keeps all three)
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        if self.local_steps == 0:  # first step of a round: the harness has just set this step's LR
+            step = int(ctx.train_state["step"])
+            self.period = self.rule.period(step, ctx.lr, ctx.total_steps, first=self.rounds == 0 and step == 0)
+        ctx.forward_backward(batch)
+        self.opt.step()
+        self.local_steps += 1
+        ctx.record("sync_period", self.period)
+        if self.local_steps >= self.period:
+            self._average(ctx)
+
+    def _average(self, ctx: api.WorkerContext) -> None:
+        ctx.comm.all_reduce_coalesced(state_tensors(ctx.model), op="mean")
+        self.local_steps = 0
+        self.rounds += 1
+        ctx.record("rounds", self.rounds)
+
+    def finalize(self, ctx: api.WorkerContext) -> None:
+        if self.local_steps:
+            self._average(ctx)
