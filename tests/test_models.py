@@ -17,12 +17,18 @@ pytestmark = pytest.mark.smoke
 #   resnet18_cifar: kuangliu/pytorch-cifar's ResNet18() has 11,173,962
 #   resnet18 / resnet50: torchvision's 11,689,512 / 25,557,032 at 1000 classes, minus 990 rows of the fc
 #   layer (512 resp. 2048 weights + 1 bias each)
+#   resnet152 / vit_b_16: torchvision's 60,192,808 / 86,567,656 at 1000 classes, minus 990 rows of the head
+#   (2048 resp. 768 weights + 1 bias each)
 PARAMS_10_CLASSES = {
     "small_cnn": 102_202,
     "resnet18_cifar": 11_173_962,
     "resnet18": 11_689_512 - 990 * 513,
     "resnet50": 25_557_032 - 990 * 2049,
+    "resnet152": 60_192_808 - 990 * 2049,
+    "vit_b_16": 86_567_656 - 990 * 769,
 }
+#: paper-scale models (plans and time charges): counted and run on the meta device, shapes only
+LARGE = {"resnet152": 32, "vit_b_16": 224}
 
 
 def n_params(model: nn.Module) -> int:
@@ -35,11 +41,26 @@ def test_model_names() -> None:
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_parameter_counts(name: str) -> None:
-    assert n_params(build_model(name, 10, (3, 32, 32))) == PARAMS_10_CLASSES[name]
+    size = LARGE.get(name, 32)
+    with torch.device("meta" if name in LARGE else "cpu"):
+        assert n_params(build_model(name, 10, (3, size, size))) == PARAMS_10_CLASSES[name]
+
+
+@pytest.mark.parametrize("name", sorted(LARGE))
+def test_large_models_run_on_the_meta_device(name: str) -> None:
+    size = LARGE[name]
+    with torch.device("meta"):
+        out = build_model(name, 7, (3, size, size))(torch.randn(2, 3, size, size))
+    assert out.shape == (2, 7)
+
+
+def test_vit_refuses_small_images_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="at least 224×224"):
+        build_model("vit_b_16", 10, (3, 32, 32))
 
 
 @pytest.mark.parametrize("size", [16, 32])
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", [n for n in MODEL_NAMES if n not in LARGE])
 def test_output_shapes(name: str, size: int) -> None:
     torch.manual_seed(0)
     params = {"width": 8} if name == "resnet18_cifar" else {}
