@@ -299,6 +299,13 @@ class Method(abc.ABC, Generic[P]):
         return cls.eval_on
 
     @classmethod
+    def trained_ranks(cls, params: P, device_kinds: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The ranks whose replicas train, over which the consensus distance is taken; None (default):
+        every rank. A method that leaves devices idle names the others (AR-SGD on the GPUs alone: the
+        idle CPU replicas never move, and counting them would report a spread training never had)."""
+        return None
+
+    @classmethod
     def warmup_steps(cls, params: P) -> int:
         """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
 

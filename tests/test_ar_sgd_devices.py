@@ -16,6 +16,8 @@ from test_sensitivity import TINY_PROFILE, _config
 
 from suite.api import ClusterView, DeviceView
 from suite.config import validate_config
+from suite.engine.dist.launch import DistEngine
+from suite.engine.evaluation import consensus_distance
 from suite.engine.inprocess import InProcessEngine
 from suite.job import build_job
 from suite.registry import get_method
@@ -45,8 +47,10 @@ def test_gpu_only_ddp_costs_what_ddp_on_the_gpus_alone_costs(overlap: bool, tmp_
     cpu = result.final.workers[2]
     assert cpu.samples == 0 and cpu.compute_s == 0 and cpu.bytes_sent == 0 and cpu.clock_s == 0
     assert all(a.batch_sizes[2] == 0 and a.shares[2] == 0 for _, a in result.allocations)
-    # the idle replica never moves, so the evaluated model is rank 0's: the consensus distance is not 0
-    assert result.final.metrics["consensus_distance"] > 0
+    # the idle replica never moves, so the evaluated model is rank 0's and the consensus distance is over
+    # the GPU replicas, which stay identical (over all three it would be > 0: the CPU's is the initial model)
+    assert all(e.metrics["consensus_distance"] == 0.0 for e in result.evals)
+    assert consensus_distance(result.models) > 0
     timing = simulate(job, Prober(job))
     assert timing.emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
 
@@ -62,7 +66,22 @@ def test_gpu_only_allocation_and_its_errors() -> None:
     alloc = cls.allocate(params, view(["gpu", "gpu", "cpu", "cpu"]))
     assert alloc.shares == (0.5, 0.5, 0.0, 0.0) and alloc.batch_sizes == (8, 8, 0, 0)
     assert cls.evaluated_on(params) == "rank0" and cls.evaluated_on(cls.Params()) == "average"
+    assert cls.trained_ranks(params, ("gpu", "gpu", "cpu")) == (0, 1)
+    assert cls.trained_ranks(cls.Params(), ("gpu", "gpu", "cpu")) is None
     with pytest.raises(ValueError, match="rank 0"):
         cls.allocate(params, view(["cpu", "gpu"]))
     with pytest.raises(ValueError, match="needs GPUs"):
         cls.allocate(params, view(["cpu", "cpu"]))
+
+
+@pytest.mark.distributed
+def test_gpu_only_consensus_distance_on_the_dist_engine(tmp_path: Path) -> None:
+    """The distributed engine's reduce takes the consensus distance over the GPU replicas too (the idle CPU
+    rank contributes zeros), and evaluates the same model as the in-process engine."""
+    mixed, _ = _profiles(tmp_path)
+    cfg = validate_config(_config(mixed, "ar_sgd", {"devices": "gpu"}, dist={"timeout_s": 60}))
+    a = InProcessEngine().run(build_job(cfg, 1))
+    b = DistEngine().run_cell(build_job(cfg.model_copy(update={"engine": "dist"}), 1), None)
+    assert [e.metrics["consensus_distance"] for e in b.evals] == pytest.approx([0.0] * len(a.evals), abs=1e-12)
+    assert b.final.metrics["val_accuracy"] == pytest.approx(a.final.metrics["val_accuracy"], abs=1e-9)
+    assert b.emulated_s == pytest.approx(a.emulated_s, rel=1e-9)

@@ -14,7 +14,7 @@ harness's ``schedule:``.
 ``devices: gpu`` is DDP on the GPUs alone (a fair and trivial baseline for heterogeneous clusters, issue 13):
 the allocation gives every non-GPU rank no data, those ranks join no collective and idle, and the gradient
 all-reduce and buffer broadcast run over a group of the GPU ranks. Rank 0 must be a GPU: its replica is the
-one evaluated (the idle replicas never move).
+one evaluated (the idle replicas never move), and the consensus distance is over the GPU replicas alone.
 """
 
 from __future__ import annotations
@@ -69,6 +69,11 @@ class Method(api.Method[Params]):
     @classmethod
     def evaluated_on(cls, params: Params) -> Literal["average", "rank0"]:
         return "rank0" if params.devices == "gpu" else cls.eval_on
+
+    @classmethod
+    def trained_ranks(cls, params: Params, device_kinds: tuple[str, ...]) -> tuple[int, ...] | None:
+        """GPUs only: the GPU ranks (their replicas stay identical, so the consensus distance is 0)."""
+        return _gpus(list(device_kinds)) if params.devices == "gpu" else None
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

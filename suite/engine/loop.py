@@ -252,8 +252,10 @@ class Harness:
         """Untimed evaluation of the model ``eval_on`` names, with every rank's report."""
         progress = self.progress()
         reports = [slot.report(progress) for slot in self.slots]
-        on = self.job.method.cls.evaluated_on(self.job.params)
-        self.transport.evaluate(self.models, reports, on, final, final or self.lockstep)
+        cls, params = self.job.method.cls, self.job.params
+        kinds = tuple(self.job.profile.device(r).kind for r in range(self.job.world_size))
+        members = cls.trained_ranks(params, kinds)
+        self.transport.evaluate(self.models, reports, cls.evaluated_on(params), final, final or self.lockstep, members)
 
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
         """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``

@@ -96,9 +96,11 @@ class Transport(Protocol):
         eval_on: Literal["average", "rank0"],
         final: bool,
         blocking: bool,
+        members: tuple[int, ...] | None = None,
     ) -> None:
         """Bring ``eval_on``'s model and every rank's report to the reporter, for
-        :meth:`Harness.evaluated <suite.engine.loop.Harness.evaluated>` there.
+        :meth:`Harness.evaluated <suite.engine.loop.Harness.evaluated>` there, with the consensus
+        distance over the replicas of ``members`` (the method's ``trained_ranks``; None: every rank).
 
         ``blocking``: every rank evaluates at this point together (lockstep, final); otherwise ranks
         reach it at their own pace and the evaluation may complete later, but before the final one.

@@ -269,18 +269,21 @@ class DistTransport:
         eval_on: Literal["average", "rank0"],
         final: bool,
         blocking: bool,
+        members: tuple[int, ...] | None = None,
     ) -> None:
         """Blocking: average (uncharged) onto rank 0 and gather the reports there. Otherwise this rank
         contributes without waiting (:mod:`suite.engine.dist.evals`)."""
         average = eval_on == "average"
         if not blocking:
+            if members is not None:  # the non-blocking reduce sums every rank's distance
+                raise NotImplementedError("dist engine: consensus over a subset of ranks needs a lockstep method")
             assert self.async_evals is not None
             self.async_evals.contribute(self.harness.schedule.eval_points_passed, flat_state(self.model), reports[0])
             return
         flat = flat_state(self.model) if average or self.rank == 0 else None
         started = time.perf_counter()
         try:
-            consensus = self._consensus()
+            consensus = self._consensus(members)
             if average:
                 assert flat is not None
                 dist.reduce(flat, dst=0, group=self.pg)
@@ -295,17 +298,20 @@ class DistTransport:
             if self.pacer is not None:
                 self.pacer.shift(time.perf_counter() - started)
 
-    def _consensus(self) -> float:
-        """(1/n)·Σ‖x_i − x̄‖² on rank 0 (0.0 elsewhere): an all-reduce of the parameters for x̄, then
-        each rank's ‖x_i − x̄‖² reduced. Raw collectives on the run's group, not ``Comm``: observing
-        costs no virtual time and no bytes."""
+    def _consensus(self, members: tuple[int, ...] | None) -> float:
+        """(1/n)·Σ‖x_i − x̄‖² over the ``members``' replicas (None: every rank) on rank 0 (0.0 elsewhere):
+        an all-reduce of the parameters for x̄, then each rank's ‖x_i − x̄‖² reduced; a rank outside
+        contributes zeros. Raw collectives on the run's group, not ``Comm``: observing costs no virtual
+        time and no bytes."""
         own = param_vector(self.model)
-        mean = own.clone()
+        inside = members is None or self.rank in members
+        n = self.job.world_size if members is None else len(members)
+        mean = own.clone() if inside else torch.zeros_like(own)
         dist.all_reduce(mean, group=self.pg)
-        mean /= self.job.world_size
-        square = torch.sum((own - mean) ** 2).reshape(1)
+        mean /= n
+        square = torch.sum((own - mean) ** 2).reshape(1) if inside else own.new_zeros(1)
         dist.reduce(square, dst=0, group=self.pg)
-        return float(square) / self.job.world_size
+        return float(square) / n
 
     def _evaluate_on_rank0(self, flat: torch.Tensor, reports: list[RankReport], final: bool, consensus: float) -> None:
         load_flat(self.eval_model, flat)

@@ -133,12 +133,14 @@ class InProcessTransport:
         eval_on: Literal["average", "rank0"],
         final: bool,
         blocking: bool,
+        members: tuple[int, ...] | None = None,
     ) -> None:
         if eval_on == "rank0":
             self.eval_model.load_state_dict(models[0].state_dict())
         else:
             average_into(self.eval_model, models)
-        self.harness.evaluated(self.eval_model, reports, final, consensus_distance(models))
+        trained = models if members is None else [models[r] for r in members]
+        self.harness.evaluated(self.eval_model, reports, final, consensus_distance(trained))
 
     # ------------------------------------------------------------------ time
     def wall_s(self) -> float:
