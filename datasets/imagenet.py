@@ -11,21 +11,18 @@ needs no folder: :func:`describe` gives the split sizes of ILSVRC-2012.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from suite import _torchvision
-from suite.data import DatasetBundle, DatasetShape
+from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape, imagenet_transform
 from suite.errors import ConfigError
 
 NAME: str = "imagenet"
 DESCRIPTION: str = "ImageNet-1k (ILSVRC-2012): 1,000 classes, 1,281,167 train / 50,000 val images (local folder)."
 NUM_CLASSES = 1000
 TRAIN_SIZE, VAL_SIZE = 1_281_167, 50_000
-MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
-STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 
 
 class Params(BaseModel):
@@ -35,19 +32,6 @@ class Params(BaseModel):
 
     image_size: int = Field(224, ge=8)
     augment: bool = False
-
-
-def _transform(image_size: int, augment: bool) -> Any:
-    _torchvision.load()
-    from torchvision.transforms import v2
-
-    if augment:
-        geometric = [v2.RandomResizedCrop(image_size, antialias=True), v2.RandomHorizontalFlip()]
-    else:
-        geometric = [v2.Resize(round(image_size * 256 / 224), antialias=True), v2.CenterCrop(image_size)]
-    return v2.Compose(
-        [*geometric, v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(list(MEAN), list(STD))]
-    )
 
 
 def describe(params: Params) -> DatasetShape:
@@ -76,8 +60,10 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
         )
     tv = _torchvision.load()
     try:
-        train = tv.datasets.ImageFolder(str(root / "train"), transform=_transform(params.image_size, params.augment))
-        test = tv.datasets.ImageFolder(str(root / "val"), transform=_transform(params.image_size, False))
+        train = tv.datasets.ImageFolder(
+            str(root / "train"), transform=imagenet_transform(params.image_size, params.augment)
+        )
+        test = tv.datasets.ImageFolder(str(root / "val"), transform=imagenet_transform(params.image_size, False))
     except FileNotFoundError as exc:  # a class folder without a single image
         raise ConfigError(root, "dataset.root", str(exc)) from exc
     return DatasetBundle(

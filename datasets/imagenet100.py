@@ -19,19 +19,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from suite import _torchvision
-from suite.data import DatasetBundle, DatasetShape
+from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape, imagenet_transform
 from suite.errors import ConfigError
 
 NAME: str = "imagenet100"
 DESCRIPTION: str = "ImageNet-100 (CMC subset, Tian et al. 2019): 100 ImageNet-1k classes, ~126k train / 5k val."
 
 #: ImageNet statistics (torchvision's reference recipe)
-MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
-STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 
 #: the 100 WordNet ids of ImageNet-100, as in github.com/HobbitLong/CMC/blob/master/imagenet100.txt
 IMAGENET100_CLASSES: tuple[str, ...] = (
@@ -151,19 +149,6 @@ class Params(BaseModel):
     strict_classes: bool = True
 
 
-def _transform(image_size: int, augment: bool) -> Any:
-    _torchvision.load()
-    from torchvision.transforms import v2
-
-    if augment:
-        geometric = [v2.RandomResizedCrop(image_size, antialias=True), v2.RandomHorizontalFlip()]
-    else:
-        geometric = [v2.Resize(round(image_size * 256 / 224), antialias=True), v2.CenterCrop(image_size)]
-    return v2.Compose(
-        [*geometric, v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(list(MEAN), list(STD))]
-    )
-
-
 def _class_folders(folder: Path) -> list[str]:
     return sorted(entry.name for entry in folder.iterdir() if entry.is_dir())
 
@@ -225,8 +210,8 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
     _check_classes(root, "val", _class_folders(root / "val"), classes)
 
     try:
-        train = _image_folder(root / "train", classes, _transform(params.image_size, params.augment))
-        test = _image_folder(root / "val", classes, _transform(params.image_size, False))
+        train = _image_folder(root / "train", classes, imagenet_transform(params.image_size, params.augment))
+        test = _image_folder(root / "val", classes, imagenet_transform(params.image_size, False))
     except FileNotFoundError as exc:  # a class folder without a single image
         raise ConfigError(root, "dataset.root", str(exc)) from exc
     return DatasetBundle(

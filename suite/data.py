@@ -210,3 +210,31 @@ def build_dataset(
             f"{type(bundle).__name__}, expected suite.data.DatasetBundle"
         )
     return bundle
+
+
+#: ImageNet channel statistics (torchvision's pretrained-model convention), used by the ImageNet loaders
+IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
+IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+
+def imagenet_transform(image_size: int, augment: bool) -> Any:
+    """The ImageNet recipe's image pipeline, shared by the ImageNet-1k and ImageNet-100 folder loaders:
+    RandomResizedCrop + horizontal flip when ``augment``, else resize to 256/224 of ``image_size`` and
+    center-crop; then tensor, float in [0, 1], normalised by the ImageNet statistics."""
+    from suite import _torchvision
+
+    _torchvision.load()
+    from torchvision.transforms import v2
+
+    if augment:
+        geometric = [v2.RandomResizedCrop(image_size, antialias=True), v2.RandomHorizontalFlip()]
+    else:
+        geometric = [v2.Resize(round(image_size * 256 / 224), antialias=True), v2.CenterCrop(image_size)]
+    return v2.Compose(
+        [
+            *geometric,
+            v2.ToImage(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize(list(IMAGENET_MEAN), list(IMAGENET_STD)),
+        ]
+    )
