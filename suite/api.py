@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from suite.allocation import Allocation, ClusterLayout, ClusterView, DeviceView, PartitionKind
 from suite.comm import Comm, Group, ReduceOp, Work
+from suite.gossip import GossipAgent, GossipEndpoint
 
 __all__ = [
     "Allocation",
@@ -40,6 +41,8 @@ __all__ = [
     "ClusterView",
     "Comm",
     "DeviceView",
+    "GossipAgent",
+    "GossipEndpoint",
     "Group",
     "LearningRate",
     "Method",

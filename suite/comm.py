@@ -14,6 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 
+from suite.gossip import GossipAgent, GossipEndpoint
+
 ReduceOp = Literal["sum", "mean", "max", "min"]
 
 
@@ -155,6 +157,12 @@ class Comm(abc.ABC):
         ``async_op=True``: returns a :class:`Work` at once; the rank counts as asking from its issue time,
         and ``result()`` after ``wait()`` is the partner (or None).
         """
+
+    def gossip_agent(self, neighbors: Sequence[int], endpoint: GossipEndpoint) -> GossipAgent | None:
+        """A communication agent that gossips with ``neighbors`` beside this worker's computation
+        (:mod:`suite.gossip`), or None where the engine cannot model one: the method then interleaves
+        :meth:`pair` and :meth:`exchange` between its gradients. Call once, at setup."""
+        return None
 
     # parameter server -------------------------------------------------------------
     @abc.abstractmethod

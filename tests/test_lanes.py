@@ -7,23 +7,20 @@ one after the other. Profiles here have zero latency and 1 GB/s NICs so every fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from lanenet import G, Net
 
 from suite.engine.clock import VirtualClock
-from suite.engine.inprocess.comm import Fabric, InProcessComm
-from suite.engine.inprocess.scheduler import Scheduler
+from suite.engine.inprocess.comm import InProcessComm
 from suite.network import Flow, max_min_rates, simulate
 from suite.profiles import load_profile
-from suite.timemodel import CommCostModel
 
 pytestmark = pytest.mark.smoke
 
-G = 1e9
 NIC = [("nic", 1)]
 
 
@@ -54,42 +51,6 @@ def test_progressive_filling_gives_the_leftover_to_the_unblocked_flow() -> None:
 def test_a_flow_crossing_a_nic_twice_counts_twice() -> None:
     """Weight 2 on a 1 GB/s NIC with a 1 GB/s cap: it can use only 0.5 GB/s."""
     assert simulate([(0.0, G, G, [("nic", 2)])], {"nic": G}) == [2.0]
-
-
-PROFILE = """\
-schema_version: 2
-name: lanes
-description: one GPU per node, 1 GB/s NICs, no latency
-nodes:
-{nodes}
-network:
-  intra_node: {{latency_us: 0, bandwidth_gbytes_per_s: 10, source: "[E] test"}}
-  inter_node: {{latency_us: 0, bandwidth_gbytes_per_s: 1, source: "[E] test"}}
-"""
-
-
-class Net:
-    def __init__(self, tmp_path: Path, nodes: int, bytes_scale: float = 1.0) -> None:
-        text = "".join(
-            f'  - name: n{i}\n    nic: {{latency_us: 0, bandwidth_gbytes_per_s: 1, source: "[E] test"}}\n'
-            f"    devices:\n      - {{name: g, kind: gpu, count: 1, memory_gib: 16, effective_flops_per_s: 1.0e12, "
-            f'source: "[E] test"}}\n'
-            for i in range(nodes)
-        )
-        path = tmp_path / "lanes.yaml"
-        path.write_text(PROFILE.format(nodes=text), encoding="utf-8")
-        profile = load_profile(path)
-        self.clocks = [VirtualClock(r) for r in range(nodes)]
-        self.sched = Scheduler(self.clocks)
-        self.fabric = Fabric(self.sched, CommCostModel(profile), bytes_scale)
-        self.out: dict[int, Any] = {}
-
-    def run(self, body: Callable[[int, InProcessComm, VirtualClock], Any]) -> dict[int, Any]:
-        def target(rank: int) -> Callable[[], None]:
-            return lambda: self.out.__setitem__(rank, body(rank, self.fabric.comms[rank], self.clocks[rank]))
-
-        self.sched.run([target(r) for r in range(len(self.clocks))])
-        return self.out
 
 
 def _times(works: list[Any]) -> list[tuple[float, float, float]]:

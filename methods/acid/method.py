@@ -7,15 +7,20 @@ with x by the exact flow of its ODE over the virtual time since the worker's las
 each event; η and α̃ come from the graph's Laplacian at this rate (:mod:`.graph`, Prop. 3.6). Without it,
 this is the AD-PSGD-like baseline of the paper's §4 (α = ½, no x̃).
 
-One step, as a pipeline that keeps communication beside computation (README: how it maps the reference's
-gradient and gossip processes):
+How gossip runs beside computation. Where the engine offers a gossip agent (in-process engine,
+:mod:`suite.gossip`), this method is its endpoint: the agent pairs and exchanges during the worker's
+computation, as the reference's gossip process does, and each step is: gradient; the averagings that ended
+meanwhile are applied (``sync``); the gradient event (mix forward, step x, the same step on x̃); the barrier
+waits until this interval's quota (``rate``, Poisson draws with ``poisson: true``) is done and owes the next.
 
-1. the quota of this gradient interval is added (``rate``, Poisson draws with ``poisson: true``); while one
-   is owed the worker announces itself to the pairing coordinator, non-blocking, before computing;
+Where it does not (dist engine), one step is a pipeline between gradients:
+
+1. the quota of this gradient interval is added; while one is owed the worker announces itself to the pairing
+   coordinator, non-blocking, before computing;
 2. the gradient is computed at the current x;
 3. the exchanges issued at the end of the previous step ran during that computation: each is waited for
    and applied at its end time (mix forward to it, then the averaging with the peer's vector as sent);
-4. the gradient event: mix forward to now, the optimizer step on x, the same step on x̃;
+4. the gradient event;
 5. the owed exchanges are issued, non-blocking, with the new x: they run during the next computation.
 """
 
@@ -135,6 +140,26 @@ class Method(api.Method[Params]):
         self.active = True  # False once no neighbour is left to pair with
         self.pending: Any = None  # the non-blocking pairing announced before the computation
         self.in_flight: list[Any] = []  # exchanges issued at the end of the previous step
+        self.rng = ctx.rng
+        #: the engine's gossip agent (exchanges during the computation, as the reference's gossip process);
+        #: None where the engine has none: the between-gradients pipeline below is used instead
+        self.agent = ctx.comm.gossip_agent(self.neighbours, self)
+        self.started = False
+
+    # ------------------------------------------------------------------ gossip endpoint (suite.gossip)
+    def candidates(self) -> list[int]:
+        order = torch.randperm(len(self.neighbours), generator=self.rng).tolist()
+        return [self.neighbours[i] for i in order]
+
+    def snapshot(self) -> torch.Tensor:
+        with torch.no_grad():
+            return parameters_to_vector(self.params_list)
+
+    def receive(self, t: float, peer: int, vector: torch.Tensor) -> None:
+        with torch.no_grad():
+            x = self._mix_to(t)
+            dynamics.average_(x, self.x_tilde, vector, self.alpha, self.alpha_tilde)
+            vector_to_parameters(x, self.params_list)
 
     # ------------------------------------------------------------------ events
     def _mix_to(self, t: float) -> torch.Tensor:
@@ -189,17 +214,36 @@ class Method(api.Method[Params]):
 
     # ------------------------------------------------------------------ step
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
-        p = self.params
         if self.t_last is None:
             self.t_last = ctx.clock.now()
-        self.owed += self._draw(ctx)
-        if self.active and self.owed >= 1 and self.pending is None:
-            self.pending = self._ask(ctx)
+        if self.agent is not None:
+            if not self.started:
+                self.agent.start(self._draw(ctx))
+                self.started = True
+            self._compute(ctx, batch)
+            self.agent.sync()  # the averagings that ended during the computation are in x
+            self._gradient_event(ctx)
+            done = self.agent.barrier(self._draw(ctx))  # the quota of this interval, then the next one's
+        else:
+            self.owed += self._draw(ctx)
+            if self.active and self.owed >= 1 and self.pending is None:
+                self.pending = self._ask(ctx)
+            self._compute(ctx, batch)
+            done = self._complete_exchanges()
+            self._gradient_event(ctx)
+            self._issue_exchanges(ctx)
+        ctx.record("averagings_per_step", done)
+        ctx.record("sqrt_chi1_over_chi2", self.acceleration)
+
+    def _compute(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         before = ctx.clock.compute_s
         ctx.forward_backward(batch)
         spent = ctx.clock.compute_s - before
         self.unit = spent if self.unit is None else 0.5 * spent + 0.5 * self.unit
-        done = self._complete_exchanges()
+
+    def _gradient_event(self, ctx: api.WorkerContext) -> None:
+        """Mix forward to now, the optimizer step on x, the same step on x̃."""
+        p = self.params
         if self.shift is not None:
             for q, c in zip(self.params_list, self.shift, strict=True):
                 if q.grad is not None:
@@ -213,12 +257,12 @@ class Method(api.Method[Params]):
                 self.opt.step()
             if self.x_tilde is not None:  # x̃ takes exactly the step x took
                 self.x_tilde.add_(parameters_to_vector(self.params_list) - x)
-        self._issue_exchanges(ctx)
-        ctx.record("averagings_per_step", done)
-        ctx.record("sqrt_chi1_over_chi2", self.acceleration)
 
     def finalize(self, ctx: api.WorkerContext) -> None:
         """Finish the exchanges still in flight (the peers wait for them); the harness scores the average."""
+        if self.agent is not None:
+            self.agent.close()
+            return
         if self.pending is not None:
             work, self.pending = self.pending, None
             work.wait()

@@ -23,6 +23,7 @@ import torch
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.charges import payload_bytes
+from suite.engine.inprocess.agent import AgentHub, InProcessAgent
 from suite.engine.inprocess.lanes import InProcessWork, Lanes, Op
 from suite.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
 from suite.engine.inprocess.scheduler import Request, Scheduler
@@ -31,6 +32,7 @@ from suite.engine.inprocess.staging import reduce as _reduce
 from suite.engine.inprocess.staging import stage as _stage
 from suite.engine.inprocess.staging import unflat_into as _unflat_into
 from suite.errors import CommError
+from suite.gossip import GossipEndpoint
 from suite.network import Paths, ring_hops, tree_hops
 from suite.timemodel import CommCostModel
 
@@ -252,6 +254,7 @@ class Fabric:
         self.bytes_sent = [0] * self.world_size  # whole bytes: charges.py rounds each message
         self.lanes = Lanes(sched, Paths(cost.profile))
         self.comms = [InProcessComm(self, r) for r in range(self.world_size)]
+        self.agents = AgentHub(self)
 
     def next_seq(self, rank: int, key: Any) -> int:
         n = self._seqs.get((rank, key), 0)
@@ -335,6 +338,9 @@ class InProcessComm(Comm):
 
     def pair(self, neighbors: Sequence[int], async_op: bool = False):
         return self._call(PairRequest(self.fabric, neighbors, async_op))
+
+    def gossip_agent(self, neighbors: Sequence[int], endpoint: GossipEndpoint) -> InProcessAgent:
+        return self.fabric.agents.create(self.rank, neighbors, endpoint)
 
     def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
         def behaviour(fab, ranks, arr):

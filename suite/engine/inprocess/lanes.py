@@ -113,6 +113,7 @@ class Op:
     members: dict[int, InProcessWork | None]
     results: dict[int, Any] = field(default_factory=dict)
     start_s: float = 0.0
+    end_s: float = float("nan")
     on_done: Callable[[Op], None] | None = None
 
 
@@ -175,6 +176,7 @@ class Lanes:
 
     def _done(self, op: Op, end: float) -> None:
         sched = self.sched
+        op.end_s = end
         for r, work in op.members.items():
             if work is None:
                 sched.clocks[r].finish_op(op.start_s, end)
