@@ -51,8 +51,13 @@ class _CachedNoise(ComputeModel):
 
 
 def has_noise(profile: HardwareProfile) -> bool:
+    """Whether the run's seed enters its clock: per-device jitter or stragglers, or the profile's
+    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``)."""
     groups = [g for node in profile.nodes for g in node.devices]
-    return any((g.jitter.kind != "none" and g.jitter.sigma > 0) or g.straggler.probability > 0 for g in groups)
+    if any((g.jitter.kind != "none" and g.jitter.sigma > 0) or g.straggler.probability > 0 for g in groups):
+        return True
+    noise = profile.noise
+    return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0)
 
 
 @dataclass
