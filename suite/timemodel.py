@@ -190,7 +190,7 @@ class CommCostModel:
     engine, so the in-process engine (one charge per collective) and each rank of the distributed
     engine (one charge per member) draw the same factors. The count lives in this object: a run
     resumed from a checkpoint draws its link noise afresh (equal in distribution, not bit-equal).
-    Control traffic (a few bytes) stays noise-free.
+    Control traffic (a few bytes) and calls without payload stay noise-free and draw nothing.
     """
 
     def __init__(self, profile: HardwareProfile, bytes_scale: float = 1.0, seed_parts: tuple[object, ...] = ()) -> None:

@@ -9,7 +9,7 @@ curve tables, in the columns the verdict engine reads (``final/emulated_s``,
 claim is judged at a setting by the same code that judged it at the central values.
 
 Simulations are memoised on what a run's time can depend on: its config, its seed only when its
-profile has noise (jitter, stragglers), and the values of the variables of its own profile and
+profile has noise (jitter, stragglers, a ``noise:`` block), and the values of the variables of its own profile and
 arm. A one-at-a-time scan of the 10 GbE link therefore re-simulates only the runs on a
 multi-machine profile.
 """
