@@ -190,7 +190,7 @@ class CommCostModel:
     engine, so the in-process engine (one charge per collective) and each rank of the distributed
     engine (one charge per member) draw the same factors. The count lives in this object: a run
     resumed from a checkpoint draws its link noise afresh (equal in distribution, not bit-equal).
-    Control traffic (a few bytes) stays noise-free.
+    Control traffic (a few bytes) and calls without payload stay noise-free and draw nothing.
     """
 
     def __init__(self, profile: HardwareProfile, bytes_scale: float = 1.0, seed_parts: tuple[object, ...] = ()) -> None:
@@ -204,9 +204,22 @@ class CommCostModel:
         self._ring_cache: dict[tuple[int, ...], tuple[float, float]] = {}
         self._latency_cache: dict[tuple[int, ...], float] = {}
 
-    def _noisy(self, pattern: str, group: tuple[int, ...], seconds: float) -> float:
-        """``seconds`` times this call's link-noise factor (1 without link noise)."""
-        if self._link_sigma == 0 or seconds == 0:
+    @property
+    def noisy(self) -> bool:
+        """Whether calls draw link noise: then two calls of the same pattern, group and size cost
+        different seconds, and a replay must ask this model for every call, never reuse a charge."""
+        return self._link_sigma > 0
+
+    def _noisy(self, pattern: str, group: tuple[int, ...], seconds: float, nbytes: float) -> float:
+        """``seconds`` times this call's link-noise factor (1 without link noise).
+
+        A call without payload (``nbytes == 0``) moves no data: it is noise-free and draws nothing, so
+        asking a pattern's latency part (the in-process engine's zero-byte charge, which splits a
+        collective's cost into latency and bandwidth when operations share links) does not consume the
+        draw of the next real call. Otherwise the in-process engine, asking that once per collective,
+        would apply every other factor, not the ones the distributed engine and the analytical
+        re-timing (:mod:`suite.sensitivity.analytic`) draw: k counts the calls that move data."""
+        if self._link_sigma == 0 or seconds == 0 or nbytes == 0:
             return seconds
         k = self._draws.get((pattern, group), 0)
         self._draws[(pattern, group)] = k + 1
@@ -252,7 +265,9 @@ class CommCostModel:
             return 0.0
         alpha, bandwidth = self._ring(group)
         bandwidth *= self.profile.efficiency("all_reduce")
-        return self._noisy("all_reduce", group, 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth)
+        return self._noisy(
+            "all_reduce", group, 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth, nbytes
+        )
 
     def all_gather(self, ranks: Sequence[int], nbytes_per_rank: float) -> float:
         """Ring all-gather of ``nbytes_per_rank`` from each: ``(p−1)·α + (p−1)/p · S_total/B``.
@@ -266,7 +281,10 @@ class CommCostModel:
         alpha, bandwidth = self._ring(group)
         bandwidth *= self.profile.efficiency("all_gather")
         return self._noisy(
-            "all_gather", group, (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth
+            "all_gather",
+            group,
+            (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth,
+            nbytes_per_rank,
         )
 
     def reduce_scatter(self, ranks: Sequence[int], nbytes_total: float) -> float:
@@ -281,7 +299,10 @@ class CommCostModel:
         alpha, bandwidth = self._ring(group)
         bandwidth *= self.profile.efficiency("reduce_scatter")
         return self._noisy(
-            "reduce_scatter", group, (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth
+            "reduce_scatter",
+            group,
+            (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth,
+            nbytes_total,
         )
 
     def broadcast(self, ranks: Sequence[int], src: int, nbytes: float) -> float:
@@ -302,7 +323,7 @@ class CommCostModel:
         edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
         alpha, bandwidth = self._worst(edges)
         bandwidth *= self.profile.efficiency("broadcast")
-        return self._noisy("broadcast", group, levels * (alpha + self._size(nbytes) / bandwidth))
+        return self._noisy("broadcast", group, levels * (alpha + self._size(nbytes) / bandwidth), nbytes)
 
     # ------------------------------------------------------------------ point to point
     def p2p(self, a: int, b: int, nbytes: float) -> float:
@@ -310,7 +331,7 @@ class CommCostModel:
 
         Both ends of a message draw the same noise: the pair is keyed in rank order."""
         pair = (a, b) if a < b else (b, a)
-        return self._noisy("p2p", pair, self.profile.link(a, b).transfer_s(self._size(nbytes)))
+        return self._noisy("p2p", pair, self.profile.link(a, b).transfer_s(self._size(nbytes)), nbytes)
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
         """A swap of ``nbytes`` each way; links are full duplex, so it costs one p2p (at the exchange efficiency)."""
@@ -336,7 +357,7 @@ class CommCostModel:
         worker = max(2 * self.profile.server_link(r).transfer_s(size) for r in group)
         uplink = self.profile.server_uplink()
         server = 2 * uplink.latency_s + 2 * len(group) * size / uplink.bandwidth_bytes_per_s
-        return self._noisy("parameter_server", group, max(worker, server))
+        return self._noisy("parameter_server", group, max(worker, server), nbytes)
 
     def parameter_server_async(self, ranks: Sequence[int], nbytes: float, arrivals: Sequence[float]) -> float:
         """Seconds from the last worker's arrival until every worker holds the average, when the server
@@ -359,7 +380,7 @@ class CommCostModel:
             server = max(server, a + up.latency_s) + per
             ready = max(ready, a + self.profile.server_link(r).transfer_s(size), server)
         pull = max(max(self.profile.server_link(r).transfer_s(size) for r in group), up.latency_s + len(group) * per)
-        return self._noisy("parameter_server", group, ready + pull - max(arrivals))
+        return self._noisy("parameter_server", group, ready + pull - max(arrivals), nbytes)
 
     # ------------------------------------------------------------------ control traffic
     def control(self, ranks: Sequence[int]) -> float:

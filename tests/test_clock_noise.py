@@ -136,3 +136,16 @@ def test_configs_of_both_reproductions_run_five_seeds() -> None:
     for path in [*root.glob("cadp/configs/*.yaml"), *root.glob("chao_alloc/configs/1m-*.yaml")]:
         if "dist" not in path.name:
             assert yaml.safe_load(path.read_text())["seeds"] == [0, 1, 2, 3, 4], path
+
+
+def test_a_zero_byte_call_draws_no_link_noise() -> None:
+    """The in-process engine asks each collective's latency part as a zero-byte charge: that must neither be
+    noisy nor use up the factor of the next real call (both engines and the analytical replay draw alike)."""
+    profile = load_profile("cadp-ijcai25")
+    quiet = CommCostModel(profile.model_copy(update={"noise": None}))
+    parts = ("p", "m", "cadp-ijcai25", 0, "link")
+    probed, fresh = CommCostModel(profile, seed_parts=parts), CommCostModel(profile, seed_parts=parts)
+    assert probed.ring_all_reduce(range(8), 0) == quiet.ring_all_reduce(range(8), 0)
+    assert probed.broadcast(range(8), 0, 0) == quiet.broadcast(range(8), 0, 0)
+    assert probed.ring_all_reduce(range(8), 44.9e6) == fresh.ring_all_reduce(range(8), 44.9e6)
+    assert probed.ring_all_reduce(range(8), 44.9e6) != quiet.ring_all_reduce(range(8), 44.9e6)

@@ -160,9 +160,12 @@ class _Clocks:
             cost = charges.parameter_server_async(self.job.cost, call.ranks, size, arrivals)[0]
             start = max(start, lanes.get(call.ranks, start))
             return start, start + cost
-        cached = self._costs.get(call)
-        cost = cached if cached is not None else call.seconds(self.job.cost, self.job.bytes_scale)
-        self._costs[call] = cost
+        if self.job.cost.noisy:  # every call draws its own link-noise factor, in the engine's order
+            cost = call.seconds(self.job.cost, self.job.bytes_scale)
+        else:
+            cached = self._costs.get(call)
+            cost = cached if cached is not None else call.seconds(self.job.cost, self.job.bytes_scale)
+            self._costs[call] = cost
         start = max(start, lanes.get(call.ranks, start))
         return start, start + cost
 

@@ -9,7 +9,7 @@ curve tables, in the columns the verdict engine reads (``final/emulated_s``,
 claim is judged at a setting by the same code that judged it at the central values.
 
 Simulations are memoised on what a run's time can depend on: its config, its seed only when its
-profile has noise (jitter, stragglers), and the values of the variables of its own profile and
+profile has noise (jitter, stragglers, a ``noise:`` block), and the values of the variables of its own profile and
 arm. A one-at-a-time scan of the 10 GbE link therefore re-simulates only the runs on a
 multi-machine profile.
 """
@@ -51,8 +51,13 @@ class _CachedNoise(ComputeModel):
 
 
 def has_noise(profile: HardwareProfile) -> bool:
+    """Whether the run's seed enters its clock: per-device jitter or stragglers, or the profile's
+    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``)."""
     groups = [g for node in profile.nodes for g in node.devices]
-    return any((g.jitter.kind != "none" and g.jitter.sigma > 0) or g.straggler.probability > 0 for g in groups)
+    if any((g.jitter.kind != "none" and g.jitter.sigma > 0) or g.straggler.probability > 0 for g in groups):
+        return True
+    noise = profile.noise
+    return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0)
 
 
 @dataclass
