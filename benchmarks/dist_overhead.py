@@ -4,9 +4,13 @@ Both sides train ``small_cnn`` on the same synthetic data (same tensors, same in
 with the same per-rank batch, the same number of ranks (gloo on CPU, one process per rank,
 file rendezvous), the same torch threads per rank and the same ``OMP_NUM_THREADS``, and SGD with
 momentum. The reference is ``benchmarks/plain_ddp.py`` (``DistributedDataParallel``: 25 MB buckets,
-all-reduce overlapped with backward). distrepro's AR-SGD instead does one flat all-reduce of the
-whole gradient after backward, with the packed virtual-clock slots appended (see
-``suite/engine/dist/comm.py``), plus the harness's per-step bookkeeping.
+all-reduce overlapped with backward). distrepro's AR-SGD runs as users run it: ``overlap`` is left at
+the method's default (``true`` since Harness v2: DDP's 25 MB buckets in reverse parameter order, each a
+non-blocking packed all-reduce with the virtual-clock slots appended, launched at the bucket's emulated
+ready time and waited for before the optimizer step; see ``suite/overlap.py`` and
+``suite/engine/dist/comm.py``), plus the harness's per-step bookkeeping. In real time the buckets are
+all-reduced after the real backward (only their *virtual* times overlap it). ``--overlap on|off`` pins
+the parameter instead; each rank records the resolved method parameters and its bucket count.
 
 How distrepro's step time is measured without changing the engine: ``--worker`` mode is the
 engine's own rank entry point (``suite/engine/dist/worker.py``) step for step (``build_job``,
@@ -83,7 +87,7 @@ def make_config(args: argparse.Namespace, world: int, steps: int) -> dict[str, A
     return {
         "name": f"dist-overhead-{world}",
         "method": "ar_sgd",
-        "method_params": {"lr": 0.05, "momentum": 0.9, "weighting": args.weighting},
+        "method_params": {"lr": 0.05, "momentum": 0.9, "weighting": args.weighting} | overlap_param(args),
         "profile": f"bench-homogeneous-{world}",
         "dataset": {"name": "synthetic", "params": {"image_size": args.image_size, "train_size": args.train_size}},
         "model": {"name": args.model},
@@ -94,6 +98,11 @@ def make_config(args: argparse.Namespace, world: int, steps: int) -> dict[str, A
         "dist": {"threads_per_rank": args.threads, "timeout_s": 120},
         "seeds": [0],
     }
+
+
+def overlap_param(args: argparse.Namespace) -> dict[str, bool]:
+    """``overlap`` only when pinned: by default the method's own default applies (what users run)."""
+    return {} if args.overlap == "default" else {"overlap": args.overlap == "on"}
 
 
 def rank_env(world: int) -> dict[str, str]:
@@ -133,10 +142,13 @@ def worker_main(args: argparse.Namespace) -> int:
     from suite.engine.dist.run import DistRun, store_of_default_group
     from suite.engine.dist.worker import choose_backend
     from suite.job import build_job
+    from suite.overlap import buckets
 
     spec = json.loads(Path(args.job).read_text())
     cfg = validate_config(spec["config"])
     job = build_job(cfg, int(spec["seed"]))
+    method_params = job.params.model_dump(mode="json")
+    n_buckets = len(buckets(job.make_model(), job.bytes_scale)) if method_params.get("overlap") else 1
     rank, world = args.rank, args.world_size
     note = pin_worker(job, rank, rank, world)
     backend = choose_backend(cfg.dist.backend, False)
@@ -160,6 +172,8 @@ def worker_main(args: argparse.Namespace) -> int:
         "rank": rank,
         "world_size": world,
         "pinning": note,
+        "method_params": method_params,
+        "buckets": n_buckets,
         "stamps": observer.stamps,
         "cpu": observer.cpu,
     }
@@ -356,6 +370,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--image-size", type=int, default=16)
     ap.add_argument("--train-size", type=int, default=4096)
     ap.add_argument("--weighting", choices=["equal", "samples"], default="equal", help="AR-SGD weighting")
+    ap.add_argument(
+        "--overlap",
+        choices=["default", "on", "off"],
+        default="default",
+        help="AR-SGD overlap: the method's default (what users run; default), or pinned on/off",
+    )
     ap.add_argument("--e2e", action="store_true", help="also time distrepro through DistEngine.run_cell")
     ap.add_argument("--e2e-short", type=int, default=50, help="short budget of the e2e difference (steps)")
     ap.add_argument("--cprofile", action="store_true", help="one extra cProfile'd distrepro run per world (rank 0)")
@@ -429,11 +449,17 @@ def measure(args: argparse.Namespace) -> int:
                 runs.append(
                     {"rep": rep, "world": world, "variant": variant, "run_s": time.monotonic() - t0, "load1": load}
                     | stats
+                    | {k: res[k] for k in ("method_params", "buckets") if k in res}
+                )
+                arm = (
+                    f" (overlap {res['method_params'].get('overlap')}, {res['buckets']} bucket(s))"
+                    if "method_params" in res
+                    else ""
                 )
                 print(
                     f"rep {rep} world {world} {variant:9s} median {stats['median_ms']:.2f} ms "
                     f"mean {stats['mean_ms']:.2f} ms cpu(all ranks) {stats['cpu_all_ms']:.2f} ms "
-                    f"(run {time.monotonic() - t0:.1f} s, load {load:.1f})",
+                    f"(run {time.monotonic() - t0:.1f} s, load {load:.1f}){arm}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -483,7 +509,12 @@ def measure(args: argparse.Namespace) -> int:
         for world in args.worlds:
             profiles_txt[world] = run_distrepro(args, world, args.steps, cprofile=True).get("cprofile", "")
 
-    print(f"\n### Distributed engine overhead (AR-SGD vs plain DDP, {args.model}), {args.reps} runs per cell, ABBA\n")
+    arms = sorted({(str(r["method_params"].get("overlap")), r["buckets"]) for r in runs if "method_params" in r})
+    arm = ", ".join(f"overlap {o}, {b} bucket(s)" for o, b in arms)
+    print(
+        f"\n### Distributed engine overhead (AR-SGD [{arm}] vs plain DDP, {args.model}), "
+        f"{args.reps} runs per cell, ABBA\n"
+    )
     print(
         table(
             [

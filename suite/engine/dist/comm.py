@@ -13,6 +13,17 @@ Point-to-point exchanges append the clock to the vector. Gossip pairing goes thr
 coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.dist.pairing`).
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
+
+**Concurrent traffic is charged as if each flow were alone.** The dist engine charges every operation
+the profile's alpha-beta cost on its own links, after the previous operation on its lane (its group,
+or its pair), and nothing else: there is no NIC sharing between concurrent flows of different lanes,
+within a process or across processes (a rank cannot know, without a global exchange per operation,
+what the other ranks have on a shared NIC). Where flows do overlap on a link (several groups or
+pairs through one node's NIC at once), its emulated times are therefore a **lower bound**; the
+in-process engine shares each NIC max-min fairly between the flows crossing it
+(:mod:`suite.network`, :mod:`suite.engine.inprocess.lanes`). Timing claims that depend on contention
+are to be decided on the in-process engine; the two engines' clocks agree exactly only when no two
+flows share a link at the same time (e.g. every lockstep method on one lane per step).
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from suite.errors import CommError
 from suite.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
+
 
 class DistComm(Comm):
     def __init__(
@@ -321,20 +333,20 @@ class DistComm(Comm):
 
     def pair(self, neighbors: Sequence[int], async_op: bool = False):
         """Non-blocking pairing asks the coordinator at issue (as the in-process engine registers the rank
-        then); the wait for the answer is real-time only, and the Work ends at the pairing's virtual time."""
+        then) and returns at once; ``wait()`` blocks (in real time) for the answer and idles the clock until
+        the pairing's virtual time. Waiting for the answer at issue instead would deadlock a rank whose
+        partner needs it in a collective before it asks."""
         if self.pairing is None:
             raise CommError("pair() needs the pairing coordinator (asynchronous methods only)")
         issued = self.clock.t
-        peer, peer_t = self.pairing.request(list(neighbors), issued)
+        k = self.pairing.ask(list(neighbors), issued)
         if not async_op:
+            peer, peer_t = self.pairing.answer(k, issued)
             if peer is not None:
                 self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready
             return peer
-        handle = DistWork(self, lambda: None, None)
-        handle.value = peer
-        handle.start_s = handle.end_s = max(issued, peer_t) if peer is not None else issued
-        handle._resolved = True
-        return PairWork(handle)
+        pairing = self.pairing
+        return PairWork(self.clock, issued, lambda: pairing.answer(k, issued))
 
     @property
     def bytes_sent(self) -> int:

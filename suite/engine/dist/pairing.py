@@ -35,10 +35,18 @@ class PairingClient:
         self.store.set(f"pair/req/{n}", json.dumps(message))
 
     def request(self, neighbours: list[int], clock_s: float) -> tuple[int | None, float]:
-        """Block until paired; returns (peer, the peer's clock at pairing) or (None, now)."""
+        """Block until paired; returns (peer, the pairing's virtual time) or (None, ``clock_s``)."""
+        return self.answer(self.ask(neighbours, clock_s), clock_s)
+
+    def ask(self, neighbours: list[int], clock_s: float) -> int:
+        """Announce the request without waiting (a non-blocking ``pair``); returns its number for ``answer``."""
         k = self._k
         self._k += 1
         self._post({"rank": self.rank, "k": k, "neighbours": neighbours, "t": clock_s})
+        return k
+
+    def answer(self, k: int, clock_s: float) -> tuple[int | None, float]:
+        """Block until request ``k`` (asked at ``clock_s``) is answered: (peer, pairing time) or (None, ``clock_s``)."""
         key = f"pair/ans/{self.rank}/{k}"
         self.store.wait([key], self.timeout)
         answer = json.loads(self.store.get(key))

@@ -8,7 +8,7 @@ clock helpers pack a rank's float64 virtual clock into a collective's payload (s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -16,6 +16,7 @@ import torch
 from suite.engine.charges import payload_bytes
 
 if TYPE_CHECKING:
+    from suite.engine.clock import VirtualClock
     from suite.engine.dist.comm import DistComm
 
 
@@ -41,8 +42,9 @@ class DistWork:
     Lanes (:mod:`suite.engine.inprocess.lanes`): an operation starts no earlier than the end of the previous one on
     its lane (its group, or its pair), so resolving its times first resolves the previous one's. The
     dist engine's times ignore flows of *other* lanes: a rank cannot know, without a global exchange, what
-    flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone).
-    Exact agreement with the in-process engine holds whenever no two flows overlap on a resource.
+    flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone): a
+    lower bound where flows overlap (:mod:`suite.engine.dist.comm`). Exact agreement with the in-process engine
+    holds whenever no two flows overlap on a resource.
     """
 
     def __init__(self, comm: DistComm, finish: Callable[[], None], work: Any, lane: Any = None) -> None:
@@ -103,19 +105,26 @@ def returned(handle: DistWork, async_op: bool) -> DistWork | None:
 
 
 class PairWork:
-    """A non-blocking pairing's handle: waiting on it is idle time until the pairing, as in-process."""
+    """A non-blocking pairing's handle: ``wait()`` fetches the coordinator's answer, then idles the clock
+    until the pairing (``start_s = end_s``: pairing itself is free), as in-process."""
 
-    def __init__(self, inner: DistWork) -> None:
-        self._inner = inner
-        self.issue_s, self.start_s, self.end_s = inner.issue_s, inner.start_s, inner.end_s
+    def __init__(self, clock: VirtualClock, issue_s: float, answer: Callable[[], tuple[int | None, float]]) -> None:
+        self._clock, self._answer = clock, answer
+        self.issue_s = issue_s
+        self.start_s = self.end_s = float("nan")
+        self._value: int | None = None
+        self._done = False
 
     def is_completed(self) -> bool:
-        return self._inner._done
+        return self._done
 
     def wait(self) -> None:
-        if not self._inner._done:
-            self._inner._comm.clock.idle_until(self.end_s)
-            self._inner._done = True
+        if not self._done:
+            peer, t = self._answer()
+            self._value = peer
+            self.start_s = self.end_s = max(self.issue_s, t) if peer is not None else self.issue_s
+            self._clock.idle_until(self.end_s)
+            self._done = True
 
     def result(self) -> Any:
-        return self._inner.value
+        return self._value
