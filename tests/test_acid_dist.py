@@ -1,5 +1,6 @@
-"""A²CiD² on real processes: 4 gloo ranks (file rendezvous in a temporary folder) pair with ready neighbours
-through the coordinator, exchange beside their computation without deadlock, and keep the run's contract."""
+"""A²CiD² on real processes: 4 gloo ranks (file rendezvous in a temporary folder), each with its gossip agent
+thread, pair with ready neighbours through the coordinator, exchange beside their computation without deadlock,
+and keep the run's contract."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ def test_acid_runs_on_four_processes(profiles: Path) -> None:
     sent = [w.bytes_sent for w in run.final.workers]
     assert all(s > 0 and s % vector == 0 for s in sent)  # whole parameter vectors, every rank took part
     distances = [e.metrics["consensus_distance"] for e in run.evals]
-    assert distances[-1] < distances[0]  # distinct starts, gossip pulls them together
+    # distinct starts (N(0, 0.01²) per parameter: (1/n) Σ‖x_i − x̄‖² ≈ 0.01² d (n − 1)/n); gossip pulls them
+    # together while the different data push them apart (which pairs form follows real arrival order)
+    start = 0.01**2 * (vector // 4) * 3 / 4
+    assert all(d < start / 4 for d in distances), (distances, start)
     assert all(torch.isfinite(torch.tensor(distances)))
     assert run.final.method_records["averagings_per_step"] > 0

@@ -7,26 +7,15 @@ with x by the exact flow of its ODE over the virtual time since the worker's las
 each event; η and α̃ come from the graph's Laplacian at this rate (:mod:`.graph`, Prop. 3.6). Without it,
 this is the AD-PSGD-like baseline of the paper's §4 (α = ½, no x̃).
 
-How gossip runs beside computation. Where the engine offers a gossip agent (in-process engine,
-:mod:`suite.gossip`), this method is its endpoint: the agent pairs and exchanges during the worker's
-computation, as the reference's gossip process does, and each step is: gradient; the averagings that ended
+How gossip runs beside computation. The engine's gossip agent (:mod:`suite.gossip`: in-process, a virtual-time
+actor; dist engine, a thread per rank) pairs and exchanges during the worker's computation, as the reference's
+gossip process does, with this method as its endpoint. Each step is: gradient; the averagings that ended
 meanwhile are applied (``sync``); the gradient event (mix forward, step x, the same step on x̃); the barrier
 waits until this interval's quota (``rate``, Poisson draws with ``poisson: true``) is done and owes the next.
-
-Where it does not (dist engine), one step is a pipeline between gradients:
-
-1. the quota of this gradient interval is added; while one is owed the worker announces itself to the pairing
-   coordinator, non-blocking, before computing;
-2. the gradient is computed at the current x;
-3. the exchanges issued at the end of the previous step ran during that computation: each is waited for
-   and applied at its end time (mix forward to it, then the averaging with the peer's vector as sent);
-4. the gradient event;
-5. the owed exchanges are issued, non-blocking, with the new x: they run during the next computation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any, Literal
 
 import torch
@@ -34,6 +23,7 @@ from pydantic import Field, model_validator
 from torch.nn.utils import clip_grad_norm_, parameters_to_vector, vector_to_parameters
 
 from suite import api
+from suite.errors import CommError
 from suite.optim import sgd
 
 from . import dynamics, graph
@@ -136,14 +126,14 @@ class Method(api.Method[Params]):
         self.x_tilde = x.clone() if p.apply_acid else None  # x̃ starts at x (the reference: after averaging inits)
         self.t_last: float | None = None  # virtual time of this worker's last event
         self.unit: float | None = None  # seconds per gradient: the ODE's time unit (EMA, as the reference)
-        self.owed = 0.0  # averagings owed to the quota
-        self.active = True  # False once no neighbour is left to pair with
-        self.pending: Any = None  # the non-blocking pairing announced before the computation
-        self.in_flight: list[Any] = []  # exchanges issued at the end of the previous step
         self.rng = ctx.rng
-        #: the engine's gossip agent (exchanges during the computation, as the reference's gossip process);
-        #: None where the engine has none: the between-gradients pipeline below is used instead
-        self.agent = ctx.comm.gossip_agent(self.neighbours, self)
+        #: the engine's gossip agent: exchanges during the computation, as the reference's gossip process
+        agent = ctx.comm.gossip_agent(self.neighbours, self)
+        if agent is None:
+            raise CommError(
+                "acid needs an engine with a gossip agent (Comm.gossip_agent); the in-process and dist engines have one"
+            )
+        self.agent = agent
         self.started = False
 
     # ------------------------------------------------------------------ gossip endpoint (suite.gossip)
@@ -176,62 +166,17 @@ class Method(api.Method[Params]):
             return float(torch.poisson(torch.tensor([p.rate], dtype=torch.float64), generator=ctx.rng).item())
         return p.rate  # a fraction stays owed until it adds up to one averaging
 
-    def _ask(self, ctx: api.WorkerContext, exclude: Collection[int] = ()) -> Any:
-        """Announce this worker to the coordinator for any neighbour, in a random order, except ``exclude``
-        (the partners of this interval's earlier averagings, while another neighbour is left): the two have just
-        become equal, so a second averaging between them would move nothing (README: pairing)."""
-        candidates = [j for j in self.neighbours if j not in exclude] or self.neighbours
-        order = torch.randperm(len(candidates), generator=ctx.rng).tolist()
-        return ctx.comm.pair([candidates[i] for i in order], async_op=True)
-
-    def _complete_exchanges(self) -> int:
-        works, self.in_flight = self.in_flight, []
-        for w in works:
-            w.wait()
-        with torch.no_grad():
-            for w in sorted(works, key=lambda w: w.end_s):  # stable: issue order among equal end times
-                x = self._mix_to(w.end_s)
-                dynamics.average_(x, self.x_tilde, w.result(), self.alpha, self.alpha_tilde)
-                vector_to_parameters(x, self.params_list)
-        return len(works)
-
-    def _issue_exchanges(self, ctx: api.WorkerContext) -> None:
-        partners: set[int] = set()
-        while self.active and self.owed >= 1:
-            if self.in_flight:  # one exchange at a time, each sending the x the previous one left
-                self._complete_exchanges()
-            work, self.pending = self.pending or self._ask(ctx, partners), None
-            work.wait()
-            peer = work.result()
-            if peer is None:  # every neighbour has finished training
-                self.active, self.owed = False, 0.0
-                return
-            partners.add(peer)
-            with torch.no_grad():
-                x = parameters_to_vector(self.params_list)
-            self.in_flight.append(ctx.comm.exchange(peer, x, async_op=True))
-            self.owed -= 1
-
     # ------------------------------------------------------------------ step
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         if self.t_last is None:
             self.t_last = ctx.clock.now()
-        if self.agent is not None:
-            if not self.started:
-                self.agent.start(self._draw(ctx))
-                self.started = True
-            self._compute(ctx, batch)
-            self.agent.sync()  # the averagings that ended during the computation are in x
-            self._gradient_event(ctx)
-            done = self.agent.barrier(self._draw(ctx))  # the quota of this interval, then the next one's
-        else:
-            self.owed += self._draw(ctx)
-            if self.active and self.owed >= 1 and self.pending is None:
-                self.pending = self._ask(ctx)
-            self._compute(ctx, batch)
-            done = self._complete_exchanges()
-            self._gradient_event(ctx)
-            self._issue_exchanges(ctx)
+        if not self.started:
+            self.agent.start(self._draw(ctx))
+            self.started = True
+        self._compute(ctx, batch)
+        self.agent.sync()  # the averagings that ended during the computation are in x
+        self._gradient_event(ctx)
+        done = self.agent.barrier(self._draw(ctx))  # the quota of this interval, then the next one's
         ctx.record("averagings_per_step", done)
         ctx.record("sqrt_chi1_over_chi2", self.acceleration)
 
@@ -259,19 +204,8 @@ class Method(api.Method[Params]):
                 self.x_tilde.add_(parameters_to_vector(self.params_list) - x)
 
     def finalize(self, ctx: api.WorkerContext) -> None:
-        """Finish the exchanges still in flight (the peers wait for them); the harness scores the average."""
-        if self.agent is not None:
-            self.agent.close()
-            return
-        if self.pending is not None:
-            work, self.pending = self.pending, None
-            work.wait()
-            peer = work.result()
-            if peer is not None:
-                with torch.no_grad():
-                    x = parameters_to_vector(self.params_list)
-                self.in_flight.append(ctx.comm.exchange(peer, x, async_op=True))
-        self._complete_exchanges()
+        """Finish the exchange in flight (the peer waits for it); the harness scores the average."""
+        self.agent.close()
 
     def state_dict(self) -> dict[str, Any]:
         out = super().state_dict()

@@ -88,6 +88,19 @@ class VirtualClock:
             self.t = t
             self.idle_s += dt
 
+    def wait_through(self, busy: list[tuple[float, float]], t: float) -> None:
+        """Wait until ``t`` while this worker's own operations ``busy`` (start, end) ran: the parts of the
+        wait they cover are communication, the rest idle; parts already in the past cost nothing.
+
+        A gossip worker waiting at its barrier for its quota of averagings (both engines' gossip agents):
+        time on the wire in its own exchange is communication, time waiting for a partner is idle."""
+        for start, end in sorted(busy):
+            if end > self.t:
+                self.idle_until(min(start, t))
+                if min(end, t) > self.t:
+                    self.communicate(min(end, t) - self.t)
+        self.idle_until(t)
+
     def finish_op(self, start_s: float, end_s: float) -> None:
         """Complete an operation that started at ``start_s`` and ended at ``end_s``.
 

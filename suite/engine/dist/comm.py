@@ -10,7 +10,8 @@ slots (or taking their max) yields every member's clock, hence ``start = max``.
 Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
 into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
-coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.dist.pairing`).
+coordinator thread on rank 0 that talks over the c10d store (:mod:`suite.engine.dist.pairing`); a gossip
+agent (:mod:`suite.engine.dist.agent`) exchanges on a process group of its own, from its own thread.
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
 
@@ -37,9 +38,11 @@ import torch.distributed as dist
 from suite.api import Comm, Group, ReduceOp
 from suite.engine import charges
 from suite.engine.clock import VirtualClock
+from suite.engine.dist.agent import DistAgent
 from suite.engine.dist.pairing import PairingClient
 from suite.engine.dist.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
 from suite.errors import CommError
+from suite.gossip import GossipEndpoint
 from suite.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
@@ -58,6 +61,7 @@ class DistComm(Comm):
         pace: Pace | None = None,
         group: Any = None,
         timeout: Any = None,
+        gossip_group: Any = None,
     ) -> None:
         self.rank, self.world_size = rank, world_size
         self.clock, self.cost, self.bytes_scale = clock, cost, bytes_scale
@@ -70,6 +74,7 @@ class DistComm(Comm):
         self._bytes = 0  # whole bytes: charges.py rounds each message, as in-process
         self._world = Group(tuple(range(world_size)), group)
         self.timeout = timeout
+        self.gossip_group = gossip_group  # the gossip agent's own process group (asynchronous methods)
         self.comm_wall_s = 0.0
         self._lanes: dict[Any, DistWork] = {}  # the last unresolved operation of each lane
         self._capture: list[tuple[float, float, int]] | None = None
@@ -347,6 +352,35 @@ class DistComm(Comm):
             return peer
         pairing = self.pairing
         return PairWork(self.clock, issued, lambda: pairing.answer(k, issued))
+
+    def gossip_agent(self, neighbors: Sequence[int], endpoint: GossipEndpoint) -> DistAgent:
+        if self.pairing is None or self.gossip_group is None:
+            raise CommError("gossip_agent() needs the pairing coordinator (asynchronous methods only)")
+        bad = [j for j in neighbors if j == self.rank or not 0 <= j < self.world_size]
+        if bad:
+            raise ValueError(f"rank {self.rank}: invalid gossip neighbours {bad}")
+        timeout_s = self.timeout.total_seconds() if self.timeout is not None else 300.0
+        return DistAgent(
+            self.rank, neighbors, endpoint, self.clock, self.pairing, self._swap, self._charge_exchange, timeout_s
+        )
+
+    def _swap(self, peer: int, vector: torch.Tensor) -> torch.Tensor:
+        """Send ``vector`` to ``peer`` and receive its vector, on the gossip group (the agent's thread)."""
+        mine = self._to_wire(vector.detach().reshape(-1))
+        theirs = torch.empty_like(mine)
+        ops = [
+            dist.P2POp(dist.isend, mine, peer, group=self.gossip_group),
+            dist.P2POp(dist.irecv, theirs, peer, group=self.gossip_group),
+        ]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        return theirs.to(vector.device, vector.dtype).view_as(vector)
+
+    def _charge_exchange(self, peer: int, vector: torch.Tensor) -> float:
+        """The modelled seconds of one exchange of ``vector`` with ``peer`` (its bytes are counted here)."""
+        seconds, sent = charges.exchange(self.cost, self.rank, peer, nbytes_of([vector]) * self.bytes_scale)
+        self._bytes += sent
+        return seconds
 
     @property
     def bytes_sent(self) -> int:

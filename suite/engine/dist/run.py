@@ -90,6 +90,7 @@ class DistTransport:
         self.pairing: PairingClient | None = None
         self.coordinator: PairingCoordinator | None = None
         self.async_evals: AsyncEvals | None = None
+        gossip_pg = None
         self.model = job.make_model().to(self.device)
         self.eval_model = job.make_model()  # rank 0 evaluates on the CPU
         if not job.method.cls.synchronous:
@@ -97,6 +98,7 @@ class DistTransport:
             if rank == 0:
                 self.coordinator = PairingCoordinator(store, k, timeout)
             eval_pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))
+            gossip_pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))  # a gossip agent's
             average = job.method.cls.evaluated_on(job.params) == "average"
             like, mask = flat_state(self.model), param_mask(self.model)
             self.async_evals = AsyncEvals(
@@ -112,6 +114,7 @@ class DistTransport:
             pace=self._pace,
             group=self.pg,
             timeout=timedelta(seconds=timeout),
+            gossip_group=gossip_pg,
         )
         self.needs_clock_sync = (
             job.config.budget.unit == "emulated_seconds" or job.config.eval.every_emulated_seconds is not None

@@ -207,13 +207,7 @@ class InProcessAgent:
 
     def release(self, t: float) -> None:
         """The barrier opens at ``t``: account the wait, start the next interval, go on gossiping."""
-        clock = self.hub.sched.clocks[self.rank]
-        for start, end in sorted(self.spans):
-            if end > clock.t:
-                clock.idle_until(min(start, t))
-                if min(end, t) > clock.t:
-                    clock.communicate(min(end, t) - clock.t)
-        clock.idle_until(t)
+        self.hub.sched.clocks[self.rank].wait_through(self.spans, t)
         count, self.done, self.spans, self.blocked = self.done, 0, [], None
         self.partners.clear()
         self.owed += self.next_quota
