@@ -18,6 +18,7 @@ from collections.abc import Hashable
 
 import pytest
 
+from suite import network
 from suite.network import Flow, FlowNetwork, max_min_rates, simulate
 
 pytestmark = pytest.mark.smoke
@@ -182,3 +183,31 @@ def test_removing_a_bridge_refills_both_parts_together() -> None:
         differs += apart != {k: f.rate for k, f in net.flows.items()}
     assert differs > 10
     assert log.hexdigest() == "e0407ad5a616003e121ea1128235e1feba602779a6c360bd05600010a27e853e"
+
+
+def test_a_flow_alone_gets_the_filling_of_it_alone_also_in_a_reused_class() -> None:
+    """A lockstep run starts and ends one pattern alone over and over: the network keeps the ended class
+    (up to a bound) and its rate alone, and must still give what a filling of that flow alone gives,
+    through more distinct patterns than it keeps and back to the first ones."""
+    rng = random.Random(5)
+    hops = [[(0, 3)], [(0, 3), (3, 6), (6, 0)], [(0, 3), (3, 1), (1, 4), (4, 0)], [(0, 1)]]  # the third: weight 2
+    patterns = [(rng.choice(CAPS), _uses(rng.choice(hops), False)) for _ in range(8)]
+    patterns += [(rng.uniform(1e8, 3e9), patterns[0][1]) for _ in range(network._IDLE_CLASSES + 10)]
+    net = FlowNetwork(CAPACITY)
+    for key, (cap, uses) in enumerate(patterns + patterns[:20] + patterns[-20:]):
+        flow = Flow(key, 1e9, cap, uses, net.now)
+        net.add(flow, net.now)
+        assert flow.rate.hex() == max_min_rates([flow], CAPACITY)[key].hex()
+        assert flow.contended == (flow.rate < cap * (1 - 1e-12))
+        end = net.next_completion()
+        assert end is not None and end[1] is flow
+        net.advance(end[0])
+        net.remove(key)
+    assert len(net._idle) == network._IDLE_CLASSES
+
+
+def test_a_key_already_in_progress_is_refused() -> None:
+    net = FlowNetwork({"a": 1.0})
+    net.add(Flow(1, 1.0, 1.0, (("a", 1),), 0.0), 0.0)
+    with pytest.raises(ValueError, match="already in progress"):
+        net.add(Flow(1, 1.0, 1.0, (("a", 1),), 0.0), 0.0)
