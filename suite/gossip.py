@@ -7,12 +7,13 @@ at once, swaps the flat parameter vector with its partner and averages into the 
 finish before its quota of averagings is done"; reference ``p2p_averaging.py``, ``adp.py``, commit
 ``89393fd`` of https://github.com/AdelNabli/ACiD).
 
-A method cannot express that with blocking calls made between its gradients, so an engine that can model it
-offers a :class:`GossipAgent` (``Comm.gossip_agent``): the engine pairs, exchanges and applies averagings on
-the worker's behalf at their own virtual times, calling the method's :class:`GossipEndpoint` back. An
-engine that cannot (``Comm.gossip_agent`` returns None) leaves the method to interleave ``pair``/``exchange``
-between its gradients.
+A method cannot express that with blocking calls made between its gradients, so the engine offers a
+:class:`GossipAgent` (``Comm.gossip_agent``): it pairs, exchanges and applies averagings on the worker's behalf
+at their own virtual times, calling the method's :class:`GossipEndpoint` back. Both engines have one: in-process
+an actor in virtual time (:mod:`suite.engine.inprocess.agent`), on the dist engine a thread per rank that
+exchanges while the worker computes (:mod:`suite.engine.dist.agent`). An engine without one returns None.
 """
+
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ import torch
 
 
 class GossipEndpoint(Protocol):
-    """What the engine's agent needs from the method. Called in virtual-time order, never while the
-    worker's own code runs (the worker is parked), so the method's state is consistent."""
+    """What the engine's agent needs from the method. Called on the worker's own thread, between the worker's
+    own writes (in-process: in virtual-time order while the worker is parked; dist engine: from the worker's
+    agent calls), so the method's state is consistent."""
 
     def candidates(self) -> Sequence[int]:
         """The neighbours to try, in the order to try them (the method's random order)."""

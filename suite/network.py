@@ -360,6 +360,15 @@ class Paths:
             bw = (nic.bandwidth_gbytes_per_s if nic is not None else inter) * 1e9
             self.capacity[("tx", i)] = bw
             self.capacity[("rx", i)] = bw
+        # every intra-node link now: the flow network copies the capacities when it is built
+        by_node: dict[int, list[int]] = {}
+        for r in range(profile.world_size):
+            by_node.setdefault(profile.node_index(r), []).append(r)
+        for ranks in by_node.values():
+            for a in ranks:
+                for b in ranks:
+                    if a != b:
+                        self.capacity[("link", a, b)] = profile.link(a, b).bandwidth_bytes_per_s
 
     def of(self, hops: tuple[tuple[int, int], ...]) -> tuple[float, tuple[tuple[Resource, int], ...]]:
         """(cap in bytes/s, resources with weights) of a pattern moving data over ``hops``."""
@@ -374,8 +383,6 @@ class Paths:
             cap = min(cap, link.bandwidth_bytes_per_s)
             na, nb = prof.node_index(a), prof.node_index(b)
             keys: list[Resource] = [("tx", na), ("rx", nb)] if na != nb else [("link", a, b)]
-            if na == nb:
-                self.capacity.setdefault(("link", a, b), link.bandwidth_bytes_per_s)
             for key in keys:
                 uses[key] = uses.get(key, 0) + 1
         out = (cap, tuple(uses.items()))

@@ -28,17 +28,18 @@ network:
 
 
 class Net:
-    def __init__(self, tmp_path: Path, nodes: int, bytes_scale: float = 1.0) -> None:
+    def __init__(self, tmp_path: Path, nodes: int, bytes_scale: float = 1.0, per_node: int = 1) -> None:
+        """``per_node`` GPUs per node (joined by 10 GB/s intra-node links)."""
         text = "".join(
             f'  - name: n{i}\n    nic: {{latency_us: 0, bandwidth_gbytes_per_s: 1, source: "[E] test"}}\n'
-            f"    devices:\n      - {{name: g, kind: gpu, count: 1, memory_gib: 16, effective_flops_per_s: 1.0e12, "
+            f"    devices:\n      - {{name: g, kind: gpu, count: {per_node}, memory_gib: 16, effective_flops_per_s: 1.0e12, "
             f'source: "[E] test"}}\n'
             for i in range(nodes)
         )
         path = tmp_path / "lanes.yaml"
         path.write_text(PROFILE.format(nodes=text), encoding="utf-8")
         profile = load_profile(path)
-        self.clocks = [VirtualClock(r) for r in range(nodes)]
+        self.clocks = [VirtualClock(r) for r in range(nodes * per_node)]
         self.sched = Scheduler(self.clocks)
         self.fabric = Fabric(self.sched, CommCostModel(profile), bytes_scale)
         self.out: dict[int, Any] = {}

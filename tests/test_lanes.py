@@ -107,6 +107,21 @@ def test_halfway_flow_on_the_engine_and_overlap_with_compute(tmp_path: Path) -> 
     assert net.clocks[1].t == pytest.approx(1.5) and net.clocks[2].t == pytest.approx(1.5)
 
 
+def test_concurrent_flows_on_one_intra_node_link_share_it(tmp_path: Path) -> None:
+    """Two GPUs of one node (10 GB/s link each way): a 10 GB exchange and a 10 GB all-reduce of the pair (ring of
+    2: 10 GB each way) issued together both cross link 0→1 and 1→0; alone each takes 1 s, together they share
+    the links at 5 GB/s each and both end at 2 s (intra-node links are resources like NICs)."""
+    net = Net(tmp_path, 1, bytes_scale=10 * G / 4, per_node=2)  # one float32 stands for 10 GB
+
+    def body(rank: int, comm: InProcessComm, clock: VirtualClock) -> Any:
+        x = comm.exchange(1 - rank, torch.zeros(1), async_op=True)
+        r = comm.all_reduce(torch.zeros(1), async_op=True)
+        return _times([x, r])
+
+    out = net.run(body)
+    assert out[0] == out[1] == [pytest.approx((0.0, 0.0, 2.0)), pytest.approx((0.0, 0.0, 2.0))]
+
+
 def test_async_exchange_and_pair_return_work(tmp_path: Path) -> None:
     """Non-blocking pair and exchange: the partner and the peer's tensor come back through ``result()``."""
     net = Net(tmp_path, 2)
