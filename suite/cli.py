@@ -330,7 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated optional arms to run as well (e.g. cadp's deepspeed_real: pip extra + dist engine)",
     )
     rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
-    rep.add_argument("--no-report", action="store_true", help="train only")
+    rep.add_argument(
+        "--no-report",
+        action="store_true",
+        help="train only: no report and no report products (a method's products.py, e.g. decentdp's Fig. 6 grid)",
+    )
     _add_sensitivity_args(rep)
     rep.add_argument("--no-progress", action="store_true", help="no live progress bar")
     rep.set_defaults(func=_cmd_reproduce)
