@@ -119,6 +119,7 @@ def reproduce(
             scale=scale,
             sensitivity=sensitivity,
             sensitivity_samples=sensitivity_samples,
+            show_progress=show_progress,
         )
     return Reproduction(paper, campaigns, built)
 

@@ -67,8 +67,13 @@ def paper_root(tmp_path: Path, monkeypatch) -> Path:
 
 
 @pytest.mark.smoke
-def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str) -> None:
+def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str, monkeypatch) -> None:
+    import suite.report.build as build
+
+    real, shown = build.build_report, []  # --no-progress reaches the report's sensitivity sweep too
+    monkeypatch.setattr(build, "build_report", lambda *a, **kw: shown.append(kw["show_progress"]) or real(*a, **kw))
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
+    assert shown == [False]
     assert set(result.campaigns) == {"sync", "local"}
     assert all(len(c.cells) == 2 for c in result.campaigns.values())
     runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
