@@ -19,9 +19,13 @@ from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape,
 from suite.errors import ConfigError
 
 NAME: str = "imagenet"
-DESCRIPTION: str = "ImageNet-1k (ILSVRC-2012): 1,000 classes, 1,281,167 train / 50,000 val images (local folder)."
 NUM_CLASSES = 1000
+#: split sizes of ILSVRC-2012, what :func:`describe` reports (a plan reads no folder)
 TRAIN_SIZE, VAL_SIZE = 1_281_167, 50_000
+DESCRIPTION: str = (
+    f"ImageNet-1k (ILSVRC-2012): {NUM_CLASSES:,} classes, {TRAIN_SIZE:,} train / {VAL_SIZE:,} val images "
+    "(local folder)."
+)
 MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 
 

@@ -26,7 +26,12 @@ from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape,
 from suite.errors import ConfigError
 
 NAME: str = "imagenet100"
-DESCRIPTION: str = "ImageNet-100 (CMC subset, Tian et al. 2019): 100 ImageNet-1k classes, ~126k train / 5k val."
+#: split sizes of the CMC subset (its 100 classes of ILSVRC-2012: every training image of those classes, 50 val each);
+#: what :func:`describe` reports, since a plan reads no folder (a run counts the folder it is given)
+TRAIN_SIZE, VAL_SIZE = 126_689, 5_000
+DESCRIPTION: str = (
+    f"ImageNet-100 (CMC subset, Tian et al. 2019): 100 ImageNet-1k classes, {TRAIN_SIZE:,} train / {VAL_SIZE:,} val."
+)
 
 #: ImageNet statistics (torchvision's reference recipe)
 MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
@@ -186,8 +191,8 @@ def _check_classes(root: Path, split: str, found: list[str], expected: list[str]
 def describe(params: Params) -> DatasetShape:
     """ImageNet-100 without the folder (``distrepro plan``): 100 classes at ``image_size``; split sizes nominal."""
     side = params.image_size
-    note = "split sizes nominal (1,300 train and 50 val images per class, ImageNet-1k's); the folder decides"
-    return DatasetShape(len(IMAGENET100_CLASSES), (3, side, side), 130_000, 5_000, note)
+    note = "split sizes nominal (the CMC subset's, Tian et al. 2019); the folder decides"
+    return DatasetShape(len(IMAGENET100_CLASSES), (3, side, side), TRAIN_SIZE, VAL_SIZE, note)
 
 
 def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:

@@ -9,12 +9,10 @@ first two seeds' time.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from suite.config import RunConfig
 from suite.engine.results import RunResult
 from suite.errors import ConfigError, StoreUnavailable
 from suite.job import Job, build_job, warn_time_fallbacks
-from suite.observer import ProgressObserver, eval_metrics
+from suite.observer import ProgressObserver, eval_metrics, progress_bars, wants_bars
 from suite.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
 from suite.runlog import flatten_params, logged_params
 from suite.storeprobe import check_store
@@ -134,23 +132,6 @@ def _csv(df: pd.DataFrame) -> str:
     return buf.getvalue()
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as progress:
-        yield progress
-
-
 def cell_params(config_dict: dict[str, Any], job: Job) -> dict[str, str]:
     """A cell's params as its child run logs them: the config plus what the code resolved."""
     return logged_params(
@@ -198,15 +179,13 @@ def run_campaign(
             print(
                 f"campaign run {resume} is still marked RUNNING: resuming it as one whose process died", file=sys.stderr
             )
-    if show_progress is None:
-        show_progress = sys.stderr.isatty()
     experiment = experiment_name(cfg.paper)
     tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
     campaign_params = None if resume else flatten_params(config_dict)
     campaign = Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume)
     cells: list[CellResult] = []
     try:
-        with campaign, _progress(show_progress) as progress:
+        with campaign, progress_bars(wants_bars(show_progress)) as progress:
             if not resume:
                 campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
             assert campaign.client is not None

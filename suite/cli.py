@@ -6,7 +6,7 @@
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper] [--sensitivity [--samples N]]
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
-    distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...]   (= report --sensitivity)
+    distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
 
 Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
 cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or
@@ -139,6 +139,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         scale=args.scale,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        show_progress=False if args.no_progress else None,
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
@@ -177,6 +178,10 @@ def _add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False)
     )
 
 
+#: --no-progress of the commands that can run the sensitivity sweep (minutes) but train nothing
+_SWEEP_PROGRESS = "no live progress bar for the sensitivity sweep (a line per phase on stderr instead)"
+
+
 def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser(
         "report",
@@ -200,6 +205,7 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
         "--scale", choices=["proxy", "paper"], help="judge the claims on runs of this scale (default: the paper's)"
     )
     _add_sensitivity_args(rep)
+    rep.add_argument("--no-progress", action="store_true", help=_SWEEP_PROGRESS)
     rep.set_defaults(func=_cmd_report)
     sens = sub.add_parser(
         "sensitivity",
@@ -216,6 +222,7 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
     sens.add_argument("--no-log", action="store_true", help="do not log the report files to MLflow")
     sens.add_argument("--scale", choices=["proxy", "paper"], help="judge the claims on runs of this scale")
     _add_sensitivity_args(sens, always=True)
+    sens.add_argument("--no-progress", action="store_true", help=_SWEEP_PROGRESS)
     sens.set_defaults(func=_cmd_report, sensitivity=True, baseline=None, check=False)
 
 
@@ -330,9 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated optional arms to run as well (e.g. cadp's deepspeed_real: pip extra + dist engine)",
     )
     rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
-    rep.add_argument("--no-report", action="store_true", help="train only")
+    rep.add_argument(
+        "--no-report",
+        action="store_true",
+        help="train only: no report and no report products (a method's products.py, e.g. decentdp's Fig. 6 grid)",
+    )
     _add_sensitivity_args(rep)
-    rep.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    rep.add_argument(
+        "--no-progress", action="store_true", help="no live progress bar for training or the sensitivity sweep"
+    )
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",

@@ -1,4 +1,8 @@
-"""Observers of a training run: the MLflow logger and the progress display.
+"""Observers of a training run (the MLflow logger and the progress display), and the same display for
+long work that trains nothing (:class:`PhaseProgress`, the sensitivity sweep).
+
+Progress goes to stderr: a live bar (:func:`progress_bars`) when stderr is a terminal and the user did not
+pass ``--no-progress`` (:func:`wants_bars`), otherwise a few plain lines that a CI log keeps.
 
 Metric names are the contract with the claims/report engine (``suite/claims``), which reads runs
 back from MLflow only; they are defined in :mod:`suite.metrics`:
@@ -16,8 +20,11 @@ back from MLflow only; they are defined in :mod:`suite.metrics`:
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from suite import metrics as M
 from suite.api import Allocation
@@ -118,3 +125,102 @@ class Fanout:
     def on_progress(self, fraction: float, emulated_s: float) -> None:
         for o in self.observers:
             o.on_progress(fraction, emulated_s)
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 run"``, ``"2 runs"``: a phase's name as a progress line shows it."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def wants_bars(show_progress: bool | None) -> bool:
+    """A live bar, or plain lines? ``None`` (no ``--no-progress``): a bar only when stderr is a terminal,
+    since a bar redrawn in a CI log or a redirected file is noise; ``False`` (``--no-progress``): lines."""
+    return sys.stderr.isatty() if show_progress is None else show_progress
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[Any]:
+    """A rich ``Progress`` on stderr while the block runs (``None`` when not ``enabled``): one display for a
+    campaign's cells (:class:`ProgressObserver`) and for a sweep's phases (:class:`PhaseProgress`)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    ) as progress:
+        yield progress
+
+
+class Phases(Protocol):
+    """What a long computation reports: it enters a phase of ``total`` units, then finishes units."""
+
+    def phase(self, name: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoPhases:
+    """Reports nothing: a library call (a test, a report built from Python) prints no progress unless asked."""
+
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class PhaseProgress:
+    """Shows work that trains nothing (the sensitivity sweep: minutes, no evaluations to show) phase by phase,
+    as :class:`ProgressObserver` shows training: a bar per phase on a terminal (``progress``, a rich
+    ``Progress`` from :func:`progress_bars`), otherwise one line when a phase starts, at each quarter of it and
+    at the end (``stream``, stderr by default), with the time elapsed, so a CI log shows the job is alive."""
+
+    def __init__(self, label: str, progress: Any | None, stream: Any = None) -> None:
+        self.label = label
+        self.progress = progress
+        self.stream = stream or sys.stderr
+        self._t0 = time.perf_counter()
+        self._task: Any = None
+        self._name, self._total, self._done = "", 0, 0
+
+    def _line(self, text: str) -> None:
+        elapsed = int(time.perf_counter() - self._t0)
+        stamp = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        print(f"[{self.label} {stamp}] {text}", file=self.stream, flush=True)
+
+    def _finish_task(self) -> None:
+        if self.progress is not None and self._task is not None:
+            self.progress.update(self._task, completed=self._total)
+
+    def phase(self, name: str, total: int) -> None:
+        self._finish_task()
+        self._name, self._total, self._done = name, max(int(total), 0), 0
+        if self.progress is not None:
+            self._task = self.progress.add_task(f"{self.label} · {name}", total=self._total)
+        else:
+            self._line(f"{name}: 0/{self._total}")
+
+    def advance(self, n: int = 1) -> None:
+        before, self._done = self._done, self._done + n
+        if self.progress is not None:
+            self.progress.update(self._task, advance=n)
+        elif self._total and 4 * before // self._total < 4 * self._done // self._total < 4:
+            self._line(f"{self._name}: {self._done}/{self._total}")
+
+    def close(self) -> None:
+        self._finish_task()
+        if self.progress is None:
+            self._line("done")

@@ -9,8 +9,8 @@ report reads only what the runs logged.
 Arms marked ``optional`` (e.g. the real DeepSpeed arm, which needs an extra install and the
 torch.distributed engine) run only when named in ``arms`` or ``with_arms``.
 
-A method folder may also ship ``products.py`` (outputs beyond the arms, such as a figure's grid):
-see :func:`_products`.
+A method folder may also ship ``products.py`` (outputs beyond the arms, such as a figure's grid), built
+with the report and skipped with it (``report=False``, ``--no-report``): see :func:`_products`.
 
 Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
@@ -106,11 +106,11 @@ def reproduce(
     campaigns: dict[str, CampaignResult] = {}
     for name, path, cfg in configs:
         campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
-    _products(info.method_dirs, paper, scale, root)
     built = None
-    if report:
+    if report:  # products go to the report's folder and are part of it: train only means no products either
         from suite.report.build import build_report
 
+        _products(info.method_dirs, paper, scale, root)
         ids = [c.parent_run_id for c in campaigns.values()]
         built = build_report(
             paper,
@@ -119,15 +119,17 @@ def reproduce(
             scale=scale,
             sensitivity=sensitivity,
             sensitivity_samples=sensitivity_samples,
+            show_progress=show_progress,
         )
     return Reproduction(paper, campaigns, built)
 
 
 def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:
     """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's
-    Fig. 6 grid). After the arms, each of the paper's method folders with a ``products.py`` has its
-    ``build(out_dir, scale)`` called with ``reports/<paper>`` (the report's folder); it writes files there
-    and returns their paths. The report does not read them: claims stay data in ``paper.yaml``."""
+    Fig. 6 grid). After the arms, when a report is wanted, each of the paper's method folders with a
+    ``products.py`` has its ``build(out_dir, scale)`` called with ``reports/<paper>`` (the report's folder); it
+    writes files there and returns their paths. The report does not read them: claims stay data in ``paper.yaml``.
+    Products can take minutes (Decent-DP's grid simulates 36 clusters), which a train-only run should not pay."""
     from suite.registry import plugin_module
 
     for folder in method_dirs:

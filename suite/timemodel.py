@@ -188,9 +188,10 @@ class CommCostModel:
     lognormal factor drawn from ``seed_parts`` + (pattern, group, k), k counting the calls of that
     pattern on that group. Members of a group call its collectives in the same order on every
     engine, so the in-process engine (one charge per collective) and each rank of the distributed
-    engine (one charge per member) draw the same factors. The count lives in this object: a run
-    resumed from a checkpoint draws its link noise afresh (equal in distribution, not bit-equal).
-    Control traffic (a few bytes) and calls without payload stay noise-free and draw nothing.
+    engine (one charge per member) draw the same factors. The counts live in this object and go into a
+    checkpoint through :meth:`state_dict` (:mod:`suite.engine.checkpoint`), so a resumed run draws the
+    factors the uninterrupted run draws next. Control traffic (a few bytes) and calls without payload stay
+    noise-free and draw nothing.
     """
 
     def __init__(self, profile: HardwareProfile, bytes_scale: float = 1.0, seed_parts: tuple[object, ...] = ()) -> None:
@@ -225,6 +226,14 @@ class CommCostModel:
         self._draws[(pattern, group)] = k + 1
         u, _ = _uniforms(derive_seed(*self.seed_parts, pattern, *group, k))
         return seconds * _lognormal(self._link_sigma, u)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the link-noise stream stands: the calls counted so far per (pattern, group). Without it a
+        resumed run would count from 0 again and redraw the factors of calls made before the checkpoint."""
+        return {"draws": [[pattern, list(group), k] for (pattern, group), k in sorted(self._draws.items())]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._draws = {(str(pattern), tuple(int(r) for r in group)): int(k) for pattern, group, k in state["draws"]}
 
     # ------------------------------------------------------------------ helpers
     def _size(self, nbytes: float) -> float:

@@ -16,6 +16,8 @@ from suite.engine.clock import VirtualClock
 from suite.engine.common import EmptyStream
 from suite.engine.schedule import TrainingSchedule
 from suite.engine.worker import HarnessWorker
+from suite.profiles import load_profile
+from suite.timemodel import CommCostModel
 
 pytestmark = pytest.mark.smoke
 
@@ -96,3 +98,35 @@ def test_an_empty_stream_checkpoints_and_an_old_format_is_refused() -> None:
     assert isinstance(stream, checkpoint.Stateful) and stream.state_dict() == {}
     with pytest.raises(ValueError, match="checkpoint format None"):
         checkpoint.restore(None, None, {"model": {}})  # type: ignore[arg-type]
+
+
+def _noisy_calls(cost: CommCostModel) -> list[float]:
+    """Calls of three patterns on two groups, as a step of a method might make them."""
+    return [
+        cost.ring_all_reduce(range(8), 44.9e6),
+        cost.ring_all_reduce([0, 1], 1e6),
+        cost.exchange(5, 0, 1e6),
+        cost.broadcast(range(8), 3, 2e6),
+    ]
+
+
+def test_a_restored_cost_model_draws_the_link_noise_the_uninterrupted_one_draws() -> None:
+    """Link-noise factors are counted per (pattern, group): the count is the model's state, so a checkpoint
+    (``capture`` saves ``job.cost.state_dict()``) carries it and a resumed run redraws no factor."""
+    profile = load_profile("cadp-ijcai25")
+    assert profile.noise is not None and profile.noise.link_cv > 0
+
+    def model() -> CommCostModel:
+        return CommCostModel(profile, seed_parts=("ckpt", "link"))
+
+    straight = model()
+    for _ in range(3):
+        _noisy_calls(straight)
+    state = straight.state_dict()
+    rest = [_noisy_calls(straight) for _ in range(3)]
+
+    resumed = model()
+    resumed.load_state_dict(state)
+    assert [_noisy_calls(resumed) for _ in range(3)] == rest
+    assert resumed.state_dict() == straight.state_dict()
+    assert [_noisy_calls(model()) for _ in range(3)] != rest  # a fresh count would redraw the first factors

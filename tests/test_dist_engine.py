@@ -11,6 +11,7 @@ from pathlib import Path
 import mlflow
 import pytest
 import torch
+from conftest import PAIR_PROFILE
 
 from suite.campaign import run_campaign
 from suite.config import validate_config
@@ -203,6 +204,41 @@ def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, m
     client = mlflow.MlflowClient(mlflow_uri)
     assert client.get_run(resumed.run_id).info.status == "FINISHED"
     assert client.get_run(parent_id).info.status == "FINISHED"
+
+
+NOISE = 'noise: {compute_cv: 0.05, link_cv: 0.3, source: "[E] test: wide, so a redrawn factor shows"}\n'
+
+
+@pytest.mark.distributed
+def test_resume_on_a_noisy_profile_gives_the_uninterrupted_clocks_and_bytes(
+    profiles, mlflow_uri, tmp_path, monkeypatch
+):
+    """Link noise is drawn per call of a pattern on a group, counted in the job's cost model: the count goes into
+    the checkpoint, so the resumed run charges the factors the uninterrupted one charged (it redrew them from
+    call 0 before). Compute noise is hashed from (rank, step) and needs no state."""
+    (profiles / "pair-2-noisy.yaml").write_text(PAIR_PROFILE.replace("name: pair-2", "name: pair-2-noisy") + NOISE)
+    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
+    common = {
+        "engine": "dist",
+        "profile": "pair-2-noisy",
+        "budget": {"steps": 8},
+        "eval": {"every_steps": 3},
+        "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
+        "dist": {"timeout_s": 8},
+    }
+    clean, resumed, _ = _clean_then_crash_and_resume(common, tmp_path, mode="kill", fail_step=5)
+    fields = ("clock_s", "compute_s", "comm_s", "idle_s", "bytes_sent")
+
+    def clocks(result):
+        return [float(getattr(w, f)) for w in result.final.workers for f in fields]
+
+    assert resumed.result.final.emulated_s == pytest.approx(clean.result.final.emulated_s, rel=1e-12)
+    assert clocks(resumed.result) == pytest.approx(clocks(clean.result), rel=1e-12)
+    assert [e.emulated_s for e in resumed.result.evals] == pytest.approx([e.emulated_s for e in clean.result.evals])
+    # the noise is in play: the same run on the quiet profile charges other times
+    quiet_cfg = _cfg(method="faulty", name="quiet", method_params={"mode": "none"}, **{**common, "profile": "pair-2"})
+    quiet = run_campaign(quiet_cfg, show_progress=False).cells[0]
+    assert quiet.result.final.emulated_s != pytest.approx(clean.result.final.emulated_s, rel=1e-3)
 
 
 @pytest.mark.distributed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,21 @@ def test_paper_scale_plans_without_the_data() -> None:
     plan = build_plan(ROOT / "methods/cadp/configs/cadp.paper.yaml")
     assert not Path(plan["config"]["dataset"]["root"]).exists()  # the ImageNet-100 folder is absent here
     assert plan["dataset"]["num_classes"] == 100 and "nominal" in plan["dataset"]["note"]
+    assert (plan["dataset"]["train_size"], plan["dataset"]["test_size"]) == (126_689, 5_000)  # the CMC subset
     assert plan["lr"]["points"][0][1] == 0.01 and plan["lr"]["points"][-1][1] == pytest.approx(0.01 / 16)
+
+
+@pytest.mark.parametrize("config", ["decentdp/configs/accum.paper.yaml", "qsr/configs/qsr.paper.yaml"])
+def test_an_imagenet_1k_paper_config_plans_on_ilsvrc_2012(config: str) -> None:
+    """Decent-DP's ResNet-50 recipe read its ImageNet-1k folder through the ImageNet-100 loader, so its plan counted
+    that loader's 130,000 nominal images and 100 classes per epoch: a tenth of the steps the paper trains."""
+    plan = build_plan(ROOT / "methods" / config)
+    assert plan["dataset"]["train_size"] == 1_281_167 and plan["dataset"]["test_size"] == 50_000
+    assert plan["dataset"]["num_classes"] == 1000
+    cfg = plan["config"]
+    if cfg["budget"]["epochs"] is not None:  # Decent-DP: 90 epochs of 1,281,167 images at 16 x 64 per step
+        batch = sum(plan["allocation"]["batch_sizes"])
+        assert plan["lr"]["total_steps"] == math.ceil(cfg["budget"]["epochs"] * 1_281_167 / batch) == 112_603
 
 
 def _local_sgd(**over: Any) -> dict[str, Any]:

@@ -67,8 +67,13 @@ def paper_root(tmp_path: Path, monkeypatch) -> Path:
 
 
 @pytest.mark.smoke
-def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str) -> None:
+def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str, monkeypatch) -> None:
+    import suite.report.build as build
+
+    real, shown = build.build_report, []  # --no-progress reaches the report's sensitivity sweep too
+    monkeypatch.setattr(build, "build_report", lambda *a, **kw: shown.append(kw["show_progress"]) or real(*a, **kw))
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
+    assert shown == [False]
     assert set(result.campaigns) == {"sync", "local"}
     assert all(len(c.cells) == 2 for c in result.campaigns.values())
     runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
@@ -134,10 +139,23 @@ class Method(api.Method[api.MethodParams]):
 """
 
 
-def test_a_method_folders_products_are_built_into_the_reports_folder(paper_root: Path, mlflow_uri: str) -> None:
+def test_a_method_folders_products_are_built_with_the_report_only(
+    paper_root: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = paper_root / "methods" / "tiny"
     (folder / "method.py").unlink()  # the symlinked local_sgd names itself local_sgd: not loadable as 'tiny'
     (folder / "method.py").write_text(PLAIN_METHOD)
     (folder / "products.py").write_text(PRODUCTS)
-    reproduce("tinypaper", seeds="0", arms=["sync"], report=False, show_progress=False, root=paper_root)
-    assert Path("reports/tinypaper/grid.csv").read_text().splitlines() == ["scale", "proxy"]
+    grid = Path("reports/tinypaper/grid.csv")
+    # train only: Decent-DP's grid (minutes of simulation) was built even so
+    assert main(["reproduce", "tinypaper", "--seeds", "0", "--arms", "sync", "--no-report", "--no-progress"]) == 0
+    assert not grid.exists() and "report:" not in capsys.readouterr().out
+    reproduce("tinypaper", seeds="0", arms=["sync"], show_progress=False, root=paper_root)
+    assert grid.read_text().splitlines() == ["scale", "proxy"]
+
+
+def test_the_no_report_help_says_products_are_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--no-report train only: no report and no report products" in help_text

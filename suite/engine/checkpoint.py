@@ -2,7 +2,8 @@
 
 At a step boundary of a lockstep method every rank writes everything that determines the rest
 of its run: model, method state (optimizer, counters), data-stream position, virtual clock
-(with its timeline), byte counts, harness counters and random generator states; rank 0 adds
+(with its timeline), byte counts, the position of the cost model's link-noise stream, harness
+counters and random generator states; rank 0 adds
 the evaluations logged so far. A checkpoint is complete when rank 0 has written the ``COMPLETE``
 marker after a barrier, so a crash during writing never leaves a half checkpoint that looks
 usable. Resuming restores all of it, so the resumed run reaches the same final parameters and
@@ -10,9 +11,11 @@ metrics as an uninterrupted run with the same seed.
 
 Asynchronous methods have no common step boundary; they are not checkpointed. The content is the
 harness loop's (:mod:`suite.engine.loop`), one file per rank; only the distributed engine writes
-checkpoints so far. Each piece (clock, worker, schedule, comm of either engine, data stream,
-method, model) saves and restores itself through ``state_dict()``/``load_state_dict()``; nothing
-here reaches into another class's fields.
+checkpoints so far. Each piece (clock, worker, schedule, comm of either engine, the job's cost model,
+data stream, method, model) saves and restores itself through ``state_dict()``/``load_state_dict()``;
+nothing here reaches into another class's fields. A rank file written before the cost model was
+saved (no ``cost`` entry) still loads: its run redraws link noise from the start of the stream, as
+it did then.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ def capture(run: Harness, slot: Slot) -> dict[str, Any]:
         "epoch": run.epoch,
         "clock": w.clock.state_dict(),
         "comm": _stateful(w.comm, "comm").state_dict(),
+        "cost": _stateful(run.job.cost, "cost model").state_dict(),
         "worker": w.state_dict(),
         "schedule": run.schedule.state_dict(),
         "loss": (slot.loss_sum, slot.loss_count),
@@ -97,6 +101,8 @@ def restore(run: Harness, slot: Slot, state: dict[str, Any]) -> None:
     _stateful(slot.stream, "data stream").load_state_dict(state["stream"])
     worker.clock.load_state_dict(state["clock"])
     _stateful(worker.comm, "comm").load_state_dict(state["comm"])
+    if "cost" in state:  # link-noise counts; absent from rank files written before they were saved
+        _stateful(run.job.cost, "cost model").load_state_dict(state["cost"])
     worker.load_state_dict(state["worker"])
     run.schedule.load_state_dict(state["schedule"])
     slot.loss_sum, slot.loss_count = state["loss"]

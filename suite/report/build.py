@@ -378,13 +378,17 @@ def build_report(
     scale: Scale | None = None,
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
+    show_progress: bool | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
 
     ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``);
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
-    (:mod:`suite.sensitivity`), ``sensitivity_samples`` settings (default: the paper's)."""
+    (:mod:`suite.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
+    minutes, so its progress goes to stderr as a campaign's training does (:func:`suite.observer.wants_bars`:
+    ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
+    per phase and quarter of it)."""
     info = find_paper(paper, root)
     if info.spec is not None:
         info = dataclasses.replace(info, spec=at_scale(info.spec, scale or info.spec.setup.scale))
@@ -398,9 +402,11 @@ def build_report(
         raise UnknownPaperError(paper, known_papers(root)) from exc
     sens = None
     if sensitivity:
+        from suite.observer import PhaseProgress, progress_bars, wants_bars
         from suite.sensitivity.run import sensitivity as sweep
 
-        sens = sweep(info, rs, sensitivity_samples)
+        with progress_bars(wants_bars(show_progress)) as bars:
+            sens = sweep(info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
     out = Path(out_dir) if out_dir else Path("reports") / paper
     report = write_report(info, rs, out, baseline, root, sens)
     if log_to_mlflow:

@@ -28,6 +28,7 @@ from suite.claims.verdicts import latest_per_seed, select_arm
 from suite.config import validate_config
 from suite.errors import ConfigError, DistreproError
 from suite.job import Job, build_job
+from suite.observer import NoPhases, Phases, counted
 from suite.sensitivity.probe import NotAnalysable
 from suite.sensitivity.retime import RetimedRun, has_noise, reseed
 from suite.sensitivity.space import Variable
@@ -99,8 +100,11 @@ def collect(
     job_for: JobSource,
     arm_of: Callable[[str], str],
     source: Path | None = None,
+    progress: Phases | None = None,
 ) -> Collected:
-    """The runs of every timing claim of ``spec`` found in ``runs``, rebuilt by ``job_for``."""
+    """The runs of every timing claim of ``spec`` found in ``runs``, rebuilt by ``job_for`` (a phase of
+    ``progress``: the first run of each config builds its dataset and model)."""
+    shown = progress if progress is not None else NoPhases()
     claims = [c for c in spec.claims if is_timing(c)]
     picked: dict[str, int] = {}
     skipped: dict[str, str] = {}
@@ -119,7 +123,9 @@ def collect(
     by_id = runs.set_index("run_id")
     retimed = []
     unusable: dict[str, str] = {}
+    shown.phase(f"rebuilding {counted(len(picked), 'run')}", len(picked))
     for run_id, seed in picked.items():
+        shown.advance()
         try:
             job = job_for(run_id, seed)
             if not job.method.cls.synchronous:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,11 +172,16 @@ class Retimer:
         return out, curves_out
 
 
-def check_central(retimer: Retimer, central: Mapping[str, float]) -> list[dict[str, Any]]:
-    """Per run: logged emulated seconds vs the analytical ones at the central values."""
+def check_central(
+    retimer: Retimer, central: Mapping[str, float], done: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
+    """Per run: logged emulated seconds vs the analytical ones at the central values (``done`` after each run:
+    the first simulation of every run, the slow part before the sweep's settings, shown as progress)."""
     rows = []
     for run in retimer.runs:
         t = retimer.timing(run, central)
+        if done is not None:
+            done()
         err = abs(t.emulated_s - run.logged_emulated_s) / run.logged_emulated_s if run.logged_emulated_s else math.nan
         rows.append(
             {

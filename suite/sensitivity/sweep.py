@@ -27,6 +27,7 @@ import pandas as pd
 from suite import metrics as M
 from suite.claims.schema import PaperSpec
 from suite.claims.verdicts import evaluate_claim
+from suite.observer import NoPhases, Phases, counted
 from suite.runlog import flatten_params
 from suite.seeding import derive_seed
 from suite.sensitivity.retime import Retimer
@@ -209,16 +210,32 @@ def _flips(judge: Judge, space: Space, claim_id: str, name: str,
 
 
 def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int = 9, bisect: int = 10,
-              heat_points: int = 9) -> tuple[list[ClaimSensitivity], np.ndarray]:  # fmt: skip
-    """The designs of the module docstring for every claim ``judge`` knows; also returns the LHS."""
+              heat_points: int = 9,
+              progress: Phases | None = None) -> tuple[list[ClaimSensitivity], np.ndarray]:  # fmt: skip
+    """The designs of the module docstring for every claim ``judge`` knows; also returns the LHS.
+
+    ``progress`` hears of each setting judged (the unit of the sweep's cost: one re-timing of every run and
+    every claim's verdict), in three phases: the central values and the LHS, the scans, then per claim its
+    flip points and heat map (up to ``heat_points``² settings each)."""
+    shown = progress if progress is not None else NoPhases()
     central = space.central()
-    at_central = judge(central)
     design = latin_hypercube(samples, len(space.variables), seed)
-    lhs = [judge(space.setting(row)) for row in design]
-    scans = {
-        v.name: [(v.at(q), judge({**central, v.name: v.at(q)})) for q in oat_quantiles(v, points)]
-        for v in space.variables
-    }
+    shown.phase(f"Latin hypercube of {counted(samples, 'setting')}", samples + 1)
+    at_central = judge(central)
+    shown.advance()
+    lhs = []
+    for row in design:
+        lhs.append(judge(space.setting(row)))
+        shown.advance()
+    grids = {v.name: [v.at(q) for q in oat_quantiles(v, points)] for v in space.variables}
+    shown.phase(f"one-at-a-time scans of {counted(len(grids), 'figure')}", sum(len(g) for g in grids.values()))
+    scans: dict[str, list[tuple[float, dict[str, Point]]]] = {}
+    for name, values in grids.items():
+        scans[name] = []
+        for value in values:
+            scans[name].append((value, judge({**central, name: value})))
+            shown.advance()
+    shown.phase(f"flip points and heat maps of {counted(len(judge.claims), 'claim')}", len(judge.claims))
     out = []
     for claim in judge.claims:
         cid = claim.id
@@ -243,6 +260,7 @@ def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int =
             if len(top) == 2:
                 cs.heat = _heat(judge, space, cid, top[0], top[1], heat_points)
         out.append(cs)
+        shown.advance()
     return out, design
 
 
