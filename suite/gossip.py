@@ -14,7 +14,6 @@ an actor in virtual time (:mod:`suite.engine.inprocess.agent`), on the dist engi
 exchanges while the worker computes (:mod:`suite.engine.dist.agent`). An engine without one returns None.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -32,8 +32,8 @@ class Net:
         """``per_node`` GPUs per node (joined by 10 GB/s intra-node links)."""
         text = "".join(
             f'  - name: n{i}\n    nic: {{latency_us: 0, bandwidth_gbytes_per_s: 1, source: "[E] test"}}\n'
-            f"    devices:\n      - {{name: g, kind: gpu, count: {per_node}, memory_gib: 16, effective_flops_per_s: 1.0e12, "
-            f'source: "[E] test"}}\n'
+            f"    devices:\n      - {{name: g, kind: gpu, count: {per_node}, memory_gib: 16, "
+            f'effective_flops_per_s: 1.0e12, source: "[E] test"}}\n'
             for i in range(nodes)
         )
         path = tmp_path / "lanes.yaml"
