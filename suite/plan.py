@@ -99,16 +99,17 @@ def _price(job: Job, entry: dict[str, Any]) -> float | None:
     ranks = list(range(job.world_size))
     nbytes = float(entry["bytes"])
     pattern = entry.get("pattern")
+    cost = job.cost.noise_free()  # a plan's figure is the central one, not one random draw of the link noise
     if pattern == "all_reduce":
-        return job.cost.ring_all_reduce(ranks, nbytes)
+        return cost.ring_all_reduce(ranks, nbytes)
     if pattern == "reduce_scatter":
-        return job.cost.reduce_scatter(ranks, nbytes)
+        return cost.reduce_scatter(ranks, nbytes)
     if pattern == "parameter_server":
-        return job.cost.parameter_server(ranks, nbytes)
+        return cost.parameter_server(ranks, nbytes)
     if pattern == "all_gather":  # ``bytes``: the gathered vector, as ``Comm.charge`` counts it
-        return job.cost.all_gather(ranks, nbytes / len(ranks))
+        return cost.all_gather(ranks, nbytes / len(ranks))
     if pattern == "broadcast":
-        return job.cost.broadcast(ranks, 0, nbytes)
+        return cost.broadcast(ranks, 0, nbytes)
     return None
 
 

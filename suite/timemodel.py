@@ -227,6 +227,11 @@ class CommCostModel:
         u, _ = _uniforms(derive_seed(*self.seed_parts, pattern, *group, k))
         return seconds * _lognormal(self._link_sigma, u)
 
+    def noise_free(self) -> CommCostModel:
+        """The same model without link noise, for charges that are not part of a run (throttle calibration,
+        plans): asking the noisy model would consume a draw and shift every later factor of that group."""
+        return CommCostModel(self.profile.model_copy(update={"noise": None}), self.bytes_scale)
+
     def state_dict(self) -> dict[str, Any]:
         """Where the link-noise stream stands: the calls counted so far per (pattern, group). Without it a
         resumed run would count from 0 again and redraw the factors of calls made before the checkpoint."""

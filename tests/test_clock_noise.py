@@ -149,3 +149,15 @@ def test_a_zero_byte_call_draws_no_link_noise() -> None:
     assert probed.broadcast(range(8), 0, 0) == quiet.broadcast(range(8), 0, 0)
     assert probed.ring_all_reduce(range(8), 44.9e6) == fresh.ring_all_reduce(range(8), 44.9e6)
     assert probed.ring_all_reduce(range(8), 44.9e6) != quiet.ring_all_reduce(range(8), 44.9e6)
+
+
+def test_charges_outside_the_run_use_a_noise_free_copy_and_leave_the_stream_alone() -> None:
+    """Throttle calibration and plans price an all-reduce that is not part of the run: on the noise-free copy,
+    at the nominal cost, without consuming the next draw of the run's link noise."""
+    profile = load_profile("cadp-ijcai25")
+    nominal = CommCostModel(profile.model_copy(update={"noise": None})).ring_all_reduce(range(8), 44.9e6)
+    parts = ("p", "m", "cadp-ijcai25", 0, "link")
+    run, fresh = CommCostModel(profile, seed_parts=parts), CommCostModel(profile, seed_parts=parts)
+    assert run.noise_free().ring_all_reduce(range(8), 44.9e6) == nominal
+    assert run.noisy and not run.noise_free().noisy
+    assert run.ring_all_reduce(range(8), 44.9e6) == fresh.ring_all_reduce(range(8), 44.9e6)  # first draw intact
