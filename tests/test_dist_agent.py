@@ -2,9 +2,9 @@
 (:mod:`suite.engine.dist.pairing`), in one process: agents are real threads, the coordinator a real thread on
 an in-memory c10d store, exchanges swap through queues; each "gradient" really sleeps while the agent works.
 
-Each worker's vector is one number; the endpoint averages (x ← (x + peer)/2) and logs ``(time, peer)``; a
-"gradient step" adds a per-rank constant. Virtual times are hand-computed (the in-process agent's case in
-``tests/test_gossip_agent.py``, which the dist agent must reproduce).
+Each worker's vector is one number; the endpoint (the in-process agent tests') averages (x ← (x + peer)/2) and
+logs ``(time, peer)``; a "gradient step" adds a per-rank constant. Virtual times are hand-computed (the
+in-process agent's case in ``tests/test_gossip_agent.py``, which the dist agent must reproduce).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 import torch
 import torch.distributed as dist
+from test_gossip_agent import Endpoint
 
 from suite.engine.clock import VirtualClock
 from suite.engine.dist.agent import DistAgent
@@ -27,23 +27,6 @@ from suite.engine.dist.pairing import SKIP, PairingClient, PairingCoordinator
 pytestmark = pytest.mark.smoke
 
 UNIT = 0.25  # real seconds per virtual second of computation: orders real events as the virtual ones
-
-
-class Endpoint:
-    def __init__(self, x: float, neighbors: Sequence[int]) -> None:
-        self.x = torch.tensor([x], dtype=torch.float64)
-        self.neighbors = list(neighbors)
-        self.log: list[tuple[float, int]] = []
-
-    def candidates(self) -> Sequence[int]:
-        return self.neighbors
-
-    def snapshot(self) -> torch.Tensor:
-        return self.x.clone()
-
-    def receive(self, t: float, peer: int, vector: torch.Tensor) -> None:
-        self.x = (self.x + vector) / 2
-        self.log.append((t, peer))
 
 
 class Wires:
