@@ -7,11 +7,11 @@ figures under "Chao et al. reproduction". These checks tie the document to the n
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from noxmodule import noxfile_module
 
 REPO = Path(__file__).resolve().parents[1]
 HEADING = re.compile(r"^## (?P<title>.+)$", re.M)
@@ -29,11 +29,7 @@ def _sections(text: str) -> list[tuple[str, str]]:
 
 
 def _nox_papers() -> set[str]:
-    spec = importlib.util.spec_from_file_location("distrepro_noxfile_doc", REPO / "noxfile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return set(module._papers())
+    return set(noxfile_module()._papers())
 
 
 def test_reproduction_sections_are_the_nox_reproduce_sessions() -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from noxmodule import noxfile_module
 
 from suite.reproduce import arm_extras
 
@@ -17,11 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def noxfile():
-    spec = importlib.util.spec_from_file_location("distrepro_noxfile", REPO / "noxfile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return noxfile_module()
 
 
 @pytest.mark.smoke
