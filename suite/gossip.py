@@ -58,3 +58,10 @@ class GossipAgent(Protocol):
 
     def close(self) -> None:
         """Finish the exchange in flight and stop pairing (neighbours left with nobody stop too)."""
+
+
+def check_neighbors(rank: int, world_size: int, neighbors: Sequence[int]) -> None:
+    """Refuse a neighbour list that names the rank itself or a rank outside the world (both engines' agents)."""
+    bad = [j for j in neighbors if j == rank or not 0 <= j < world_size]
+    if bad:
+        raise ValueError(f"rank {rank}: invalid gossip neighbours {bad}")

@@ -28,6 +28,7 @@ from suite.flops import param_bytes
 from suite.ingredients import lr_plan
 from suite.job import Job, _dataset_seed, build_job, missing_requirements
 from suite.registry import get_dataset
+from suite.timemodel import CommCostModel
 
 NOT_ESTIMATED = "not estimated"
 #: LR points shown (evenly spaced steps, plus the end of the warm-up)
@@ -94,12 +95,11 @@ def _state_bytes(job: Job, model: Any) -> float:
     return (param_bytes(model) + floats) * job.bytes_scale
 
 
-def _price(job: Job, entry: dict[str, Any]) -> float | None:
+def _price(job: Job, cost: CommCostModel, entry: dict[str, Any]) -> float | None:
     """Seconds of one ``comm`` entry of a method plan (one occurrence), or None for a pattern not priced here."""
     ranks = list(range(job.world_size))
     nbytes = float(entry["bytes"])
     pattern = entry.get("pattern")
-    cost = job.cost.noise_free()  # a plan's figure is the central one, not one random draw of the link noise
     if pattern == "all_reduce":
         return cost.ring_all_reduce(ranks, nbytes)
     if pattern == "reduce_scatter":
@@ -123,8 +123,9 @@ def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) ->
         out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED, why=why)
         return out
     per_step = 0.0
+    cost = job.cost.noise_free()  # a plan's figure is the central one, not one random draw of the link noise
     for entry in comm:
-        price = _price(job, entry)
+        price = _price(job, cost, entry)
         if price is None or ("count" in entry and not steps):
             out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED)
             out["why"] = f"pattern {entry.get('pattern')!r} not priced" if price is None else "steps unknown"

@@ -167,7 +167,7 @@ class DistAgent:
         due = [r for r in self.received if until is None or r[0] <= until]
         if not due:
             return False
-        self.received = [r for r in self.received if not (until is None or r[0] <= until)]
+        self.received = [r for r in self.received if until is not None and r[0] > until]
         for end, peer, vector in sorted(due, key=lambda r: r[0]):
             self.endpoint.receive(end, peer, vector)
         self.ready_at = max(self.ready_at, self.clock.t)  # the agent could not go on before this

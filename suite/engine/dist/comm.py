@@ -42,7 +42,7 @@ from suite.engine.dist.agent import DistAgent
 from suite.engine.dist.pairing import PairingClient
 from suite.engine.dist.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
 from suite.errors import CommError
-from suite.gossip import GossipEndpoint
+from suite.gossip import GossipEndpoint, check_neighbors
 from suite.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
@@ -356,9 +356,7 @@ class DistComm(Comm):
     def gossip_agent(self, neighbors: Sequence[int], endpoint: GossipEndpoint) -> DistAgent:
         if self.pairing is None or self.gossip_group is None:
             raise CommError("gossip_agent() needs the pairing coordinator (asynchronous methods only)")
-        bad = [j for j in neighbors if j == self.rank or not 0 <= j < self.world_size]
-        if bad:
-            raise ValueError(f"rank {self.rank}: invalid gossip neighbours {bad}")
+        check_neighbors(self.rank, self.world_size, neighbors)
         timeout_s = self.timeout.total_seconds() if self.timeout is not None else 300.0
         return DistAgent(
             self.rank, neighbors, endpoint, self.clock, self.pairing, self._swap, self._charge_exchange, timeout_s

@@ -26,7 +26,7 @@ from suite.engine.charges import payload_bytes
 from suite.engine.inprocess.lanes import Op
 from suite.engine.inprocess.scheduler import Request, Scheduler
 from suite.errors import CommError
-from suite.gossip import GossipEndpoint
+from suite.gossip import GossipEndpoint, check_neighbors
 
 if TYPE_CHECKING:
     import torch
@@ -66,9 +66,7 @@ class AgentHub:
     def create(self, rank: int, neighbors: Sequence[int], endpoint: GossipEndpoint) -> InProcessAgent:
         if rank in self.agents:
             raise CommError(f"rank {rank} asked for a second gossip agent")
-        bad = [j for j in neighbors if j == rank or not 0 <= j < self.fabric.world_size]
-        if bad:
-            raise ValueError(f"rank {rank}: invalid gossip neighbours {bad}")
+        check_neighbors(rank, self.fabric.world_size, neighbors)
         agent = self.agents[rank] = InProcessAgent(self, rank, neighbors, endpoint)
         return agent
 
