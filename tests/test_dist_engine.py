@@ -185,17 +185,24 @@ def _clean_then_crash_and_resume(common: dict, tmp_path, mode: str, fail_step: i
     return clean, run_campaign(crashing, show_progress=False, resume=parent_id).cells[0], parent_id
 
 
-@pytest.mark.distributed
-def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, mlflow_uri, tmp_path, monkeypatch):
-    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
-    common = {
+def _checkpointed(tmp_path, **extra):
+    """8 steps on the dist engine with a checkpoint every 2 steps (and ``extra`` fields)."""
+    return {
         "engine": "dist",
         "budget": {"steps": 8},
         "eval": {"every_steps": 3},
         "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
         "dist": {"timeout_s": 8},
+        **extra,
     }
-    clean, resumed, parent_id = _clean_then_crash_and_resume(common, tmp_path, mode="kill", fail_step=5)
+
+
+@pytest.mark.distributed
+def test_resume_after_a_killed_rank_reaches_the_uninterrupted_result(profiles, mlflow_uri, tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
+    clean, resumed, parent_id = _clean_then_crash_and_resume(
+        _checkpointed(tmp_path), tmp_path, mode="kill", fail_step=5
+    )
     assert resumed.run_id != clean.run_id
     assert torch.allclose(_flat(resumed.result.models[0]), _flat(clean.result.models[0]), atol=1e-6)
     assert resumed.result.final.metrics["val_loss"] == pytest.approx(clean.result.final.metrics["val_loss"], rel=1e-6)
@@ -218,14 +225,7 @@ def test_resume_on_a_noisy_profile_gives_the_uninterrupted_clocks_and_bytes(
     call 0 before). Compute noise is hashed from (rank, step) and needs no state."""
     (profiles / "pair-2-noisy.yaml").write_text(PAIR_PROFILE.replace("name: pair-2", "name: pair-2-noisy") + NOISE)
     monkeypatch.setenv("DISTREPRO_ROOT", str(_faulty_root(tmp_path)))
-    common = {
-        "engine": "dist",
-        "profile": "pair-2-noisy",
-        "budget": {"steps": 8},
-        "eval": {"every_steps": 3},
-        "checkpoint": {"every_steps": 2, "dir": str(tmp_path / "ckpt")},
-        "dist": {"timeout_s": 8},
-    }
+    common = _checkpointed(tmp_path, profile="pair-2-noisy")
     clean, resumed, _ = _clean_then_crash_and_resume(common, tmp_path, mode="kill", fail_step=5)
     fields = ("clock_s", "compute_s", "comm_s", "idle_s", "bytes_sent")
 
