@@ -77,15 +77,19 @@ def smoke(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check and format check, then mypy over suite/ ([tool.mypy] in pyproject.toml).
+    """ruff check and format check, mypy over distrepro/ ([tool.mypy] in pyproject.toml), then the import rules:
+    the layer contracts ([tool.importlinter]) and tools/check_imports.py (plugins import only ``distrepro.api``,
+    no import cycle, unique module names).
 
     mypy needs the project installed: torch's, numpy's and pandas' own annotations are part of what
-    it checks suite/ against.
+    it checks distrepro/ against.
     """
     _install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", env=_env())
+    session.run("lint-imports")
+    session.run("python", "tools/check_imports.py")
 
 
 @nox.session(python=PYTHON)
@@ -165,7 +169,7 @@ def _paper_header(path: Path) -> dict[str, str]:
 def _papers() -> dict[str, str]:
     """paper id -> title, for every ``methods/*/paper.yaml`` that says ``kind: reproduction``.
 
-    Folders starting with ``_`` are not plugins (``methods/_template``), as in ``suite.registry``.
+    Folders starting with ``_`` are not plugins (``methods/_template``), as in ``distrepro.plugins.registry``.
     """
     papers: dict[str, str] = {}
     for path in sorted(ROOT.glob("methods/*/paper.yaml")):

@@ -1,7 +1,7 @@
 """Throttling fidelity: does throttled wall-clock time follow the virtual clock's prediction?
 
 Runs AR-SGD on ``hetero-2fast-2slow`` (2 fast + 2 half-speed workers) under ``engine: dist`` with
-``throttle: {enabled: true}`` through the normal campaign path (``suite.campaign.run_campaign``,
+``throttle: {enabled: true}`` through the normal campaign path (``distrepro.orchestration.campaign.run_campaign``,
 MLflow in a private sqlite store), then reads back, per evaluation point, the throttled time
 (``time/throttled_s`` = rank 0's wall time since the start of training / dilation) and the virtual
 clock's prediction for the same run (``time/emulated_s``), and the tags the engine writes:
@@ -70,10 +70,10 @@ def eval_wall_s(cfg_dict: dict[str, Any], threads: int) -> float:
     """Median wall time of one evaluation of the test set (what rank 0 does at an eval point)."""
     import torch
 
-    from suite.config import validate_config
-    from suite.engine.evaluation import evaluate
-    from suite.engine.streams import iterate_eval
-    from suite.job import build_job
+    from distrepro.config.run_config import validate_config
+    from distrepro.engine.evaluation import evaluate
+    from distrepro.engine.streams import iterate_eval
+    from distrepro.orchestration.job import build_job
 
     job = build_job(validate_config(cfg_dict), 0)
     model = job.make_model()
@@ -91,8 +91,8 @@ def eval_wall_s(cfg_dict: dict[str, Any], threads: int) -> float:
 def one_run(args: argparse.Namespace, workload: str | None, rep: int, uri: str) -> dict[str, Any]:
     import mlflow
 
-    from suite.campaign import run_campaign
-    from suite.config import validate_config
+    from distrepro.config.run_config import validate_config
+    from distrepro.orchestration.campaign import run_campaign
 
     cfg_dict = make_config(args, workload, rep)
     cfg = validate_config(cfg_dict)

@@ -11,7 +11,7 @@ its shard), forward, cross-entropy, backward, SGD-with-momentum step.
 * ``local_sgd``: the plain loop runs forward/backward/step per replica and every ``period`` steps
   averages the parameters the same way.
 
-The engine side is ``suite.job.build_job`` + ``InProcessEngine().run(job)`` with evaluation pushed
+The engine side is ``distrepro.orchestration.job.build_job`` + ``InProcessEngine().run(job)`` with evaluation pushed
 past the budget (only the final evaluation runs). Timing on the engine side comes from an observer
 that stamps ``time.perf_counter()`` in ``on_progress``, which the engine calls once per lockstep
 iteration, after all K workers finished it. A run's time per step is ``(t[N] - t[W]) / (N - W)``
@@ -63,10 +63,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from suite.config import validate_config  # noqa: E402
-from suite.engine.inprocess.run import InProcessEngine  # noqa: E402
-from suite.job import Job, build_job  # noqa: E402
-from suite.optim import grads_of  # noqa: E402
+from distrepro.api.tensors import grads_of  # noqa: E402
+from distrepro.config.run_config import validate_config  # noqa: E402
+from distrepro.engine.inprocess.inprocess_run import InProcessEngine  # noqa: E402
+from distrepro.orchestration.job import Job, build_job  # noqa: E402
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -359,8 +359,8 @@ def profile_engine(method: str, k: int, args: argparse.Namespace, image_size: in
     )
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
-    out.write("--- harness code only (suite/, methods/), by cumulative time ---\n")
-    stats.sort_stats("cumulative").print_stats(r"/suite/|/methods/", top)
+    out.write("--- harness code only (distrepro/, methods/), by cumulative time ---\n")
+    stats.sort_stats("cumulative").print_stats(r"/distrepro/|/methods/", top)
     return out.getvalue()
 
 
@@ -383,7 +383,7 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
     }
     # the engine's collective arithmetic, called directly (private API: skipped if it changed)
     try:
-        from suite.engine.inprocess import comm as ic
+        from distrepro.engine.inprocess import inprocess_comm as ic
 
         class _Fabric:
             cost = job.cost
@@ -417,9 +417,9 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
 
 
 def code_fingerprint() -> str:
-    """sha256 over the Python sources of suite/, methods/ and this script: which engine was timed."""
+    """sha256 over the Python sources of distrepro/, methods/ and this script: which engine was timed."""
     h = hashlib.sha256()
-    files = sorted([*REPO.glob("suite/**/*.py"), *REPO.glob("methods/**/*.py"), Path(__file__).resolve()])
+    files = sorted([*REPO.glob("distrepro/**/*.py"), *REPO.glob("methods/**/*.py"), Path(__file__).resolve()])
     for f in files:
         h.update(str(f.relative_to(REPO)).encode())
         h.update(f.read_bytes())

@@ -25,7 +25,7 @@ import pstats
 import random
 import time
 
-from suite.network import Flow, FlowNetwork
+from distrepro.timing.network import Flow, FlowNetwork
 
 
 def run(ranks: int, per_node: int, per_rank: int, events: int) -> tuple[float, float, int]:

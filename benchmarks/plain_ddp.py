@@ -3,7 +3,7 @@
 This is what a user would write without distrepro, and the baseline of
 ``benchmarks/dist_overhead.py``. Only the *setup* borrows from the suite, so that both sides train
 exactly the same thing: the synthetic dataset and the initial weights come from
-``suite.job.build_job`` of the same config (bit-identical tensors and weights); everything that is
+``distrepro.orchestration.job.build_job`` of the same config (bit-identical tensors and weights); everything that is
 timed is plain torch: ``DistributedDataParallel`` (default 25 MB buckets, gradient all-reduce
 overlapped with backward), ``torch.optim.SGD`` with momentum, and a per-rank shard (rank r takes
 every world-th sample, like ``DistributedSampler``) reshuffled every pass and gathered with
@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (default 1)")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
-    ap.add_argument("--model", default="small_cnn", help="suite.models name (default small_cnn)")
+    ap.add_argument("--model", default="small_cnn", help="distrepro.training.models name (default small_cnn)")
     ap.add_argument("--image-size", type=int, default=16)
     ap.add_argument("--train-size", type=int, default=4096)
     ap.add_argument(
@@ -67,8 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def setup_data_and_model(args: argparse.Namespace, world: int):
     """The same dataset tensors and initial weights as a distrepro run of the same config (seed 0)."""
-    from suite.config import validate_config
-    from suite.job import build_job
+    from distrepro.config.run_config import validate_config
+    from distrepro.orchestration.job import build_job
 
     cfg = validate_config(
         {

@@ -21,9 +21,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch.utils.data import TensorDataset
 
-from suite import _torchvision
-from suite.data import DatasetBundle, DatasetShape
-from suite.errors import ConfigError
+from distrepro import api
 
 NAME: str = "cifar10"
 DESCRIPTION: str = "CIFAR-10 (Krizhevsky 2009): 50,000 train / 10,000 test 32×32 colour images, 10 classes."
@@ -49,7 +47,7 @@ class Params(BaseModel):
 
 def _dataset_class(verify_checksums: bool) -> type[Any]:
     """torchvision's ``CIFAR10``, or a subclass that only checks that the files exist."""
-    cifar10: type[Any] = _torchvision.load().datasets.CIFAR10
+    cifar10: type[Any] = api.load_torchvision().datasets.CIFAR10
     if verify_checksums:
         return cifar10
 
@@ -131,10 +129,10 @@ def _load_split(cls: type[Any], root: Path, train: bool, download: bool) -> Any:
         raise  # missing files or a checksum mismatch: torchvision's own message, reported by build
     except Exception as exc:  # unpickling garbage raises anything (UnpicklingError, KeyError, ValueError, ...)
         problem = _diagnose(folder, cls) or f"{type(exc).__name__}: {exc}"
-        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}") from None
+        raise api.ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}") from None
     if not _looks_like_cifar(raw.data, raw.targets):
         problem = _diagnose(folder, cls) or "images or labels are not CIFAR-10's (uint8 images, labels 0-9)"
-        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}")
+        raise api.ConfigError(root, "dataset.root", f"cannot load CIFAR-10: {problem}")
     return raw
 
 
@@ -147,7 +145,7 @@ def _to_tensors(data: Any, targets: list[int]) -> tuple[torch.Tensor, torch.Tens
 
 
 def _augment_transform() -> Any:
-    _torchvision.load()
+    api.load_torchvision()
     from torchvision.transforms import v2
 
     return v2.Compose(
@@ -161,17 +159,17 @@ def _augment_transform() -> Any:
     )
 
 
-def describe(params: Params) -> DatasetShape:
+def describe(params: Params) -> api.DatasetShape:
     """CIFAR-10 as published (50,000/10,000 images of 3×32×32, 10 classes), without the files (``distrepro plan``)."""
     del params
-    return DatasetShape(10, (3, 32, 32), 50_000, 10_000)
+    return api.DatasetShape(10, (3, 32, 32), 50_000, 10_000)
 
 
-def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     """Load both splits from ``root``; ``seed`` is unused (the data is fixed)."""
     del seed
     if root is None:
-        raise ConfigError(
+        raise api.ConfigError(
             None,
             "dataset.root",
             f"cifar10 needs dataset.root: a folder containing '{BASE_FOLDER}/' (torchvision's format); "
@@ -179,7 +177,7 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
         )
     folder = root / BASE_FOLDER
     if not params.download and not folder.is_dir():
-        raise ConfigError(
+        raise api.ConfigError(
             root,
             "dataset.root",
             f"no CIFAR-10 found: expected the folder '{folder}' (torchvision's 'cifar-10-batches-py' with "
@@ -191,7 +189,7 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
         raw_test = _load_split(cls, root, train=False, download=False)
     except (RuntimeError, OSError) as exc:
         hint = " (copies not from the official archive: set verify_checksums: false)" if params.verify_checksums else ""
-        raise ConfigError(root, "dataset.root", f"cannot load CIFAR-10 from '{folder}': {exc}{hint}") from exc
+        raise api.ConfigError(root, "dataset.root", f"cannot load CIFAR-10 from '{folder}': {exc}{hint}") from exc
 
     x_test, y_test = _to_tensors(raw_test.data, raw_test.targets)
     test_tensors = (x_test, y_test)
@@ -202,7 +200,7 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
     else:
         train_tensors = _to_tensors(raw_train.data, raw_train.targets)
         train = TensorDataset(*train_tensors)
-    return DatasetBundle(
+    return api.DatasetBundle(
         name=NAME,
         train=train,
         test=TensorDataset(*test_tensors),

@@ -21,9 +21,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch.utils.data import TensorDataset
 
-from suite.data import DatasetBundle
-from suite.errors import ConfigError
-from suite.seeding import generator
+from distrepro import api
 
 NAME: str = "digits"
 DESCRIPTION: str = (
@@ -47,7 +45,7 @@ def _load() -> tuple[torch.Tensor, torch.Tensor]:
     try:
         from sklearn.datasets import load_digits
     except ImportError as exc:
-        raise ConfigError(
+        raise api.ConfigError(
             None, "dataset.name", "dataset 'digits' needs scikit-learn: pip install 'distrepro[digits]'"
         ) from exc
     raw = load_digits()
@@ -57,7 +55,7 @@ def _load() -> tuple[torch.Tensor, torch.Tensor]:
 
 def _stratified_split(labels: torch.Tensor, test_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices of train and test: the same fraction of every class held out, in a fixed random order."""
-    gen = generator(NAME, 0, "split")
+    gen = api.generator(NAME, 0, "split")
     train, test = [], []
     for cls in range(NUM_CLASSES):
         members = torch.nonzero(labels == cls).flatten()
@@ -69,7 +67,7 @@ def _stratified_split(labels: torch.Tensor, test_fraction: float) -> tuple[torch
     return train_idx[torch.randperm(len(train_idx), generator=gen)], test_idx
 
 
-def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     """Load the bundled digits; ``root`` and ``seed`` are unused (the data and split are fixed)."""
     del root, seed
     images, labels = _load()
@@ -82,7 +80,7 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
     x_train = ((x_train - mean) / std).contiguous()
     x_test = ((x_test - mean) / std).contiguous()
     side = images.shape[-1]
-    return DatasetBundle(
+    return api.DatasetBundle(
         name=NAME,
         train=TensorDataset(x_train, y_train),
         test=TensorDataset(x_test, y_test),

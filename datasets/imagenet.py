@@ -14,9 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite import _torchvision
-from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape, imagenet_transform
-from suite.errors import ConfigError
+from distrepro import api
 
 NAME: str = "imagenet"
 NUM_CLASSES = 1000
@@ -26,7 +24,7 @@ DESCRIPTION: str = (
     f"ImageNet-1k (ILSVRC-2012): {NUM_CLASSES:,} classes, {TRAIN_SIZE:,} train / {VAL_SIZE:,} val images "
     "(local folder)."
 )
-MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
+MEAN, STD = api.IMAGENET_MEAN, api.IMAGENET_STD
 
 
 class Params(BaseModel):
@@ -38,39 +36,39 @@ class Params(BaseModel):
     augment: bool = False
 
 
-def describe(params: Params) -> DatasetShape:
+def describe(params: Params) -> api.DatasetShape:
     """ILSVRC-2012 without the folder: 1,000 classes at ``image_size``, the official split sizes."""
     side = params.image_size
-    return DatasetShape(NUM_CLASSES, (3, side, side), TRAIN_SIZE, VAL_SIZE, "split sizes of ILSVRC-2012")
+    return api.DatasetShape(NUM_CLASSES, (3, side, side), TRAIN_SIZE, VAL_SIZE, "split sizes of ILSVRC-2012")
 
 
-def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     """Index ``root/train`` and ``root/val``; ``seed`` is unused (the data is fixed)."""
     del seed
     layout = "'train/<wnid>/*.JPEG' and 'val/<wnid>/*.JPEG'"
     if root is None:
-        raise ConfigError(None, "dataset.root", f"imagenet needs dataset.root: a folder with {layout}")
+        raise api.ConfigError(None, "dataset.root", f"imagenet needs dataset.root: a folder with {layout}")
     folders = {}
     for split in ("train", "val"):
         if not (root / split).is_dir():
-            raise ConfigError(root, "dataset.root", f"no '{split}/' folder in '{root}'; expected {layout}")
+            raise api.ConfigError(root, "dataset.root", f"no '{split}/' folder in '{root}'; expected {layout}")
         folders[split] = sorted(e.name for e in (root / split).iterdir() if e.is_dir())
     if folders["train"] != folders["val"] or len(folders["train"]) != NUM_CLASSES:
-        raise ConfigError(
+        raise api.ConfigError(
             root,
             "dataset.root",
             f"'{root}' needs the same {NUM_CLASSES} class folders in train/ and val/; found "
             f"{len(folders['train'])} and {len(folders['val'])}",
         )
-    tv = _torchvision.load()
+    tv = api.load_torchvision()
     try:
         train = tv.datasets.ImageFolder(
-            str(root / "train"), transform=imagenet_transform(params.image_size, params.augment)
+            str(root / "train"), transform=api.imagenet_transform(params.image_size, params.augment)
         )
-        test = tv.datasets.ImageFolder(str(root / "val"), transform=imagenet_transform(params.image_size, False))
+        test = tv.datasets.ImageFolder(str(root / "val"), transform=api.imagenet_transform(params.image_size, False))
     except FileNotFoundError as exc:  # a class folder without a single image
-        raise ConfigError(root, "dataset.root", str(exc)) from exc
-    return DatasetBundle(
+        raise api.ConfigError(root, "dataset.root", str(exc)) from exc
+    return api.DatasetBundle(
         name=NAME,
         train=train,
         test=test,

@@ -8,7 +8,7 @@ code) does.
 
 The suite does not build the subset for the user (that needs the ImageNet-1k licence); ``val/``
 must already be sorted into class folders. Images are decoded with PIL (``torchvision.io`` is not
-available with the CPU shim, ``suite/_torchvision.py``) and transformed with ``transforms.v2``:
+available with the CPU shim, ``distrepro/data/torchvision_shim.py``) and transformed with ``transforms.v2``:
 evaluation and non-augmented training use resize to 256/224 of ``image_size`` + center crop; with
 ``augment: true`` training uses RandomResizedCrop + horizontal flip (torch's global RNG, seeded by
 the harness). There is no in-memory fast path: 126k full-size images do not fit.
@@ -21,9 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite import _torchvision
-from suite.data import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape, imagenet_transform
-from suite.errors import ConfigError
+from distrepro import api
 
 NAME: str = "imagenet100"
 #: split sizes of the CMC subset (its 100 classes of ILSVRC-2012: every training image of those classes, 50 val each);
@@ -34,7 +32,7 @@ DESCRIPTION: str = (
 )
 
 #: ImageNet statistics (torchvision's reference recipe)
-MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
+MEAN, STD = api.IMAGENET_MEAN, api.IMAGENET_STD
 
 #: the 100 WordNet ids of ImageNet-100, as in github.com/HobbitLong/CMC/blob/master/imagenet100.txt
 IMAGENET100_CLASSES: tuple[str, ...] = (
@@ -164,9 +162,9 @@ def _image_folder(folder: Path, classes: list[str], transform: Any) -> Any:
     ``ImageFolder`` labels the sorted class folders 0..K-1; :func:`build` has already checked
     that the folders are exactly ``classes`` in both splits, so train and val agree on labels.
     """
-    dataset = _torchvision.load().datasets.ImageFolder(str(folder), transform=transform)
+    dataset = api.load_torchvision().datasets.ImageFolder(str(folder), transform=transform)
     if list(dataset.classes) != classes:  # e.g. a folder created between the check and now
-        raise ConfigError(folder, "dataset.root", f"class folders changed while loading '{folder}'")
+        raise api.ConfigError(folder, "dataset.root", f"class folders changed while loading '{folder}'")
     return dataset
 
 
@@ -179,7 +177,7 @@ def _check_classes(root: Path, split: str, found: list[str], expected: list[str]
             parts.append(f"{len(missing)} missing (e.g. {', '.join(missing[:3])})")
         if extra:
             parts.append(f"{len(extra)} unexpected (e.g. {', '.join(extra[:3])})")
-        raise ConfigError(
+        raise api.ConfigError(
             root,
             "dataset.root",
             f"class folders of '{root / split}' do not match the expected {len(expected)} classes: "
@@ -188,38 +186,38 @@ def _check_classes(root: Path, split: str, found: list[str], expected: list[str]
         )
 
 
-def describe(params: Params) -> DatasetShape:
+def describe(params: Params) -> api.DatasetShape:
     """ImageNet-100 without the folder (``distrepro plan``): 100 classes at ``image_size``; split sizes nominal."""
     side = params.image_size
     note = "split sizes nominal (the CMC subset's, Tian et al. 2019); the folder decides"
-    return DatasetShape(len(IMAGENET100_CLASSES), (3, side, side), TRAIN_SIZE, VAL_SIZE, note)
+    return api.DatasetShape(len(IMAGENET100_CLASSES), (3, side, side), TRAIN_SIZE, VAL_SIZE, note)
 
 
-def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     """Index ``root/train`` and ``root/val``; ``seed`` is unused (the data is fixed)."""
     del seed
     layout = "'train/<wnid>/*.JPEG' and 'val/<wnid>/*.JPEG'"
     if root is None:
-        raise ConfigError(None, "dataset.root", f"imagenet100 needs dataset.root: a folder with {layout}")
+        raise api.ConfigError(None, "dataset.root", f"imagenet100 needs dataset.root: a folder with {layout}")
     for split in ("train", "val"):
         if not (root / split).is_dir():
-            raise ConfigError(root, "dataset.root", f"no '{split}/' folder in '{root}'; expected {layout}")
+            raise api.ConfigError(root, "dataset.root", f"no '{split}/' folder in '{root}'; expected {layout}")
     found = _class_folders(root / "train")
     if params.strict_classes:
         classes = sorted(IMAGENET100_CLASSES)
         _check_classes(root, "train", found, classes)
     else:
         if not found:
-            raise ConfigError(root, "dataset.root", f"no class folders in '{root / 'train'}'; expected {layout}")
+            raise api.ConfigError(root, "dataset.root", f"no class folders in '{root / 'train'}'; expected {layout}")
         classes = found
     _check_classes(root, "val", _class_folders(root / "val"), classes)
 
     try:
-        train = _image_folder(root / "train", classes, imagenet_transform(params.image_size, params.augment))
-        test = _image_folder(root / "val", classes, imagenet_transform(params.image_size, False))
+        train = _image_folder(root / "train", classes, api.imagenet_transform(params.image_size, params.augment))
+        test = _image_folder(root / "val", classes, api.imagenet_transform(params.image_size, False))
     except FileNotFoundError as exc:  # a class folder without a single image
-        raise ConfigError(root, "dataset.root", str(exc)) from exc
-    return DatasetBundle(
+        raise api.ConfigError(root, "dataset.root", str(exc)) from exc
+    return api.DatasetBundle(
         name=NAME,
         train=train,
         test=test,

@@ -8,7 +8,7 @@ bilinearly); a sample is its class prototype cut out at a random spatial shift, 
 random contrast, offset by a random brightness, plus Gaussian pixel noise. A small CNN has to
 learn shift-tolerant features to separate the classes, which it does quickly.
 
-Everything is drawn from generators derived from ``seed`` (``suite.seeding``), in one vectorised
+Everything is drawn from generators derived from ``seed`` (``distrepro.seeding``), in one vectorised
 pass: 4096 samples of 3×16×16 take about 40 ms, and the same seed gives bit-identical
 tensors on every machine.
 """
@@ -22,8 +22,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch.utils.data import TensorDataset
 
-from suite.data import DatasetBundle, DatasetShape
-from suite.seeding import generator
+from distrepro import api
 
 NAME: str = "synthetic"
 DESCRIPTION: str = (
@@ -52,7 +51,7 @@ class Params(BaseModel):
 
 def _prototypes(params: Params, seed: int) -> torch.Tensor:
     """(K, C, S+2m, S+2m) smooth patterns with zero mean and unit std each."""
-    gen = generator(NAME, seed, "prototypes")
+    gen = api.generator(NAME, seed, "prototypes")
     canvas = params.image_size + 2 * params.max_shift
     coarse = torch.randn(params.num_classes, params.channels, params.grid, params.grid, generator=gen)
     protos = F.interpolate(coarse, size=(canvas, canvas), mode="bilinear", align_corners=False)
@@ -63,7 +62,7 @@ def _prototypes(params: Params, seed: int) -> torch.Tensor:
 
 def _samples(params: Params, protos: torch.Tensor, n: int, seed: int, split: str) -> tuple[torch.Tensor, ...]:
     """``n`` samples of split ``split``: balanced labels in random order, then jittered prototypes."""
-    gen = generator(NAME, seed, split)
+    gen = api.generator(NAME, seed, split)
     k, c, size, shift = params.num_classes, params.channels, params.image_size, params.max_shift
     labels = (torch.arange(n) % k)[torch.randperm(n, generator=gen)]
     dy = torch.randint(0, 2 * shift + 1, (n,), generator=gen)
@@ -81,13 +80,13 @@ def _samples(params: Params, protos: torch.Tensor, n: int, seed: int, split: str
     return images, labels
 
 
-def describe(params: Params) -> DatasetShape:
+def describe(params: Params) -> api.DatasetShape:
     """Classes, shape and sizes without generating anything (``distrepro plan``)."""
     side = params.image_size
-    return DatasetShape(params.num_classes, (params.channels, side, side), params.train_size, params.test_size)
+    return api.DatasetShape(params.num_classes, (params.channels, side, side), params.train_size, params.test_size)
 
 
-def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
+def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     """Generate both splits in memory; ``root`` is ignored (nothing is read or written)."""
     del root
     protos = _prototypes(params, seed)
@@ -98,7 +97,7 @@ def build(params: Params, root: Path | None, seed: int) -> DatasetBundle:
     std = x_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
     x_train = ((x_train - mean) / std).contiguous().float()
     x_test = ((x_test - mean) / std).contiguous().float()
-    return DatasetBundle(
+    return api.DatasetBundle(
         name=NAME,
         train=TensorDataset(x_train, y_train),
         test=TensorDataset(x_test, y_test),

@@ -1,4 +1,4 @@
-"""Write the job JSON that ``python -m suite.engine.dist.worker --job JOB --out OUT`` reads.
+"""Write the job JSON that ``python -m distrepro.engine.dist.dist_worker --job JOB --out OUT`` reads.
 
 ``distrepro run`` with ``engine: dist`` writes this file itself (``DistEngine.run_cell``) and starts
 the ranks on this machine. To start the ranks yourself (torchrun on several nodes, SLURM), write
@@ -6,13 +6,13 @@ the file with this script, copy it (or put it on a shared filesystem) where ever
 it, and start every node's ranks with the same command (``docs/multinode.md``)::
 
     python scripts/make_job.py configs/quickstart.yaml --set engine=dist -o job.json
-    torchrun --standalone --nproc-per-node=4 -m suite.engine.dist.worker --job job.json --out OUT
+    torchrun --standalone --nproc-per-node=4 -m distrepro.engine.dist.dist_worker --job job.json --out OUT
 
 The file holds the validated config (every field resolved, overrides applied), the seed, and
 optionally the MLflow run that rank 0 logs to:
 
 * without ``--mlflow``: nothing is logged; rank 0 writes ``OUT/result.pkl`` (a
-  :class:`suite.engine.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
+  :class:`distrepro.engine.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
 * with ``checkpoint.every_steps`` set, every rank writes checkpoints below
   ``checkpoint.dir/<run id>`` (``job-<name of the job file>`` without ``--mlflow``), which must be
   on a filesystem all nodes share; ``--resume-from checkpoint.dir/<run>/step…`` continues from one;
@@ -40,8 +40,8 @@ if str(REPO) not in sys.path:
 
 def job_spec(config: Path, overrides: list[str], seed: int | None) -> tuple[dict[str, Any], Any]:
     """The job dict (as ``DistEngine.run_cell`` writes it, without a run) and the built job."""
-    from suite.config import load_config
-    from suite.job import build_job
+    from distrepro.config.run_config import load_config
+    from distrepro.orchestration.job import build_job
 
     cfg = load_config(config, overrides)
     if seed is None:
@@ -71,9 +71,8 @@ def checkpoint_dir(job: Any, run_id: str | None, output: Path) -> str | None:
 
 def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tuple[str, str]:
     """An MLflow run for the job, tagged and parametrised like a ``distrepro run`` cell; left RUNNING."""
-    from suite.campaign import run_tags
-    from suite.runlog import RunLogger, flatten_params
-    from suite.tracking import (
+    from distrepro.orchestration.campaign import run_tags
+    from distrepro.tracking.mlflow_client import (
         _default_artifact_location,
         ensure_experiment,
         experiment_name,
@@ -81,6 +80,7 @@ def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tupl
         provenance_tags,
         resolve_tracking_uri,
     )
+    from distrepro.tracking.runlog import RunLogger, flatten_params
 
     uri = tracking_uri or resolve_tracking_uri()
     client = make_client(uri)
@@ -106,11 +106,11 @@ def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tupl
 
 def finish(out: Path, job_file: Path) -> int:
     """Log the result rank 0 left in ``out`` to the job's MLflow run and close the run."""
-    from suite.campaign import evals_table, summary_metrics, timeline_table
-    from suite.config import validate_config
-    from suite.job import build_job
-    from suite.runlog import RunLogger
-    from suite.tracking import make_client
+    from distrepro.config.run_config import validate_config
+    from distrepro.orchestration.campaign import evals_table, summary_metrics, timeline_table
+    from distrepro.orchestration.job import build_job
+    from distrepro.tracking.mlflow_client import make_client
+    from distrepro.tracking.runlog import RunLogger
 
     spec = json.loads(job_file.read_text())
     if not spec.get("run_id"):
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job", type=Path, default=Path("job.json"), help="job file, with --finish (job.json)")
     args = ap.parse_args(argv)
 
-    from suite.errors import DistreproError
+    from distrepro.errors import DistreproError
 
     try:
         if args.finish is not None:
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             spec["run_id"], spec["tracking_uri"] = create_run(spec, job, args.tracking_uri)
         spec["checkpoint_dir"] = checkpoint_dir(job, spec["run_id"], args.output)
         if args.resume_from is not None:
-            from suite.engine.checkpoint import MARKER
+            from distrepro.engine.checkpoint import MARKER
 
             if not (args.resume_from / MARKER).is_file():
                 print(
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"start {job.world_size} ranks in total, e.g. on one machine:")
     print(
-        f"  torchrun --standalone --nproc-per-node={job.world_size} -m suite.engine.dist.worker "
+        f"  torchrun --standalone --nproc-per-node={job.world_size} -m distrepro.engine.dist.dist_worker "
         f"--job {args.output} --out OUT"
     )
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -16,6 +17,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 REPO = Path(__file__).resolve().parents[1]
+# helpers shared by test modules (``from clirun import ...``): tests/ mirrors the package, helpers live apart
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_support"))
 
 PAIR_PROFILE = """\
 schema_version: 1
@@ -49,12 +52,15 @@ def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def with_test_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
     """``with_test_plugins("name", ...)``: a ``DISTREPRO_ROOT`` holding the repository's methods plus
-    these methods of ``tests/plugins``, so that every process a run starts finds them by name."""
+    these methods of ``tests/_support/plugins``, so that every process a run starts finds them by name."""
 
     def make(*names: str) -> Path:
         root = tmp_path / "root"
         (root / "methods").mkdir(parents=True)
-        for method in [*(REPO / "methods").iterdir(), *(REPO / "tests" / "plugins" / "methods" / n for n in names)]:
+        for method in [
+            *(REPO / "methods").iterdir(),
+            *(REPO / "tests" / "_support" / "plugins" / "methods" / n for n in names),
+        ]:
             if (method / "method.py").is_file():
                 os.symlink(method, root / "methods" / method.name)
         for folder in ("datasets", "hardware_profiles"):
@@ -73,7 +79,7 @@ def migrated_mlflow_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.
     Keyed by the MLflow version (a new version may add migrations), built in a private file and
     moved into place atomically, so parallel xdist workers never see a half-migrated store.
     """
-    from suite.tracking import make_client
+    from distrepro.tracking.mlflow_client import make_client
 
     cache = getattr(request.config, "cache", None)
     folder = (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 
 # Each alternative has one bracketed character so that this file does not match itself.
 PRIVATE_NOTES = re.compile(

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from suite.cli import main
-from suite.profiles import list_profiles
-from suite.tracking import make_client
+from distrepro.cli import main
+from distrepro.hardware.profiles import list_profiles
+from distrepro.tracking.mlflow_client import make_client
 
 pytestmark = pytest.mark.smoke
 

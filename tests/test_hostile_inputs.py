@@ -15,19 +15,19 @@ import mlflow
 import numpy as np
 import pytest
 import yaml
-from test_datasets import write_fake_cifar
+from imagefolders import write_fake_cifar
 
-from suite import registry
-from suite.campaign import run_campaign
-from suite.cli import main
-from suite.config import load_config, validate_config
-from suite.data import build_dataset
-from suite.engine import charges
-from suite.engine.inprocess.run import InProcessEngine
-from suite.errors import ConfigError
-from suite.job import build_job
-from suite.profiles import load_profile
-from suite.timemodel import CommCostModel
+from distrepro.cli import main
+from distrepro.config.run_config import load_config, validate_config
+from distrepro.data.loading import build_dataset
+from distrepro.engine import charges
+from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.errors import ConfigError
+from distrepro.hardware.profiles import load_profile
+from distrepro.orchestration.campaign import run_campaign
+from distrepro.orchestration.job import build_job
+from distrepro.plugins import registry
+from distrepro.timing.timemodel import CommCostModel
 
 TINY: dict[str, Any] = {
     "method": "ar_sgd",
@@ -258,7 +258,7 @@ def test_inprocess_bytes_are_whole_numbers() -> None:
 
 @pytest.mark.distributed
 def test_both_engines_log_the_same_whole_bytes() -> None:
-    from suite.engine.dist.launch import DistEngine
+    from distrepro.engine.dist.launch import DistEngine
 
     cfg = _bytes_cfg()
     a = InProcessEngine().run(build_job(cfg, 0))
@@ -301,7 +301,7 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{db}", "MLFLOW_DISABLE_TELEMETRY": "true"}
     procs = {
         path: subprocess.Popen(
-            [sys.executable, "-m", "suite.cli", "run", str(path), "--no-progress"],
+            [sys.executable, "-m", "distrepro.cli", "run", str(path), "--no-progress"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,

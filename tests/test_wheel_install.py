@@ -1,7 +1,7 @@
 """A non-editable install finds the shipped plugins (issue 11, item 7).
 
 The plugin folders (``methods/``, ``datasets/``, ``hardware_profiles/``, ``configs/``) are not Python
-packages; ``setup.py`` copies them into the wheel under ``suite/_shipped``. This builds the sdist and,
+packages; ``setup.py`` copies them into the wheel under ``distrepro/_shipped``. This builds the sdist and,
 from it, the wheel (as ``uv build`` does, so ``MANIFEST.in`` is checked too), installs the wheel
 without dependencies into a fresh virtualenv that borrows this interpreter's site-packages for them
 (through a ``.pth`` line, which does not run the editable install's import hook), and runs the
@@ -56,10 +56,12 @@ def test_installed_wheel_lists_and_uses_the_shipped_plugins_from_another_folder(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISTREPRO_", "PYTHON"))}
     env["MLFLOW_DISABLE_TELEMETRY"] = "true"
     where = _run(
-        [str(python), "-c", "import suite.registry as r; print(r.__file__); print(r.shipped_root())"], cwd, env
+        [str(python), "-c", "import distrepro.plugins.registry as r; print(r.__file__); print(r.shipped_root())"],
+        cwd,
+        env,
     )
     module, shipped = where.split()
-    assert Path(module).is_relative_to(site) and Path(shipped) == site / "suite" / "_shipped"
+    assert Path(module).is_relative_to(site) and Path(shipped) == site / "distrepro" / "_shipped"
 
     out = _run([str(venv / "bin" / "distrepro"), "list"], cwd, env)
     methods = out.split("methods:")[1].split("datasets:")[0]

@@ -8,15 +8,14 @@ and logging; the method owns only allocation, local optimisation and communicati
 other workers only through ``ctx.comm`` (so every byte is charged).
 
 Helpers of your own go in sibling files of this folder, imported package-relative:
-``from . import helpers`` (a test reaches them with ``suite.registry.plugin_module("<name>", "helpers")``).
+``from . import helpers`` (a test reaches them with ``distrepro.plugins.registry.plugin_module("<name>", "helpers")``).
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from suite import api
-from suite.optim import broadcast_buffers, float_buffers, grads_of, sgd
+from distrepro import api
 
 
 class Params(api.MethodParams):
@@ -40,13 +39,13 @@ class Method(api.Method[Params]):  # Params and the short name (the folder's) ne
     def setup(self, ctx: api.WorkerContext) -> None:
         """Per-worker state, created once before training (not timed)."""
         # registered: the harness sets its LR from the run config's schedule: before every step
-        self.opt = ctx.register_optimizer(sgd(ctx.model, self.params.lr, self.params.momentum, 0.0))
-        self.buffers = float_buffers(ctx.model)
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, self.params.lr, self.params.momentum, 0.0))
+        self.buffers = api.float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         """One local step (timed): compute through ``ctx``, communicate through ``ctx.comm``, update."""
         loss = ctx.forward_backward(batch)  # charged to this worker's clock
-        ctx.comm.weighted_average(grads_of(ctx.model), weight=len(batch))  # charged as a ring all-reduce
+        ctx.comm.weighted_average(api.grads_of(ctx.model), weight=len(batch))  # charged as a ring all-reduce
         self.opt.step()
-        broadcast_buffers(ctx.comm, self.buffers)  # BatchNorm statistics follow rank 0
+        api.broadcast_buffers(ctx.comm, self.buffers)  # BatchNorm statistics follow rank 0
         ctx.record("local_loss", loss)  # any scalar of your own, logged per step

@@ -7,7 +7,7 @@ with x by the exact flow of its ODE over the virtual time since the worker's las
 each event; η and α̃ come from the graph's Laplacian at this rate (:mod:`.graph`, Prop. 3.6). Without it,
 this is the AD-PSGD-like baseline of the paper's §4 (α = ½, no x̃).
 
-How gossip runs beside computation. The engine's gossip agent (:mod:`suite.gossip`: in-process, a virtual-time
+How gossip runs beside computation. The engine's gossip agent (:mod:`distrepro.api.gossip`: in-process, a virtual-time
 actor; dist engine, a thread per rank) pairs and exchanges during the worker's computation, as the reference's
 gossip process does, with this method as its endpoint. Each step is: gradient; the averagings that ended
 meanwhile are applied (``sync``); the gradient event (mix forward, step x, the same step on x̃); the barrier
@@ -22,9 +22,7 @@ import torch
 from pydantic import Field, model_validator
 from torch.nn.utils import clip_grad_norm_, parameters_to_vector, vector_to_parameters
 
-from suite import api
-from suite.errors import CommError
-from suite.optim import sgd
+from distrepro import api
 
 from . import dynamics, graph
 
@@ -106,7 +104,7 @@ class Method(api.Method[Params]):
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
-        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.params_list = list(ctx.model.parameters())
         self.neighbours = graph.neighbours(p.topology, ctx.rank, ctx.world_size)
         consts = resolved_constants(p, ctx.world_size)
@@ -130,13 +128,13 @@ class Method(api.Method[Params]):
         #: the engine's gossip agent: exchanges during the computation, as the reference's gossip process
         agent = ctx.comm.gossip_agent(self.neighbours, self)
         if agent is None:
-            raise CommError(
+            raise api.CommError(
                 "acid needs an engine with a gossip agent (Comm.gossip_agent); the in-process and dist engines have one"
             )
         self.agent = agent
         self.started = False
 
-    # ------------------------------------------------------------------ gossip endpoint (suite.gossip)
+    # ------------------------------------------------------------------ gossip endpoint (distrepro.api.gossip)
     def candidates(self) -> list[int]:
         order = torch.randperm(len(self.neighbours), generator=self.rng).tolist()
         return [self.neighbours[i] for i in order]

@@ -23,11 +23,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from suite import api
-from suite.ingredients import method_optimizer
-from suite.optim import broadcast_buffers, float_buffers, grads_of
-from suite.optimizer_config import OptimizerConfig
-from suite.overlap import all_reduce_overlapped
+from distrepro import api
 
 
 class Params(api.MethodParams):
@@ -37,9 +33,9 @@ class Params(api.MethodParams):
     nesterov: bool = False
     weighting: Literal["samples", "equal"] = "samples"
     #: another optimizer (fields left out are taken from lr/momentum/weight_decay/nesterov above)
-    optimizer: OptimizerConfig | None = None
+    optimizer: api.OptimizerConfig | None = None
     #: DDP-style overlap: 25 MB gradient buckets, reverse parameter order, all-reduced as backward makes
-    #: them (suite/overlap.py); the step costs max(compute, last bucket's end). False: one bucket after backward
+    #: them (distrepro/api/overlap.py); the step costs max(compute, last bucket's end). False: one bucket after backward
     overlap: bool = True
     #: which devices train: all of them (DDP across the cluster), or only the GPUs (the others idle)
     devices: Literal["all", "gpu"] = "all"
@@ -77,8 +73,8 @@ class Method(api.Method[Params]):
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
-        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(p))
-        self.buffers = float_buffers(ctx.model)
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), api.method_optimizer(p))
+        self.buffers = api.float_buffers(ctx.model)
         self.group: api.Group | None = None
         self.member = True
         if p.devices == "gpu":
@@ -92,16 +88,16 @@ class Method(api.Method[Params]):
         if not self.member:  # an idle device: no data, no collective
             return
         if p.overlap:
-            all_reduce_overlapped(ctx, batch, p.weighting, self.group)
+            api.all_reduce_overlapped(ctx, batch, p.weighting, self.group)
         else:
             ctx.forward_backward(batch)
-            grads = grads_of(ctx.model)
+            grads = api.grads_of(ctx.model)
             if p.weighting == "samples":
                 ctx.comm.weighted_average(grads, weight=len(batch), group=self.group)
             else:
                 ctx.comm.all_reduce_coalesced(grads, op="mean", group=self.group)
         self.opt.step()
-        broadcast_buffers(ctx.comm, self.buffers, group=self.group)
+        api.broadcast_buffers(ctx.comm, self.buffers, group=self.group)
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:

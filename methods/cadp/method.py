@@ -9,7 +9,7 @@ How that maps onto the harness (README: every choice with its evidence grade):
 * ``allocate`` (the data owner) solves problem P with Algorithm 1 (``solver.py``): shares
   ``x̂_j`` of the S training samples with ``a_j = 1/speed_j`` and ``c_j`` the per-round sync cost.
   Speeds come from profiling (``speeds: profiled``, default): a timed warm-up of ``warmup_steps``
-  batches per device that the harness runs before training (:mod:`suite.engine.warmup`: real
+  batches per device that the harness runs before training (:mod:`distrepro.engine.warmup`: real
   passes on the distributed engine, the emulated clock's charges in-process); ``declared`` uses the
   profile's figures unmeasured; with ``co_adaptive`` every later epoch re-solves from the speeds
   measured over the previous one.
@@ -30,8 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from suite import api
-from suite.optim import sgd, state_tensors
+from distrepro import api
 
 from . import solver as _solver
 
@@ -140,7 +139,7 @@ class Method(api.Method[Params]):
         else:
             found = oracle
         shares = [round(f * total) for f in alloc.shares]
-        solved = {"solver": p.solver, "makespan_s": found.makespan_s, "optimum_makespan_s": oracle.makespan_s}
+        solved: dict[str, Any] = {"solver": p.solver, "makespan_s": found.makespan_s, "optimum_makespan_s": oracle.makespan_s}
         if p.solver == "alm":
             solved |= {"direction": p.solver_direction, "outer_iterations": found.outer_iterations}
             solved |= {"inner_iterations": found.inner_iterations, "grad_norm": found.grad_norm}
@@ -167,7 +166,7 @@ class Method(api.Method[Params]):
         self.micro = int(_per_rank(p.micro_batch, ctx.world_size, "micro_batch")[ctx.rank])
         if self.micro < 1:
             raise ValueError("cadp: micro_batch must be >= 1")
-        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.rounds = 0
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
@@ -184,5 +183,5 @@ class Method(api.Method[Params]):
         ctx.record("round_samples", n)
         ctx.record("lr", self.opt.param_groups[0]["lr"])
         weight = float(n) if p.aggregation == "samples" else (1.0 if n else 0.0)
-        ctx.comm.ps_sync(state_tensors(ctx.model), weight=weight, receive=p.ps_receive)
+        ctx.comm.ps_sync(api.state_tensors(ctx.model), weight=weight, receive=p.ps_receive)
         self.rounds += 1

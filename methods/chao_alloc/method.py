@@ -24,9 +24,7 @@ from typing import Any, Literal
 import torch
 from pydantic import Field
 
-from suite import api
-from suite.optim import float_buffers, grads_of, sgd
-from suite.overlap import all_reduce_overlapped
+from distrepro import api
 
 from . import allocation as rules
 
@@ -48,7 +46,7 @@ class Params(api.MethodParams):
     #: adaptive mode: the split before anything is measured
     init: Literal["equal", "declared"] = "equal"
     min_batch: int = Field(default=1, ge=1)
-    #: DDP-style overlap of the gradient all-reduce with backward (25 MB buckets, suite/overlap.py)
+    #: DDP-style overlap of the gradient all-reduce with backward (25 MB buckets, distrepro/api/overlap.py)
     overlap: bool = True
 
 
@@ -110,16 +108,16 @@ class Method(api.Method[Params]):
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params
-        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
-        self.buffers = float_buffers(ctx.model)
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
+        self.buffers = api.float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
         if p.overlap:
-            all_reduce_overlapped(ctx, batch, "equal" if p.unweighted else "samples")
+            api.all_reduce_overlapped(ctx, batch, "equal" if p.unweighted else "samples")
         else:
             ctx.forward_backward(batch)
-            grads = grads_of(ctx.model)
+            grads = api.grads_of(ctx.model)
             if p.unweighted:
                 ctx.comm.all_reduce_coalesced(grads, op="mean")
             else:

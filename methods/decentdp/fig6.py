@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from distrepro import api
+
 SETUPS: dict[str, tuple[int, ...]] = {"t4-ib": (16, 32, 64), "a100-ib": (8, 16, 32), "a40-25gbe": (8, 16, 32)}
 LABELS = {"t4-ib": "8xT4/node, 100 Gbps IB", "a100-ib": "4xA100/node, 100 Gbps IB", "a40-25gbe": "4xA40/node, 25 GbE"}
 #: method key -> (plugin, method_params); optimizers as the Transformer recipes (README)
@@ -59,10 +61,9 @@ def cell_steps(method: str, gpus: int) -> int:
 
 def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
     """The run config of one cell (a proxy CNN on 8x8 synthetic images, time charged as Transformer-base)."""
-    from suite.config import RunConfig
 
     plugin, params = METHODS[method]
-    return RunConfig.model_validate(
+    return api.RunConfig.model_validate(
         {
             "name": f"fig6-{setup}-{gpus}-{method}",
             "paper": "decentdp",
@@ -93,11 +94,10 @@ def ms_per_iter(evals: list[Any]) -> float:
 
 def run_cell(setup: str, gpus: int, method: str, steps: int | None = None) -> tuple[float, float]:
     """(ms per iteration, wall seconds the cell took); ``steps`` defaults to :func:`cell_steps`."""
-    from suite.campaign import run_campaign
 
     wall = time.perf_counter()
     steps = steps or cell_steps(method, gpus)
-    result = run_campaign(cell_config(setup, gpus, method, steps), show_progress=False)
+    result = api.run_campaign(cell_config(setup, gpus, method, steps), show_progress=False)
     run = result.cells[0].result
     return ms_per_iter(run.evals), time.perf_counter() - wall
 

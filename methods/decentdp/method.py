@@ -14,7 +14,7 @@ rank, restated on the harness's communicator so every byte and every overlap is 
   thus has a whole iteration (the rest of this backward, the next forward and backward) to hide under.
 * one optimizer per bucket (the library builds them with ``optim_fn`` per bucket); Adam-family steps are
   element-wise, so only the timing depends on where buckets are cut. Buckets are the harness's 25 MB DDP
-  buckets in reverse parameter order (:mod:`suite.overlap`), the library's default ``bucket_size_in_mb=25``
+  buckets in reverse parameter order (:mod:`distrepro.api.overlap`), the library's default ``bucket_size_in_mb=25``
   and its "close a bucket once it reaches the size" rule over the backward order.
 
 ``overlap: false`` waits for every exchange at the end of its iteration instead (same parameters, time =
@@ -27,22 +27,20 @@ from typing import Any, Literal
 
 import torch
 
-from suite import api
-from suite.optimizer_config import OptimizerConfig
-from suite.optimizers import set_lr
+from distrepro import api
 
 from . import topology as topo
 
 
-def _default_optimizer() -> OptimizerConfig:
+def _default_optimizer() -> api.OptimizerConfig:
     # the Transformer recipe's AccumAdam: lr 7e-4, betas (0.9, 0.999), eps 1e-9, accum_iter 4 (README)
-    return OptimizerConfig(name="accum_adam", lr=7e-4, betas=(0.9, 0.999), eps=1e-9, accum_iter=4)
+    return api.OptimizerConfig(name="accum_adam", lr=7e-4, betas=(0.9, 0.999), eps=1e-9, accum_iter=4)
 
 
 class Params(api.MethodParams):
     topology: Literal["complete", "ring", "one-peer-exp", "alternating-exp-ring"] = "alternating-exp-ring"
     #: the local optimizer: ``adam`` = DAdam, ``accum_adam``/``accum_adamw`` = AccumAdam(W)
-    optimizer: OptimizerConfig = _default_optimizer()
+    optimizer: api.OptimizerConfig = _default_optimizer()
     #: the library's bucketed overlap (True) or blocking exchange at the end of each iteration (False)
     overlap: bool = True
     #: ranks per node for the alternating exponential ring; None: from the profile (``ctx.cluster``)
@@ -124,7 +122,7 @@ class Method(api.Method[Params]):
         for params in self.buckets:
             opt = ctx.build_optimizer(params, self.params.optimizer)
             if ctx.lr is not None:  # registered after the harness set this step's LR
-                set_lr(opt, ctx.lr)
+                api.set_lr(opt, ctx.lr)
             self.optims.append(opt)
         self.pending = [None] * len(self.buckets)
 

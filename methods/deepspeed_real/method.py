@@ -5,7 +5,7 @@ harness; this arm runs DeepSpeed's own ``DeepSpeedZeroOptimizer`` (gradient part
 reductions, partitioned momentum, parameter all-gather) so the model's claim "same math, ZeRO's wire
 pattern" can be checked against the real thing. DeepSpeed does its own communication over the default
 process group, which the harness cannot route through ``ctx.comm``; so the arm charges the virtual clock
-with :meth:`suite.api.Comm.charge`, the accounting-only hook: one reduce-scatter and one all-gather of
+with :meth:`distrepro.api.method.Comm.charge`, the accounting-only hook: one reduce-scatter and one all-gather of
 the (padded) gradient vector per step, exactly what ``deepspeed_zero`` charges, so both arms have the
 same emulated time and bytes and differ only in who does the math. Floating buffers are broadcast
 through ``ctx.comm`` (real data, charged) as in ``deepspeed_zero``.
@@ -31,8 +31,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from pydantic import Field
 
-from suite import api
-from suite.optim import broadcast_buffers, float_buffers
+from distrepro import api
 
 EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / ".torch_extensions"
 
@@ -113,7 +112,7 @@ class Method(api.Method[Params]):
         numel = sum(q.numel() for q in module.parameters())
         # the bytes deepspeed_zero charges: the flat gradient vector padded to a multiple of the world size
         self.vector_bytes = math.ceil(numel / ctx.world_size) * ctx.world_size * 4
-        self.buffers = float_buffers(module)
+        self.buffers = api.float_buffers(module)
         optimizer = torch.optim.SGD(module.parameters(), lr=p.lr, momentum=p.momentum, weight_decay=p.weight_decay)
         config: dict[str, Any] = {
             "train_micro_batch_size_per_gpu": 1,  # bookkeeping only: batches come from the harness
@@ -154,7 +153,7 @@ class Method(api.Method[Params]):
         self.engine.step()  # real ZeRO step: partition update + parameter all-gather (DeepSpeed's traffic)
         ctx.comm.charge("reduce_scatter", self.vector_bytes)
         ctx.comm.charge("all_gather", self.vector_bytes)
-        broadcast_buffers(ctx.comm, self.buffers)
+        api.broadcast_buffers(ctx.comm, self.buffers)
 
     def state_dict(self) -> dict[str, Any]:
         """No checkpoint support: DeepSpeed's partitioned optimizer state has its own format."""

@@ -19,8 +19,7 @@ from typing import Any, Literal
 
 import torch
 
-from suite import api
-from suite.optim import broadcast_buffers, float_buffers, grads_of
+from distrepro import api
 
 
 class Params(api.MethodParams):
@@ -64,14 +63,14 @@ class Method(api.Method[Params]):
         k = ctx.world_size
         self.part = math.ceil(self.numel / k)  # partition size; the flat vector is padded to k·part
         self.momentum_buf: torch.Tensor | None = None  # this rank's partition of the optimizer state
-        self.buffers = float_buffers(ctx.model)
+        self.buffers = api.float_buffers(ctx.model)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         p = self.params
         k = ctx.world_size
         ctx.forward_backward(batch)
         grads = torch.zeros(self.part * k)
-        grads[: self.numel] = torch.cat([g.reshape(-1) for g in grads_of(ctx.model)])
+        grads[: self.numel] = torch.cat([g.reshape(-1) for g in api.grads_of(ctx.model)])
         grad_part = torch.zeros(self.part)
         ctx.comm.reduce_scatter(grad_part, grads, op="mean")
         params = torch.zeros(self.part * k)
@@ -93,7 +92,7 @@ class Method(api.Method[Params]):
                 n = q.numel()
                 q.copy_(params[offset : offset + n].view_as(q))
                 offset += n
-        broadcast_buffers(ctx.comm, self.buffers)
+        api.broadcast_buffers(ctx.comm, self.buffers)
 
     def state_dict(self) -> dict:
         out = super().state_dict()

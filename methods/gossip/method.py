@@ -17,8 +17,7 @@ import torch
 from pydantic import Field
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from suite import api
-from suite.optim import sgd
+from distrepro import api
 
 
 def neighbours(topology: str, rank: int, n: int) -> list[int]:
@@ -85,7 +84,7 @@ class Method(api.Method[Params]):
         p = self.params
         if p.rate < 0:
             raise ValueError("rate must be >= 0")
-        self.opt = ctx.register_optimizer(sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, p.lr, p.momentum, p.weight_decay))
         self.neighbours = neighbours(p.topology, ctx.rank, ctx.world_size)
         self.carry = 0.0
 

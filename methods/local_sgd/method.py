@@ -13,10 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from suite import api
-from suite.ingredients import method_optimizer
-from suite.optim import state_tensors
-from suite.optimizer_config import OptimizerConfig
+from distrepro import api
 
 
 class Params(api.MethodParams):
@@ -25,7 +22,7 @@ class Params(api.MethodParams):
     weight_decay: api.WeightDecay = 0.0
     period: int = Field(default=4, ge=1)
     #: another optimizer (fields left out are taken from lr/momentum/weight_decay above)
-    optimizer: OptimizerConfig | None = None
+    optimizer: api.OptimizerConfig | None = None
 
 
 class Method(api.Method[Params]):
@@ -50,11 +47,11 @@ class Method(api.Method[Params]):
         p = self.params
         if p.period < 1:
             raise ValueError("period must be >= 1")
-        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(p))
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), api.method_optimizer(p))
         self.local_steps = 0
 
     def _average(self, ctx: api.WorkerContext) -> None:
-        ctx.comm.all_reduce_coalesced(state_tensors(ctx.model), op="mean")
+        ctx.comm.all_reduce_coalesced(api.state_tensors(ctx.model), op="mean")
         self.local_steps = 0
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

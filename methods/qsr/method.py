@@ -17,10 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from suite import api
-from suite.ingredients import method_optimizer
-from suite.optim import state_tensors
-from suite.optimizer_config import OptimizerConfig
+from distrepro import api
 
 from .rule import SyncRule, first_growth, round_lengths, run_length
 
@@ -39,7 +36,7 @@ class Params(api.MethodParams):
     #: post-local SGD: the fraction of the run's steps done with H = 1 before the rule applies
     post_local_switch: float = Field(default=0.0, ge=0, lt=1)
     #: another optimizer (fields left out are taken from lr/momentum/weight_decay/nesterov above)
-    optimizer: OptimizerConfig | None = None
+    optimizer: api.OptimizerConfig | None = None
 
 
 def sync_rule(params: Params, schedule: Any, total_steps: int | None) -> SyncRule:
@@ -78,7 +75,7 @@ class Method(api.Method[Params]):
         }
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        self.opt = ctx.build_optimizer(ctx.model.parameters(), method_optimizer(self.params))
+        self.opt = ctx.build_optimizer(ctx.model.parameters(), api.method_optimizer(self.params))
         self.rule = sync_rule(self.params, getattr(ctx, "lr_schedule", None), ctx.total_steps)
         self.local_steps = 0
         self.period = 0  # the current round's H, decided at its first step
@@ -96,7 +93,7 @@ class Method(api.Method[Params]):
             self._average(ctx)
 
     def _average(self, ctx: api.WorkerContext) -> None:
-        ctx.comm.all_reduce_coalesced(state_tensors(ctx.model), op="mean")
+        ctx.comm.all_reduce_coalesced(api.state_tensors(ctx.model), op="mean")
         self.local_steps = 0
         self.rounds += 1
         ctx.record("rounds", self.rounds)

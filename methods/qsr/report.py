@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from distrepro import api
+
 HERE = Path(__file__).resolve().parent
 PROXY_ARMS = ("const", "qsr", "linear", "gamma3", "postlocal")
 #: (label, profile, local batch): the abstract's two timing set-ups (4,096 = 16 x 256 = 64 x 64)
@@ -24,9 +26,8 @@ TIMING = (("16 GPUs", "qsr-16gpu", 256), ("64 GPUs", "qsr-64gpu", 64))
 
 
 def _plan(config: Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    from suite.plan import build_plan
 
-    return build_plan(config, overrides or [])
+    return api.build_plan(config, overrides or [])
 
 
 def _steps(lengths: list[int]) -> tuple[list[int], list[int]]:
@@ -94,15 +95,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def section(info: Any, fig_dir: Path, out_dir: Path) -> tuple[str, dict[str, Path]]:
     """Markdown of the section and the figures it saved (keyed by name)."""
-    from suite.report import figures as figs
 
     proxy = {arm: _plan(HERE / "configs" / f"{arm}.yaml") for arm in PROXY_ARMS}
     vit = {arm: _plan(HERE / "configs" / f"{arm}.paper.yaml") for arm in ("const", "qsr")}
     saved = {
-        "h_schedule_proxy": figs.save(
+        "h_schedule_proxy": api.figures.save(
             schedule_figure(proxy, "H per round, proxy arms"), fig_dir / "h_schedule_proxy.png"
         ),
-        "h_schedule_vit": figs.save(
+        "h_schedule_vit": api.figures.save(
             schedule_figure(
                 {"constant H = 4": vit["const"], "QSR (H_base 4, α 0.0175)": vit["qsr"]}, "ViT-B/16 recipe"
             ),

@@ -19,13 +19,12 @@ from typing import Any
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from suite import api
-from suite.optimizer_config import OptimizerConfig
+from distrepro import api
 
 
-def _default_optimizer() -> OptimizerConfig:
+def _default_optimizer() -> api.OptimizerConfig:
     # the All-Reduce Adam recipe of the Decent-DP Transformer experiments (lr 7e-4, betas (0.9, 0.98), eps 1e-9)
-    return OptimizerConfig(name="adam", lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
+    return api.OptimizerConfig(name="adam", lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
 
 
 def out_peer(rank: int, world_size: int, step: int) -> int:
@@ -35,7 +34,7 @@ def out_peer(rank: int, world_size: int, step: int) -> int:
 
 
 class Params(api.MethodParams):
-    optimizer: OptimizerConfig = _default_optimizer()
+    optimizer: api.OptimizerConfig = _default_optimizer()
 
 
 class Method(api.Method[Params]):

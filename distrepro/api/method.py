@@ -1,0 +1,381 @@
+"""The method API: the one typed contract between the harness and a method plugin.
+
+Split of responsibilities (as in AlgoPerf's ``spec.py``):
+
+* the **harness** owns data loading, model construction, the loss, evaluation, budgets, the
+  virtual clock and logging;
+* the **method** owns data allocation (per-worker share and batch size), local optimisation
+  and communication.
+
+The contract is split by concept: data allocation in :mod:`distrepro.api.allocation`, communication in
+:mod:`distrepro.api.collectives`, the rest (parameters, the worker context, :class:`Method`) here. Plugins import every name
+from the package, ``from distrepro import api`` (:mod:`distrepro.api`), never from these modules.
+
+A method is written once, per worker, in plain blocking style ("SPMD"): the same code runs on
+the in-process engine (K virtual workers in one process, ordered by virtual time) and on the
+torch.distributed engine (one process per worker). It may communicate *only* through
+``ctx.comm`` so that every byte is counted and charged to the clock, and it may compute
+gradients only through ``ctx.forward_backward`` so that every sample is charged too.
+"""
+
+from __future__ import annotations
+
+import abc
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Generic, Literal, NamedTuple, Protocol, TypeVar
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from distrepro.api.allocation import Allocation, ClusterLayout, ClusterView, DeviceView, PartitionKind
+from distrepro.api.collectives import Comm, Group, ReduceOp, Work
+from distrepro.api.gossip import GossipAgent, GossipEndpoint
+
+__all__ = [
+    "Allocation",
+    "Batch",
+    "ClockView",
+    "ClusterLayout",
+    "ClusterView",
+    "Comm",
+    "DeviceView",
+    "GossipAgent",
+    "GossipEndpoint",
+    "Group",
+    "LearningRate",
+    "Method",
+    "MethodParams",
+    "Momentum",
+    "NonNegativeFloat",
+    "PartitionKind",
+    "PlanSetting",
+    "PositiveFloat",
+    "PositiveInt",
+    "ReduceOp",
+    "WeightDecay",
+    "Work",
+    "WorkerContext",
+]
+
+
+class Batch(NamedTuple):
+    """One mini-batch for one worker: ``inputs`` (N, C, H, W) and integer ``targets`` (N,)."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:  # number of samples, not the tuple length
+        return int(self.targets.shape[0])
+
+
+class MethodParams(BaseModel):
+    """Base class of a method's hyperparameters; defaults are the paper's values.
+
+    Unknown keys are rejected so that a typo in a config (``lr`` vs ``lrr``) is an error,
+    not a silently ignored setting; so are infinite and NaN floats. Params are validated when the
+    config is loaded, before any run starts: declare each field's range (:data:`LearningRate`,
+    ``Field(ge=1)``, ...) so that a bad value is a config error naming the field, not an error
+    inside a worker once the run is under way (``torch.optim`` checks ``lr`` only when built).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+#: the SGD hyperparameters most methods share, with the ranges ``torch.optim.SGD`` accepts
+#: (momentum below 1: at 1 or more the momentum buffer never forgets and the run diverges)
+LearningRate = Annotated[float, Field(gt=0)]
+Momentum = Annotated[float, Field(ge=0, lt=1)]
+WeightDecay = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+
+
+#: a method's hyperparameter model: ``class Method(api.Method[MyParams])`` types ``self.params`` as ``MyParams``
+P = TypeVar("P", bound=MethodParams)
+
+
+@dataclass(frozen=True)
+class PlanSetting:
+    """Input to :meth:`Method.plan`: the run as resolved before training (no data read, nothing trained).
+
+    ``total_steps`` is None for an ``emulated_seconds`` budget; byte counts are as charged (scaled to
+    the emulated workload): ``model_bytes`` the parameters, ``state_bytes`` parameters and floating buffers.
+    """
+
+    cluster: ClusterView
+    allocation: Allocation
+    total_steps: int | None
+    steps_per_epoch: float
+    model_bytes: float
+    state_bytes: float
+    #: the run's LR schedule bound to it (``lr(t)`` for any step, ``warmup_steps``): a method whose
+    #: communication depends on the LR (QSR's period) plans from it; None when the method names no LR
+    lr_schedule: Any = None
+
+
+# --------------------------------------------------------------------------- worker context
+
+
+class ClockView(Protocol):
+    """Read-only view of one worker's virtual clock (seconds)."""
+
+    def now(self) -> float: ...
+
+    @property
+    def compute_s(self) -> float: ...
+
+    @property
+    def comm_s(self) -> float: ...
+
+    @property
+    def idle_s(self) -> float: ...
+
+
+class WorkerContext(Protocol):
+    """What the harness hands a method on one worker.
+
+    ``train_state`` is a read-only mapping (``types.MappingProxyType``) with ``step`` (local
+    steps done), ``epoch`` (global, fractional), ``samples`` (global samples processed) and
+    ``budget``; a method can read the harness state but not write it.
+    """
+
+    rank: int
+    world_size: int
+    model: torch.nn.Module
+    device: torch.device
+    comm: Comm
+    rng: torch.Generator
+
+    @property
+    def clock(self) -> ClockView:
+        """Read-only: a method reads the time; only the harness and ``comm`` advance it."""
+        ...
+
+    @property
+    def train_state(self) -> Mapping[str, Any]:
+        """Read-only progress (see the class docstring)."""
+        ...
+
+    #: the LR of the step about to run: the harness's schedule (``schedule:``; constant at the peak LR
+    #: without one) at this worker's step count; None when neither the method nor the config names an LR
+    lr: float | None
+    #: the run's length in steps (``budget`` in steps, epochs or samples over the first allocation's global
+    #: batch); None for an ``emulated_seconds`` budget, whose steps are not known before they are taken
+    total_steps: int | None
+    #: the run's schedule bound to it (:class:`distrepro.training.lr_schedule.LRSchedule`: ``lr(t)`` for any step,
+    #: ``warmup_steps``), for a method whose communication depends on the LR; None when no LR is named
+    lr_schedule: Any
+
+    def register_optimizer(self, optimizer: Any) -> Any:
+        """Hand the harness an optimizer whose LR it sets from ``schedule:`` before every step; returns it.
+
+        A method that owns its LR (no torch optimizer, or a schedule of its own) registers nothing and may
+        read :attr:`lr`. Without ``schedule:`` in the config the harness writes no LR at all.
+        """
+        ...
+
+    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+        """Build and register the optimizer ``default`` (a :class:`distrepro.training.optimizers.OptimizerConfig`)
+        names,
+        with the run config's ``optimizer:`` fields overlaid (set ``accepts_optimizer = True`` on the method)."""
+        ...
+
+    #: read-only layout of the emulated cluster: node of each rank, ranks per node
+    cluster: ClusterLayout
+
+    def forward_backward(
+        self,
+        batch: Batch,
+        zero_grad: bool = True,
+        forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        on_bucket: Callable[[int, list[torch.nn.Parameter]], None] | None = None,
+    ) -> float:
+        """Forward and backward pass with the harness's loss; gradients land in ``model``.
+
+        ``on_bucket(i, params)``: called back at the virtual time gradient bucket ``i`` (DDP's 25 MB buckets,
+        reverse parameter order) would be ready in backward, so a method can launch non-blocking
+        communication that overlaps the rest of backward (:mod:`distrepro.api.overlap`). The gradients are final.
+
+        Charges the compute time of ``len(batch)`` samples on this worker's device to the
+        clock and returns the mean loss of the batch. ``forward_with`` runs the forward through
+        a wrapper of ``model`` instead of ``model`` itself (a DeepSpeed engine, whose backward
+        hooks must see the graph); it must compute ``model``'s function, as that is what is charged.
+        """
+        ...
+
+    def seed(self, *parts: object) -> int:
+        """A seed derived from this run, this rank and ``parts`` (never draw your own)."""
+        ...
+
+    def record(self, name: str, value: float) -> None:
+        """Record a method-specific scalar (e.g. the current sync period H) for logging.
+
+        Each rank keeps its latest value per ``name``. At every evaluation the harness reports, on
+        every engine alike, ``<name>`` = the mean over the ranks that recorded it (summed in rank
+        order) and ``<name>/rank<i>`` = rank *i*'s own value, logged as ``method/<name>`` and
+        ``method/<name>/rank<i>`` (:func:`distrepro.engine.reports.aggregate_records`).
+        """
+        ...
+
+
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+class Method(abc.ABC, Generic[P]):
+    """Base class of every method plugin (``methods/<name>/method.py`` defines ``Method``).
+
+    A fresh instance is created per worker with the validated ``params``; instance attributes
+    are that worker's private state (optimizer, momentum buffers, ...).
+
+    Generic over the hyperparameter model so that a type checker knows ``self.params`` (and the
+    ``params`` of :meth:`allocate` / :meth:`warmup_steps`) is the plugin's own model without a cast:
+    ``class Method(api.Method[MyParams])``. The type argument also sets :attr:`Params` when the class
+    does not (see :meth:`__init_subclass__`), so the model is named once.
+    """
+
+    #: short name, same as the plugin folder (the registry sets it from the folder when a plugin omits it)
+    name: ClassVar[str]
+    #: pydantic model of the hyperparameters (defaults = paper values); defaults to the type argument
+    Params: ClassVar[type[MethodParams]] = MethodParams
+    #: lockstep methods do the same number of steps on every worker (stop decisions are
+    #: taken together); asynchronous methods let each worker run at its own pace and stop
+    #: on the global budget.
+    synchronous: ClassVar[bool] = True
+    #: which model the harness evaluates: the parameter average of all workers (observer's
+    #: view, untimed) or rank 0's replica; on every engine and for asynchronous methods too,
+    #: whose ranks reach an evaluation point each at its own step
+    eval_on: ClassVar[Literal["average", "rank0"]] = "average"
+    #: modules the method needs beyond the core install → how to get them; checked when a run is
+    #: configured, so a missing optional extra is one clear error instead of one per started rank
+    requires: ClassVar[Mapping[str, str]] = {}
+    #: the method builds its optimizer with ``ctx.build_optimizer``, so a run config's ``optimizer:``
+    #: reaches it; a config giving ``optimizer:`` to any other method is refused (it would be ignored)
+    accepts_optimizer: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Take :attr:`Params` from the type argument (``Method[MyParams]``) unless the class sets it.
+
+        Both at once must agree: a class typed for one model but validated with another would type-check
+        and then fail at run time. A TypeError here is reported by the registry as a failed plugin.
+        """
+        super().__init_subclass__(**kwargs)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            origin = typing.get_origin(base)
+            if not (isinstance(origin, type) and issubclass(origin, Method)):
+                continue
+            (arg,) = typing.get_args(base)
+            if not (isinstance(arg, type) and issubclass(arg, MethodParams)):
+                continue  # a TypeVar: a generic intermediate base, parametrised further down
+            declared = cls.__dict__.get("Params")
+            if declared is None:
+                cls.Params = arg
+            elif declared is not arg:
+                what = f"{cls.__qualname__} is Method[{arg.__name__}] but sets Params = {declared.__name__}"
+                raise TypeError(f"{what}; name one model")
+
+    def __init__(self, params: P) -> None:
+        self.params: P = params
+
+    @classmethod
+    def allocate(cls, params: P, cluster: ClusterView) -> Allocation:
+        """Data allocation: called before training and, for lockstep methods, at every epoch boundary
+        (asynchronous methods keep their first allocation).
+
+        Must be a pure function of its inputs: under the distributed engine every rank calls
+        it and must get the same answer. Default: equal shares, configured batch sizes.
+        """
+        return Allocation.equal(cluster.world_size, cluster.batch_sizes)
+
+    @classmethod
+    def evaluated_on(cls, params: P) -> Literal["average", "rank0"]:
+        """Which model the harness evaluates for these params: :attr:`eval_on` unless the method says
+        otherwise (AR-SGD on a subset of the devices: the idle ranks' replicas never move)."""
+        return cls.eval_on
+
+    @classmethod
+    def trained_ranks(cls, params: P, device_kinds: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The ranks whose replicas train, over which the consensus distance is taken; None (default):
+        every rank. A method that leaves devices idle names the others (AR-SGD on the GPUs alone: the
+        idle CPU replicas never move, and counting them would report a spread training never had)."""
+        return None
+
+    @classmethod
+    def warmup_steps(cls, params: P) -> int:
+        """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
+
+        For methods that allocate from *profiled* speeds (C-ADP): the harness then fills
+        ``ClusterView.profiled_samples_per_s`` (:mod:`distrepro.engine.warmup`). Not charged to the clock.
+        """
+        return 0
+
+    @classmethod
+    def plan(cls, params: P, setting: PlanSetting) -> dict[str, Any] | None:
+        """What a run of this method will do, said before it runs (``distrepro plan``); None: it cannot say.
+
+        A pure function of its inputs returning plain data (JSON-able). Key the harness reads: ``comm``, a
+        list of ``{"pattern": "all_reduce", "bytes": B, "count": N}`` (pattern one of ``all_reduce``,
+        ``reduce_scatter``, ``all_gather``, ``broadcast`` (from rank 0), ``parameter_server``; bytes as charged,
+        of the whole vector, also for ``all_gather``; ``count`` over the whole run, or ``per_step`` instead),
+        priced with the time model (lockstep, no overlap); any other
+        key is shown as it is (Local SGD's ``round_lengths``). Without ``comm`` the run's communication time
+        is "not estimated".
+        """
+        return None
+
+    def setup(self, ctx: WorkerContext) -> None:
+        """Create per-worker state (optimizer, buffers). Not timed."""
+
+    @abc.abstractmethod
+    def train_step(self, ctx: WorkerContext, batch: Batch) -> None:
+        """One local step: ``ctx.forward_backward``, communication, update. Timed."""
+
+    def finalize(self, ctx: WorkerContext) -> None:
+        """Called once after the budget is spent, before the final evaluation. Timed.
+
+        E.g. Local SGD averages its replicas one last time here.
+        """
+
+    def state_dict(self) -> dict[str, Any]:
+        """This worker's method state for a checkpoint.
+
+        Default: the ``state_dict`` of every optimizer attribute and every plain attribute
+        (numbers, strings, booleans, None, and lists/tuples/dicts of them). Attributes holding
+        tensors are left out, since they usually alias the model (restored separately); a method
+        keeping tensor state of its own must override this and :meth:`load_state_dict`.
+        """
+        out: dict[str, Any] = {}
+        for key, value in vars(self).items():
+            if key == "params":
+                continue
+            if isinstance(value, torch.optim.Optimizer):
+                out[key] = ("optimizer", value.state_dict())
+            elif _plain(value):
+                out[key] = ("value", value)
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (called after :meth:`setup`, so optimizers exist)."""
+        for key, (kind, value) in state.items():
+            if kind == "optimizer":
+                getattr(self, key).load_state_dict(value)
+            else:
+                setattr(self, key, value)
+
+    def skip(self, world_size: int) -> str | None:
+        """Return a reason if this method cannot run at this world size (benchopt's ``skip``)."""
+        return None
+
+    def skip_cluster(self, cluster: ClusterLayout) -> str | None:
+        """Return a reason if this method cannot run on this cluster's layout (e.g. a topology that needs two
+        or more nodes); :meth:`skip` sees only the world size. Checked with :meth:`skip`, before any worker starts."""
+        return None

@@ -1,0 +1,166 @@
+"""From a statistic and its CI to PASS / FAIL / INCONCLUSIVE, with a reason a reader can act on.
+
+Under ``rule: ci`` (the default) the CI decides: PASS when all of it lies in the acceptance band,
+FAIL when none of it does, INCONCLUSIVE otherwise, and the reason then says which edge of the
+band the interval straddles (and what lies beyond that edge: falling short of the claim or
+exceeding it), and that more seeds could decide. Under ``rule: point`` the statistic decides and
+the CI is only shown.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from distrepro.claims.acceptance import acceptance_band
+from distrepro.claims.stats import fmt, stat
+
+if TYPE_CHECKING:
+    from distrepro.claims.verdict_record import Verdict
+
+MORE_SEEDS = "more seeds could decide"
+
+
+def higher_is_better(claim: Any) -> bool:
+    if claim.kind == "final_metric":
+        return claim.direction == "max"
+    return claim.kind != "convergence"
+
+
+def miss(above: bool, claim: Any) -> str:
+    """Which way a result outside the band missed, in the paper's terms: a time cut of 95% against a
+    claimed 72% is a FAIL of the claim as stated, but in the paper's favour, and the reader must see that."""
+    return "exceeds the claim" if above == higher_is_better(claim) else "falls short of the claim"
+
+
+def _ci_text(v: Verdict) -> str:
+    assert v.statistic is not None and v.ci is not None
+    lo, hi = v.ci
+    return f"{fmt(v.statistic, v.unit)} [{fmt(lo, v.unit)}, {fmt(hi, v.unit)}], n={v.n_seeds}"
+
+
+def _no_ci(v: Verdict) -> bool:
+    return v.ci is None or not all(math.isfinite(c) for c in v.ci)
+
+
+def decide(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
+    """Set ``v.verdict``, ``v.reason``, ``v.band`` (and ``v.miss`` for a FAIL outside a band)."""
+    rule = claim.accept.rule
+    if rule == "ci" and _no_ci(v):
+        v.reason = (
+            f"{v.statistic_name} {fmt(v.statistic, v.unit)}, n={v.n_seeds}: no confidence interval "
+            "(no spread to estimate, or a ratio with a non-positive value); the CI rule cannot decide"
+        )
+        return v
+    if claim.kind == "non_inferiority":
+        return _non_inferiority(claim, v, arms)
+    if claim.kind == "ordering":
+        return _ordering(claim, v, arms)
+    return _band(claim, v)
+
+
+def _non_inferiority(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
+    s, (lo, hi) = _computed(v)
+    base = np.array(list(arms[claim.baseline].values()))
+    margin = claim.margin * (abs(float(stat(base, claim.accept.statistic))) if claim.margin_kind == "rel" else 1)
+    v.band = (-margin, math.inf)
+    text = f"difference {_ci_text(v)}"
+    worse = hi < -margin if claim.accept.rule == "ci" else s < -margin
+    if lo >= -margin:
+        v.verdict, v.reason = "PASS", f"{text}: CI lower bound ≥ −{fmt(margin)}"
+    elif worse:
+        what = "the whole CI is" if claim.accept.rule == "ci" else "the difference is"
+        v.verdict, v.reason = "FAIL", f"{text}: {what} below the margin −{fmt(margin)}"
+    else:
+        v.reason = f"{text}: the CI straddles the margin −{fmt(margin)} (its lower end is below it); {MORE_SEEDS}"
+    return v
+
+
+def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verdict:
+    s, (lo, hi) = _computed(v)
+    v.band = (claim.margin, math.inf)
+    name = claim.accept.statistic
+    per_arm = {n: float(stat(np.array(list(d.values())), name)) for n, d in arms.items()}
+    ranked = sorted(per_arm, key=per_arm.__getitem__, reverse=claim.direction == "max")
+    observed = (" > " if claim.direction == "max" else " < ").join(f"{n} ({fmt(per_arm[n])})" for n in ranked)
+    lower, upper = (lo, hi) if claim.accept.rule == "ci" else (s, s)
+    text = f"smallest adjacent gap {_ci_text(v)}"
+    if lower > claim.margin:
+        v.verdict, v.reason = "PASS", f"{text} > {fmt(claim.margin)}; observed {observed}"
+    elif upper <= claim.margin:
+        v.verdict, v.reason = "FAIL", f"{text} ≤ {fmt(claim.margin)}; observed {observed}"
+    else:
+        v.reason = (
+            f"{text}: the CI straddles the margin {fmt(claim.margin)} (the order may or may not hold); "
+            f"{MORE_SEEDS}; observed {observed}"
+        )
+    return v
+
+
+def _computed(v: Verdict) -> tuple[float, tuple[float, float]]:
+    """The statistic and its interval, which every decision below is only asked for once computed."""
+    assert v.statistic is not None and v.ci is not None, "decided before the statistic was computed"
+    return v.statistic, v.ci
+
+
+def _band(claim: Any, v: Verdict) -> Verdict:
+    s, (lo, hi) = _computed(v)
+    band = acceptance_band(claim, higher_is_better(claim))
+    assert band is not None
+    v.band = band
+    a, b = band
+    band_text = f"[{fmt(a, v.unit)}, {fmt(b, v.unit)}]"
+    if claim.accept.rule == "point":
+        inside = a <= s <= b
+        v.verdict = "PASS" if inside else "FAIL"
+        v.reason = (
+            f"{v.statistic_name} {_ci_text(v)} {'inside' if inside else 'outside'} the acceptance band {band_text}"
+        )
+        if not inside:
+            v.miss = miss(s > b, claim)
+            v.reason += f": {v.miss}"
+    elif a <= lo and hi <= b:
+        v.verdict, v.reason = "PASS", f"CI of {_ci_text(v)} inside the acceptance band {band_text}"
+    elif hi < a or lo > b:
+        v.verdict, v.miss = "FAIL", miss(lo > b, claim)
+        v.reason = f"CI of {_ci_text(v)} entirely outside the acceptance band {band_text}: {v.miss}"
+    elif lo < a and hi > b:
+        v.reason = (
+            f"CI of {_ci_text(v)} is wider than the acceptance band {band_text}: it reaches past both edges; "
+            f"{MORE_SEEDS}"
+        )
+    else:
+        low_side = lo < a
+        edge = a if low_side else b
+        v.reason = (
+            f"CI of {_ci_text(v)} straddles the {'lower' if low_side else 'upper'} edge {fmt(edge, v.unit)} of the "
+            f"acceptance band {band_text} (beyond it the result {miss(not low_side, claim)}); {MORE_SEEDS}"
+        )
+    return v
+
+
+def censored_convergence(
+    claim: Any, v: Verdict, reached: dict[int, float], censored: dict[int, float], need: int, text: str
+) -> Verdict:
+    """Unreached seeds are lower bounds; every statistic here is monotone, so a lower-bound
+    statistic already past the band's upper edge proves the claim false."""
+    values = {**reached, **censored}
+    band = acceptance_band(claim, higher_is_better=False)
+    assert band is not None
+    v.band, v.unit, v.n_seeds = band, claim.unit, len(values)
+    v.points = values
+    label = claim.accept.statistic.replace("_", " ")
+    if len(values) >= need:
+        bound = float(stat(np.array(list(values.values())), claim.accept.statistic))
+        if bound > band[1]:
+            v.verdict, v.statistic, v.miss = "FAIL", bound, "falls short of the claim"
+            v.statistic_name = f"lower bound of the {label}"
+            v.reason = (
+                f"target never reached within the budget ({text}); even counting those seeds at their "
+                f"budget, the {label} is ≥ {fmt(bound)} {claim.unit} > {fmt(band[1])}: {v.miss}"
+            )
+            return v
+    v.reason = f"target never reached within the budget ({text})"
+    return v

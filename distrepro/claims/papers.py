@@ -1,0 +1,89 @@
+"""Finding a paper's claims file among the method folders (read as YAML, never imported).
+
+Judging claims must not depend on torch code loading, so ``methods/*/method.py`` is never
+imported here; only ``paper.yaml`` files are read, and every file of the paper is validated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distrepro.claims.schema import PaperSpec, validate_paper
+from distrepro.config.run_config import read_yaml
+from distrepro.errors import ConfigError, DistreproError
+
+
+@dataclass
+class PaperInfo:
+    """What the repo knows about a paper id: its claims file (if any) and its method folders."""
+
+    id: str
+    spec: PaperSpec | None = None
+    path: Path | None = None
+    method_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return self.spec.citation.title if self.spec else self.id
+
+
+def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
+    """Collect ``methods/*/paper.yaml`` whose ``citation.id`` is ``paper`` (read, not imported).
+
+    Searched over every plugin root (``root``: that one only). Method modules are not imported:
+    judging claims must not depend on torch code loading. At most one of those files may carry
+    ``claims``/``setup``; the one with claims (else the first, preferring ``kind: reproduction``)
+    becomes :attr:`PaperInfo.spec`. Every file found is validated.
+    """
+    from distrepro.plugins.registry import method_dirs
+
+    dirs = list(method_dirs(root).values())
+    known = {d.name for d in dirs if (d / "method.py").is_file()}
+    info = PaperInfo(paper)
+    candidates: list[tuple[Path, PaperSpec, dict[str, Any]]] = []
+    for folder in dirs:
+        path = folder / "paper.yaml"
+        if not path.is_file():
+            continue
+        raw = read_yaml(path)  # malformed YAML anywhere is an error: it could be this paper's file
+        cite = raw.get("citation")
+        if not isinstance(cite, dict) or cite.get("id") != paper:
+            continue
+        spec = validate_paper(raw, path, known)
+        info.method_dirs.append(folder)
+        candidates.append((path, spec, raw))
+    with_claims = [c for c in candidates if "claims" in c[2] or "setup" in c[2]]
+    if len(with_claims) > 1:
+        raise ConfigError(
+            with_claims[1][0], "claims", f"paper {paper!r} already has claims in {with_claims[0][0]}; keep one file"
+        )
+    ordered = with_claims or sorted(candidates, key=lambda c: c[1].kind != "reproduction")
+    if ordered:
+        info.path, info.spec = ordered[0][0], ordered[0][1]
+    return info
+
+
+class UnknownPaperError(DistreproError):
+    """A paper id that no ``methods/*/paper.yaml`` declares (and, for a report, no MLflow experiment holds)."""
+
+    def __init__(self, paper: str, known: list[str]) -> None:
+        super().__init__(f"unknown paper {paper!r}; known: {', '.join(known) or 'none'}")
+
+
+def known_papers(root: Path | None = None) -> list[str]:
+    """Ids of the papers with a reproduction (``claims`` or ``setup`` in a ``paper.yaml``), sorted.
+
+    Baselines' citation ids are valid report targets too but are left out: the list answers "what
+    can I reproduce or report on", and a typo is far likelier to be meant for one of these."""
+    from distrepro.plugins.registry import method_dirs
+
+    ids = set()
+    for folder in method_dirs(root).values():
+        path = folder / "paper.yaml"
+        raw = read_yaml(path) if path.is_file() else {}
+        cite = raw.get("citation")
+        if isinstance(cite, dict) and isinstance(cite.get("id"), str) and ("claims" in raw or "setup" in raw):
+            ids.add(cite["id"])
+    return sorted(ids)

@@ -1,0 +1,385 @@
+"""The ``paper.yaml`` claims format: what a paper says, as data the verdict engine can check.
+
+A method folder's ``paper.yaml`` already names the paper (``kind``, ``citation``). A reproduction
+adds ``setup:`` (the arms compared and where) and ``claims:``, one entry per quantitative claim.
+Claims are a *closed set of kinds* (MLPerf's checker power without its ``eval``'d YAML strings):
+each kind fixes how a number is computed from the runs, so a claims file can be linted, diffed
+and trusted. Every claim states its metric's ``direction`` (MLPerf #162: direction inferred from
+a metric's name broke a checker), where in the paper it comes from, and how much of it is the
+paper's own words (``evidence``). See ``reports/README.md`` for the field reference and examples.
+
+The acceptance rules and their defaults live in :mod:`distrepro.claims.acceptance` (re-exported here).
+
+Errors are :class:`~distrepro.errors.ConfigError` naming the file and the field, e.g.
+``methods/x/paper.yaml: field 'claims[2].direction': Input should be 'max' or 'min'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from distrepro.claims.acceptance import (
+    DEFAULT_MIN_SEEDS,
+    SIGNED,
+    Accept,
+    acceptance_band,
+    claimed_bounds,
+    default_ci_method,
+    default_paired,
+    default_statistic,
+)
+from distrepro.claims.evidence import ORIGIN_OF, check_evidence_and_accept
+from distrepro.config.run_config import read_yaml
+from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
+from distrepro.errors import ConfigError
+from distrepro.metrics import unknown_metric
+from distrepro.sensitivity.spec import SensitivitySpec
+
+Direction = Literal["max", "min"]
+Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
+Origin = Literal["paper", "derived", "reconstructed"]
+DecidedBy = Literal["measurement", "model_structure"]
+Scale = Literal["paper", "proxy"]
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+__all__ = ["CLAIM_KINDS", "Accept", "Claim", "PaperSpec", "acceptance_band", "claimed_bounds", "validate_paper"]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: ``claimd: 0.9`` must not silently leave the claim without a value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Citation(_Strict):
+    id: str = Field(pattern=_ID)
+    title: str
+    authors: str | None = None
+    venue: str | None = None
+    url: str | None = None
+    arxiv: str | None = None
+    doi: str | None = None
+
+
+class Arm(_Strict):
+    """A named arm of a comparison: the runs of ``method`` whose ``method_params`` include ``params``.
+
+    ``params`` tells apart arms of one method (``local_sgd`` with ``period: 8`` vs ``32``);
+    ``campaign`` restricts to runs of one campaign (the run config's ``name``); ``config`` is the
+    run config that produces the arm, for the reproduce command and for readers. An ``optional``
+    arm (one that needs an extra install, a real process group, or hours) is reproduced only when
+    asked for by name (``--with``/``--arms``); ``extra`` names the pip extra it needs, so the nox
+    session can install it.
+    """
+
+    method: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    campaign: str | None = None
+    config: str | None = None
+    label: str | None = None
+    optional: bool = False
+    extra: str | None = None
+
+
+class Setup(_Strict):
+    """Defaults for every claim: the profile and scale they are checked at, the baseline, the arms."""
+
+    profile: str | None = None
+    scale: Scale = "proxy"
+    min_seeds: int = Field(default=DEFAULT_MIN_SEEDS, ge=1)
+    baseline: str | None = None
+    arms: dict[str, Arm] = Field(default_factory=dict)
+    notes: str | None = None
+    #: ranges of reconstructed method assumptions and the sweep size (distrepro/sensitivity/spec.py)
+    sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
+
+
+class Source(_Strict):
+    """Where the claim is in the paper: ``kind`` (table/figure/abstract/text), ``ref`` ("Table 3"), a short quote."""
+
+    kind: Literal["table", "figure", "abstract", "text"]
+    ref: str | None = None
+    quote: str | None = None
+
+
+class Target(_Strict):
+    metric: str = Field(min_length=1)
+    value: Finite
+    direction: Direction
+
+
+class Ideal(_Strict):
+    """A bound no method can beat (e.g. perfect load balance), shown beside the measured value.
+
+    Bounds depend on the run configs (work, cluster), so one holds at one ``scale`` (default: its
+    claim's) and a report judged at another scale leaves it out.
+    """
+
+    value: Finite
+    label: str
+    scale: Scale | None = None
+
+
+Claimed = Finite | tuple[Finite, Finite]
+
+
+class _ClaimBase(_Strict):
+    """Fields of every claim. ``origin`` and ``decided_by`` say what kind of evidence a verdict is.
+
+    ``origin``: ``paper`` (the claim as the paper states it), ``derived`` (computed from the
+    paper's claims, e.g. an ordering two of its numbers imply), ``reconstructed`` (our reading or
+    test of something the paper says without a number or a baseline). Default: from ``evidence``
+    (``verbatim``/``figure`` → ``paper``). Only ``paper`` claims decided by measurement count in
+    the headline tally: a derived reading re-counts the paper's numbers, and a claim decided by
+    ``model_structure`` (``why`` says how) can only come out one way in the emulator, whatever
+    the runs do, so it is no evidence about the paper.
+    """
+
+    id: str = Field(pattern=_ID)
+    statement: str | None = None
+    source: Source
+    evidence: Evidence
+    origin: Origin | None = None
+    decided_by: DecidedBy = "measurement"
+    why: str | None = None
+    arm: str | None = None
+    profile: str | None = None
+    scale: Scale | None = None
+    accept: Accept = Field(default_factory=Accept)
+    ideal: Ideal | None = None
+    notes: str | None = None
+    conflicts_with: list[str] = Field(default_factory=list)
+
+    @field_validator("claimed", check_fields=False)
+    @classmethod
+    def _range_ordered(cls, v: Any) -> Any:
+        if isinstance(v, tuple) and v[0] > v[1]:
+            raise ValueError(f"a claimed range must be [low, high], got [{v[0]}, {v[1]}]")
+        return v
+
+
+class SpeedupClaim(_ClaimBase):
+    """``baseline time / arm time``: time to a quality target, or to finish the budget."""
+
+    kind: Literal["speedup"]
+    baseline: str | None = None
+    measure: Literal["budget_time", "time_to_target"] = "budget_time"
+    clock: Literal["emulated", "wall", "steps", "epochs", "samples"] = "emulated"
+    target: Target | None = None  # time_to_target: None uses the runs' own logged time_to_target_s
+    claimed: Claimed
+
+
+class FinalMetricClaim(_ClaimBase):
+    kind: Literal["final_metric"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    claimed: Claimed
+
+
+class RelativeImprovementClaim(_ClaimBase):
+    """``fraction``: (arm−base)/base signed so positive is better ("time reduced by 72%" → 0.72);
+    ``ratio``: arm/base, or base/arm for a ``min`` metric ("21.6 times the FLOPS" → 21.6);
+    ``difference``: arm − base in the metric's unit, signed so positive is better ("+1.16% top-1" → 0.0116)."""
+
+    kind: Literal["relative_improvement"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    baseline: str | None = None
+    form: Literal["fraction", "ratio", "difference"] = "fraction"
+    claimed: Claimed
+
+
+class ConvergenceClaim(_ClaimBase):
+    """Hardware-free convergence (MLPerf RCP style): epochs/steps/samples until ``target`` is met."""
+
+    kind: Literal["convergence"]
+    target: Target
+    unit: Literal["epochs", "steps", "samples", "emulated_s"] = "epochs"
+    claimed: Claimed
+
+
+class OrderingClaim(_ClaimBase):
+    """``arms`` are claimed best first on ``metric``; each adjacent gap must exceed ``margin``."""
+
+    kind: Literal["ordering"]
+    arms: list[str] = Field(min_length=2)
+    metric: str = Field(min_length=1)
+    direction: Direction
+    margin: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+
+
+class NonInferiorityClaim(_ClaimBase):
+    """The arm is no worse than the baseline by more than ``margin`` (abs, or rel to the baseline)."""
+
+    kind: Literal["non_inferiority"]
+    metric: str = Field(min_length=1)
+    direction: Direction
+    baseline: str | None = None
+    margin: float = Field(gt=0, allow_inf_nan=False)
+    margin_kind: Literal["abs", "rel"] = "abs"
+
+
+Claim = (
+    SpeedupClaim | FinalMetricClaim | RelativeImprovementClaim | ConvergenceClaim | OrderingClaim | NonInferiorityClaim
+)
+_BY_KIND: dict[str, type[BaseModel]] = {
+    "speedup": SpeedupClaim,
+    "final_metric": FinalMetricClaim,
+    "relative_improvement": RelativeImprovementClaim,
+    "convergence": ConvergenceClaim,
+    "ordering": OrderingClaim,
+    "non_inferiority": NonInferiorityClaim,
+}
+
+
+class PaperSpec(_Strict):
+    kind: Literal["baseline", "reproduction"]
+    citation: Citation
+    setup: Setup = Field(default_factory=Setup)
+    claims: list[Annotated[Claim, Field(discriminator="kind")]] = Field(default_factory=list)
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``; a name not in ``setup.arms`` means all runs of that method."""
+        return self.setup.arms.get(name) or Arm(method=name)
+
+
+def at_scale(spec: PaperSpec, scale: Scale) -> PaperSpec:
+    """``spec`` (resolved) judged at ``scale``: the claims at the paper's scale move to it (a claim
+    pinned to another scale stays there); ideals computed for a scale other than their claim's are dropped."""
+    claims = []
+    for claim in spec.claims:
+        moved = scale if claim.scale == spec.setup.scale else claim.scale
+        ideal = claim.ideal
+        if ideal is not None and (ideal.scale or claim.scale) != moved:
+            ideal = None
+        claims.append(claim.model_copy(update={"scale": moved, "ideal": ideal}))
+    setup = spec.setup.model_copy(update={"scale": scale})
+    return spec.model_copy(update={"setup": setup, "claims": claims})
+
+
+def _check_references(spec: PaperSpec, source: str | Path | None, known_methods: set[str] | None) -> None:
+    """Cross-field rules pydantic cannot see: unique ids, arms that exist, required baselines."""
+    arms = set(spec.setup.arms)
+    optional = {name for name, arm in spec.setup.arms.items() if arm.optional}
+
+    def arm_ok(name: str, where: str) -> None:
+        if name in optional:  # a default reproduction does not run it: its claims would stay INCONCLUSIVE
+            raise ConfigError(source, where, f"arm {name!r} is optional (run only on request) and cannot carry a claim")
+        if name in arms or known_methods is None or name in known_methods:
+            return
+        raise ConfigError(source, where, f"unknown arm {name!r}: define it under setup.arms or name a method folder")
+
+    for name, arm in spec.setup.arms.items():
+        if known_methods is not None and arm.method not in known_methods:
+            raise ConfigError(source, f"setup.arms.{name}.method", f"unknown method {arm.method!r}")
+    if spec.setup.baseline is not None:
+        arm_ok(spec.setup.baseline, "setup.baseline")
+    ids = [c.id for c in spec.claims]
+    for i, claim in enumerate(spec.claims):
+        at = f"claims[{i}]"
+        if ids.index(claim.id) != i:
+            raise ConfigError(source, f"{at}.id", f"duplicate claim id {claim.id!r}")
+        _check_metric(claim, at, source)
+        for j, other in enumerate(claim.conflicts_with):
+            if other not in ids or other == claim.id:
+                raise ConfigError(source, f"{at}.conflicts_with[{j}]", f"no other claim with id {other!r}")
+        if isinstance(claim, OrderingClaim):
+            if len(set(claim.arms)) != len(claim.arms):
+                raise ConfigError(source, f"{at}.arms", "an arm is listed twice")
+            for j, name in enumerate(claim.arms):
+                arm_ok(name, f"{at}.arms[{j}]")
+        else:
+            if claim.arm is None:
+                raise ConfigError(source, f"{at}.arm", f"a {claim.kind} claim needs the arm it is about")
+            arm_ok(claim.arm, f"{at}.arm")
+        if hasattr(claim, "baseline"):
+            base = claim.baseline or spec.setup.baseline
+            if base is None:
+                raise ConfigError(source, f"{at}.baseline", "needs a baseline arm (here or in setup.baseline)")
+            arm_ok(base, f"{at}.baseline")
+            if base == claim.arm:
+                raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
+        stat = claim.accept.statistic
+        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form != "ratio")
+        if stat == "geometric_mean" and signed:
+            raise ConfigError(
+                source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"
+            )
+        if isinstance(claim, SpeedupClaim):
+            if claim.measure == "budget_time" and claim.clock not in ("emulated", "wall"):
+                raise ConfigError(source, f"{at}.clock", "budget_time is measured on the emulated or wall clock only")
+            if claim.measure == "budget_time" and claim.target is not None:
+                raise ConfigError(source, f"{at}.target", "a target needs measure: time_to_target")
+            if claim.measure == "time_to_target" and claim.target is None and claim.clock != "emulated":
+                raise ConfigError(
+                    source, f"{at}.target", f"clock {claim.clock!r} needs an explicit target (curves are read)"
+                )
+        check_evidence_and_accept(spec.setup.min_seeds, claim, at, source)
+        bounds = claimed_bounds(getattr(claim, "claimed", None))
+        positive = claim.kind in ("speedup", "convergence") or (
+            isinstance(claim, RelativeImprovementClaim) and claim.form == "ratio"
+        )
+        if positive and bounds is not None and bounds[0] <= 0:
+            raise ConfigError(source, f"{at}.claimed", "must be positive for this kind")
+
+
+def _check_metric(claim: Claim, at: str, source: str | Path | None) -> None:
+    """A claim names a metric some writer logs (:mod:`distrepro.metrics`); a typo would only ever be INCONCLUSIVE."""
+    named = [("metric", getattr(claim, "metric", None))]
+    target = getattr(claim, "target", None)
+    if target is not None:
+        named.append(("target.metric", target.metric))
+    for field, name in named:
+        why = unknown_metric(name) if name is not None else None
+        if why is not None:
+            raise ConfigError(source, f"{at}.{field}", f"claim {claim.id!r}: {why}")
+
+
+def _resolve(spec: PaperSpec) -> PaperSpec:
+    """Fill every claim's defaults from ``setup`` so the engine never has to look twice."""
+    claims = []
+    for claim in spec.claims:
+        statistic = claim.accept.statistic or default_statistic(claim)
+        paired = claim.accept.paired if claim.accept.paired is not None else default_paired(claim)
+        accept = claim.accept.model_copy(
+            update={
+                "statistic": statistic,
+                "paired": paired,
+                "ci_method": claim.accept.ci_method or default_ci_method(statistic, paired, claim.kind),
+                "min_seeds": claim.accept.min_seeds or spec.setup.min_seeds,
+            }
+        )
+        update: dict[str, Any] = {
+            "accept": accept,
+            "profile": claim.profile or spec.setup.profile,
+            "scale": claim.scale or spec.setup.scale,
+            "origin": claim.origin or ORIGIN_OF[claim.evidence],
+        }
+        if hasattr(claim, "baseline"):
+            update["baseline"] = claim.baseline or spec.setup.baseline
+        claims.append(claim.model_copy(update=update))
+    return spec.model_copy(update={"claims": claims})
+
+
+def validate_paper(
+    data: dict[str, Any], source: str | Path | None = None, known_methods: set[str] | None = None
+) -> PaperSpec:
+    """Validate a parsed ``paper.yaml``; returns the spec with every claim's defaults resolved.
+
+    ``known_methods`` (method folder names) lets arm names be checked; ``None`` skips that check.
+    """
+    precheck_kinds(source, data)
+    try:
+        spec = PaperSpec.model_validate(data)
+    except ValidationError as exc:
+        raise pydantic_error(source, exc) from None
+    _check_references(spec, source, known_methods)
+    return _resolve(spec)
+
+
+def load_paper_file(path: str | Path, known_methods: set[str] | None = None) -> PaperSpec:
+    path = Path(path)
+    return validate_paper(read_yaml(path), path, known_methods)

@@ -1,0 +1,50 @@
+"""Statistics over seeds and number formatting for verdicts (intervals: :mod:`distrepro.claims.intervals`).
+
+The statistics work on the last axis so that one call computes the point estimate (a 1-D array of
+seeds) and the whole bootstrap distribution (a ``(n_boot, seeds)`` array) alike.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def json_safe(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return [json_safe(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def fmt(v: float | None, unit: str = "") -> str:
+    """A number as the report shows it: ratios as ``2.31×``, fractions as ``72.0%``, else 4 significant digits."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if unit == "x":
+        return f"{v:.3g}×"
+    if unit == "fraction":
+        return f"{100 * v:.1f}%"
+    return f"{v:.4g}"
+
+
+def stat(x: np.ndarray, name: str) -> np.ndarray:
+    """The statistic over the last axis (seeds); NaN where undefined (e.g. geometric mean of x <= 0)."""
+    x = np.asarray(x, dtype=float)
+    if name == "median":
+        return np.median(x, axis=-1)
+    if name == "mean":
+        return np.mean(x, axis=-1)
+    if name == "geometric_mean":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.exp(np.mean(np.log(np.where(x > 0, x, np.nan)), axis=-1))
+        return out
+    if name == "olympic_mean":
+        s = np.sort(x, axis=-1)
+        return np.mean(s[..., 1:-1], axis=-1) if x.shape[-1] >= 3 else np.mean(s, axis=-1)
+    raise ValueError(f"unknown statistic {name!r}")

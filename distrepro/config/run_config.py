@@ -1,0 +1,284 @@
+"""Run configuration: one validated YAML file per experiment, plus command-line overrides.
+
+Every field has a sensible default except the method, so a config can be four lines. Errors name
+the file and the dotted field (``budget.steps``), never a pydantic traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from distrepro.errors import ConfigError, PluginError, format_pydantic_error, read_text_file, yaml_error
+from distrepro.training.lr_schedule import ScheduleConfig
+from distrepro.training.optimizer_config import OptimizerConfig
+
+if TYPE_CHECKING:
+    from distrepro.api.method import MethodParams
+    from distrepro.plugins.registry import MethodPlugin
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    name: str = "synthetic"
+    root: Path | None = None  # for real datasets; relative paths are taken from the config's folder
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelConfig(_Strict):
+    name: str = "small_cnn"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Budget(_Strict):
+    """How long to train: exactly one of the four units.
+
+    ``steps`` are iterations of a lockstep method, or for asynchronous methods the total number
+    of gradient computations divided by the world size. ``epochs`` and ``samples`` count samples
+    processed by all workers together. ``emulated_seconds`` is virtual time.
+    """
+
+    steps: int | None = Field(default=None, gt=0)
+    epochs: float | None = Field(default=None, gt=0)
+    samples: int | None = Field(default=None, gt=0)
+    emulated_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Budget:
+        set_ = [k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None]
+        if len(set_) != 1:
+            raise ValueError(f"set exactly one of steps, epochs, samples, emulated_seconds (got {set_ or 'none'})")
+        return self
+
+    @property
+    def unit(self) -> str:
+        return next(k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None)
+
+    @property
+    def amount(self) -> float:
+        return float(getattr(self, self.unit))
+
+
+class EvalSchedule(_Strict):
+    """When and how to evaluate (untimed). At most one period; default: ``times`` evenly.
+
+    The model scored is the average of the replicas (a method's ``eval_on``). ``replicas`` also scores
+    every replica and logs the mean, std, min and max of their metrics; ``bn_recalibration_batches``
+    re-estimates an averaged model's BatchNorm statistics on that many training batches first
+    (:mod:`distrepro.engine.eval_modes` says why and how).
+    """
+
+    every_steps: int | None = Field(default=None, gt=0)
+    every_epochs: float | None = Field(default=None, gt=0)
+    every_emulated_seconds: float | None = Field(default=None, gt=0)
+    times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
+    batch_size: int = Field(default=512, gt=0)
+    replicas: bool = False
+    bn_recalibration_batches: int = Field(default=0, ge=0)
+    #: samples per recalibration batch; None: the largest per-worker batch of the run's allocation
+    bn_recalibration_batch_size: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> EvalSchedule:
+        set_ = [k for k in ("every_steps", "every_epochs", "every_emulated_seconds") if getattr(self, k)]
+        if len(set_) > 1:
+            raise ValueError(f"set at most one evaluation period (got {set_})")
+        if self.bn_recalibration_batch_size is not None and self.bn_recalibration_batches == 0:
+            raise ValueError("bn_recalibration_batch_size needs bn_recalibration_batches > 0")
+        return self
+
+
+class LossConfig(_Strict):
+    """The training loss the harness computes in ``forward_backward`` (evaluation stays plain cross-entropy)."""
+
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1)
+
+
+class Target(_Strict):
+    """Quality target for time-to-target: the first evaluation where ``metric`` reaches ``value``."""
+
+    metric: Literal["val_accuracy", "val_loss"] = "val_accuracy"
+    value: float
+    direction: Literal["max", "min"] | None = None  # default: max for accuracy, min for loss
+
+    @model_validator(mode="after")
+    def _direction(self) -> Target:
+        natural: Literal["max", "min"] = "min" if self.metric == "val_loss" else "max"
+        if self.direction is None:
+            self.direction = natural
+        elif self.direction != natural:
+            raise ValueError(f"{self.metric} improves towards {natural}, not {self.direction}")
+        return self
+
+
+class DistConfig(_Strict):
+    """Settings of the torch.distributed engine (ignored by the in-process engine)."""
+
+    launcher: Literal["local", "torchrun"] = "local"  # local: one subprocess per rank, file rendezvous
+    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl when every rank has its own GPU
+    timeout_s: float = Field(default=120.0, gt=0)  # every training collective and store wait: a hung rank fails the run
+    startup_timeout_s: float = Field(default=600.0, gt=0)  # rendezvous: ranks start at different times on busy hosts
+    pin: bool = True  # pin CPU workers to core sets and GPU workers to GPUs where the host has them
+    threads_per_rank: int | None = Field(default=None, gt=0)  # default: cores / world size (at least 1)
+
+
+class ThrottleConfig(_Strict):
+    """Time dilation: make wall-clock time follow the virtual clock (distributed engine only)."""
+
+    enabled: bool = False
+    dilation: float | None = Field(default=None, gt=0)  # None: calibrate (slowest real/virtual ratio × margin)
+    margin: float = Field(default=1.5, ge=1.0)
+    calibration_steps: int = Field(default=3, ge=1)
+
+
+class CheckpointConfig(_Strict):
+    """Checkpoints of every rank at step boundaries, for ``distrepro run --resume`` (lockstep methods)."""
+
+    every_steps: int | None = Field(default=None, gt=0)  # None: no checkpoints
+    dir: Path = Path("checkpoints")  # one folder per MLflow run id below this
+    keep: int = Field(default=2, ge=1)  # complete checkpoints kept per run
+
+
+class RunConfig(_Strict):
+    name: str = "run"
+    paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
+    scale: Literal["proxy", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
+    method: str
+    method_params: dict[str, Any] = Field(default_factory=dict)
+    profile: str = "homogeneous-4"
+    profile_variant: str | None = None
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    #: per-worker batch size: one int for all, a list per rank, or "profile" (the device groups')
+    batch_size: int | list[int] | Literal["profile"] = 32
+    budget: Budget = Field(default_factory=lambda: Budget(steps=100))
+    eval: EvalSchedule = Field(default_factory=EvalSchedule)
+    #: the learning-rate schedule the harness applies (distrepro.training.lr_schedule); None: the method's LR, constant
+    schedule: ScheduleConfig | None = None
+    #: the optimizer of a method that builds its own through ``ctx.build_optimizer`` (distrepro.training.optimizers);
+    #: the fields given here replace the method's own choice, the others stay the method's
+    optimizer: OptimizerConfig | None = None
+    loss: LossConfig = Field(default_factory=LossConfig)
+    target: Target | None = None
+    #: charge time and bytes as this named workload (hardware_profiles/workloads.yaml) while the
+    #: math trains ``model``; None charges the trained model's own FLOPs and bytes
+    emulated_workload: str | None = None
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    engine: Literal["inprocess", "dist"] = "inprocess"
+    dist: DistConfig = Field(default_factory=DistConfig)
+    throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    torch_threads: int | None = Field(default=None, gt=0)
+    timeline_spans_per_worker: int = Field(default=400, ge=0)
+
+    @field_validator("batch_size")
+    @classmethod
+    def _positive_batches(cls, v: int | list[int] | str) -> int | list[int] | str:
+        values = [v] if isinstance(v, int) else (v if isinstance(v, list) else [])
+        if any(b <= 0 for b in values):
+            raise ValueError("batch sizes must be positive")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
+            raise ValueError("seeds must be a non-empty list of distinct non-negative integers")
+        return v
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse ``a.b.c=value`` (value read as YAML: ``0.1``, ``[1,2]``, ``true``, ``null``)."""
+    if "=" not in text:
+        raise ConfigError("--set", text, "overrides look like key.path=value")
+    key, raw = text.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ConfigError("--set", text, "empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)  # one line, as read_yaml reports it
+        raise ConfigError("--set", key, f"cannot parse value {raw!r}: {problem}") from exc
+    return parts, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``key.path=value`` applied (creating dicts as needed)."""
+    out = yaml.safe_load(yaml.safe_dump(data)) or {}
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = out
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError("--set", ".".join(parts), f"'{p}' is not a mapping")
+            node = nxt
+        node[parts[-1]] = value
+        if parts[0] == "budget" and len(parts) == 2:  # a new budget unit replaces the old one
+            for k in ("steps", "epochs", "samples", "emulated_seconds"):
+                if k != parts[1]:
+                    out["budget"].pop(k, None)
+    return out
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a YAML mapping with errors that name the file (and line, for syntax errors; offset, for binary files)."""
+    if not path.is_file():
+        raise ConfigError(path, None, "file not found")
+    try:
+        data = yaml.safe_load(read_text_file(path))
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Load and validate a run config; relative dataset roots resolve against the config's folder."""
+    path = Path(path)
+    data = apply_overrides(read_yaml(path), overrides or [])
+    cfg = validate_config(data, source=path)
+    if cfg.dataset.root is not None and not cfg.dataset.root.is_absolute():
+        cfg.dataset.root = (path.parent / cfg.dataset.root).resolve()
+    resolve_method(cfg, path)  # a bad method param fails here, before a dataset is built or a run created
+    return cfg
+
+
+def resolve_method(cfg: RunConfig, source: str | Path | None = None) -> tuple[MethodPlugin, MethodParams]:
+    """The method plugin of ``cfg`` and its validated ``method_params``; errors name ``source`` and the field.
+
+    Called when a config is loaded and again when a job is built (configs built in code skip the loader).
+    """
+    from distrepro.plugins.registry import (
+        get_method,  # imports torch and the plugins: only once a config names a method
+    )
+
+    try:
+        method = get_method(cfg.method)
+    except PluginError as exc:  # name the config file and field, as every other input error does
+        raise ConfigError(source, "method", str(exc)) from None
+    try:
+        return method, method.cls.Params.model_validate(cfg.method_params)
+    except ValidationError as exc:
+        inner = format_pydantic_error(source, exc)
+        field = f"method_params.{inner.field}" if inner.field else "method_params"
+        raise ConfigError(source, field, inner.message) from None
+
+
+def validate_config(data: dict[str, Any], source: str | Path | None = None) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise format_pydantic_error(source, exc) from None

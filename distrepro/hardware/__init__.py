@@ -1,0 +1,1 @@
+"""Hardware profiles (devices, nodes, links, with cited figures and plausible ranges) and the workload table."""

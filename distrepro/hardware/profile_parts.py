@@ -1,0 +1,219 @@
+"""The parts of a hardware profile: device groups, nodes, links, noise, efficiencies, backward timing.
+
+Each is a strict pydantic model whose errors name the field; :class:`distrepro.hardware.profiles.HardwareProfile`
+assembles them into a cluster and :func:`distrepro.hardware.profiles.load_profile` reads one from YAML. Every
+figure carries a ``source`` with a provenance tag (``[M]``, ``[D]``, ``[E]``, ``[S]``, ``[L]``;
+``hardware_profiles/README.md``), which :data:`Source` enforces.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from distrepro.hardware.profile_ranges import FigureRange, check_device_ranges, check_link_ranges
+
+_TAG = re.compile(r"\[[MDESL](?:/[MDESL])*\]")
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _check_source(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty: say where the figures come from")
+    if not _TAG.search(value):
+        raise ValueError("must carry a provenance tag [M], [D], [E], [S] or [L] (see hardware_profiles/README.md)")
+    return value
+
+
+Source = Annotated[str, AfterValidator(_check_source)]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Link(Strict):
+    """A link class: per-message latency and effective bandwidth (GB/s = 1e9 bytes/s)."""
+
+    latency_us: NonNegative
+    bandwidth_gbytes_per_s: Positive
+    source: Source
+    #: plausible ranges of estimated figures (``latency_us``, ``bandwidth_gbytes_per_s``), see profile_ranges
+    ranges: dict[str, FigureRange] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ranges_contain_values(self) -> Link:
+        check_link_ranges(
+            {"latency_us": self.latency_us, "bandwidth_gbytes_per_s": self.bandwidth_gbytes_per_s}, self.ranges
+        )
+        return self
+
+
+class Jitter(Strict):
+    """Per-step multiplicative noise on compute time; ``lognormal`` has mean 1 (see timemodel)."""
+
+    kind: Literal["none", "lognormal"] = "none"
+    sigma: NonNegative = 0.0
+
+
+class Straggler(Strict):
+    """With ``probability`` per step, the step takes ``slowdown`` times as long."""
+
+    probability: Annotated[float, Field(ge=0, le=1)] = 0.0
+    slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+
+
+class Noise(Strict):
+    """Clock noise of the whole cluster, as coefficients of variation of mean-1 lognormal factors.
+
+    ``compute_cv``: per step and rank, on every device whose own ``jitter`` is ``none``;
+    ``link_cv``: per collective or message, on its whole cost. Without noise every seed charges
+    identical times and a timing CI has zero width, which says nothing about a real cluster.
+    """
+
+    compute_cv: NonNegative = 0.0
+    link_cv: NonNegative = 0.0
+    source: Source
+
+
+class SpeedChange(Strict):
+    """From virtual time ``at_s`` on, the device runs at ``factor`` × its declared speed."""
+
+    at_s: NonNegative
+    factor: Positive
+
+
+class DeviceGroup(Strict):
+    """``count`` identical devices; each one is a rank."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["gpu", "cpu"]
+    count: int = Field(ge=1)
+    memory_gib: Positive
+    cores: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)
+    throughput_samples_per_s: dict[str, Positive] = Field(default_factory=dict)
+    effective_flops_per_s: Positive | None = None
+    source: Source
+    jitter: Jitter = Field(default_factory=Jitter)
+    straggler: Straggler = Field(default_factory=Straggler)
+    speed_changes: list[SpeedChange] = Field(default_factory=list)
+    nic: Link | None = None
+    #: ``speed``: plausible range of a factor on every declared speed of the group (see profile_ranges)
+    ranges: dict[str, FigureRange] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _speed_range(self) -> DeviceGroup:
+        check_device_ranges(self.ranges)
+        return self
+
+    @field_validator("speed_changes")
+    @classmethod
+    def _sorted(cls, changes: list[SpeedChange]) -> list[SpeedChange]:
+        times = [c.at_s for c in changes]
+        if any(b <= a for a, b in itertools.pairwise(times)):
+            raise ValueError(f"at_s must be strictly increasing, got {times}")
+        return changes
+
+    def speed_factor(self, at_s: float) -> float:
+        """The speed multiplier in force at virtual time ``at_s`` (1.0 before the first change)."""
+        factor = 1.0
+        for change in self.speed_changes:
+            if change.at_s <= at_s:
+                factor = change.factor
+            else:
+                break
+        return factor
+
+
+class Node(Strict):
+    """One machine; ranks on the same node talk over ``network.intra_node``.
+
+    ``nic``: the node's one network interface, shared by all its devices (schema 2). Its bandwidth caps
+    every inter-node path of the node *and* is the capacity that concurrent flows through the node share
+    (:mod:`distrepro.timing.network`); without it the node's uplink is ``network.inter_node``. Before schema 2 a NIC
+    could only be declared per device, which gave each GPU of a node a NIC of its own.
+    """
+
+    name: str = Field(min_length=1)
+    devices: list[DeviceGroup] = Field(min_length=1)
+    nic: Link | None = None
+
+
+class Efficiency(Strict):
+    """Per-pattern bandwidth efficiency (schema 2): achieved bus bandwidth / link bandwidth for that pattern,
+    e.g. NCCL all-reduce reaching ~80 % of the link on TCP. Applied to the bandwidth term only."""
+
+    all_reduce: Annotated[float, Field(gt=0, le=1)] = 1.0
+    reduce_scatter: Annotated[float, Field(gt=0, le=1)] = 1.0
+    all_gather: Annotated[float, Field(gt=0, le=1)] = 1.0
+    broadcast: Annotated[float, Field(gt=0, le=1)] = 1.0
+    exchange: Annotated[float, Field(gt=0, le=1)] = 1.0
+    source: Source
+
+
+class NetworkBase(Strict):
+    """The link classes; ``server`` is the worker↔parameter-server path (default: inter_node).
+
+    Schema 2 adds ``message_overhead_us`` (a software cost per message on top of every link's latency,
+    e.g. a framework's launch overhead, with its ``overhead_source``) and ``efficiency`` per pattern.
+    """
+
+    intra_node: Link
+    inter_node: Link
+    server: Link | None = None
+    message_overhead_us: NonNegative = 0.0
+    overhead_source: Source | None = None
+    efficiency: Efficiency | None = None
+
+
+class Network(NetworkBase):
+    """The default network plus named alternatives selected at load time (``variant=``)."""
+
+    variants: dict[str, NetworkBase] | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedLink:
+    """A link between two endpoints in SI units, converted once so cost formulas stay unit-free."""
+
+    latency_s: float
+    bandwidth_bytes_per_s: float
+
+    def transfer_s(self, nbytes: float) -> float:
+        """α + S/B: one message of ``nbytes`` over this link."""
+        return self.latency_s + nbytes / self.bandwidth_bytes_per_s
+
+
+def resolve_link(link: Link, *caps: Link | None, overhead_us: float = 0.0) -> ResolvedLink:
+    """``link`` limited by each endpoint's NIC: the slowest bandwidth and the largest latency win, plus
+    the per-message software overhead."""
+    latency_us = link.latency_us
+    bandwidth = link.bandwidth_gbytes_per_s
+    for cap in caps:
+        if cap is not None:
+            latency_us = max(latency_us, cap.latency_us)
+            bandwidth = min(bandwidth, cap.bandwidth_gbytes_per_s)
+    return ResolvedLink(latency_s=(latency_us + overhead_us) / 1e6, bandwidth_bytes_per_s=bandwidth * 1e9)
+
+
+#: share of a training step's compute spent in backward when a profile states none: the backward pass costs
+#: about twice the forward's FLOPs (the usual 1:2 ratio, Kaplan et al., "Scaling Laws for Neural Language
+#: Models", arXiv 2001.08361, §2.1: C ≈ 6N per token of which 2N forward) [D]
+DEFAULT_BACKWARD_FRACTION = 2.0 / 3.0
+
+
+class Backward(Strict):
+    """When gradients become ready (schema 2): ``fraction`` of a step's compute is backward, and buckets
+    become ready evenly over it, last layer first (what overlap of communication with backward needs)."""
+
+    fraction: Annotated[float, Field(gt=0, lt=1)]
+    source: Source

@@ -1,0 +1,341 @@
+"""Hardware profiles: the emulated cluster a run is charged against (``hardware_profiles/*.yaml``).
+
+A profile declares devices (what each rank is, how fast it trains each workload, how its speed
+varies) and links (latency and bandwidth between ranks). The training math always runs on the
+real machine; only *time* comes from here, so every figure carries a provenance tag
+(``[M]`` measured, ``[D]`` derived, ``[E]`` estimated, ``[S]`` spec, ``[L]`` local measurement, see
+``hardware_profiles/README.md``) and the schema refuses a source without one: a reader of a result must
+be able to tell a measured number from a guess.
+
+Ranks are numbered 0..world_size-1 in file order, node by node and group by group, so the same
+file always gives the same rank layout. Every loading problem is a :class:`ConfigError` naming the
+file and the field, because a profile is user input. The parts (devices, nodes, links, noise) are in
+:mod:`distrepro.hardware.profile_parts`; this module assembles and loads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from distrepro.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
+from distrepro.hardware.profile_parts import (
+    DEFAULT_BACKWARD_FRACTION,
+    Backward,
+    DeviceGroup,
+    Link,
+    Network,
+    Node,
+    Noise,
+    ResolvedLink,
+    Strict,
+    resolve_link,
+)
+from distrepro.hardware.profile_ranges import unranged_estimates
+from distrepro.plugins.roots import RESERVED_PROFILE_NAMES
+
+#: file stems in the profiles folder that are not profiles
+
+
+class HardwareProfile(Strict):
+    """A validated profile. Build it with :func:`load_profile` so errors name the file."""
+
+    #: 1: devices, links and per-device NICs; 2 adds per-node NICs, message overhead, pattern efficiency and
+    #: the backward share of a step. Version-1 files load unchanged; a version-2 key in a version-1 file is an
+    #: error (a reader of a v1 file must not meet semantics it does not declare).
+    schema_version: Literal[1, 2]
+    name: str = Field(min_length=1)
+    description: str
+    sources: list[str] = Field(default_factory=list)
+    nodes: list[Node] = Field(min_length=1)
+    network: Network
+    noise: Noise | None = None
+    backward: Backward | None = None
+
+    _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+    _source_path: str | None = PrivateAttr(default=None)
+    _variant: str | None = PrivateAttr(default=None)
+    _links: dict[tuple[int, int], ResolvedLink] = PrivateAttr(default_factory=dict)
+
+    @field_validator("nodes")
+    @classmethod
+    def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:
+        names = [n.name for n in nodes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
+        return nodes
+
+    @model_validator(mode="after")
+    def _version_keys(self) -> HardwareProfile:
+        if self.schema_version < 2:
+            v2 = [f"nodes[{i}].nic" for i, n in enumerate(self.nodes) if n.nic is not None]
+            nets = [self.network, *(self.network.variants or {}).values()]
+            if any(n.message_overhead_us or n.overhead_source or n.efficiency for n in nets):
+                v2.append("network.message_overhead_us/efficiency")
+            if self.backward is not None:
+                v2.append("backward")
+            if v2:
+                raise ValueError(f"{', '.join(v2)} need schema_version: 2")
+        return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        ranks: list[tuple[int, int]] = []
+        for i, node in enumerate(self.nodes):
+            for j, group in enumerate(node.devices):
+                ranks.extend([(i, j)] * group.count)
+        self._ranks = ranks
+
+    # ------------------------------------------------------------------ identity
+    def __eq__(self, other: object) -> bool:
+        """Equal when the declared hardware is equal; where it was loaded from and the link cache
+        (pydantic would compare private attributes too) do not matter."""
+        if not isinstance(other, HardwareProfile):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # lists inside; use digest() as a key
+
+    @property
+    def source_path(self) -> str | None:
+        """The file this profile was loaded from (``None`` if built in memory)."""
+        return self._source_path
+
+    @property
+    def variant(self) -> str | None:
+        """The network variant selected at load time (``None`` = the default network)."""
+        return self._variant
+
+    @property
+    def origin(self) -> str:
+        """What an error message should name: the file, else the profile name."""
+        return self._source_path or f"<profile {self.name}>"
+
+    def unranged_estimates(self) -> list[str]:
+        """Fields graded ``[E]`` without a plausible range (held fixed by a sensitivity sweep)."""
+        return unranged_estimates(self)
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSON of the validated model (MLflow tag: which hardware exactly)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """Plain data that loads back into an equal profile (for run artifacts)."""
+        return self.model_dump(mode="json")
+
+    # ------------------------------------------------------------------ ranks
+    @property
+    def world_size(self) -> int:
+        return len(self._ranks)
+
+    def _locate(self, rank: int) -> tuple[int, int]:
+        if not 0 <= rank < len(self._ranks):
+            raise ConfigError(
+                self.origin,
+                "nodes",
+                f"rank {rank} is out of range: this profile has world_size {self.world_size}",
+            )
+        return self._ranks[rank]
+
+    def device(self, rank: int) -> DeviceGroup:
+        i, j = self._locate(rank)
+        return self.nodes[i].devices[j]
+
+    def device_path(self, rank: int) -> str:
+        """Dotted path of the rank's device group, as error messages name fields."""
+        i, j = self._locate(rank)
+        return f"nodes[{i}].devices[{j}]"
+
+    def node_of(self, rank: int) -> str:
+        return self.nodes[self._locate(rank)[0]].name
+
+    def node_index(self, rank: int) -> int:
+        return self._locate(rank)[0]
+
+    def node_nic(self, index: int) -> Link | None:
+        """The NIC the node's devices share: ``nic`` of the node, else the device-level ``nic`` of a
+        one-device node (schema 1 declared it there), else None (the uplink is ``network.inter_node``)."""
+        node = self.nodes[index]
+        if node.nic is not None:
+            return node.nic
+        if len(node.devices) == 1 and node.devices[0].count == 1:
+            return node.devices[0].nic
+        return None
+
+    def backward_fraction(self) -> float:
+        return self.backward.fraction if self.backward is not None else DEFAULT_BACKWARD_FRACTION
+
+    def efficiency(self, pattern: str) -> float:
+        eff = self.network.efficiency
+        return float(getattr(eff, pattern, 1.0)) if eff is not None else 1.0
+
+    # ------------------------------------------------------------------ links
+    def link(self, a: int, b: int) -> ResolvedLink:
+        """The path between ranks ``a`` and ``b``: intra- or inter-node, capped by either NIC."""
+        if a == b:
+            raise ValueError(f"link({a}, {b}): a rank has no link to itself")
+        key = (a, b) if a < b else (b, a)
+        cached = self._links.get(key)
+        if cached is None:
+            same_node = self._locate(a)[0] == self._locate(b)[0]
+            base = self.network.intra_node if same_node else self.network.inter_node
+            caps = [self.device(a).nic, self.device(b).nic]
+            if not same_node:
+                caps += [self.node_nic(self._locate(a)[0]), self.node_nic(self._locate(b)[0])]
+            cached = resolve_link(base, *caps, overhead_us=self.network.message_overhead_us)
+            self._links[key] = cached
+        return cached
+
+    def server_link(self, rank: int) -> ResolvedLink:
+        """The rank's path to the parameter server (network.server or inter_node), capped by its NIC."""
+        i = self._locate(rank)[0]
+        over = self.network.message_overhead_us
+        return resolve_link(
+            self.network.server or self.network.inter_node, self.device(rank).nic, self.node_nic(i), overhead_us=over
+        )
+
+    def server_uplink(self) -> ResolvedLink:
+        """The server's own link, which serialises all workers' pushes and pulls."""
+        return resolve_link(self.network.server or self.network.inter_node)
+
+    def with_variant(self, variant: str) -> HardwareProfile:
+        """A copy whose network is the named variant (the variants table is kept for the record)."""
+        variants = self.network.variants or {}
+        if variant not in variants:
+            known = ", ".join(sorted(variants)) or "none defined"
+            raise ConfigError(self.origin, "network.variants", f"unknown variant '{variant}'; available: {known}")
+        data = self.model_dump()
+        data["network"] = {**variants[variant].model_dump(), "variants": data["network"]["variants"]}
+        new = HardwareProfile.model_validate(data)
+        new._source_path = self._source_path
+        new._variant = variant
+        return new
+
+
+# ---------------------------------------------------------------------- YAML reading
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys and reads ``1e9`` as a float (YAML 1.2 style).
+
+    PyYAML follows YAML 1.1, where ``10.65e9`` is a *string*; and it silently keeps the last of
+    two equal keys. Both would turn a typo into a wrong number instead of an error.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen and key != "<<":
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml_mapping(path: Path, what: str = "file") -> dict[str, Any]:
+    """Read a YAML file whose top level is a mapping; every failure is a ConfigError with the line."""
+    if not path.is_file():
+        raise ConfigError(path, None, f"{what} not found")
+    text = read_text_file(path, what)
+    try:
+        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def profiles_dir(search_dir: Path | None = None) -> Path:
+    """``search_dir``, else ``$DISTREPRO_PROFILES_DIR``, else the base root's ``hardware_profiles/`` (the shipped
+    profiles and the workload table; a user root's profiles are found by name:
+    :func:`distrepro.plugins.roots.find_profile`)."""
+    if search_dir is not None:
+        return Path(search_dir)
+    env = os.environ.get("DISTREPRO_PROFILES_DIR")
+    if env:
+        return Path(env)
+    from distrepro.plugins.roots import repo_root
+
+    return repo_root() / "hardware_profiles"
+
+
+def _one_folder(search_dir: Path | None) -> bool:  # given, or $DISTREPRO_PROFILES_DIR; else every root
+    return search_dir is not None or bool(os.environ.get("DISTREPRO_PROFILES_DIR"))
+
+
+def list_profiles(search_dir: Path | None = None) -> list[str]:
+    """Names of the profiles in the search directory, else in every plugin root (``workloads.yaml`` is not one)."""
+    if not _one_folder(search_dir):
+        from distrepro.plugins.roots import profile_names
+
+        return profile_names()
+    folder = profiles_dir(search_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem not in RESERVED_PROFILE_NAMES)
+
+
+def _looks_like_path(name_or_path: str | Path) -> bool:
+    text = str(name_or_path)
+    return isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text or os.sep in text
+
+
+def load_profile(
+    name_or_path: str | Path, variant: str | None = None, search_dir: Path | None = None
+) -> HardwareProfile:
+    """Load and validate a profile by name (``<search_dir>/<name>.yaml``) or by path.
+
+    ``variant`` selects one of ``network.variants`` (e.g. ``"geo"``) as the network.
+    """
+    folder = profiles_dir(search_dir)
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path)
+    elif not _one_folder(search_dir):
+        from distrepro.plugins.roots import find_profile
+
+        path = find_profile(str(name_or_path))  # over every root; not found names them all
+    else:
+        path = folder / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(list_profiles(folder)) or "none"
+        raise ConfigError(path, None, f"hardware profile not found; available profiles in {folder}: {known}")
+    if path.stem in RESERVED_PROFILE_NAMES:
+        raise ConfigError(path, None, f"'{path.stem}.yaml' is the workload table, not a hardware profile")
+    data = read_yaml_mapping(path, "hardware profile")
+    try:
+        profile = HardwareProfile.model_validate(data)
+    except ValidationError as exc:
+        raise format_pydantic_error(path, exc) from None
+    profile._source_path = str(path)
+    if variant is not None:
+        profile = profile.with_variant(variant)
+    return profile

@@ -1,0 +1,252 @@
+"""A campaign: one ``distrepro run`` of a config over its seeds, logged to MLflow.
+
+The parent run stands for the campaign; each (method, profile, seed) is a child run with the
+resolved config as params, provenance and time-model tags, metrics written in batches, and the
+timeline, evaluation table, config and profile as artifacts. Every job is built (and so every
+input validated) before the first one trains, so a typo in seed 3's profile cannot waste the
+first two seeds' time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from distrepro import metrics as M
+from distrepro.config.run_config import RunConfig
+from distrepro.engine.results import RunResult
+from distrepro.errors import ConfigError, StoreUnavailable
+from distrepro.orchestration.job import Job, build_job, warn_time_fallbacks
+from distrepro.orchestration.observer import ProgressObserver, eval_metrics, progress_bars, wants_bars
+from distrepro.orchestration.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
+from distrepro.tracking.mlflow_client import Campaign, experiment_name, make_client, resolve_tracking_uri
+from distrepro.tracking.runlog import flatten_params, logged_params
+from distrepro.tracking.storeprobe import check_store
+
+
+@dataclass
+class CellResult:
+    seed: int
+    run_id: str
+    result: RunResult
+
+
+@dataclass
+class CampaignResult:
+    experiment: str
+    parent_run_id: str
+    tracking_uri: str
+    cells: list[CellResult]
+    experiment_id: str = ""
+
+
+def get_engine(name: str) -> Any:
+    if name == "inprocess":
+        from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+        return InProcessEngine()
+    if name == "dist":
+        from distrepro.engine.dist.launch import DistEngine
+
+        return DistEngine()
+    raise ConfigError(None, "engine", f"unknown engine '{name}'; use 'inprocess' or 'dist'")
+
+
+def run_tags(job: Job, engine: str) -> dict[str, str]:
+    cfg = job.config
+    return {
+        "distrepro.paper": cfg.paper or "adhoc",
+        "distrepro.method": cfg.method,
+        "distrepro.method_kind": job.method.paper.get("kind", "unknown"),
+        "distrepro.profile": job.profile.name,
+        "distrepro.profile_variant": cfg.profile_variant or "",
+        "distrepro.profile_sha256": job.profile.digest(),
+        "distrepro.seed": str(job.seed),
+        "distrepro.engine": engine,
+        "distrepro.world_size": str(job.world_size),
+        "distrepro.dataset": cfg.dataset.name,
+        "distrepro.model": cfg.model.name,
+        "distrepro.emulated_workload": cfg.emulated_workload or "",
+        "distrepro.budget": f"{cfg.budget.amount:g} {cfg.budget.unit}",
+        "distrepro.scale": cfg.scale,
+        "distrepro.config_sha256": config_digest(cfg),
+        **job.describe_time_model(),
+    }
+
+
+def config_digest(cfg: RunConfig) -> str:
+    """sha256 of the resolved config without its seeds: the same arm across seeds shares it."""
+    data = cfg.model_dump(mode="json")
+    data.pop("seeds", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
+    final = result.final
+    out = {M.final(k): v for k, v in final.metrics.items()}
+    for r in range(job.world_size):  # the profile's speed for the charged workload: ideal bounds need it
+        out[M.worker(r, M.DECLARED_SPEED)] = job.compute.declared_samples_per_s(r)
+    out.update(
+        {
+            M.FINAL_EMULATED_S: final.emulated_s,
+            M.FINAL_WALL_S: result.wall_s,
+            M.FINAL_SAMPLES: float(final.samples),
+            M.FINAL_EPOCHS: final.epoch,
+            M.FINAL_STEPS: float(final.step),
+            M.FINAL_USEFUL_FLOPS: final.samples * job.compute.flops_per_sample / final.emulated_s
+            if final.emulated_s > 0
+            else float("nan"),
+        }
+    )
+    clock = sum(w.clock_s for w in final.workers)
+    if clock > 0:  # the share of all workers' time spent waiting (A²CiD²'s "reduces idle time")
+        out[M.FINAL_IDLE_FRACTION] = sum(w.idle_s for w in final.workers) / clock
+    if job.config.target is not None:
+        out[M.TARGET_REACHED] = 1.0 if result.time_to_target_s is not None else 0.0
+        if result.time_to_target_s is not None:
+            out[M.TIME_TO_TARGET_S] = result.time_to_target_s
+            out[M.STEP_TO_TARGET] = float(result.step_to_target or 0)
+    return out
+
+
+def evals_table(result: RunResult) -> pd.DataFrame:
+    rows = [{"step": r.step, "final": r.final, **eval_metrics(r)} for r in result.evals]
+    return pd.DataFrame(rows)
+
+
+def timeline_table(result: RunResult) -> pd.DataFrame:
+    return pd.DataFrame([vars(s) for s in result.timeline], columns=["rank", "kind", "start_s", "end_s", "step"])
+
+
+def _csv(df: pd.DataFrame) -> str:
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    return buf.getvalue()
+
+
+def cell_params(config_dict: dict[str, Any], job: Job) -> dict[str, str]:
+    """A cell's params as its child run logs them: the config plus what the code resolved."""
+    return logged_params(
+        {
+            **config_dict,
+            "seed": job.seed,
+            "method_params": job.params.model_dump(mode="json"),
+            "batch_sizes": list(job.batch_sizes),
+        }
+    )
+
+
+def run_campaign(
+    cfg: RunConfig,
+    source: str | Path | None = None,
+    show_progress: bool | None = None,
+    tracking_uri: str | None = None,
+    resume: str | None = None,
+) -> CampaignResult:
+    """Train ``cfg`` once per seed and log everything; returns the results and run ids.
+
+    The tracking store is checked first (:func:`distrepro.tracking.storeprobe.check_store`), so a store that
+    cannot be used is one line before any job is built. ``resume`` is the run id of an unfinished
+    campaign (its parent run), continued only under the same config (:mod:`distrepro.orchestration.resume`): seeds
+    that finished are skipped, the others continue from their latest complete checkpoint
+    (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
+    """
+    uri = tracking_uri or resolve_tracking_uri()
+    check_store(uri)
+    target = check_campaign(cfg, uri, resume) if resume else None
+    engine = get_engine(cfg.engine)
+    jobs: list[Job] = []
+    bundle = None
+    for seed in cfg.seeds:
+        job = build_job(cfg, seed, source, bundle)
+        bundle = job.bundle
+        jobs.append(job)
+    warn_time_fallbacks(jobs)
+    config_dict = cfg.model_dump(mode="json")
+    params = {job.seed: cell_params(config_dict, job) for job in jobs}
+    plan = ResumePlan({seed: SeedPlan(seed) for seed in params})
+    if target is not None:  # every child is checked against its cell before anything is reopened
+        plan = plan_seeds(make_client(uri), target, params, cfg.checkpoint.dir)
+        if target.status == "RUNNING":
+            print(
+                f"campaign run {resume} is still marked RUNNING: resuming it as one whose process died", file=sys.stderr
+            )
+    experiment = experiment_name(cfg.paper)
+    tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
+    campaign_params = None if resume else flatten_params(config_dict)
+    campaign = Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume)
+    cells: list[CellResult] = []
+    try:
+        with campaign, progress_bars(wants_bars(show_progress)) as progress:
+            if not resume:
+                campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
+            assert campaign.client is not None
+            for run_id in plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
+                campaign.client.set_terminated(run_id, "FAILED")
+            for job in jobs:
+                cell = _run_cell(campaign, engine, job, plan.seeds[job.seed], params[job.seed], progress)
+                if cell is not None:
+                    cells.append(cell)
+            finished = {p.seed for p in plan.seeds.values() if p.finished} | {c.seed for c in cells}
+            missing = sorted(set(target.seeds if target else cfg.seeds) - finished)
+            if missing:  # only some of the campaign's seeds were resumed: the campaign is not done
+                print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
+                campaign.parent.finish("FAILED")
+    except StoreUnavailable as exc:
+        if campaign.run_id is None:
+            raise
+        raise StoreUnavailable(
+            f"{exc}; what was logged before it is kept: once the store is back, continue with "
+            f"'distrepro run {source or 'CONFIG'} --resume {campaign.run_id}'"
+        ) from exc
+    assert campaign.run_id is not None
+    return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")
+
+
+def _run_cell(
+    campaign: Campaign, engine: Any, job: Job, plan: SeedPlan, params: dict[str, str], progress: Any
+) -> CellResult | None:
+    """Train one seed as ``plan`` says: skip it, continue its checkpointed run, or start a new run."""
+    cfg = job.config
+    if plan.finished:
+        print(f"seed {job.seed}: finished in run {plan.finished}, skipped", file=sys.stderr)
+        return None
+    label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
+    task = progress.add_task(label, total=1000) if progress is not None else None
+    if plan.reopen:
+        logger = campaign.reopen_child(plan.reopen)
+        print(f"seed {job.seed}: resuming run {plan.reopen} from checkpoint {plan.checkpoint}", file=sys.stderr)
+    else:
+        tags = run_tags(job, engine.name)
+        if plan.replaces:
+            tags["distrepro.resumes"] = plan.replaces
+        logger = campaign.child(f"{cfg.method}-{job.profile.name}-s{job.seed}", params, tags)
+        if plan.replaces:
+            print(
+                f"seed {job.seed}: run {plan.replaces} has no checkpoint; starting over in run {logger.run_id}",
+                file=sys.stderr,
+            )
+    with logger:
+        if not plan.reopen:
+            resolved = {**cfg.model_dump(mode="json"), "seed": job.seed}
+            logger.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.resolved.yaml")
+            logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
+            if job.method.readme is not None:
+                logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
+        observer = ProgressObserver(label, progress, task)
+        if plan.reopen:
+            result = engine.run_cell(job, logger, observer, resume_from=plan.checkpoint)
+        else:
+            result = engine.run_cell(job, logger, observer)
+        logger.log_summary(summary_metrics(job, result))
+        logger.log_text(_csv(evals_table(result)), "evals.csv")
+        logger.log_text(_csv(timeline_table(result)), "timeline.csv")
+    return CellResult(job.seed, logger.run_id, result)

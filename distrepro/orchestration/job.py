@@ -1,0 +1,245 @@
+"""A job: one (method, profile, seed) run with every piece resolved and validated.
+
+Building a job touches every user input (config, method params, profile, dataset, model,
+workload), so all their errors surface here, before any training starts, each naming its file
+and field. Engines receive a finished :class:`Job` and never parse user input themselves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import torch
+
+from distrepro.api.method import Allocation, Batch, ClusterView, DeviceView, MethodParams
+from distrepro.config.run_config import RunConfig, resolve_method
+from distrepro.data.loading import DatasetBundle, build_dataset
+from distrepro.errors import ConfigError, PluginError
+from distrepro.hardware.flops import param_bytes, train_flops_per_sample
+from distrepro.hardware.profiles import HardwareProfile, load_profile
+from distrepro.hardware.workloads import Workload, get_workload
+from distrepro.plugins.registry import MethodPlugin, get_dataset
+from distrepro.seeding import derive_seed
+from distrepro.timing.timemodel import CommCostModel, ComputeModel
+from distrepro.training.ingredients import check_optimizer, lr_plan
+from distrepro.training.models import build_model
+
+
+@dataclass
+class Job:
+    config: RunConfig
+    seed: int
+    method: MethodPlugin
+    params: MethodParams
+    profile: HardwareProfile
+    bundle: DatasetBundle
+    batch_sizes: tuple[int, ...]
+    workload: Workload | None
+    proxy_flops_per_sample: float
+    proxy_param_bytes: int
+    compute: ComputeModel
+    cost: CommCostModel
+    bytes_scale: float
+    #: (paper, profile, seed index): the initial model, partition and data order, shared by every arm
+    seed_parts: tuple[object, ...]
+    #: (paper, method, profile, seed index): the method's own randomness and the clock's noise
+    method_seed_parts: tuple[object, ...] = ()
+
+    @property
+    def world_size(self) -> int:
+        return self.profile.world_size
+
+    @property
+    def experiment(self) -> str:
+        return f"distrepro/{self.config.paper or 'adhoc'}"
+
+    def make_model(self) -> torch.nn.Module:
+        """The initial model, identical on every worker (seeded by the run, not the rank)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(*self.seed_parts, "model-init"))
+            return build_model(
+                self.config.model.name,
+                self.bundle.num_classes,
+                self.bundle.input_shape,
+                **self.config.model.params,
+            )
+
+    def compute_seconds(self, rank: int, n: int, step_index: int, at_s: float) -> float:
+        return self.compute.step_seconds(rank, n, step_index, at_s)
+
+    def cluster_view(
+        self,
+        epoch: int,
+        measured: tuple[float, ...] | None,
+        current: Allocation | None = None,
+        profiled: tuple[float, ...] | None = None,
+    ) -> ClusterView:
+        devices = tuple(
+            DeviceView(
+                rank=r,
+                name=self.profile.device(r).name,
+                kind=self.profile.device(r).kind,
+                declared_samples_per_s=self.compute.declared_samples_per_s(r),
+                memory_gib=self.profile.device(r).memory_gib,
+            )
+            for r in range(self.world_size)
+        )
+        return ClusterView(
+            self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current, profiled
+        )
+
+    def allocate(
+        self,
+        epoch: int,
+        measured: tuple[float, ...] | None = None,
+        current: Allocation | None = None,
+        profiled: tuple[float, ...] | None = None,
+    ) -> Allocation:
+        """The method's allocation for what the cluster looks like at ``epoch`` (both engines)."""
+        return self.method.cls.allocate(self.params, self.cluster_view(epoch, measured, current, profiled))
+
+    @cached_property
+    def example_batch(self) -> Batch:
+        x, y = self.bundle.train[0]
+        return Batch(torch.as_tensor(x).unsqueeze(0), torch.as_tensor(y).reshape(1))
+
+    def describe_time_model(self) -> dict[str, str]:
+        """What was measured and what was emulated, for tags and reports."""
+        charged = self.workload.name if self.workload else f"proxy:{self.config.model.name}"
+        tags = {
+            "time.model": "virtual (alpha-beta network, profile throughput or FLOP/s compute)",
+            "time.charged_workload": charged,
+            "time.trained_proxy": f"{self.config.model.name} on {self.config.dataset.name}",
+            "time.flops_per_sample": f"{self.compute.flops_per_sample:.4g}",
+            "time.proxy_flops_per_sample": f"{self.proxy_flops_per_sample:.4g}",
+            "time.bytes_scale": f"{self.bytes_scale:.6g}",
+        }
+        note = self.compute.fallback_note()
+        if note is not None:  # a named workload charged from FLOP/s on some device: the run must say so
+            tags["time.fallback"] = note
+        return tags
+
+
+def warn_time_fallbacks(jobs: Sequence[Job]) -> None:
+    """Print each distinct FLOP/s fallback of ``jobs`` once (seeds share a profile and workload).
+
+    Only devices with measured throughputs for other workloads are warned about
+    (:meth:`~distrepro.timing.timemodel.ComputeModel.fallback_note`); every fallback is in the ``time.fallback``
+    tag. Called by the parent process only, not by the distributed engine's ranks (which build their
+    own jobs), so a campaign says it once however many seeds and ranks it has.
+    """
+    notes = (job.compute.fallback_note(measured_only=True) for job in jobs)
+    for note in dict.fromkeys(n for n in notes if n is not None):
+        print(f"distrepro: warning: {note}", file=sys.stderr, flush=True)
+
+
+def _batch_sizes(cfg: RunConfig, profile: HardwareProfile, source: str | Path | None) -> tuple[int, ...]:
+    k = profile.world_size
+    if cfg.batch_size == "profile":
+        sizes = []
+        for r in range(k):
+            b = profile.device(r).batch_size
+            if b is None:
+                raise ConfigError(
+                    profile.origin,
+                    f"{profile.device_path(r)}.batch_size",
+                    "batch_size: profile needs a batch_size on every device group",
+                )
+            sizes.append(b)
+        return tuple(sizes)
+    if isinstance(cfg.batch_size, list):
+        if len(cfg.batch_size) != k:
+            raise ConfigError(source, "batch_size", f"{len(cfg.batch_size)} batch sizes for {k} workers")
+        return tuple(cfg.batch_size)
+    return (int(cfg.batch_size),) * k
+
+
+def _dataset_seed(cfg: RunConfig) -> int:
+    """The data is the problem, not a random draw of the run: fixed across seeds and methods."""
+    return derive_seed("dataset", cfg.dataset.name, json.dumps(cfg.dataset.params, sort_keys=True, default=str))
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
+
+
+def missing_requirements(method: MethodPlugin) -> list[str]:
+    """The modules ``method.cls.requires`` names that are not installed, each with how to get it."""
+    return [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
+
+
+def _probe(cfg: RunConfig, bundle: DatasetBundle) -> tuple[float, int]:
+    """Training FLOPs per sample and parameter bytes of the configured model, counted on the meta device
+    (shapes only: no memory, no initialisation, no arithmetic, so a ViT-B/16 plan costs milliseconds, not a
+    real forward and backward); a model that cannot be built or run there is counted on the CPU."""
+    for device in ("meta", "cpu"):
+        try:
+            with torch.random.fork_rng(devices=[]), torch.device(device):
+                probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
+                return train_flops_per_sample(probe, bundle.input_shape), param_bytes(probe)
+        except ConfigError:
+            raise
+        except Exception:
+            if device == "cpu":
+                raise
+    raise AssertionError("unreachable")
+
+
+def build_job(
+    cfg: RunConfig,
+    seed: int,
+    source: str | Path | None = None,
+    bundle: DatasetBundle | None = None,
+    check_requires: bool = True,
+) -> Job:
+    """Resolve ``cfg`` for one seed index. ``bundle`` may be passed to share one dataset across jobs;
+    ``check_requires=False`` resolves a method whose optional extra is absent (a plan, which runs nothing)."""
+    method, params = resolve_method(cfg, source)
+    missing = missing_requirements(method) if check_requires else []
+    if missing:
+        raise ConfigError(source, "method", f"{cfg.method} needs {', '.join(missing)}")
+    profile = load_profile(cfg.profile, cfg.profile_variant)
+    if bundle is None:
+        try:
+            dataset_plugin = get_dataset(cfg.dataset.name)
+        except PluginError as exc:
+            raise ConfigError(source, "dataset.name", str(exc)) from None
+        bundle = build_dataset(dataset_plugin, cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source)
+    batch_sizes = _batch_sizes(cfg, profile, source)
+    check_optimizer(cfg, method.cls.accepts_optimizer, source)
+    lr_plan(cfg, params, len(bundle.train), batch_sizes, source)  # a schedule the run cannot follow fails here
+    # Common random numbers: no method in the data/model seeds, so arms with the same seed index start from the same
+    # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.
+    seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", profile.name, seed)
+    method_seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
+    proxy_flops, proxy_bytes = _probe(cfg, bundle)
+    workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
+    flops = workload.train_flops_per_sample if workload else proxy_flops
+    scale = workload.param_bytes / proxy_bytes if workload else 1.0
+    compute = ComputeModel(profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"))
+    return Job(
+        config=cfg,
+        seed=seed,
+        method=method,
+        params=params,
+        profile=profile,
+        bundle=bundle,
+        batch_sizes=batch_sizes,
+        workload=workload,
+        proxy_flops_per_sample=proxy_flops,
+        proxy_param_bytes=proxy_bytes,
+        compute=compute,
+        cost=CommCostModel(profile, seed_parts=(*method_seed_parts, "link")),
+        bytes_scale=scale,
+        seed_parts=seed_parts,
+        method_seed_parts=method_seed_parts,
+    )

@@ -1,0 +1,226 @@
+"""Observers of a training run (the MLflow logger and the progress display), and the same display for
+long work that trains nothing (:class:`PhaseProgress`, the sensitivity sweep).
+
+Progress goes to stderr: a live bar (:func:`progress_bars`) when stderr is a terminal and the user did not
+pass ``--no-progress`` (:func:`wants_bars`), otherwise a few plain lines that a CI log keeps.
+
+Metric names are the contract with the claims/report engine (``distrepro/claims``), which reads runs
+back from MLflow only; they are defined in :mod:`distrepro.metrics`:
+
+* per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
+  ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
+  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
+  ``method/<name>/rank<r>`` (see :meth:`distrepro.api.method.WorkerContext.record`);
+* the same quality metrics against emulated time: ``emu/<name>`` at ``step`` = emulated ms;
+* the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
+  ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
+* summaries (``final/*``, ``time_to_target_s``, ``target_reached``) at step 0, written by
+  :mod:`distrepro.orchestration.campaign`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from distrepro import metrics as M
+from distrepro.api.method import Allocation
+from distrepro.engine.results import EvalRecord
+
+
+def eval_metrics(rec: EvalRecord) -> dict[str, float]:
+    """The flat metric dict of one evaluation (names as in the module docstring)."""
+    out: dict[str, float] = dict(rec.metrics)
+    out.update(
+        {
+            M.EPOCH: rec.epoch,
+            M.SAMPLES: float(rec.samples),
+            M.EMULATED_S: rec.emulated_s,
+            M.WALL_S: rec.wall_s,
+            M.BYTES_TOTAL: sum(w.bytes_sent for w in rec.workers),
+        }
+    )
+    if rec.throttled_s is not None:
+        out[M.THROTTLED_S] = rec.throttled_s
+    for w in rec.workers:
+        for key in M.WORKER_FIELDS:
+            out[M.worker(w.rank, key)] = float(getattr(w, key))
+    for key, v in rec.method_records.items():
+        out[M.method(key)] = v
+    return out
+
+
+class MlflowObserver:
+    """Writes one run's progress through a buffered :class:`distrepro.tracking.runlog.RunLogger`."""
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
+        metrics: dict[str, float] = {}
+        for r, (share, b) in enumerate(zip(allocation.shares, allocation.batch_sizes, strict=True)):
+            metrics[M.alloc(r, "share")] = share
+            metrics[M.alloc(r, "batch_size")] = float(b)
+        for r, speed in enumerate(allocation.speeds or ()):
+            metrics[M.alloc(r, "speed")] = float(speed)
+        self.logger.log_metrics(metrics, step=epoch)
+
+    def on_eval(self, record: EvalRecord) -> None:
+        self.logger.log_metrics(eval_metrics(record), step=record.step)
+        self.logger.log_emulated(record.metrics, record.emulated_s)
+
+    def on_progress(self, fraction: float, emulated_s: float) -> None:
+        pass
+
+
+class ProgressObserver:
+    """Shows progress: a live bar on a terminal, one line per evaluation otherwise (CI logs)."""
+
+    def __init__(self, label: str, progress: Any | None, task: Any | None, stream: Any = None) -> None:
+        self.label = label
+        self.progress = progress
+        self.task = task
+        self.stream = stream or sys.stderr
+        self.last_acc: float | None = None
+
+    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
+        pass
+
+    def on_eval(self, record: EvalRecord) -> None:
+        self.last_acc = record.metrics.get(M.VAL_ACCURACY)
+        if self.progress is None:
+            print(
+                f"[{self.label}] step {record.step} epoch {record.epoch:.2f} emulated {record.emulated_s:.3f}s "
+                f"val_acc {record.metrics[M.VAL_ACCURACY]:.4f} val_loss {record.metrics[M.VAL_LOSS]:.4f}"
+                f"{' (final)' if record.final else ''}",
+                file=self.stream,
+                flush=True,
+            )
+
+    def on_progress(self, fraction: float, emulated_s: float) -> None:
+        if self.progress is not None:
+            acc = f" acc {self.last_acc:.3f}" if self.last_acc is not None else ""
+            self.progress.update(
+                self.task, completed=fraction * 1000, description=f"{self.label} · emu {emulated_s:.2f}s{acc}"
+            )
+
+
+class Fanout:
+    """Forward every event to several observers."""
+
+    def __init__(self, *observers: Any) -> None:
+        self.observers = [o for o in observers if o is not None]
+
+    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
+        for o in self.observers:
+            o.on_allocation(epoch, allocation)
+
+    def on_eval(self, record: EvalRecord) -> None:
+        for o in self.observers:
+            o.on_eval(record)
+
+    def on_progress(self, fraction: float, emulated_s: float) -> None:
+        for o in self.observers:
+            o.on_progress(fraction, emulated_s)
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 run"``, ``"2 runs"``: a phase's name as a progress line shows it."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def wants_bars(show_progress: bool | None) -> bool:
+    """A live bar, or plain lines? ``None`` (no ``--no-progress``): a bar only when stderr is a terminal,
+    since a bar redrawn in a CI log or a redirected file is noise; ``False`` (``--no-progress``): lines."""
+    return sys.stderr.isatty() if show_progress is None else show_progress
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[Any]:
+    """A rich ``Progress`` on stderr while the block runs (``None`` when not ``enabled``): one display for a
+    campaign's cells (:class:`ProgressObserver`) and for a sweep's phases (:class:`PhaseProgress`)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    ) as progress:
+        yield progress
+
+
+class Phases(Protocol):
+    """What a long computation reports: it enters a phase of ``total`` units, then finishes units."""
+
+    def phase(self, name: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoPhases:
+    """Reports nothing: a library call (a test, a report built from Python) prints no progress unless asked."""
+
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class PhaseProgress:
+    """Shows work that trains nothing (the sensitivity sweep: minutes, no evaluations to show) phase by phase,
+    as :class:`ProgressObserver` shows training: a bar per phase on a terminal (``progress``, a rich
+    ``Progress`` from :func:`progress_bars`), otherwise one line when a phase starts, at each quarter of it and
+    at the end (``stream``, stderr by default), with the time elapsed, so a CI log shows the job is alive."""
+
+    def __init__(self, label: str, progress: Any | None, stream: Any = None) -> None:
+        self.label = label
+        self.progress = progress
+        self.stream = stream or sys.stderr
+        self._t0 = time.perf_counter()
+        self._task: Any = None
+        self._name, self._total, self._done = "", 0, 0
+
+    def _line(self, text: str) -> None:
+        elapsed = int(time.perf_counter() - self._t0)
+        stamp = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        print(f"[{self.label} {stamp}] {text}", file=self.stream, flush=True)
+
+    def _finish_task(self) -> None:
+        if self.progress is not None and self._task is not None:
+            self.progress.update(self._task, completed=self._total)
+
+    def phase(self, name: str, total: int) -> None:
+        self._finish_task()
+        self._name, self._total, self._done = name, max(int(total), 0), 0
+        if self.progress is not None:
+            self._task = self.progress.add_task(f"{self.label} · {name}", total=self._total)
+        else:
+            self._line(f"{name}: 0/{self._total}")
+
+    def advance(self, n: int = 1) -> None:
+        before, self._done = self._done, self._done + n
+        if self.progress is not None:
+            self.progress.update(self._task, advance=n)
+        elif self._total and 4 * before // self._total < 4 * self._done // self._total < 4:
+            self._line(f"{self._name}: {self._done}/{self._total}")
+
+    def close(self) -> None:
+        self._finish_task()
+        if self.progress is None:
+            self._line("done")

@@ -1,0 +1,152 @@
+"""``distrepro reproduce <paper>``: run every arm a paper's claims need, then write the report.
+
+The arms come from the paper's ``paper.yaml`` (``setup.arms``): each names a method, the
+method parameters that tell it apart, and the run config that produces it. Reproducing runs one
+campaign per arm (every seed), all in the experiment ``distrepro/<paper>``, then builds the
+report from MLflow, restricted to those campaigns. Training and judging stay separate: the
+report reads only what the runs logged.
+
+Arms marked ``optional`` (e.g. the real DeepSpeed arm, which needs an extra install and the
+torch.distributed engine) run only when named in ``arms`` or ``with_arms``.
+
+A method folder may also ship ``products.py`` (outputs beyond the arms, such as a figure's grid), built
+with the report and skipped with it (``report=False``, ``--no-report``): see :func:`_products`.
+
+Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
+``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
+exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distrepro.claims.schema import Scale
+from distrepro.config.run_config import RunConfig, load_config
+from distrepro.errors import ConfigError
+from distrepro.orchestration.campaign import CampaignResult, run_campaign
+
+
+@dataclass
+class Reproduction:
+    paper: str
+    campaigns: dict[str, CampaignResult]
+    report: Any | None
+
+
+def _arm_config(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
+    """The arm's run config: beside the paper.yaml, else in the first plugin root that has it
+    (``root``: that one), so a user's method may reuse a shipped config such as ``configs/quickstart.yaml``."""
+    from distrepro.plugins.roots import as_roots
+
+    if not config:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
+    for base in (paper_file.parent, *as_roots(root)):
+        path = (base / config).resolve()
+        if path.is_file():
+            break
+    else:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
+    if scale == "paper":
+        paper_path = path.with_name(path.name.replace(".yaml", ".paper.yaml"))
+        if not paper_path.is_file():
+            raise ConfigError(
+                paper_file, f"setup.arms.{arm_name}.config", f"--scale paper needs {paper_path.name} beside {path.name}"
+            )
+        return paper_path
+    return path
+
+
+def _param_overrides(params: dict[str, Any]) -> list[str]:
+    import json
+
+    return [f"method_params.{k}={json.dumps(v)}" for k, v in params.items()]
+
+
+def reproduce(
+    paper: str,
+    scale: Scale = "proxy",
+    seeds: str | None = None,
+    overrides: list[str] | None = None,
+    arms: list[str] | None = None,
+    with_arms: list[str] | None = None,
+    report: bool = True,
+    show_progress: bool | None = None,
+    root: Path | None = None,
+    sensitivity: bool = False,
+    sensitivity_samples: int | None = None,
+) -> Reproduction:
+    from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
+    from distrepro.plugins.roots import repo_root
+
+    info = find_paper(paper, root)
+    if not info.method_dirs:
+        raise UnknownPaperError(paper, known_papers(root))
+    if info.spec is None or not info.spec.setup.arms:
+        where = info.path or (root or repo_root()) / "methods"
+        raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
+    default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
+    chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
+    unknown = [a for a in chosen if a not in info.spec.setup.arms]
+    if unknown:
+        raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(info.spec.setup.arms)}")
+    assert info.path is not None  # a paper with arms was read from its paper.yaml
+    # every arm's config is loaded (its method params validated) before the first arm trains
+    configs: list[tuple[str, Path, RunConfig]] = []
+    for name in chosen:
+        arm = info.spec.setup.arms[name]
+        path = _arm_config(info.path, name, arm.config, scale, root)
+        sets = [f"paper={paper}", f"scale={scale}", f"name={arm.campaign or name}", f"method={arm.method}"]
+        sets += _param_overrides(arm.params) + list(overrides or [])
+        if seeds:
+            sets.append(f"seeds=[{seeds}]")
+        configs.append((name, path, load_config(path, sets)))
+    campaigns: dict[str, CampaignResult] = {}
+    for name, path, cfg in configs:
+        campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
+    built = None
+    if report:  # products go to the report's folder and are part of it: train only means no products either
+        from distrepro.report.build import build_report
+
+        _products(info.method_dirs, paper, scale, root)
+        ids = [c.parent_run_id for c in campaigns.values()]
+        built = build_report(
+            paper,
+            campaigns=ids,
+            root=root,
+            scale=scale,
+            sensitivity=sensitivity,
+            sensitivity_samples=sensitivity_samples,
+            show_progress=show_progress,
+        )
+    return Reproduction(paper, campaigns, built)
+
+
+def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:
+    """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's
+    Fig. 6 grid). After the arms, when a report is wanted, each of the paper's method folders with a
+    ``products.py`` has its ``build(out_dir, scale)`` called with ``reports/<paper>`` (the report's folder); it
+    writes files there and returns their paths. The report does not read them: claims stay data in ``paper.yaml``.
+    Products can take minutes (Decent-DP's grid simulates 36 clusters), which a train-only run should not pay."""
+    from distrepro.plugins.registry import plugin_module
+
+    for folder in method_dirs:
+        if (folder / "products.py").is_file():
+            plugin_module(folder.name, "products", root).build(Path("reports") / paper, scale)
+
+
+def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> list[str]:
+    """The pip extras the named arms need (``setup.arms.<arm>.extra``), sorted, for the nox sessions.
+
+    The noxfile may not parse YAML (it runs before anything but nox is installed), so it asks
+    ``distrepro extras`` inside the session's virtualenv. Unknown arm names are left to
+    :func:`reproduce`, which rejects them with the list of known ones.
+    """
+    from distrepro.claims.papers import find_paper
+
+    info = find_paper(paper, root)
+    arms = info.spec.setup.arms if info.spec is not None else {}
+    extras = (arms[a].extra for a in arm_names if a in arms)
+    return sorted({e for e in extras if e})

@@ -1,0 +1,140 @@
+"""Per-arm bar charts: emulated time, speedup over the baseline, communication volume.
+
+Horizontal bars with the arm names on the y axis: a name gets a row of its own however long it is
+and however many arms there are (vertical bars with rotated names overlapped from about eight arms
+on), and the figure grows in height with the arm count. Bars are in the arm's colour; seeds are
+black dots. Panels of one figure share the y axis, so a row reads across the figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from distrepro import metrics as M
+from distrepro.report.figures.figure_style import arm_gid, bars_height, finished, new_figure, worker_frame
+from distrepro.report.figures.palette import ArmStyle
+
+_JITTER = np.array([0.0, -0.18, 0.18, -0.09, 0.09, -0.27, 0.27])
+
+
+def _bar_axes(n_panels: int, arms: Sequence[str], width: float = 3.9) -> tuple[Figure, list[Any]]:
+    label_in = 0.07 * max(len(a) for a in arms) + 0.4
+    fig = new_figure(label_in + width * n_panels, bars_height(len(arms)))
+    axes = list(fig.subplots(1, n_panels, squeeze=False, sharey=True)[0])
+    axes[0].set_yticks(range(len(arms)), arms, fontsize=8)
+    axes[0].set_ylim(len(arms) - 0.5, -0.5)  # first arm on top
+    for ax in axes:
+        ax.grid(axis="y", visible=False)
+    return fig, axes
+
+
+def _hbars(
+    ax: Any,
+    values: Mapping[str, Sequence[float]],
+    arms: Sequence[str],
+    style: ArmStyle,
+    center: Callable[[np.ndarray], float] = np.median,
+) -> None:
+    """One bar per arm (``center`` of its values), the values themselves as dots."""
+    for i, arm in enumerate(arms):
+        vals = np.asarray(values.get(arm, []), dtype=float)
+        vals = vals[np.isfinite(vals)]
+        if not len(vals):
+            continue
+        ax.barh(i, center(vals), height=0.72, color=style.color(arm), alpha=0.75, gid=arm_gid(arm))
+        ax.scatter(vals, i + _JITTER[np.arange(len(vals)) % len(_JITTER)], s=9, color="black", zorder=3, lw=0)
+
+
+def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) -> Figure | None:
+    """Emulated time to finish the budget and to reach the target, per arm (median bar, seeds as dots)."""
+    done = finished(runs, labels)
+    cols = [c for c in (M.FINAL_EMULATED_S, M.TIME_TO_TARGET_S) if c in done and done[c].notna().any()]
+    if done.empty or not cols:
+        return None
+    arms = style.present(done["arm"].unique())
+    fig, axes = _bar_axes(len(cols), arms)
+    for ax, col in zip(axes, cols, strict=True):
+        _hbars(ax, {a: g[col].to_numpy(float) for a, g in done.groupby("arm")}, arms, style)
+        ax.set_xlabel(
+            "emulated time for the budget (s)" if col == M.FINAL_EMULATED_S else "emulated time to target (s)"
+        )
+    return fig
+
+
+def _gmean(x: np.ndarray) -> float:
+    return float(np.exp(np.log(x).mean()))
+
+
+def speedup_figure(
+    runs: pd.DataFrame,
+    labels: Mapping[str, str],
+    style: ArmStyle,
+    baseline: str,
+    marks: Mapping[str, list[tuple[str, str, float]]],
+) -> Figure | None:
+    """Speedup of every arm over ``baseline`` (paired by seed; bar = geometric mean), claimed values marked.
+
+    ``marks``: arm → (claim id, ``"budget"`` or ``"to target"``, claimed value), drawn on that bar.
+    """
+    done = finished(runs, labels)
+    if style.groups:  # a speedup over a baseline that ran on another emulated cluster compares two clusters
+        done = done[done["arm"].map(style.groups) == style.groups.get(baseline)]
+    per: dict[str, dict[str, list[float]]] = {}
+    for col, what in ((M.FINAL_EMULATED_S, "budget"), (M.TIME_TO_TARGET_S, "to target")):
+        if col not in done:
+            continue
+        base = done[done["arm"] == baseline].set_index("seed")[col]
+        for arm, g in done[done["arm"] != baseline].groupby("arm"):
+            for seed, t in g.set_index("seed")[col].items():
+                if seed in base.index and t > 0 and base[seed] > 0:
+                    per.setdefault(what, {}).setdefault(arm, []).append(float(base[seed] / t))
+    if not per:
+        return None
+    arms = style.present({a for d in per.values() for a in d})
+    fig, axes = _bar_axes(len(per), arms)
+    for ax, (what, values) in zip(axes, per.items(), strict=True):
+        _hbars(ax, values, arms, style, center=_gmean)
+        ax.axvline(1.0, color="grey", lw=1)
+        claimed = []
+        for i, arm in enumerate(arms):
+            mine = [(cid, value) for cid, m, value in marks.get(arm, []) if m == what]
+            for k, (cid, value) in enumerate(mine):  # several claims on one bar: labels stacked in its row
+                y = i + (k - (len(mine) - 1) / 2) * 0.8 / len(mine)
+                ax.vlines(value, i - 0.42, i + 0.42, color="black", lw=2)
+                ax.text(value, y, f" claimed {cid}: {value:g}×", fontsize=6, va="center", ha="left",
+                        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 0.5})  # fmt: skip
+                claimed.append((i, cid, value))
+        if claimed:  # room for the label right of the rightmost claimed value
+            ax.set_xlim(right=max(ax.get_xlim()[1], 1.35 * max(v for _, _, v in claimed)))
+        ax.set_xlabel(f"speedup vs {baseline} (×), time {'for the budget' if what == 'budget' else 'to target'}")
+    return fig
+
+
+def comm_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) -> Figure | None:
+    """Bytes sent in total (per arm, seeds as dots) and per worker (mean over seeds; line = min–max)."""
+    done = finished(runs, labels)
+    if done.empty or M.BYTES_TOTAL not in done:
+        return None
+    per_worker = worker_frame(done)
+    per_worker = per_worker[per_worker["field"] == "bytes_sent"]
+    arms = style.present(done["arm"].unique())
+    fig, axes = _bar_axes(1 if per_worker.empty else 2, arms)
+    totals = {a: g[M.BYTES_TOTAL].to_numpy(float) / 1e6 for a, g in done.groupby("arm")}
+    _hbars(axes[0], totals, arms, style)
+    axes[0].set_xlabel("MB sent, all workers (median over seeds)")
+    if not per_worker.empty:
+        ax = axes[1]
+        for i, arm in enumerate(arms):
+            mb = per_worker.loc[per_worker["arm"] == arm, "value"].to_numpy(float) / 1e6
+            if len(mb):
+                ax.hlines(i, mb.min(), mb.max(), color=style.color(arm), lw=2)
+                ax.scatter(mb, np.full(len(mb), i), s=22, color=style.color(arm), edgecolor="black", lw=0.4,
+                           zorder=3, gid=arm_gid(arm))  # fmt: skip
+        ax.set_xlim(left=0)
+        ax.set_xlabel("MB sent per worker (dots: workers, mean over seeds)")
+    return fig

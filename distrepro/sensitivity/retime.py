@@ -1,0 +1,196 @@
+"""The runs of a report, re-timed for one setting of the uncertain figures.
+
+Each finished run is rebuilt as the :class:`~distrepro.orchestration.job.Job` it ran (its logged
+``config.resolved.yaml`` and seed; the profile as the repository declares it now), then for a
+setting its profile and method parameters are changed and :func:`~distrepro.sensitivity.analytic.simulate`
+gives its emulated time. :meth:`Retimer.tables` writes those times into copies of the run and
+curve tables, in the columns the verdict engine reads (``final/emulated_s``,
+``final/useful_flops_per_emulated_s``, ``time_to_target_s``, the curves' ``time/emulated_s``), so a
+claim is judged at a setting by the same code that judged it at the central values.
+
+Simulations are memoised on what a run's time can depend on: its config, its seed only when its
+profile has noise (jitter, stragglers, a ``noise:`` block), and the values of the variables of its own profile and
+arm. A one-at-a-time scan of the 10 GbE link therefore re-simulates only the runs on a
+multi-machine profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from distrepro import metrics as M
+from distrepro.api.method import MethodParams
+from distrepro.hardware.profiles import HardwareProfile
+from distrepro.orchestration.job import Job
+from distrepro.sensitivity.analytic import Timing, simulate
+from distrepro.sensitivity.probe import Prober
+from distrepro.sensitivity.space import apply_to_profile, profile_variables
+from distrepro.timing.timemodel import CommCostModel, ComputeModel
+
+
+class _CachedNoise(ComputeModel):
+    """``ComputeModel`` whose jitter/straggler factors come from a table shared across settings: they
+    depend on the run's seeds and the profile's noise declaration, which no sweep variable touches."""
+
+    def __init__(self, base: ComputeModel, profile: HardwareProfile, table: dict[tuple[int, int], float]) -> None:
+        super().__init__(profile, base.workload_name, base.flops_per_sample, base.seed_parts)
+        self._table = table
+
+    def noise_factor(self, rank: int, step_index: int) -> float:
+        key = (rank, step_index)
+        value = self._table.get(key)
+        if value is None:
+            value = self._table[key] = super().noise_factor(rank, step_index)
+        return value
+
+
+def has_noise(profile: HardwareProfile) -> bool:
+    """Whether the run's seed enters its clock: per-device jitter or stragglers, or the profile's
+    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``)."""
+    groups = [g for node in profile.nodes for g in node.devices]
+    if any((g.jitter.kind != "none" and g.jitter.sigma > 0) or g.straggler.probability > 0 for g in groups):
+        return True
+    noise = profile.noise
+    return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0)
+
+
+@dataclass
+class RetimedRun:
+    """One run to re-time: its central job, what its time depends on, and what it logged."""
+
+    run_id: str
+    arm: str
+    job: Job
+    key: tuple[Any, ...]  # memo key: config digest and (for noisy profiles) the seed
+    logged_emulated_s: float
+    step_to_target: int | None
+    profile_vars: tuple[str, ...] = ()
+    assumptions: dict[str, str] = field(default_factory=dict)  # variable name -> method param
+    prober: Prober | None = None
+    noise: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return (*self.profile_vars, *self.assumptions)
+
+
+def reseed(job: Job, seed: int) -> Job:
+    """``job`` for another seed index without rebuilding its dataset and model: the seed enters only the
+    seed parts (hence the clock's noise). For jobs made by ``build_job``, whose seed parts end with the seed."""
+    if not job.seed_parts or job.seed_parts[-1] != job.seed:
+        raise ValueError("reseed needs a job whose seed parts end with its seed (as build_job makes them)")
+    parts = (*job.seed_parts[:-1], seed)
+    method_parts = (*job.method_seed_parts[:-1], seed) if job.method_seed_parts else parts
+    c = job.compute
+    compute = ComputeModel(job.profile, c.workload_name, c.flops_per_sample, (*method_parts, "compute"))
+    cost = CommCostModel(job.profile, seed_parts=(*method_parts, "link"))
+    return dataclasses.replace(
+        job, seed=seed, seed_parts=parts, method_seed_parts=method_parts, compute=compute, cost=cost
+    )
+
+
+def _params(job: Job, updates: Mapping[str, float]) -> MethodParams:
+    if not updates:
+        return job.params
+    return job.params.__class__.model_validate({**job.params.model_dump(), **updates})
+
+
+class Retimer:
+    """Timings of every run for any setting (``{variable: value}``), memoised."""
+
+    def __init__(self, runs: Sequence[RetimedRun]) -> None:
+        self.runs = list(runs)
+        self._probers: dict[tuple[Any, ...], Prober] = {}
+        self._noise: dict[tuple[Any, ...], dict[tuple[int, int], float]] = {}
+        self._profiles: dict[tuple[Any, ...], HardwareProfile] = {}
+        self._memo: dict[tuple[Any, ...], Timing] = {}
+        for run in self.runs:
+            run.profile_vars = tuple(sorted(profile_variables([run.job.profile])))
+            run.prober = self._probers.setdefault(run.key[:1], Prober(run.job))
+            run.noise = self._noise.setdefault(run.key, {})
+        self.simulations = 0
+
+    def _profile(self, base: HardwareProfile, names: tuple[str, ...], values: tuple[float, ...]) -> HardwareProfile:
+        key = (base.name, base.variant, names, values)
+        if key not in self._profiles:
+            self._profiles[key] = apply_to_profile(base, dict(zip(names, values, strict=True)))
+        return self._profiles[key]
+
+    def timing(self, run: RetimedRun, setting: Mapping[str, float]) -> Timing:
+        names = tuple(n for n in run.profile_vars if n in setting)
+        pvals = tuple(float(setting[n]) for n in names)
+        avals = tuple((p, float(setting[v])) for v, p in sorted(run.assumptions.items()) if v in setting)
+        memo = (run.key, names, pvals, avals)
+        if memo not in self._memo:
+            job = run.job
+            profile = self._profile(job.profile, names, pvals) if names else job.profile
+            job = dataclasses.replace(
+                job,
+                profile=profile,
+                compute=_CachedNoise(job.compute, profile, run.noise),
+                cost=CommCostModel(profile, seed_parts=(*job.method_seed_parts, "link")),
+                params=_params(job, dict(avals)),
+            )
+            assert run.prober is not None
+            self._memo[memo] = simulate(job, run.prober)
+            self.simulations += 1
+        return self._memo[memo]
+
+    def timings(self, setting: Mapping[str, float]) -> dict[str, Timing]:
+        return {run.run_id: self.timing(run, setting) for run in self.runs}
+
+    def tables(
+        self, runs: pd.DataFrame, curves: pd.DataFrame | None, setting: Mapping[str, float]
+    ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """Copies of ``runs`` and ``curves`` with the re-timed runs' time columns replaced."""
+        out = runs.copy()
+        for col in (M.FINAL_EMULATED_S, M.FINAL_SAMPLES, M.FINAL_USEFUL_FLOPS):
+            if col not in out:
+                out[col] = math.nan
+        curves_out = curves.copy() if curves is not None else None
+        index = {r: i for i, r in zip(out.index, out["run_id"], strict=True)}
+        for run in self.runs:
+            t = self.timing(run, setting)
+            i = index[run.run_id]
+            out.at[i, M.FINAL_EMULATED_S] = t.emulated_s
+            out.at[i, M.FINAL_SAMPLES] = float(t.samples)
+            flops = run.job.compute.flops_per_sample
+            out.at[i, M.FINAL_USEFUL_FLOPS] = t.samples * flops / t.emulated_s
+            base = self.timing(run, {})  # the run as it ran: its evaluation steps in samples processed
+            if run.step_to_target is not None and M.TIME_TO_TARGET_S in out:
+                out.at[i, M.TIME_TO_TARGET_S] = t.at_samples(base.samples_at(run.step_to_target))
+            if curves_out is not None and M.EMULATED_S in curves_out and len(curves_out):
+                mask = curves_out["run_id"] == run.run_id
+                steps = curves_out.loc[mask, "step"]
+                curves_out.loc[mask, M.EMULATED_S] = [t.at_samples(base.samples_at(int(s))) for s in steps]
+        return out, curves_out
+
+
+def check_central(
+    retimer: Retimer, central: Mapping[str, float], done: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
+    """Per run: logged emulated seconds vs the analytical ones at the central values (``done`` after each run:
+    the first simulation of every run, the slow part before the sweep's settings, shown as progress)."""
+    rows = []
+    for run in retimer.runs:
+        t = retimer.timing(run, central)
+        if done is not None:
+            done()
+        err = abs(t.emulated_s - run.logged_emulated_s) / run.logged_emulated_s if run.logged_emulated_s else math.nan
+        rows.append(
+            {
+                "run_id": run.run_id,
+                "arm": run.arm,
+                "seed": run.job.seed,
+                "logged_s": run.logged_emulated_s,
+                "analytic_s": t.emulated_s,
+                "rel_error": err,
+            }
+        )
+    return rows

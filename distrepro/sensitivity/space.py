@@ -1,0 +1,168 @@
+"""The uncertain figures of a reproduction, the settings to try, and a profile with a setting applied.
+
+Variables come from two places: ranged profile figures (:func:`distrepro.hardware.profile_ranges.ranged_figures`)
+of every profile the re-timed runs used, and ``setup.sensitivity.assumptions`` of the paper. A
+variable is identified by name, so a figure that appears in several profiles (the 10 GbE link of
+every Chao template) is one variable and moves in all of them at once; ranges sharing a name must
+agree, or the sweep would have no single value to report.
+
+Designs are in quantiles of each range (0 = low, 1 = high, in the range's spacing):
+
+* :func:`latin_hypercube`: n settings, each variable's range cut into n equal strata with exactly
+  one setting per stratum (McKay, Beckman & Conover, Technometrics 21(2), 1979), strata paired at
+  random with a seeded generator, so the same seed gives the same design on every machine;
+* one-at-a-time scans (tornado, flip points): one variable moves, the others stay central.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from distrepro.errors import ConfigError
+from distrepro.hardware.profile_ranges import FigureRange, ranged_figures
+from distrepro.hardware.profiles import HardwareProfile
+
+_UNITS = {"latency_us": "µs", "bandwidth_gbytes_per_s": "GB/s", "speed": "× declared"}
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One swept figure: its range, the value the runs used, and where it appears."""
+
+    name: str
+    range: FigureRange
+    central: float
+    kind: Literal["profile", "assumption"]
+    places: tuple[str, ...] = ()
+    unit: str = ""
+
+    @property
+    def low(self) -> float:
+        return self.range.low
+
+    @property
+    def high(self) -> float:
+        return self.range.high
+
+    def at(self, quantile: float) -> float:
+        return self.range.at(quantile)
+
+    @property
+    def central_quantile(self) -> float:
+        return self.range.quantile(self.central)
+
+    def describe(self, value: float) -> str:
+        """``0.41 GB/s (3.3 Gbit/s)``: a value as a reader would say it."""
+        text = f"{value:.3g} {self.unit}".strip()
+        if self.name.endswith("bandwidth_gbytes_per_s"):
+            text += f" ({8 * value:.3g} Gbit/s)"
+        return text
+
+
+@dataclass
+class Space:
+    """The variables of a sweep, in a fixed order (sorted by name)."""
+
+    variables: list[Variable] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variables]
+
+    def __getitem__(self, name: str) -> Variable:
+        return next(v for v in self.variables if v.name == name)
+
+    def central(self) -> dict[str, float]:
+        return {v.name: v.central for v in self.variables}
+
+    def setting(self, quantiles: Iterable[float]) -> dict[str, float]:
+        """Values for one row of quantiles (same order as :attr:`variables`)."""
+        return {v.name: v.at(q) for v, q in zip(self.variables, quantiles, strict=True)}
+
+
+def _merge(found: dict[str, Variable], var: Variable, source: str) -> None:
+    old = found.get(var.name)
+    if old is None:
+        found[var.name] = var
+        return
+    same = (old.range.low, old.range.high, old.range.spacing) == (var.range.low, var.range.high, var.range.spacing)
+    if not same or not math.isclose(old.central, var.central, rel_tol=1e-12):
+        raise ConfigError(
+            source,
+            var.places[0] if var.places else None,
+            f"sensitivity variable '{var.name}' has [{var.low:g}, {var.high:g}] around {var.central:g} here but "
+            f"[{old.low:g}, {old.high:g}] around {old.central:g} in {old.places[0] if old.places else '?'}: "
+            "ranges sharing a name must agree",
+        )
+    found[var.name] = Variable(var.name, old.range, old.central, old.kind, old.places + var.places, old.unit)
+
+
+def profile_variables(profiles: Iterable[HardwareProfile]) -> dict[str, Variable]:
+    """Every ranged figure of ``profiles``, one variable per name."""
+    found: dict[str, Variable] = {}
+    for prof in profiles:
+        for name, path, central, rng in ranged_figures(prof):
+            unit = _UNITS.get(path.rsplit(".", 1)[-1], "")
+            var = Variable(name, rng, central, "profile", (f"{prof.name}: {path}",), unit)
+            _merge(found, var, prof.origin)
+    return found
+
+
+def build_space(profile_vars: Mapping[str, Variable], assumption_vars: Iterable[Variable]) -> Space:
+    found = dict(profile_vars)
+    for var in assumption_vars:
+        _merge(found, var, var.places[0] if var.places else "paper.yaml")
+    return Space(sorted(found.values(), key=lambda v: (v.kind != "assumption", v.name)))
+
+
+def latin_hypercube(n: int, d: int, seed: int) -> np.ndarray:
+    """``(n, d)`` quantiles in [0, 1): column j has one value in each stratum [k/n, (k+1)/n)."""
+    if n < 1 or d < 0:
+        raise ValueError(f"latin_hypercube needs n >= 1 and d >= 0, got n={n}, d={d}")
+    rng = np.random.default_rng(seed)
+    strata = np.stack([rng.permutation(n) for _ in range(d)], axis=1) if d else np.zeros((n, 0))
+    return (strata + rng.random((n, d))) / n
+
+
+def oat_quantiles(var: Variable, points: int) -> list[float]:
+    """``points`` evenly spaced quantiles from 0 to 1, plus the central value's, sorted."""
+    grid = {round(float(q), 12) for q in np.linspace(0.0, 1.0, points)}
+    grid.add(round(min(1.0, max(0.0, var.central_quantile)), 12))
+    return sorted(grid)
+
+
+def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> HardwareProfile:
+    """A copy of ``profile`` with each ranged figure set to its variable's value in ``values``
+    (a device ``speed`` multiplies every declared speed of the group); figures not named keep theirs."""
+    data: dict[str, Any] = profile.model_dump()
+
+    def set_link(link: dict[str, Any], prefix: str) -> None:
+        for key, rng in link["ranges"].items():
+            name = rng["name"] or f"{prefix}.{key}"
+            if name in values:
+                link[key] = min(rng["high"], max(rng["low"], float(values[name])))
+
+    for key in ("intra_node", "inter_node", "server"):
+        if data["network"].get(key) is not None:
+            set_link(data["network"][key], f"network.{key}")
+    for node in data["nodes"]:
+        for group in node["devices"]:
+            if group["nic"] is not None:
+                set_link(group["nic"], f"{group['name']}.nic")
+            rng = group["ranges"].get("speed")
+            name = (rng["name"] or f"{group['name']}.speed") if rng else None
+            if name is not None and name in values:
+                factor = float(values[name])
+                speeds = group["throughput_samples_per_s"]
+                group["throughput_samples_per_s"] = {w: v * factor for w, v in speeds.items()}
+                if group["effective_flops_per_s"] is not None:
+                    group["effective_flops_per_s"] *= factor
+    new = HardwareProfile.model_validate(data)
+    new._source_path = profile.source_path
+    new._variant = profile.variant
+    return new

@@ -1,0 +1,1 @@
+"""MLflow: the client and campaign runs, buffered logging, provenance, and store checks that need no MLflow."""

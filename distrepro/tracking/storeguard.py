@@ -1,0 +1,113 @@
+"""Store faults in the middle of a campaign: one line, and at once after the first.
+
+``MlflowClient`` reports a server that went away as an ``MlflowException`` wrapping requests'
+``ConnectionError`` (after its HTTP retries), and a SQLite file that became unwritable as one
+wrapping SQLAlchemy's ``OperationalError``; the user sees a long traceback, and every later call
+(closing the child and parent runs) waits through the retries again. :class:`GuardedClient` wraps
+the client: such a fault becomes :class:`~distrepro.errors.StoreUnavailable` naming the store, and every
+later call raises it at once, so cleanup does not wait minutes on a store that is gone. What was
+written before the fault stays in the store; the runs stay as it last saw them (RUNNING), which is
+what ``--resume`` continues. An artifact that cannot be written (a full disk) is a
+:class:`~distrepro.errors.TrackingError`, without the fast-fail: the runs can still be closed.
+
+Every other error (a bad metric name, a missing run) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from distrepro.errors import StoreUnavailable, TrackingError
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
+_DB_ERROR = re.compile(r"\((?:\w+\.)*OperationalError\) ([^\n]+)")
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _connection_error(exc: BaseException) -> BaseException | None:
+    import requests
+    import urllib3
+
+    kinds = (
+        requests.exceptions.ConnectionError,
+        requests.exceptions.Timeout,
+        requests.exceptions.RetryError,
+        requests.exceptions.ChunkedEncodingError,
+        urllib3.exceptions.HTTPError,
+        ConnectionError,
+        TimeoutError,
+    )
+    return next((e for e in _chain(exc) if isinstance(e, kinds)), None)
+
+
+def describe_fault(exc: BaseException, uri: str) -> StoreUnavailable | None:
+    """The one-line :class:`StoreUnavailable` for a store fault; None for any other error."""
+    conn = _connection_error(exc)
+    if conn is not None:
+        found = _ERRNO.search(str(conn))
+        reason = found.group(0) if found else type(conn).__name__
+        return StoreUnavailable(f"MLflow tracking server {uri} stopped answering ({reason})")
+    from mlflow.exceptions import MlflowException
+
+    for e in _chain(exc):
+        text = str(e)
+        db = _DB_ERROR.search(text)
+        if db is not None or type(e).__name__ == "OperationalError":
+            detail = db.group(1) if db else text.splitlines()[0] if text else type(e).__name__
+            return StoreUnavailable(f"tracking store {uri}: {detail.strip()}")
+        if isinstance(e, MlflowException) and e.error_code == "TEMPORARILY_UNAVAILABLE":
+            return StoreUnavailable(f"tracking store {uri}: {text.splitlines()[0] if text else 'unavailable'}")
+    return None
+
+
+class GuardedClient:
+    """An ``MlflowClient`` (every attribute is the client's) whose store faults are one line.
+
+    Not a subclass: it forwards, so each call can be guarded without knowing the client's methods.
+    """
+
+    def __init__(self, client: MlflowClient, uri: str) -> None:
+        self._client = client
+        self._uri = uri
+        self.unavailable: StoreUnavailable | None = None  # the first fault; later calls raise it at once
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_client", "_uri", "unavailable"):
+            raise AttributeError(name)
+        attr = getattr(self._client, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        return self._guard(name, attr)
+
+    def _guard(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if self.unavailable is not None:
+                raise StoreUnavailable(str(self.unavailable))
+            try:
+                return call(*args, **kwargs)
+            except StoreUnavailable:
+                raise
+            except Exception as exc:
+                fault = describe_fault(exc, self._uri)
+                if fault is not None:
+                    self.unavailable = fault
+                    raise fault from exc
+                if isinstance(exc, OSError) and name.startswith("log_"):
+                    raise TrackingError(f"tracking store {self._uri}: cannot write an artifact ({exc})") from exc
+                raise
+
+        guarded.__name__ = name
+        return guarded

@@ -1,0 +1,151 @@
+"""The tracking store, checked and read with the standard library only, so the answer takes a second.
+
+Why not ask ``MlflowClient``: importing mlflow alone takes seconds (7 s on a loaded two-core box),
+and MLflow meets a dead server with about four minutes of HTTP retries and an unwritable SQLite
+path with two minutes of engine retries, each ending in a traceback of a hundred lines or more. A
+mistake about *where* runs go should be one line, before torch or mlflow is even imported, and
+certainly before anything trains. So:
+
+* :func:`check_store` refuses a URI scheme no MLflow store (built in or plugin) serves, probes a
+  server's ``/health`` with a short timeout, and takes the write lock of a SQLite file
+  (``BEGIN IMMEDIATE``), which is what fails on a read-only file or folder;
+* :func:`first_use_lock` keeps two processes from creating a new SQLite store's tables at once.
+
+Reading one run the same way is :mod:`distrepro.tracking.run_reader`. Store faults are
+:class:`~distrepro.errors.StoreUnavailable`: one line naming the URI or the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from distrepro.errors import StoreUnavailable
+
+PROBE_TIMEOUT_S = 3.0  # a tracking server that needs longer than this to say "OK" is not usable
+SQLITE_LOCK_WAIT_S = 2.0  # another campaign holding the write lock means the file works: do not wait long
+_BUILTIN_SCHEMES = frozenset({"", "file", "http", "https", "databricks", "databricks-uc", "uc"})
+_DATABASES = ("postgresql", "mysql", "sqlite", "mssql")  # with or without "+driver", as MLflow accepts
+_HINT = "set MLFLOW_TRACKING_URI to a store you can write (default: sqlite:///./mlflow.db)"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URI (relative to the cwd, as MLflow reads it); None otherwise."""
+    prefix = "sqlite:///"
+    if not uri.lower().startswith(prefix):
+        return None
+    text = uri[len(prefix) :].split("?", 1)[0]
+    return None if text in ("", ":memory:") else Path(text)
+
+
+@contextlib.contextmanager
+def first_use_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on SQLite file ``path`` while MLflow opens it for the first time.
+
+    MLflow creates and migrates a new store's tables when a client first touches it; two campaigns
+    started at once on a new file both migrate, and one dies in alembic ("expected to match one
+    row"). ``flock`` locks are separate from the POSIX record locks SQLite takes, so this excludes
+    only other distrepro processes opening the store, for the moment it takes. A no-op where
+    ``fcntl`` is missing (Windows) or the file cannot be opened (MLflow then reports the fault).
+    """
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock; SQLite holds no lock between MLflow's calls
+
+
+def _scheme_is_served(scheme: str) -> bool:
+    s = scheme.lower()
+    if s in _BUILTIN_SCHEMES or len(s) == 1:  # one letter: a Windows drive, i.e. a local folder
+        return True
+    if s.split("+", 1)[0] in _DATABASES:
+        return True
+    return any(ep.name == s for ep in entry_points(group="mlflow.tracking_store"))  # plugin stores
+
+
+def check_store(uri: str) -> None:
+    """Raise :class:`StoreUnavailable` (one line) if ``uri`` cannot be a working tracking store."""
+    scheme = urllib.parse.urlparse(uri).scheme
+    if not _scheme_is_served(scheme):
+        raise StoreUnavailable(
+            f"tracking URI {uri!r}: no MLflow store serves the scheme '{scheme}:'; use sqlite:///PATH, "
+            "http(s)://HOST:PORT (an MLflow server), a database URI or a folder (MLFLOW_TRACKING_URI)"
+        )
+    path = sqlite_path(uri)
+    if path is not None:
+        _check_sqlite(path)
+    elif scheme.lower() in ("http", "https"):
+        _check_server(uri)
+
+
+def _check_sqlite(path: Path) -> None:
+    """Check an SQLite store without creating anything: a run refused later (a bad config) leaves no file."""
+    where = f"SQLite tracking store {path}"
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise StoreUnavailable(f"{where}: {folder} is a file, not a folder; {_HINT}")
+    existing = next(p for p in (folder, *folder.parents) if p.exists())  # MLflow creates the rest
+    if not existing.is_dir():
+        raise StoreUnavailable(f"{where}: cannot create its folder {folder} ({existing} is a file); {_HINT}")
+    if path.exists() and not path.is_file():
+        raise StoreUnavailable(f"{where} is not a file; {_HINT}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "its folder" if existing == folder else f"{existing}, where its folder {folder} would be made,"
+        raise StoreUnavailable(f"{where}: {what} is not writable (SQLite writes its journal there); {_HINT}")
+    if not path.exists():
+        return  # a new store: MLflow creates and migrates it on first use
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise StoreUnavailable(f"{where} is read-only; make it writable or {_HINT}")
+    try:
+        con = sqlite3.connect(path, timeout=SQLITE_LOCK_WAIT_S)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the header: "not a database"
+            con.execute("BEGIN IMMEDIATE")  # the write lock: what a read-only file or medium refuses
+            con.rollback()
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return  # another process is writing: the file works
+        raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
+    except sqlite3.DatabaseError as exc:
+        raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
+
+
+def _check_server(uri: str) -> None:
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=PROBE_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code < 500 and exc.code != 404:
+            return  # it answers, behind a login or such: MLflow's own replies say more than a probe can
+        reason: object = f"HTTP {exc.code} {exc.reason} for /health: is it an MLflow server?"
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, ssl.SSLError):
+            return  # TLS is configured for MLflow (MLFLOW_TRACKING_SERVER_CERT_PATH, ...), not for this probe
+    except ValueError:
+        return  # a URL urllib cannot parse (credentials in it, ...): leave it to MLflow
+    except OSError as exc:  # timeouts and resets while reading the answer
+        reason = exc
+    raise StoreUnavailable(
+        f"MLflow tracking server {uri} is not reachable ({reason}); start it, or set MLFLOW_TRACKING_URI "
+        "to a reachable store"
+    )

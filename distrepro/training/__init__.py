@@ -1,0 +1,1 @@
+"""Training ingredients the harness owns: optimizers, learning-rate schedules, models."""

@@ -1,0 +1,89 @@
+"""``distrepro`` as a user runs it: a subprocess, timed, with its own tracking URI.
+
+The tracking-store tests judge what a user sees (exit status, how many lines on stderr, how long it
+took), so they run the real command line, not ``main()`` in the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TINY: dict[str, Any] = {
+    "name": "store-tiny",
+    "method": "ar_sgd",
+    "dataset": {"name": "synthetic", "params": {"train_size": 256, "test_size": 64, "image_size": 8}},
+    "model": {"name": "small_cnn", "params": {"hidden": 16}},
+    "batch_size": 8,
+    "budget": {"steps": 3},
+    "eval": {"times": 2},
+    "torch_threads": 1,
+}
+
+
+@dataclass
+class Done:
+    rc: int
+    out: str
+    err: str
+    elapsed_s: float
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err_lines if line.startswith("distrepro: error:")]
+
+
+def free_port() -> int:
+    """A port nothing listens on now (bound once to port 0, then released): never a fixed one."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(folder: Path, **changes: Any) -> Path:
+    path = folder / f"{changes.get('name', TINY['name'])}.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **changes}), encoding="utf-8")
+    return path
+
+
+def cli_env(uri: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update({"MLFLOW_TRACKING_URI": uri, "MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def start_cli(args: list[str], uri: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", *args],
+        cwd=cwd,
+        env=cli_env(uri),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str], started: float, timeout: float = 240) -> Done:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return Done(proc.returncode, out, err, time.monotonic() - started)
+
+
+def run_cli(args: list[str], uri: str, cwd: Path, timeout: float = 240) -> Done:
+    started = time.monotonic()
+    return finish(start_cli(args, uri, cwd), started, timeout)

@@ -1,0 +1,130 @@
+"""Shared by several test modules (moved out of test_sensitivity.py so tests in other folders can use it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from distrepro.claims.papers import PaperInfo
+from distrepro.claims.runs import RunSet
+from distrepro.claims.schema import validate_paper
+from distrepro.config.run_config import validate_config
+from distrepro.orchestration.job import Job, build_job
+from distrepro.sensitivity.analytic import simulate
+from distrepro.sensitivity.probe import Prober
+
+WORKLOAD = "resnet18_in100_224"
+
+
+SPEED = 100.0  # samples/s of every device of the flip profile
+
+
+TINY_PROFILE = {
+    "schema_version": 1,
+    "name": "tiny-sens",
+    "description": "2 GPUs in a box, 1 CPU behind a NIC",
+    "nodes": [
+        {
+            "name": "box",
+            "devices": [
+                {"name": "gpu", "kind": "gpu", "count": 2, "memory_gib": 8, "batch_size": 16,
+                 "throughput_samples_per_s": {WORKLOAD: 400.0}, "source": "[E] test",
+                 "speed_changes": [{"at_s": 0.05, "factor": 0.5}],
+                 "ranges": {"speed": {"low": 0.5, "high": 2.0, "reason": "test"}}},
+            ],
+        },
+        {
+            "name": "cpu_box",
+            "devices": [
+                {"name": "cpu", "kind": "cpu", "count": 1, "memory_gib": 8, "batch_size": 2,
+                 "throughput_samples_per_s": {WORKLOAD: 20.0}, "source": "[E] test",
+                 "jitter": {"kind": "lognormal", "sigma": 0.1}, "straggler": {"probability": 0.2, "slowdown": 2.0},
+                 "nic": {"latency_us": 100, "bandwidth_gbytes_per_s": 0.1, "source": "[E] test",
+                         "ranges": {"bandwidth_gbytes_per_s": {"low": 0.1, "high": 1.0, "reason": "1-10 GbE"}}},
+                 "ranges": {"speed": {"low": 0.5, "high": 2.0, "reason": "test"}}},
+            ],
+        },
+    ],
+    "network": {
+        "intra_node": {"latency_us": 10, "bandwidth_gbytes_per_s": 8, "source": "[E] test"},
+        "inter_node": {"latency_us": 50, "bandwidth_gbytes_per_s": 1.0, "source": "[E] test"},
+        "server": {"latency_us": 50, "bandwidth_gbytes_per_s": 1.0, "source": "[E] test",
+                   "ranges": {"bandwidth_gbytes_per_s": {"low": 0.1, "high": 3.0, "reason": "1-25 GbE"}}},
+    },
+}  # fmt: skip
+
+
+FLIP_PROFILE = {
+    "schema_version": 1,
+    "name": "flip-sens",
+    "description": "two equal GPUs on two machines; only the link between them is uncertain",
+    "nodes": [
+        {"name": f"m{i}", "devices": [{"name": "gpu", "kind": "gpu", "count": 1, "memory_gib": 8,
+                                        "throughput_samples_per_s": {WORKLOAD: SPEED}, "source": "[S] test"}]}
+        for i in range(2)
+    ],
+    "network": {
+        "intra_node": {"latency_us": 0, "bandwidth_gbytes_per_s": 8, "source": "[S] test"},
+        "inter_node": {"latency_us": 0, "bandwidth_gbytes_per_s": 1.0, "source": "[E] test",
+                       "ranges": {"bandwidth_gbytes_per_s": {"low": 0.01, "high": 10.0, "reason": "test"}}},
+    },
+}  # fmt: skip
+
+
+def _config(profile: str, method: str, params: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "method": method,
+        "method_params": params,
+        "profile": profile,
+        "dataset": {"name": "synthetic", "params": {"num_classes": 4, "image_size": 8, "train_size": 96,
+                                                     "test_size": 16}},
+        "model": {"name": "small_cnn", "params": {"hidden": 8}},
+        "emulated_workload": WORKLOAD,
+        "batch_size": "profile",
+        "budget": {"epochs": 2},
+        "eval": {"times": 1},
+        "torch_threads": 1,
+        **extra,
+    }  # fmt: skip
+
+
+FLIP_PAPER = {
+    "kind": "reproduction",
+    "citation": {"id": "flip", "title": "A claim that flips with the network"},
+    "setup": {
+        "min_seeds": 1,
+        "baseline": "small",
+        "arms": {"small": {"method": "ar_sgd", "campaign": "small"}, "big": {"method": "ar_sgd", "campaign": "big"}},
+        "sensitivity": {"samples": 40},
+    },
+    "claims": [
+        {"id": "F1", "kind": "speedup", "arm": "big", "claimed": 2.0, "accept": {"sided": "one_sided", "rule": "point"},
+         "statement": "batch 32 trains the budget at least twice as fast as batch 8", "source": {"kind": "text"},
+         "evidence": "reconstructed"},
+        {"id": "F2", "kind": "final_metric", "arm": "big", "metric": "val_accuracy", "direction": "max",
+         "claimed": 0.5, "accept": {"rule": "point"}, "source": {"kind": "text"},
+         "evidence": "reconstructed"},
+    ],
+}  # fmt: skip
+
+
+def _flip_setup(profile: str) -> tuple[PaperInfo, Any, dict[str, Job]]:
+    jobs: dict[str, Job] = {}
+    rows = []
+    for arm, batch in (("small", 8), ("big", 32)):
+        cfg = _config(
+            profile, "ar_sgd", {"weighting": "equal", "overlap": False}, batch_size=batch, budget={"samples": 512}
+        )
+        job = jobs[f"{arm}-0"] = build_job(validate_config(cfg), 0)
+        rows.append(
+            {"run_id": f"{arm}-0", "parent_run_id": f"c-{arm}", "method": "ar_sgd", "profile": "flip-sens", "seed": 0,
+             "status": "FINISHED", "start_time": pd.Timestamp("2026-01-01", tz="UTC"), "campaign": arm,
+             "final/emulated_s": simulate(job, Prober(job)).emulated_s, "final/val_accuracy": 0.5,
+             "engine": "inprocess"}
+        )  # fmt: skip
+    runs = pd.DataFrame(rows)
+    alloc = pd.DataFrame(columns=["run_id", "epoch", "rank", "share", "batch_size", "speed"])
+    curves = pd.DataFrame(columns=["run_id", "step"])
+    rs = RunSet("distrepro/flip", "sqlite:///nowhere.db", runs, curves, alloc, ["c-small", "c-big"])
+    return PaperInfo("flip", validate_paper(FLIP_PAPER)), rs, jobs

@@ -1,0 +1,169 @@
+"""``distrepro plan``: every shipped config resolves without data or training; Local SGD's rounds are real."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distrepro.cli import main
+from distrepro.config.run_config import validate_config
+from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.orchestration.job import build_job
+from distrepro.orchestration.plan import NOT_ESTIMATED, build_plan
+from distrepro.plugins.roots import repo_root
+
+ROOT = repo_root()
+CONFIGS = sorted([*ROOT.glob("configs/*.yaml"), *ROOT.glob("methods/*/configs/*.yaml")])
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(c.relative_to(ROOT)) for c in CONFIGS])
+def test_every_shipped_config_plans(config: Path) -> None:
+    plan = build_plan(config)
+    assert {"config", "allocation", "lr", "method_plan", "time"} <= plan.keys()
+    json.dumps(plan)  # machine-readable as it is
+    alloc = plan["allocation"]
+    assert sum(alloc["shares"]) == pytest.approx(1.0) and len(alloc["batch_sizes"]) == len(alloc["shares"])
+    assert all(t > 0 for t in plan["time"]["compute_s_per_step"] if t)
+    method = plan["config"]["method"]
+    if method in PLANNED:
+        assert isinstance(plan["method_plan"], dict) and plan["method_plan"], method
+    if method in PRICED and plan["config"]["budget"]["emulated_seconds"] is None:
+        assert plan["time"]["total_s"] > plan["time"]["comm_s_per_step"] > 0
+
+
+#: plugins with a ``Method.plan`` hook, and those whose plan says what they send (time estimated)
+PLANNED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero", "gossip")
+PRICED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero")
+
+
+def test_paper_scale_plans_without_the_data() -> None:
+    plan = build_plan(ROOT / "methods/cadp/configs/cadp.paper.yaml")
+    assert not Path(plan["config"]["dataset"]["root"]).exists()  # the ImageNet-100 folder is absent here
+    assert plan["dataset"]["num_classes"] == 100 and "nominal" in plan["dataset"]["note"]
+    assert (plan["dataset"]["train_size"], plan["dataset"]["test_size"]) == (126_689, 5_000)  # the CMC subset
+    assert plan["lr"]["points"][0][1] == 0.01 and plan["lr"]["points"][-1][1] == pytest.approx(0.01 / 16)
+
+
+@pytest.mark.parametrize("config", ["decentdp/configs/accum.paper.yaml", "qsr/configs/qsr.paper.yaml"])
+def test_an_imagenet_1k_paper_config_plans_on_ilsvrc_2012(config: str) -> None:
+    """Decent-DP's ResNet-50 recipe read its ImageNet-1k folder through the ImageNet-100 loader, so its plan counted
+    that loader's 130,000 nominal images and 100 classes per epoch: a tenth of the steps the paper trains."""
+    plan = build_plan(ROOT / "methods" / config)
+    assert plan["dataset"]["train_size"] == 1_281_167 and plan["dataset"]["test_size"] == 50_000
+    assert plan["dataset"]["num_classes"] == 1000
+    cfg = plan["config"]
+    if cfg["budget"]["epochs"] is not None:  # Decent-DP: 90 epochs of 1,281,167 images at 16 x 64 per step
+        batch = sum(plan["allocation"]["batch_sizes"])
+        assert plan["lr"]["total_steps"] == math.ceil(cfg["budget"]["epochs"] * 1_281_167 / batch) == 112_603
+
+
+def _local_sgd(**over: Any) -> dict[str, Any]:
+    return {
+        "method": "local_sgd",
+        "profile": "pair-2",
+        "dataset": {"params": {"train_size": 100, "test_size": 32, "image_size": 8}},
+        "batch_size": [8, 16],
+        "budget": {"epochs": 1.5},  # 150 samples / 24 per step → 7 steps: rounds of 3, 3, 1
+        "method_params": {"period": 3},
+    } | over
+
+
+def test_local_sgd_rounds_match_a_real_run(profiles: Path, tmp_path: Path) -> None:
+    data = _local_sgd()
+    config = tmp_path / "local.yaml"
+    config.write_text(json.dumps(data))
+    plan = build_plan(config)
+    assert plan["method_plan"]["round_lengths"] == [3, 3, 1]
+    assert plan["method_plan"]["rounds"] == 3
+    harness = InProcessEngine().harness(build_job(validate_config(data), 0))
+    method = harness.slots[0].method
+    averagings: list[int] = []
+    average = method._average  # type: ignore[attr-defined]
+    method._average = lambda ctx: (averagings.append(1), average(ctx))  # type: ignore[attr-defined]
+    harness.run()
+    assert len(averagings) == plan["method_plan"]["rounds"]
+
+
+def test_methods_without_a_plan_are_not_estimated(
+    profiles: Path, tmp_path: Path, with_test_plugins: Callable[..., Path]
+) -> None:
+    with_test_plugins("fixed_replicas")
+    config = tmp_path / "fixed.yaml"
+    config.write_text(json.dumps(_local_sgd(method="fixed_replicas", method_params={})))
+    plan = build_plan(config)
+    assert plan["method_plan"] == NOT_ESTIMATED and plan["time"]["total_s"] == NOT_ESTIMATED
+    assert plan["time"]["slowest_compute_s_per_step"] > 0
+
+
+def _plan(tmp_path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(data))
+    return build_plan(config)
+
+
+def test_gossip_plans_its_graph(profiles: Path, tmp_path: Path) -> None:
+    data = _local_sgd(method="gossip", profile="hetero-2fast-2slow", batch_size=8, method_params={"rate": 2.0})
+    plan = _plan(tmp_path, data)
+    mp = plan["method_plan"]
+    assert mp["neighbours"] == [[1, 3], [0, 2], [1, 3], [0, 2]] and mp["pick_weights"][0] == {"1": 0.5, "3": 0.5}
+    assert mp["averagings_per_step"] == "Poisson(2.0)"
+    assert mp["expected_bytes_per_step"] == 2 * mp["bytes_per_averaging"] > 0
+    assert plan["time"]["total_s"] == NOT_ESTIMATED  # asynchronous
+    exponential = _plan(tmp_path, data | {"method_params": {"topology": "exponential"}})["method_plan"]
+    assert exponential["neighbours"][0] == [3, 2, 1, 2]  # i ± 1, i ± 2: rank 2 listed twice (double weight)
+    assert exponential["pick_weights"][0] == {"1": 0.25, "2": 0.5, "3": 0.25}
+
+
+def test_cadp_plan_is_the_allocation_a_run_uses(profiles: Path, tmp_path: Path) -> None:
+    data = _local_sgd(
+        method="cadp",
+        batch_size=8,
+        budget={"epochs": 1},
+        method_params={"micro_batch": 4, "round_epochs": 0.5, "speeds": "declared"},
+    )
+    mp = _plan(tmp_path, data)["method_plan"]
+    assert sum(mp["shares"]) == 100 and mp["rounds"] == 2
+    assert mp["solution"]["makespan_s"] == pytest.approx(mp["solution"]["optimum_makespan_s"], rel=1e-4)
+    assert mp["shares"][0] == pytest.approx(2 * mp["shares"][1], abs=1)  # rank 1 runs at half speed
+    run = InProcessEngine().run(build_job(validate_config(data), 0))
+    assert run.allocations[0][1].batch_sizes == tuple(mp["round_samples"])
+    steps = [run.final.method_records[f"local_steps/rank{r}"] for r in range(2)]
+    assert steps == mp["local_steps_per_round"]
+
+
+def test_chao_plan_says_where_the_adaptive_split_goes(profiles: Path, tmp_path: Path) -> None:
+    mp = _plan(tmp_path, _local_sgd(method="chao_alloc", method_params={"mode": "adaptive"}))["method_plan"]
+    assert mp["batch_sizes"] == [12, 12] and mp["ratios"] == [0.5, 0.5]  # init: equal
+    assert mp["declared_fixed_point_batch_sizes"] == [16, 8]  # rank 1 at half speed
+    assert mp["ideal_time_ratio"] == pytest.approx(2 * 0.5 / 1.5)
+    static = _local_sgd(method="chao_alloc", method_params={"mode": "static", "speeds": [3, 1]})
+    assert _plan(tmp_path, static)["method_plan"]["batch_sizes"] == [18, 6]
+
+
+def test_deepspeed_plan_prices_its_two_collectives_and_buffers(profiles: Path, tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _local_sgd(method="deepspeed_zero", method_params={}))
+    mp = plan["method_plan"]
+    assert [c["pattern"] for c in mp["comm"]] == ["reduce_scatter", "all_gather"]  # small_cnn: no buffers
+    assert mp["partition_bytes"] == mp["comm"][0]["bytes"] / 2
+    assert plan["time"]["comm_s_per_step"] > 0
+    bn = _plan(
+        tmp_path,
+        _local_sgd(method="deepspeed_zero", method_params={}, model={"name": "resnet18_cifar", "params": {"width": 2}}),
+    )
+    assert [c["pattern"] for c in bn["method_plan"]["comm"]] == ["reduce_scatter", "all_gather", "broadcast"]
+    assert bn["time"]["comm_s_per_step"] > 0
+
+
+def test_cli_plan_json_and_errors(profiles: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "local.yaml"
+    config.write_text(json.dumps(_local_sgd()))
+    assert main(["plan", str(config), "--set", "method_params.period=2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method_plan"]["round_lengths"] == [2, 2, 2, 1]
+    assert main(["plan", str(config), "--set", "method_params.period=0"]) == 2
+    assert "method_params.period" in capsys.readouterr().err

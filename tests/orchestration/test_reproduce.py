@@ -1,0 +1,161 @@
+"""``distrepro reproduce``: every arm of a paper runs as its own campaign, then the report is built."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from distrepro.cli import main
+from distrepro.errors import ConfigError
+from distrepro.orchestration.reproduce import reproduce
+
+REPO = Path(__file__).resolve().parents[2]
+
+PAPER = """\
+kind: reproduction
+citation: {id: tinypaper, title: "A tiny paper", venue: "Tests 2026"}
+setup:
+  profile: hetero-2fast-2slow
+  min_seeds: 2
+  baseline: sync
+  arms:
+    sync: {method: ar_sgd, config: tiny.yaml}
+    local: {method: local_sgd, params: {period: 2}, config: tiny.yaml}
+    rare: {method: local_sgd, params: {period: 4}, config: tiny.yaml, optional: true, extra: nothing}
+claims:
+  - id: fewer-bytes
+    kind: relative_improvement
+    arm: local
+    baseline: sync
+    metric: comm/bytes_total
+    direction: min
+    form: ratio
+    claimed: 2.0  # improvement factor baseline/arm: half the traffic
+    accept: {statistic: median, rel_tolerance: 0.2}
+    source: {kind: text, quote: "averaging every 2 steps halves the traffic"}
+    evidence: derived
+"""
+
+CONFIG = """\
+method: ar_sgd
+profile: hetero-2fast-2slow
+dataset: {params: {train_size: 256, test_size: 128, image_size: 8}}
+budget: {steps: 4}
+eval: {times: 1}
+seeds: [0, 1]
+torch_threads: 1
+"""
+
+
+@pytest.fixture
+def paper_root(tmp_path: Path, monkeypatch) -> Path:
+    root = tmp_path / "root"
+    (root / "methods" / "tiny").mkdir(parents=True)
+    for name in ("ar_sgd", "local_sgd"):
+        os.symlink(REPO / "methods" / name, root / "methods" / name)
+    os.symlink(REPO / "methods" / "local_sgd" / "method.py", root / "methods" / "tiny" / "method.py")
+    (root / "methods" / "tiny" / "paper.yaml").write_text(PAPER)
+    (root / "methods" / "tiny" / "tiny.yaml").write_text(CONFIG)
+    os.symlink(REPO / "datasets", root / "datasets")
+    os.symlink(REPO / "hardware_profiles", root / "hardware_profiles")
+    monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    return root
+
+
+@pytest.mark.smoke
+def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str, monkeypatch) -> None:
+    import distrepro.report.build as build
+
+    real, shown = build.build_report, []  # --no-progress reaches the report's sensitivity sweep too
+    monkeypatch.setattr(build, "build_report", lambda *a, **kw: shown.append(kw["show_progress"]) or real(*a, **kw))
+    result = reproduce("tinypaper", show_progress=False, root=paper_root)
+    assert shown == [False]
+    assert set(result.campaigns) == {"sync", "local"}
+    assert all(len(c.cells) == 2 for c in result.campaigns.values())
+    runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
+    children = runs[runs["tags.mlflow.parentRunId"].notna()]
+    assert sorted(children["tags.distrepro.campaign"].unique()) == ["local", "sync"]
+    assert set(children["params.method_params.period"].dropna()) == {"2"}
+    (verdict,) = result.report.verdicts
+    assert verdict.claim_id == "fewer-bytes"
+    assert verdict.verdict == "PASS", (verdict.statistic, verdict.reason)  # half the all-reduces
+    assert Path(result.report.html).is_file()
+
+
+def test_reproduce_errors_name_the_paper_file(paper_root: Path, mlflow_uri: str, capsys) -> None:
+    with pytest.raises(ConfigError, match=r"setup\.arms"):
+        reproduce("tinypaper", arms=["nope"], root=paper_root)
+    with pytest.raises(ConfigError, match=r"tiny\.paper\.yaml"):
+        reproduce("tinypaper", scale="paper", root=paper_root)
+    assert main(["reproduce", "nosuchpaper"]) == 2
+    assert "nosuchpaper" in capsys.readouterr().err
+
+
+def test_optional_arms_run_only_when_asked(paper_root: Path, mlflow_uri: str) -> None:
+    result = reproduce("tinypaper", seeds="0", with_arms=["rare"], report=False, show_progress=False, root=paper_root)
+    assert set(result.campaigns) == {"sync", "local", "rare"}
+    runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
+    assert set(runs["params.method_params.period"].dropna()) == {"2", "4"}
+    only = reproduce("tinypaper", seeds="0", arms=["rare"], report=False, show_progress=False, root=paper_root)
+    assert set(only.campaigns) == {"rare"}
+
+
+def test_a_claim_on_an_optional_arm_is_refused(tmp_path: Path) -> None:
+    from distrepro.claims.schema import load_paper_file
+
+    path = tmp_path / "paper.yaml"
+    path.write_text(PAPER.replace("    arm: local\n", "    arm: rare\n"))
+    with pytest.raises(ConfigError, match=r"claims\[0\]\.arm.*optional"):
+        load_paper_file(path)
+    path.write_text(PAPER)  # the same arm, carrying no claim, is fine
+    assert load_paper_file(path).setup.arms["rare"].optional
+
+
+PRODUCTS = """\
+from pathlib import Path
+
+
+def build(out_dir: Path, scale: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "grid.csv"
+    path.write_text(f"scale\\n{scale}\\n")
+    return [path]
+"""
+
+
+PLAIN_METHOD = """\
+from distrepro import api
+
+
+class Method(api.Method[api.MethodParams]):
+    synchronous = True
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        raise AssertionError("no arm runs this method")
+"""
+
+
+def test_a_method_folders_products_are_built_with_the_report_only(
+    paper_root: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = paper_root / "methods" / "tiny"
+    (folder / "method.py").unlink()  # the symlinked local_sgd names itself local_sgd: not loadable as 'tiny'
+    (folder / "method.py").write_text(PLAIN_METHOD)
+    (folder / "products.py").write_text(PRODUCTS)
+    grid = Path("reports/tinypaper/grid.csv")
+    # train only: Decent-DP's grid (minutes of simulation) was built even so
+    assert main(["reproduce", "tinypaper", "--seeds", "0", "--arms", "sync", "--no-report", "--no-progress"]) == 0
+    assert not grid.exists() and "report:" not in capsys.readouterr().out
+    reproduce("tinypaper", seeds="0", arms=["sync"], show_progress=False, root=paper_root)
+    assert grid.read_text().splitlines() == ["scale", "proxy"]
+
+
+def test_the_no_report_help_says_products_are_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--no-report train only: no report and no report products" in help_text

@@ -1,0 +1,170 @@
+"""Every discovered method plugin, benchopt-style: a tiny campaign that must learn and be logged.
+
+The test is generated from :func:`distrepro.plugins.registry.methods`, so a new ``methods/<name>/`` gets it
+without being listed anywhere. Broken plugins are reported by the registry instead of crashing it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from distrepro.config.run_config import validate_config
+from distrepro.engine.harness_worker import cluster_layout
+from distrepro.errors import PluginError
+from distrepro.hardware.profiles import load_profile
+from distrepro.orchestration.campaign import run_campaign
+from distrepro.plugins import registry
+from distrepro.tracking.mlflow_client import make_client
+
+NUM_CLASSES = 4
+CHANCE = 1.0 / NUM_CLASSES
+#: 4 ranks on 2 nodes, for methods whose default topology needs more than one node
+TWO_NODES = "hetero-2fast-2slow"
+
+SMOKE: dict[str, Any] = {
+    "dataset": {
+        "name": "synthetic",
+        "params": {
+            "num_classes": NUM_CLASSES,
+            "noise": 1.0,
+            "train_size": 512,
+            "test_size": 256,
+            "image_size": 8,
+        },
+    },
+    "batch_size": 16,
+    "budget": {"steps": 10},
+    "eval": {"times": 2},
+    "emulated_workload": "resnet18_cifar_32",  # charged times of a few ms: distinct emulated-ms steps
+    "torch_threads": 1,
+    "seeds": [0],
+}
+
+
+@pytest.fixture
+def tracking(mlflow_uri: str, migrated_mlflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's private store (``mlflow_uri``), pre-migrated; the cwd is a scratch folder."""
+    db = Path(mlflow_uri.removeprefix("sqlite:///"))
+    shutil.copyfile(migrated_mlflow_db, db)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return mlflow_uri
+
+
+def history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("name", sorted(registry.methods()))
+def test_method_smoke_campaign(name: str, tracking: str) -> None:
+    plugin = registry.methods()[name]
+    cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}"})
+    method, profile = plugin.cls(plugin.cls.Params()), load_profile(cfg.profile)
+    if method.skip_cluster(cluster_layout(profile)):  # a topology over nodes (Decent-DP's AER): two nodes
+        cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}", "profile": TWO_NODES})
+        profile = load_profile(cfg.profile)
+    reason = method.skip(profile.world_size) or method.skip_cluster(cluster_layout(profile))
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+
+    result = run_campaign(cfg, show_progress=False, tracking_uri=tracking)
+    (cell,) = result.cells
+    final = cell.result.final
+    assert math.isfinite(final.metrics["train_loss"]) and math.isfinite(final.metrics["val_loss"])
+    assert final.metrics["val_accuracy"] > CHANCE + 0.1, final.metrics
+    assert final.step == 10 if plugin.cls.synchronous else final.step >= 10
+
+    client = make_client(tracking)
+    run = client.get_run(cell.run_id)
+    assert run.info.status == "FINISHED"
+    tags = run.data.tags
+    assert tags["mlflow.parentRunId"] == result.parent_run_id
+    assert tags["distrepro.method"] == name
+    assert tags["distrepro.profile_sha256"] == load_profile(cfg.profile).digest()
+    assert tags["git.commit"]  # a commit hash, or "unknown" outside a checkout: never missing
+    assert client.get_run(result.parent_run_id).info.status == "FINISHED"
+
+    evals = cell.result.evals
+    assert [e.final for e in evals][-1]
+    assert history(client, cell.run_id, "val_accuracy") == sorted((e.step, e.metrics["val_accuracy"]) for e in evals)
+    emulated = history(client, cell.run_id, "emu/val_accuracy")
+    assert emulated == sorted((round(e.emulated_s * 1000), e.metrics["val_accuracy"]) for e in evals)
+    assert len({step for step, _ in emulated}) == len(evals) and emulated[0][0] > 0  # real ms steps
+
+    artifacts = {a.path for a in client.list_artifacts(cell.run_id)}
+    assert {"timeline.csv", "evals.csv", "config.resolved.yaml", "profile.yaml"} <= artifacts
+    local = client.download_artifacts(cell.run_id, "timeline.csv", str(Path.cwd()))
+    timeline = pd.read_csv(io.StringIO(Path(local).read_text(encoding="utf-8")))
+    assert list(timeline.columns) == ["rank", "kind", "start_s", "end_s", "step"]
+    assert len(timeline) == len(cell.result.timeline) > 0
+    assert set(timeline["rank"]) == {0, 1, 2, 3}
+    assert set(timeline["kind"]) <= {"compute", "comm", "idle"} and "compute" in set(timeline["kind"])
+    assert (timeline["end_s"] > timeline["start_s"]).all()
+
+
+@pytest.mark.smoke
+def test_shipped_plugins_all_load() -> None:
+    assert {"ar_sgd", "local_sgd", "gossip"} <= set(registry.methods())
+    assert registry.failed_plugins() == []
+    for name, plugin in registry.methods().items():
+        assert plugin.cls.name == name  # the short name is the plugin folder's
+
+
+GOOD_METHOD = """
+from distrepro import api
+
+
+class Method(api.Method):
+    name = "tmp_ok_method"
+
+    def train_step(self, ctx, batch):
+        ctx.forward_backward(batch)
+"""
+
+
+def make_root(tmp_path: Path) -> Path:
+    """A repository root with one good, one broken and one malformed method, and a broken dataset."""
+    root = tmp_path / "repo"
+    files = {
+        "methods/tmp_ok_method/method.py": GOOD_METHOD,
+        "methods/tmp_broken/method.py": "raise RuntimeError('broken on purpose')\n",
+        "methods/tmp_no_class/method.py": "Method = 42\n",
+        "methods/_private/method.py": "raise RuntimeError('never imported')\n",
+        "methods/tmp_no_file/README.md": "a folder without method.py is not a plugin\n",
+        "datasets/tmp_bad_ds.py": "import this_module_does_not_exist_anywhere\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.smoke
+def test_failed_plugins_are_reported_not_raised(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    assert sorted(registry.methods(root)) == ["tmp_ok_method"]
+    failed = {(f.kind, f.name): f for f in registry.failed_plugins(root)}
+    assert sorted(failed) == [("dataset", "tmp_bad_ds"), ("method", "tmp_broken"), ("method", "tmp_no_class")]
+
+    broken = failed[("method", "tmp_broken")]
+    assert broken.path == root / "methods" / "tmp_broken"
+    assert broken.error.startswith("RuntimeError: broken on purpose")
+    assert "method.py:1" in broken.error
+    assert "must define a class named Method" in failed[("method", "tmp_no_class")].error
+    assert failed[("dataset", "tmp_bad_ds")].error.startswith("ModuleNotFoundError")
+
+    with pytest.raises(PluginError, match=r"method 'tmp_broken' failed to load from .*broken on purpose"):
+        registry.get_method("tmp_broken", root)
+    with pytest.raises(PluginError, match="unknown method 'nope'; available: tmp_ok_method"):
+        registry.get_method("nope", root)
+    assert registry.datasets(root) == {}

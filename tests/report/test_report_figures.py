@@ -1,0 +1,254 @@
+"""Report figures stay readable from 2 to 30 arms, with one colour per arm across every figure.
+
+Built from a synthetic run table (no MLflow, no training): arms named like Chao's
+(``adaptive-slowdown``), on several emulated clusters of 2 to 8 workers, with curves, allocation
+histories, timelines and claims of every plotted kind. Each PNG's pixel size must stay bounded;
+each figure is read back from matplotlib (a recorder wraps ``Figure.savefig``) to check that no two
+texts overlap (tick labels, axis labels, titles, legend entries), that legends stay off the data
+area, and that the arm-coloured artists (``gid="arm:<name>"``) give every arm one colour in every
+figure and different arms different colours.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
+
+from distrepro.claims.papers import PaperInfo
+from distrepro.claims.runs import RunSet
+from distrepro.claims.schema import validate_paper
+from distrepro.report.build import write_report
+
+SCENARIOS = ["1to2", "1124", "slowdown", "fss", "ffs", "ff", "1to4", "wan-heterogeneous", "8x", "mixed"]
+WORKERS = [2, 4, 3, 8, 3, 2, 2, 6, 8, 5]
+MODES = ["equal", "static", "adaptive"]
+
+
+def _timeline(speeds: list[float]) -> str:
+    rows, t = [], [0.0] * len(speeds)
+    for step in range(6):
+        for r, v in enumerate(speeds):
+            rows.append((r, "compute", t[r], t[r] + 1 / v, step))
+            t[r] += 1 / v
+        end = max(t)
+        for r in range(len(speeds)):
+            if t[r] < end:
+                rows.append((r, "idle", t[r], end, step))
+            rows.append((r, "comm", end, end + 0.3, step))
+            t[r] = end + 0.3
+    return pd.DataFrame(rows, columns=["rank", "kind", "start_s", "end_s", "step"]).to_csv(index=False)
+
+
+def many_arms(n_arms: int, seeds: int = 3) -> tuple[PaperInfo, RunSet]:
+    """``n_arms`` arms ``<mode>-<scenario>``, three per emulated cluster, with every per-arm table filled."""
+    runs, curves, alloc, artifacts, arms = [], [], [], {}, {}
+    for i in range(n_arms):
+        scenario, mode = SCENARIOS[i // 3], MODES[i % 3]
+        arm, profile, n_workers = f"{mode}-{scenario}", f"emu-{scenario}", WORKERS[i // 3]
+        arms[arm] = {"method": arm}
+        speeds = [1.0 + (r % 3) for r in range(n_workers)]
+        total = 20.0 * (1 + i // 3) * (1.0 if mode == "equal" else 0.7 if mode == "static" else 0.55)
+        for seed in range(seeds):
+            run_id = f"{arm}-{seed}"
+            row: dict[str, Any] = {
+                "run_id": run_id, "parent_run_id": f"campaign-{arm}", "method": arm, "profile": profile, "seed": seed,
+                "status": "FINISHED", "start_time": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=seed),
+                "final/emulated_s": total * (1 + 0.02 * seed), "final/val_accuracy": 0.8 + 0.005 * seed,
+                "time_to_target_s": total / 2, "target_reached": 1.0, "comm/bytes_total": 4e6 * n_workers,
+            }  # fmt: skip
+            for r, v in enumerate(speeds):
+                row[f"worker/{r}/compute_s"] = total * 0.6 / v
+                row[f"worker/{r}/comm_s"] = total * 0.2
+                row[f"worker/{r}/idle_s"] = total * 0.1 * (v - 1)
+                row[f"worker/{r}/bytes_sent"] = 1e6 * (1 + 0.1 * r)
+                for epoch in range(3):
+                    share = 1 / n_workers if mode == "equal" else v / sum(speeds)
+                    if mode == "adaptive":
+                        share = (1 - epoch / 2) / n_workers + (epoch / 2) * v / sum(speeds)
+                    alloc.append({"run_id": run_id, "epoch": epoch, "rank": r, "share": share, "speed": v})
+            runs.append(row)
+            for k, x in enumerate(np.linspace(1, 3, 5)):
+                curves.append(
+                    {"run_id": run_id, "step": 10 * k, "epoch": x, "time/emulated_s": total * x / 3,
+                     "val_accuracy": 0.8 * x / 3 + 0.002 * i, "val_loss": 2.0 / x + 0.01 * i}
+                )  # fmt: skip
+            artifacts[(run_id, "timeline.csv")] = _timeline(speeds if mode == "equal" else [1.0] * n_workers)
+    src = {"source": {"kind": "abstract"}, "evidence": "verbatim"}
+    claims = [
+        {"id": "K1", "kind": "speedup", "arm": "adaptive-1to2", "baseline": "equal-1to2", "claimed": 3.0, **src},
+        {"id": "K2", "kind": "relative_improvement", "arm": "adaptive-1to2", "baseline": "equal-1to2",
+         "metric": "final/emulated_s", "direction": "min", "claimed": 0.2, "accept": {"abs_tolerance": 0.05}, **src},
+        {"id": "K3", "kind": "ordering", "arms": ["static-1to2", "equal-1to2"], "metric": "final/emulated_s",
+         "direction": "min", **src},
+        {"id": "K4", "kind": "non_inferiority", "arm": "static-1to2", "baseline": "equal-1to2",
+         "metric": "final/val_accuracy", "direction": "max", "margin": 0.02, **src},
+        {"id": "K5", "kind": "final_metric", "arm": "adaptive-1to2", "metric": "val_accuracy", "direction": "max",
+         "claimed": 0.9, "accept": {"abs_tolerance": 0.01}, "ideal": {"value": 0.95, "label": "perfect"}, **src},
+    ]  # fmt: skip
+    spec = validate_paper(
+        {
+            "kind": "reproduction",
+            "citation": {"id": "many", "title": "Many arms"},
+            "setup": {"baseline": "equal-1to2", "arms": arms, "min_seeds": 3},
+            "claims": claims,
+        }
+    )
+    rs = RunSet(
+        "distrepro/many", "sqlite:///nowhere.db", pd.DataFrame(runs), pd.DataFrame(curves), pd.DataFrame(alloc),
+        [f"campaign-{a}" for a in arms], None, artifacts,
+    )  # fmt: skip
+    return PaperInfo("many", spec), rs
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[Figure, Any]]:
+    """Every figure saved while the test runs, by file stem, with the renderer it was drawn with
+    (read right after saving, before the report closes the figure: no second draw needed)."""
+    saved: dict[str, tuple[Figure, Any]] = {}
+    original = Figure.savefig
+
+    def record(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, fname, *args, **kwargs)
+        saved[Path(str(fname)).stem] = (self, self.canvas.get_renderer())
+        return out
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return saved
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    width, height = struct.unpack(">II", path.read_bytes()[16:24])
+    return width, height
+
+
+def _drawn_ticklabels(ax: Any, which: str) -> list[Any]:
+    """Tick labels matplotlib draws: the locator also returns ticks beyond the view limits, which it skips."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    lo, hi = sorted(axis.get_view_interval())
+    eps = 1e-9 * max(1.0, hi - lo)
+    locs = axis.get_majorticklocs()
+    ticks = axis.get_major_ticks(len(locs))
+    return [t.label1 for loc, t in zip(locs, ticks, strict=True) if lo - eps <= loc <= hi + eps]
+
+
+def _texts(fig: Figure) -> list[tuple[str, Any]]:
+    """Every visible, non-empty text whose overlap with another would make it unreadable."""
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        texts = [*_drawn_ticklabels(ax, "x"), *_drawn_ticklabels(ax, "y"), ax.xaxis.label, ax.yaxis.label, ax.title]
+        texts += [ax._left_title, ax._right_title]
+        out += [(f"{ax.get_title(loc='left') or ax.get_title()}: {t.get_text()!r}", t) for t in texts]
+    for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if leg is not None:
+            out += [(f"legend {t.get_text()!r}", t) for t in leg.get_texts()]
+    out += [(f"figure label {t.get_text()!r}", t) for t in (fig._supxlabel, fig._supylabel) if t is not None]
+    return [(name, t) for name, t in out if t.get_visible() and t.get_text().strip()]
+
+
+def overlapping_texts(fig: Figure, renderer: Any) -> list[tuple[str, str]]:
+    boxes = [(name, t.get_window_extent(renderer)) for name, t in _texts(fig)]
+    return [
+        (a, b)
+        for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
+        if min(ba.x1, bb.x1) - max(ba.x0, bb.x0) > 0.5 and min(ba.y1, bb.y1) - max(ba.y0, bb.y0) > 0.5
+    ]
+
+
+def texts_cut_off(fig: Figure, renderer: Any) -> list[str]:
+    """Texts reaching past the figure's edge (cut off in the PNG)."""
+    page = fig.bbox
+    return [
+        name
+        for name, t in _texts(fig)
+        if (b := t.get_window_extent(renderer)).x0 < page.x0 - 1
+        or b.y0 < page.y0 - 1
+        or b.x1 > page.x1 + 1
+        or b.y1 > page.y1 + 1
+    ]
+
+
+def legends_over_data(fig: Figure, renderer: Any) -> list[str]:
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    return [
+        f"legend {[t.get_text() for t in leg.get_texts()][:3]} over axes {ax.get_title(loc='left') or ax.get_title()}"
+        for leg in legends
+        if leg is not None
+        for ax in fig.axes
+        if ax.get_visible() and leg.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    ]
+
+
+def arm_colors(fig: Figure) -> dict[str, set[tuple[float, ...]]]:
+    """Arm → the colours its ``gid="arm:<name>"`` artists are drawn in (alpha ignored)."""
+    out: dict[str, set[tuple[float, ...]]] = {}
+    for artist in fig.findobj(lambda a: str(a.get_gid() or "").startswith("arm:")):
+        if hasattr(artist, "get_bbox_patch") and artist.get_bbox_patch() is not None:
+            color = artist.get_bbox_patch().get_edgecolor()
+        elif hasattr(artist, "get_color") and not hasattr(artist, "get_facecolor"):
+            color = artist.get_color()
+        else:
+            face = artist.get_facecolor()
+            color = face[0] if np.ndim(face) == 2 else face
+        out.setdefault(artist.get_gid()[4:], set()).add(tuple(round(c, 3) for c in to_rgb(color)))
+    return out
+
+
+@pytest.mark.parametrize("n_arms", [16, pytest.param(30, marks=pytest.mark.slow)])  # 30: ~15 s on a busy CI box
+def test_figures_stay_readable_with_many_arms(
+    n_arms: int, tmp_path: Path, drawn: dict[str, tuple[Figure, Any]]
+) -> None:
+    info, rs = many_arms(n_arms)
+    report = write_report(info, rs, tmp_path / "many", root=tmp_path)
+    assert len(report.figures) == 9, sorted(report.figures)
+    for path in report.figures.values():
+        w, h = png_size(path)
+        assert max(w, h) <= 3000 and max(w, h) / min(w, h) <= 4.0, f"{path.name}: {w}×{h} px"
+    colors: dict[str, set[tuple[float, ...]]] = {}
+    for name, (fig, renderer) in drawn.items():
+        assert overlapping_texts(fig, renderer) == [], name
+        assert legends_over_data(fig, renderer) == [], name
+        assert texts_cut_off(fig, renderer) == [], name
+        for arm, c in arm_colors(fig).items():
+            colors.setdefault(arm, set()).update(c)
+            assert len(c) == 1, f"{name}: arm {arm} in colours {c}"
+    arms = {rs.runs.loc[i, "method"] for i in rs.runs.index}
+    assert set(colors) == arms  # every arm drawn in its colour somewhere
+    assert all(len(c) == 1 for c in colors.values()), {a: c for a, c in colors.items() if len(c) > 1}
+    assert len({next(iter(c)) for c in colors.values()}) == n_arms  # no two arms share a colour
+    per_figure = {name: set(arm_colors(fig)) for name, (fig, _) in drawn.items()}
+    for name in ("time_per_arm", "comm_volume", "curves_emulated_time", "breakdown", "allocation", "timeline"):
+        assert per_figure[name] == arms, name
+
+
+def test_breakdown_shows_only_the_workers_an_arm_has() -> None:
+    from distrepro.report.build import arm_labels, report_style
+    from distrepro.report.figures import breakdown_figure
+
+    info, rs = many_arms(6, seeds=1)  # equal/static/adaptive on 2 workers, then on 4
+    labels = arm_labels(rs.runs, info.spec)
+    fig = breakdown_figure(rs.runs, labels, report_style(rs.runs, labels, info.spec))
+    assert fig is not None
+    ticks = {ax.get_title(loc="left"): [t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes}
+    assert ticks["equal-1to2"] == ["0", "1"] and ticks["equal-1124"] == ["0", "1", "2", "3"]
+
+
+def test_thirty_arms_get_thirty_distinct_colours() -> None:
+    from distrepro.report.figures import arm_style, distinct_colors
+    from distrepro.report.figures.palette import _lab
+
+    colors = distinct_colors(30)
+    lab = _lab(np.array([to_rgb(c) for c in colors]))
+    gaps = np.linalg.norm(lab[:, None] - lab[None], axis=2) + np.eye(30) * 1e9
+    assert gaps.min() > 15  # CIELAB ΔE: clearly different hues or lightness, never two shades of one blue
+    style = arm_style([f"arm-{i}" for i in range(30)])
+    assert len(set(style.colors.values())) == 30 and colors[:10] == distinct_colors(10)  # the first ten never move

@@ -1,0 +1,72 @@
+"""The import rules of ``nox -s lint`` (tools/check_imports.py): they hold on the repository, and each one finds
+what it is meant to find on a fabricated tree or graph."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+pytestmark = pytest.mark.smoke
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _checker():
+    spec = importlib.util.spec_from_file_location("check_imports", REPO / "tools" / "check_imports.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_imports"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_repository_keeps_every_rule() -> None:
+    check = _checker()
+    assert check.plugin_import_findings() == []
+    assert check.naming_findings() == []
+    assert check.cycle_findings(grimp.build_graph("distrepro", cache_dir=None)) == []
+
+
+def test_a_plugin_importing_past_the_surface_is_named_with_its_line(tmp_path: Path) -> None:
+    check = _checker()
+    method = tmp_path / "methods" / "m"
+    method.mkdir(parents=True)
+    (method / "method.py").write_text(
+        "from distrepro import api\nfrom distrepro.api import Method\nimport distrepro.engine.loop\n"
+        "from distrepro import metrics\n"
+    )
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "tests" / "_support" / "plugins").mkdir(parents=True)
+    found = check.plugin_import_findings(tmp_path)
+    assert found == [
+        "methods/m/method.py:3: imports distrepro.engine.loop; plugins import only distrepro.api",
+        "methods/m/method.py:4: imports distrepro.metrics; plugins import only distrepro.api",
+    ]
+
+
+def test_a_cycle_is_found_and_shown_as_a_chain() -> None:
+    check = _checker()
+    graph = grimp.ImportGraph()
+    for name in ("distrepro.a", "distrepro.b", "distrepro.c", "distrepro.d"):
+        graph.add_module(name)
+    graph.add_import(importer="distrepro.a", imported="distrepro.b")
+    graph.add_import(importer="distrepro.b", imported="distrepro.c")
+    graph.add_import(importer="distrepro.c", imported="distrepro.a")
+    graph.add_import(importer="distrepro.c", imported="distrepro.d")
+    (finding,) = check.cycle_findings(graph)
+    assert finding.startswith("import cycle among 3 modules: distrepro.a -> distrepro.b -> distrepro.c -> distrepro.a")
+
+
+def test_a_module_name_used_twice_and_a_crowded_top_level_are_found(tmp_path: Path) -> None:
+    check = _checker()
+    package = tmp_path / "distrepro"
+    for rel in ("x/run.py", "y/run.py", *(f"m{i}.py" for i in range(check.MAX_TOP_LEVEL + 1))):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text("")
+    found = check.naming_findings(tmp_path)
+    assert found[0] == "module name run.py is used 2 times: distrepro/x/run.py, distrepro/y/run.py"
+    assert found[1].startswith(f"distrepro/ holds {check.MAX_TOP_LEVEL + 1} modules at its top level")

@@ -1,0 +1,99 @@
+"""The MLflow UI opens a distrepro experiment on its runs table, not on MLflow 3's GenAI pages.
+
+A real ``mlflow server`` serves a store holding one distrepro campaign; headless Chromium opens
+the URL the CLI prints and must find the runs table (and not the empty "Traces" overview a user
+landed on before). Skipped where Chromium is absent (CI installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from distrepro.tracking.mlflow_client import (
+    EXPERIMENT_KIND_TAG,
+    MODEL_TRAINING_KIND,
+    ensure_experiment,
+    make_client,
+    ui_url,
+)
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.smoke
+def test_new_experiments_are_marked_as_model_training(mlflow_uri: str) -> None:
+    client = make_client(mlflow_uri)
+    exp_id = ensure_experiment(client, "distrepro/ui-kind")
+    assert client.get_experiment(exp_id).tags.get(EXPERIMENT_KIND_TAG) == MODEL_TRAINING_KIND
+
+
+@pytest.mark.smoke
+def test_an_experiment_made_before_the_kind_tag_gets_it(mlflow_uri: str) -> None:
+    client = make_client(mlflow_uri)
+    old = client.create_experiment("distrepro/old")
+    assert EXPERIMENT_KIND_TAG not in client.get_experiment(old).tags
+    assert ensure_experiment(client, "distrepro/old") == old
+    assert client.get_experiment(old).tags.get(EXPERIMENT_KIND_TAG) == MODEL_TRAINING_KIND
+
+
+def test_ui_url_selects_the_model_training_view() -> None:
+    assert ui_url("7", "http://h:1/") == "http://h:1/#/experiments/7?workflowType=machine_learning"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_ui_opens_on_the_runs_of_a_distrepro_experiment(mlflow_uri: str, tmp_path: Path) -> None:
+    client = make_client(mlflow_uri)
+    exp_id = ensure_experiment(client, "distrepro/uitest")
+    run = client.create_run(exp_id, run_name="campaign-for-the-ui")
+    client.log_metric(run.info.run_id, "val_accuracy", 0.5)
+    client.set_terminated(run.info.run_id)
+
+    port = _free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    mlflow_bin = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(
+        [*mlflow_bin, "--workers", "1", "--backend-store-uri", mlflow_uri],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not become healthy within 90 s")
+        browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}"]
+        browser += ["--virtual-time-budget=20000", "--window-size=1400,900"]
+        dom = subprocess.run(
+            [*browser, "--dump-dom", ui_url(exp_id, base)], capture_output=True, text=True, timeout=120, check=False
+        ).stdout
+        shot = tmp_path / "ui.png"
+        subprocess.run([*browser, f"--screenshot={shot}", ui_url(exp_id, base)], capture_output=True, timeout=120)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    assert "campaign-for-the-ui" in dom, "the runs table does not list the campaign"
+    assert "Run Name" in dom
+    assert "Detect Issues" not in dom and "No data available for the selected time range" not in dom
+    assert shot.is_file() and shot.stat().st_size > 10_000

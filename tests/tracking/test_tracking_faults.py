@@ -1,0 +1,111 @@
+"""Tracking-store faults through ``distrepro run``: one line on stderr, exit status 2, within 10 s.
+
+A dead server used to cost ~4 minutes of MLflow's HTTP retries and a 100-line traceback, an
+unwritable SQLite path two minutes of engine retries. Each case runs the real command line (a
+subprocess) and times it; the store is checked before torch or mlflow is imported, so the bound
+holds on a loaded machine. ``test_tracking_server.py`` covers a server that dies mid-campaign.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from clirun import Done, free_port, run_cli, write_config
+
+from distrepro.errors import StoreUnavailable
+from distrepro.tracking.mlflow_client import make_client
+
+pytestmark = pytest.mark.smoke
+
+LIMIT_S = 10.0
+
+
+def assert_one_line(done: Done, *names: str) -> str:
+    assert done.rc == 2, done.err
+    assert len(done.err_lines) == 1, done.err
+    line = done.err_lines[0]
+    assert line.startswith("distrepro: error: "), line
+    for name in names:
+        assert name in line, line
+    assert done.elapsed_s < LIMIT_S, f"took {done.elapsed_s:.1f} s: {line}"
+    return line
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """Make ``path`` read-only for this process's user; root writes through permission bits, so for
+    root the file is made immutable (``chattr +i``) instead, or the test is skipped."""
+    path.chmod(0o444)
+    immutable = False
+    try:
+        if os.geteuid() == 0:
+            chattr = shutil.which("chattr")
+            if chattr is None or subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode != 0:
+                pytest.skip("running as root, where chmod does not stop writes, and chattr +i is not available")
+            immutable = True
+        yield
+    finally:
+        if immutable:
+            subprocess.run([str(shutil.which("chattr")), "-i", str(path)], check=False)
+        path.chmod(0o644)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    return write_config(tmp_path)
+
+
+def test_unreachable_server_is_one_line(config: Path, tmp_path: Path) -> None:
+    uri = f"http://127.0.0.1:{free_port()}"
+    assert_one_line(run_cli(["run", str(config), "--no-progress"], uri, tmp_path), uri, "not reachable")
+
+
+def test_unwritable_sqlite_path_is_one_line(config: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    db = blocker / "mlflow.db"
+    assert_one_line(run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path), str(db))
+
+
+def test_read_only_mlflow_db_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(migrated_mlflow_db, db)
+    with read_only(db):
+        done = run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path)
+    assert_one_line(done, str(db), "read-only")
+    assert not (db.parent / "mlartifacts").exists()  # refused before anything was written
+
+
+def test_unknown_uri_scheme_is_one_line(config: Path, tmp_path: Path) -> None:
+    assert_one_line(run_cli(["run", str(config), "--no-progress"], "foo://somewhere", tmp_path), "foo://somewhere")
+
+
+def test_resume_of_an_unknown_run_id_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    uri = f"sqlite:///{db}"
+    done = run_cli(["run", str(config), "--no-progress", "--resume", "deadbeef"], uri, tmp_path)
+    assert_one_line(done, "deadbeef", uri, "no run")
+
+
+def test_client_calls_fail_fast_once_the_server_is_gone() -> None:
+    """Mid-campaign a dead server costs MLflow's bounded retries once; cleanup calls then fail at once."""
+    uri = f"http://127.0.0.1:{free_port()}"
+    client = make_client(uri)
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="stopped answering") as first:
+        client.get_run("0" * 32)
+    assert time.monotonic() - start < LIMIT_S
+    assert uri in str(first.value) and "\n" not in str(first.value)
+    start = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        client.set_terminated("0" * 32, "FAILED")
+    assert time.monotonic() - start < 0.5

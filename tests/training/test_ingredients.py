@@ -1,0 +1,117 @@
+"""Training ingredients the harness owns (issue 12): the schedule, the optimizer factory, the run's length."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from distrepro.config.run_config import RunConfig, validate_config
+from distrepro.errors import ConfigError
+from distrepro.orchestration.job import build_job
+
+#: warm-up 0.02 → 0.1 over 2 steps, then cosine to 0 over the 4 remaining steps (hand-computed)
+SCHEDULE = {"kind": "cosine", "warmup_steps": 2, "warmup_start_lr": 0.02}
+EXPECTED = [0.02, 0.06, 0.1, 0.05 + 0.05 * math.cos(math.pi / 4), 0.05, 0.05 - 0.05 * math.cos(math.pi / 4)]
+
+
+def _cfg(method: str = "lr_probe", **over: Any) -> RunConfig:
+    base: dict[str, Any] = {
+        "method": method,
+        "profile": "pair-2",
+        "dataset": {"params": {"train_size": 256, "test_size": 64, "image_size": 8}},
+        "batch_size": [8, 16],
+        "budget": {"steps": 6},
+        "eval": {"every_steps": 1},
+        "dist": {"timeout_s": 30},
+        "torch_threads": 1,
+    }
+    return validate_config(base | over)
+
+
+def _check_lrs(evals: list[Any]) -> None:
+    used = [e.method_records["lr_used"] for e in evals if not e.final]
+    assert used == pytest.approx(EXPECTED[: len(used)], rel=1e-12)
+    assert [e.metrics["lr"] for e in evals if not e.final] == pytest.approx(EXPECTED[: len(used)], rel=1e-12)
+    assert all(e.method_records["ctx_lr"] == e.method_records["lr_used"] for e in evals)
+    assert evals[-1].method_records["total_steps"] == 6
+
+
+def test_the_optimizer_steps_with_the_schedules_lr_in_process(profiles: Path, with_test_plugins: Callable) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+    with_test_plugins("lr_probe")
+    cfg = _cfg(schedule=SCHEDULE, method_params={"optimizer": {"name": "adamw", "weight_decay": 0.01}})
+    result = InProcessEngine().run(build_job(cfg, 0))
+    _check_lrs(result.evals)
+
+
+@pytest.mark.distributed
+def test_the_optimizer_steps_with_the_schedules_lr_under_torch_distributed(
+    profiles: Path, with_test_plugins: Callable
+) -> None:
+    from distrepro.engine.dist.launch import DistEngine
+
+    with_test_plugins("lr_probe")
+    cfg = _cfg(schedule=SCHEDULE, engine="dist")
+    _check_lrs(DistEngine().run_cell(build_job(cfg, 0), None).evals)
+
+
+def test_total_steps_for_every_budget_unit(profiles: Path) -> None:
+    from distrepro.training.ingredients import lr_plan, total_steps
+
+    cfg = _cfg("ar_sgd")
+    assert total_steps(cfg.budget, 256, 24) == 6
+    assert total_steps(validate_config({"method": "x", "budget": {"epochs": 1}}).budget, 256, 24) == 11  # ⌈256/24⌉
+    assert total_steps(validate_config({"method": "x", "budget": {"samples": 48}}).budget, 256, 24) == 2
+    assert total_steps(validate_config({"method": "x", "budget": {"emulated_seconds": 3}}).budget, 256, 24) is None
+    plan = lr_plan(_cfg("ar_sgd", budget={"epochs": 2}), build_job(cfg, 0).params, 256, [8, 16])
+    assert (plan.total_steps, plan.steps_per_epoch, plan.applies) == (22, 256 / 24, False)
+    assert plan.lr(0) == plan.lr(21) == 0.05  # no schedule: the method's own lr, untouched
+
+
+def test_step_schedule_in_epochs_without_a_step_decay_loop_in_the_plugin(profiles: Path) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+    sched = {"kind": "step", "milestones": [0.5], "milestones_in": "epochs", "factor": 0.5}
+    cfg = _cfg("cadp", schedule=sched, budget={"epochs": 1}, eval={"every_epochs": 0.25})
+    cfg = cfg.model_copy(update={"method_params": {"micro_batch": 8, "round_epochs": 0.25, "speeds": "declared"}})
+    result = InProcessEngine().run(build_job(cfg, 0))
+    lrs = [e.method_records["lr"] for e in result.evals]  # C-ADP records its optimizer's LR every round
+    assert lrs == pytest.approx([0.01, 0.01, 0.005, 0.005])  # 4 rounds; halved from epoch 0.5 (round 2)
+
+
+def test_ar_sgd_and_local_sgd_take_any_optimizer(profiles: Path) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.training.optimizers import AccumAdam
+
+    for method, opt, kind in [
+        ("ar_sgd", {"name": "adamw", "lr": 1e-3}, torch.optim.AdamW),
+        ("ar_sgd", {"name": "adam"}, torch.optim.Adam),
+        ("local_sgd", {"name": "accum_adamw", "accum_iter": 2}, AccumAdam),
+    ]:
+        harness = InProcessEngine().harness(build_job(_cfg(method, budget={"steps": 2}, optimizer=opt), 0))
+        harness.run()
+        built = harness.slots[0].method.opt
+        assert type(built) is kind
+        assert built.param_groups[0]["lr"] == opt.get("lr", 0.05)  # fields left out stay the method's
+
+
+def test_ingredient_errors_name_the_field(profiles: Path) -> None:
+    with pytest.raises(ConfigError, match="optimizer"):
+        build_job(_cfg("gossip", optimizer={"name": "adamw"}), 0)  # gossip would ignore it
+    with pytest.raises(ConfigError, match=r"schedule\.kind"):
+        build_job(_cfg("ar_sgd", schedule={"kind": "cosine"}, budget={"emulated_seconds": 1.0}), 0)
+
+
+def test_label_smoothing_changes_the_training_loss(profiles: Path) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+    plain = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}), 0))
+    smooth = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}, loss={"label_smoothing": 0.1}), 0))
+    # same first step on the same model and batch: only the loss differs (smoothing raises CE at init)
+    assert smooth.evals[0].metrics["train_loss"] != pytest.approx(plain.evals[0].metrics["train_loss"], rel=1e-6)
