@@ -8,8 +8,9 @@ Split of responsibilities (as in AlgoPerf's ``spec.py``):
   and communication.
 
 The contract is split by concept: data allocation in :mod:`distrepro.api.allocation`, communication in
-:mod:`distrepro.api.collectives`, the rest (parameters, the worker context, :class:`Method`) here. Plugins import every name
-from the package, ``from distrepro import api`` (:mod:`distrepro.api`), never from these modules.
+:mod:`distrepro.api.collectives`, the rest (parameters, the worker context, :class:`Method`) here. Plugins
+import every name from the package, ``from distrepro import api`` (:mod:`distrepro.api`), never from these
+modules.
 
 A method is written once, per worker, in plain blocking style ("SPMD"): the same code runs on
 the in-process engine (K virtual workers in one process, ordered by virtual time) and on the

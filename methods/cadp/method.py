@@ -139,7 +139,11 @@ class Method(api.Method[Params]):
         else:
             found = oracle
         shares = [round(f * total) for f in alloc.shares]
-        solved: dict[str, Any] = {"solver": p.solver, "makespan_s": found.makespan_s, "optimum_makespan_s": oracle.makespan_s}
+        solved: dict[str, Any] = {
+            "solver": p.solver,
+            "makespan_s": found.makespan_s,
+            "optimum_makespan_s": oracle.makespan_s,
+        }
         if p.solver == "alm":
             solved |= {"direction": p.solver_direction, "outer_iterations": found.outer_iterations}
             solved |= {"inner_iterations": found.inner_iterations, "grad_norm": found.grad_norm}

@@ -10,16 +10,14 @@ import time
 import types
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from imagefolders import write_image_folder
+from imagefolders import write_fake_cifar, write_image_folder
 
 from distrepro.data.loading import DatasetBundle, build_dataset, load_dataset_plugin
 from distrepro.errors import ConfigError, PluginError
 from distrepro.training.models import build_model
-from imagefolders import write_fake_cifar
 
 pytestmark = pytest.mark.smoke
 
@@ -171,8 +169,6 @@ def test_synthetic_is_learnable_but_not_trivial() -> None:
 
 
 # --------------------------------------------------------------------------- cifar10
-
-
 
 
 def test_cifar10_loads_a_local_copy(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""Datasets as the harness sees them (:mod:`distrepro.data.loading`) and the torchvision shim."""
