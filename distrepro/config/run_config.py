@@ -6,13 +6,14 @@ the file and the dotted field (``budget.steps``), never a pydantic traceback.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from distrepro.errors import ConfigError, PluginError, format_pydantic_error, read_text_file, yaml_error
+from distrepro.config.safe_yaml import load_yaml, read_yaml_mapping
+from distrepro.errors import ConfigError, PluginError, format_pydantic_error
 from distrepro.training.lr_schedule import ScheduleConfig
 from distrepro.training.optimizer_config import OptimizerConfig
 
@@ -21,8 +22,16 @@ if TYPE_CHECKING:
     from distrepro.plugins.registry import MethodPlugin
 
 
+#: largest seed index: seeds are indices the run derives its random streams from (:mod:`distrepro.seeding`),
+#: not seeds themselves, so 0, 1, 2 ... suffice; the bound keeps them a 32-bit integer for every tool
+MAX_SEED_INDEX = 2**31 - 1
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """No unknown keys (a typo is an error, not a default) and no ``.inf``/``.nan`` in any number: an
+    infinite budget or timeout never ends, and a NaN compares false with every bound."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class DatasetConfig(_Strict):
@@ -169,7 +178,8 @@ class RunConfig(_Strict):
     #: charge time and bytes as this named workload (hardware_profiles/workloads.yaml) while the
     #: math trains ``model``; None charges the trained model's own FLOPs and bytes
     emulated_workload: str | None = None
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    #: strict: YAML's ``true`` is not seed 1
+    seeds: list[Annotated[int, Field(strict=True, ge=0, le=MAX_SEED_INDEX)]] = Field(default_factory=lambda: [0])
     engine: Literal["inprocess", "dist"] = "inprocess"
     dist: DistConfig = Field(default_factory=DistConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
@@ -188,7 +198,7 @@ class RunConfig(_Strict):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
-        if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
+        if not v or len(set(v)) != len(v):
             raise ValueError("seeds must be a non-empty list of distinct non-negative integers")
         return v
 
@@ -202,16 +212,16 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not parts:
         raise ConfigError("--set", text, "empty key")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc)  # one line, as read_yaml reports it
-        raise ConfigError("--set", key, f"cannot parse value {raw!r}: {problem}") from exc
+        value = load_yaml(raw, "--set") if raw.strip() else ""
+    except ConfigError as exc:
+        shown = repr(raw) if len(raw) <= 40 else repr(raw[:37] + "...")
+        raise ConfigError("--set", key, f"cannot parse value {shown}: {exc.message}") from None
     return parts, value
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Return a copy of ``data`` with each ``key.path=value`` applied (creating dicts as needed)."""
-    out = yaml.safe_load(yaml.safe_dump(data)) or {}
+    out = copy.deepcopy(data)
     for text in overrides:
         parts, value = parse_override(text)
         node = out
@@ -231,18 +241,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read a YAML mapping with errors that name the file (and line, for syntax errors; offset, for binary files)."""
-    if not path.is_file():
-        raise ConfigError(path, None, "file not found")
-    try:
-        data = yaml.safe_load(read_text_file(path))
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
-    return data
+    """Read a YAML mapping (``{}`` if empty) through the suite's one YAML reader (:mod:`distrepro.config.safe_yaml`):
+    errors name the file and the line, duplicate keys, alias bombs and deep nesting included."""
+    return read_yaml_mapping(path, "file", empty_ok=True)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:

@@ -35,9 +35,10 @@ Source = Annotated[str, AfterValidator(_check_source)]
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default."""
+    """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default; no number may
+    be ``.inf`` or ``.nan`` (a figure that is not finite has no place in a time model)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Link(Strict):

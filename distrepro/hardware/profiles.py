@@ -18,11 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     Field,
     PrivateAttr,
@@ -31,7 +29,8 @@ from pydantic import (
     model_validator,
 )
 
-from distrepro.errors import ConfigError, format_pydantic_error, read_text_file, yaml_error
+from distrepro.config.safe_yaml import read_yaml_mapping
+from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
     Backward,
@@ -226,51 +225,6 @@ class HardwareProfile(Strict):
         return new
 
 
-# ---------------------------------------------------------------------- YAML reading
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys and reads ``1e9`` as a float (YAML 1.2 style).
-
-    PyYAML follows YAML 1.1, where ``10.65e9`` is a *string*; and it silently keeps the last of
-    two equal keys. Both would turn a typo into a wrong number instead of an error.
-    """
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen and key != "<<":
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_yaml_mapping(path: Path, what: str = "file") -> dict[str, Any]:
-    """Read a YAML file whose top level is a mapping; every failure is a ConfigError with the line."""
-    if not path.is_file():
-        raise ConfigError(path, None, f"{what} not found")
-    text = read_text_file(path, what)
-    try:
-        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, f"expected a mapping at the top level, got {type(data).__name__}")
-    return data
-
-
 # ---------------------------------------------------------------------- loading
 
 
@@ -314,10 +268,13 @@ def load_profile(
 ) -> HardwareProfile:
     """Load and validate a profile by name (``<search_dir>/<name>.yaml``) or by path.
 
-    ``variant`` selects one of ``network.variants`` (e.g. ``"geo"``) as the network.
+    ``variant`` selects one of ``network.variants`` (e.g. ``"geo"``) as the network. A profile found by name must
+    say that name in its ``name:``: runs are tagged and reported by the inner name, and a copy that kept the
+    original's would run under a name the user never typed. A file given by path may name itself.
     """
     folder = profiles_dir(search_dir)
-    if _looks_like_path(name_or_path):
+    by_name = not _looks_like_path(name_or_path)
+    if not by_name:
         path = Path(name_or_path)
     elif not _one_folder(search_dir):
         from distrepro.plugins.roots import find_profile
@@ -335,6 +292,13 @@ def load_profile(
         profile = HardwareProfile.model_validate(data)
     except ValidationError as exc:
         raise format_pydantic_error(path, exc) from None
+    if by_name and profile.name != path.stem:  # asked for by its file name, tagged and reported by the inner one
+        raise ConfigError(
+            path,
+            "name",
+            f"'{profile.name}' differs from the file name '{path.stem}'; runs would be recorded as "
+            f"'{profile.name}': rename the file or the profile so that they match",
+        )
     profile._source_path = str(path)
     if variant is not None:
         profile = profile.with_variant(variant)

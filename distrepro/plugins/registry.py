@@ -38,9 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from distrepro.api.method import Method
+from distrepro.config.safe_yaml import read_yaml_mapping
 from distrepro.errors import PluginError
 from distrepro.plugins.roots import RootArg, as_roots, defined_twice
 
@@ -126,7 +125,7 @@ def _load_method(name: str, folder: Path) -> MethodPlugin:
     elif declared != name:
         raise TypeError(f"Method.name is '{declared}' but the folder is '{name}'; they must match")
     paper_file = folder / "paper.yaml"
-    paper = yaml.safe_load(paper_file.read_text()) if paper_file.is_file() else {}
+    paper = read_yaml_mapping(paper_file, "paper.yaml", empty_ok=True) if paper_file.is_file() else {}
     if not isinstance(paper or {}, dict):
         raise TypeError("paper.yaml must be a mapping")
     readme = folder / "README.md"

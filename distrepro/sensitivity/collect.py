@@ -26,6 +26,7 @@ from distrepro import metrics as M
 from distrepro.claims.schema import PaperSpec
 from distrepro.claims.verdicts import latest_per_seed, select_arm
 from distrepro.config.run_config import validate_config
+from distrepro.config.safe_yaml import load_yaml
 from distrepro.errors import ConfigError, DistreproError
 from distrepro.orchestration.job import Job, build_job
 from distrepro.orchestration.observer import NoPhases, Phases, counted
@@ -165,7 +166,7 @@ class MlflowJobs:
         where = f"run {run_id}: config.resolved.yaml"
         if not text:
             raise ConfigError(where, None, "not logged: the run cannot be rebuilt for the sensitivity sweep")
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(text, where) or {}
         data.pop("seed", None)
         key = yaml.safe_dump(data, sort_keys=True)
         base = self._jobs.get(key)

@@ -29,7 +29,7 @@ Kind = Literal["constant", "step", "cosine", "linear", "inverse_sqrt"]
 class ScheduleConfig(BaseModel):
     """The ``schedule:`` block of a run config (steps, or epochs converted with :meth:`resolve`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Kind = "constant"
     warmup_steps: int | None = Field(default=None, ge=0)

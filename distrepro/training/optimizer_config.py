@@ -16,7 +16,7 @@ Name = Literal["sgd", "adam", "adamw", "accum_adam", "accum_adamw"]
 class OptimizerConfig(BaseModel):
     """One optimizer's hyperparameters; fields that do not apply to ``name`` are ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: Name = "sgd"
     lr: float = Field(default=0.1, gt=0)

@@ -153,7 +153,7 @@ def test_malformed_yaml_names_line(tmp_path: Path) -> None:
 
 def test_duplicate_key_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "schema_version: 1\nname: x\nname: y\n")
-    expect_error(path, None, "duplicate key 'name'", "line 3")
+    expect_error(path, "name", "duplicate key 'name' at line 3 (first at line 2)")
 
 
 def test_negative_bandwidth(tmp_path: Path) -> None:
