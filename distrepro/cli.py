@@ -23,22 +23,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from distrepro import metrics as M
-from distrepro.errors import DistreproError
+from distrepro.errors import DistreproError, describe_unexpected
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from distrepro.config.run_config import load_config
+    from distrepro.config.run_config import load_config, parse_seeds
     from distrepro.orchestration.resume import NothingToResume, check_campaign
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
     overrides = list(args.set or [])
     if args.seeds:
-        overrides.append(f"seeds=[{args.seeds}]")
+        overrides.append(f"seeds={parse_seeds(args.seeds)}")
     if args.engine:
         overrides.append(f"engine={args.engine}")
     uri = resolve_tracking_uri()
@@ -229,6 +230,12 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from distrepro.config.run_config import parse_seeds
+    from distrepro.tracking.mlflow_client import resolve_tracking_uri
+    from distrepro.tracking.storeprobe import check_store
+
+    check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
+    seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds else None
     from distrepro.orchestration.reproduce import reproduce
 
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
@@ -236,7 +243,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     result = reproduce(
         args.paper,
         scale=args.scale,
-        seeds=args.seeds,
+        seeds=seeds,
         overrides=list(args.set or []),
         arms=arms,
         with_arms=with_arms,
@@ -277,9 +284,14 @@ def _cmd_extras(args: argparse.Namespace) -> int:
     return 0
 
 
+_DEBUG_HELP = "print the traceback of an error before its one-line message (also DISTREPRO_DEBUG=1)"
+
+
 def _roots_parser() -> argparse.ArgumentParser:
-    """``--root``, shared by every command that looks plugins up (a parent parser, so it goes after the command)."""
+    """``--root`` and ``--debug``, shared by every command (a parent parser, so they go after the command)."""
     common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: not given after the command, it keeps the value given before it (``distrepro --debug run``)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     common.add_argument(
         "--root",
         action="append",
@@ -295,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="distrepro",
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
     )
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_roots_parser()]  # every command looks plugins up, so every command takes --root
     run = sub.add_parser(
@@ -376,20 +389,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    args = build_parser().parse_args(argv)
-    try:
-        if args.root:
-            from distrepro.plugins.roots import add_roots
+    """Run one command. Whatever goes wrong is one line on stderr, never a traceback unless ``--debug``: a
+    user error (exit 2), Ctrl-C or SIGTERM (128 + the signal: runs KILLED, a resume hint), a bug (exit 1)."""
+    from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
 
-            add_roots(args.root)
-        return int(args.func(args))
-    except DistreproError as exc:
-        print(f"distrepro: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("distrepro: interrupted", file=sys.stderr)
-        return 130
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
+    if debug:
+        os.environ["DISTREPRO_DEBUG"] = "1"  # the distributed engine's ranks and launcher say more too
+    with termination_as_interrupt():  # SIGTERM (SLURM, timeout) takes Ctrl-C's path below
+        try:
+            if args.root:
+                from distrepro.plugins.roots import add_roots
+
+                add_roots(args.root)
+            return int(args.func(args))
+        except DistreproError as exc:
+            return _fail(f"distrepro: error: {exc}", 2, debug)
+        except KeyboardInterrupt as exc:
+            return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
+        except Exception as exc:
+            return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+
+
+def _fail(line: str, status: int, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(line, file=sys.stderr, flush=True)
+    return status
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ instead of a traceback from deep inside pydantic, yaml or torch.
 from __future__ import annotations
 
 import re
+import signal
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,39 @@ class StoreUnavailable(TrackingError):
     runs skips the store when it sees this error, and the runs stay as the store last saw them
     (a later ``--resume`` continues them).
     """
+
+
+class DataError(DistreproError):
+    """A data file a dataset reads is unusable (not an image, truncated): the message names the file."""
+
+
+class Terminated(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP) turned into Ctrl-C's exception, so that it takes Ctrl-C's path:
+    runs marked KILLED, ranks ended, a resume hint (:mod:`distrepro.orchestration.interrupts`)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+
+
+def note_killed_run(exc: BaseException, run_id: str) -> None:
+    """Record on an interrupt in flight that it left MLflow run ``run_id`` KILLED (for the resume hint)."""
+    exc.distrepro_killed_runs = [*killed_runs(exc), run_id]  # type: ignore[attr-defined]
+
+
+def killed_runs(exc: BaseException) -> list[str]:
+    """The runs an interrupt left KILLED, in the order they were closed (see :func:`note_killed_run`)."""
+    return list(getattr(exc, "distrepro_killed_runs", []))
+
+
+def describe_unexpected(exc: BaseException) -> str:
+    """One line for an error no check foresaw (a bug, in the suite or a plugin): its type, the first line of its
+    message and the innermost frame, so a report can start from it; the traceback is for ``--debug``."""
+    text = str(exc).strip().splitlines()
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    first = f"{text[0]} ..." if len(text) > 1 else (text[0] if text else "")
+    return f"unexpected {type(exc).__name__}: {first}{where}; rerun with --debug for the traceback"
 
 
 class WorkerFailure(DistreproError):

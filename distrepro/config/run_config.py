@@ -203,6 +203,22 @@ class RunConfig(_Strict):
         return v
 
 
+def parse_seeds(text: str, origin: str = "--seeds") -> list[int]:
+    """``0,1,2`` as seed indices: decimal digits only, so that ``true``, ``0x10`` or ``1e3`` (which YAML would
+    read as 1, 16 or a string) are errors rather than another seed, each within ``0..MAX_SEED_INDEX``."""
+    seeds: list[int] = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token.isdecimal() or not token.isascii():
+            what = "comma-separated whole numbers, e.g. 0,1,2"
+            raise ConfigError(origin, None, f"{token!r} is not a seed index ({what})")
+        if int(token) > MAX_SEED_INDEX:
+            raise ConfigError(origin, None, f"seed index {token} is above {MAX_SEED_INDEX} (indices: 0, 1, 2, ...)")
+        if int(token) in seeds:
+            raise ConfigError(origin, None, f"seed index {token} is given twice")
+        seeds.append(int(token))
+    return seeds
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``a.b.c=value`` (value read as YAML: ``0.1``, ``[1,2]``, ``true``, ``null``)."""
     if "=" not in text:

@@ -24,6 +24,7 @@ from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
 from distrepro.engine.results import RunResult
 from distrepro.errors import ConfigError, StoreUnavailable
+from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.job import Job, build_job, warn_time_fallbacks
 from distrepro.orchestration.observer import ProgressObserver, eval_metrics, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
@@ -169,6 +170,7 @@ def run_campaign(
         job = build_job(cfg, seed, source, bundle)
         bundle = job.bundle
         jobs.append(job)
+    check_budget(jobs[0], source)  # seeds share budget and profile: a run that cannot finish is refused once
     warn_time_fallbacks(jobs)
     config_dict = cfg.model_dump(mode="json")
     params = {job.seed: cell_params(config_dict, job) for job in jobs}

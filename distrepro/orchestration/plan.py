@@ -25,6 +25,7 @@ from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
 from distrepro.errors import ConfigError, PluginError
 from distrepro.hardware.flops import param_bytes
+from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.job import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.plugins.registry import get_dataset
 from distrepro.timing.timemodel import CommCostModel
@@ -143,6 +144,7 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
     cfg = load_config(config, overrides)
     bundle, dataset = _bundle(cfg, config)
     job = build_job(cfg, cfg.seeds[0], config, bundle=bundle, check_requires=False)
+    check_budget(job, config)  # what a run would refuse, a plan refuses too
     alloc = job.allocate(0)
     missing = missing_requirements(job.method)
     dataset |= {"train_size": len(bundle.train), "test_size": len(bundle.test)}

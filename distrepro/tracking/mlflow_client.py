@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from distrepro.errors import StoreUnavailable, TrackingError
+from distrepro.errors import StoreUnavailable, TrackingError, note_killed_run
 from distrepro.tracking.provenance import git_info, host_info, versions
 from distrepro.tracking.runlog import (
     MAX_METRICS_PER_BATCH,
@@ -218,7 +218,7 @@ class Campaign:
 
     Use as a context manager. On enter the experiment is created if needed and the parent run
     starts (RUNNING) with ``tags``, provenance tags and flattened ``params``. On exit the parent
-    becomes FINISHED, or FAILED if an exception escapes (KILLED on Ctrl-C); the exception always
+    becomes FINISHED, or FAILED if an exception escapes (KILLED on Ctrl-C or SIGTERM); the exception always
     propagates. Children still open at exit are closed FAILED (KILLED on Ctrl-C).
 
     Children inherit the campaign's tags and provenance tags so that ``search_runs`` filters
@@ -338,6 +338,8 @@ class Campaign:
         if isinstance(exc, StoreUnavailable):
             return False  # nothing can be written: the runs stay RUNNING, for --resume to continue
         status = status_for(exc_type, exc)
+        if status == "KILLED" and exc is not None and self.run_id is not None:
+            note_killed_run(exc, self.run_id)  # Ctrl-C or SIGTERM: the CLI's hint names the run to resume
         for child in self._children:
             if not child.closed:
                 try:

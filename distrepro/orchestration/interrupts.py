@@ -1,0 +1,88 @@
+"""SIGTERM handled as Ctrl-C is: the runs are marked KILLED, the ranks ended, a resume hint printed.
+
+Why: SIGTERM is what a SLURM time limit, ``timeout``, ``docker stop`` and ``kill`` send. Python's default
+is to die at once, so no ``finally`` runs: the campaign and its child runs stay RUNNING in MLflow for
+ever and the distributed engine's ranks, each in its own session, live on as orphans. Everything that
+handles Ctrl-C already does the right thing for ``KeyboardInterrupt`` (the campaign closes its runs
+KILLED, the launcher kills its ranks in a ``finally``), so within :func:`termination_as_interrupt` a
+SIGTERM raises :class:`~distrepro.errors.Terminated`, a ``KeyboardInterrupt``, in the main thread, and
+takes the same path.
+
+Only the first signal raises: a second SIGTERM (schedulers repeat it; a user presses twice) arriving
+while the runs are being closed would abort the very cleanup the first one started. SIGKILL, which
+SLURM sends after its grace period, still ends the process.
+
+A small, reusable piece on purpose: an executor of campaign cells (a process pool) wraps its own main
+loop in it, and a worker process can too.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from distrepro.errors import Terminated, killed_runs
+
+#: the signals that mean "stop, cleanly": SIGTERM (SLURM, timeout, docker stop, kill) and SIGHUP (the
+#: terminal or SSH session went away)
+TERMINATION_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def termination_as_interrupt(signals: tuple[signal.Signals, ...] = TERMINATION_SIGNALS) -> Iterator[None]:
+    """Within the block, the first of ``signals`` raises :class:`Terminated` (a ``KeyboardInterrupt``) in
+    the main thread; later ones are ignored until the block ends. Outside the main thread (where Python
+    cannot install handlers) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if fired:
+            return  # the first one is being handled: let its cleanup finish
+        fired = True
+        raise Terminated(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def exit_status(exc: KeyboardInterrupt) -> int:
+    """The shell's status for a process ended by a signal: 128 + its number (130 for Ctrl-C, 143 for SIGTERM)."""
+    signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+    return 128 + int(signum)
+
+
+def interrupted_line(exc: KeyboardInterrupt, argv: list[str]) -> str:
+    """What the CLI prints for Ctrl-C or SIGTERM: the signal, the campaign runs it left KILLED and how to go
+    on. For ``distrepro run`` that is the same command with ``--resume RUN_ID``; any other command's campaign
+    (an arm of ``reproduce``) resumes the same way from the ``config.yaml`` logged on its run."""
+    how = f"interrupted ({'Ctrl-C' if not isinstance(exc, Terminated) else exc.args[0]})"
+    runs = killed_runs(exc)
+    if not runs:
+        return f"distrepro: {how}"
+    run_id = runs[-1]
+    line = f"distrepro: {how}; campaign run {run_id} marked KILLED"
+    if argv[:1] == ["run"]:
+        rest, skip = [], False
+        for arg in argv:
+            if skip or arg.startswith("--resume="):
+                skip = False
+                continue
+            if arg == "--resume":
+                skip = True
+                continue
+            rest.append(arg)
+        return f"{line}; continue it with: distrepro {shlex.join([*rest, '--resume', run_id])}"
+    logged = "CONFIG being the config.yaml logged on that run"
+    return f"{line}; continue it with: distrepro run CONFIG --resume {run_id}, {logged}"
