@@ -62,10 +62,15 @@ def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
         )
     tv = api.load_torchvision()
     try:
+        # api.load_image: a file that is not an image is "not an image: PATH", not PIL's error mid-run
         train = tv.datasets.ImageFolder(
-            str(root / "train"), transform=api.imagenet_transform(params.image_size, params.augment)
+            str(root / "train"),
+            transform=api.imagenet_transform(params.image_size, params.augment),
+            loader=api.load_image,
         )
-        test = tv.datasets.ImageFolder(str(root / "val"), transform=api.imagenet_transform(params.image_size, False))
+        test = tv.datasets.ImageFolder(
+            str(root / "val"), transform=api.imagenet_transform(params.image_size, False), loader=api.load_image
+        )
     except FileNotFoundError as exc:  # a class folder without a single image
         raise api.ConfigError(root, "dataset.root", str(exc)) from exc
     return api.DatasetBundle(

@@ -162,7 +162,8 @@ def _image_folder(folder: Path, classes: list[str], transform: Any) -> Any:
     ``ImageFolder`` labels the sorted class folders 0..K-1; :func:`build` has already checked
     that the folders are exactly ``classes`` in both splits, so train and val agree on labels.
     """
-    dataset = api.load_torchvision().datasets.ImageFolder(str(folder), transform=transform)
+    # api.load_image: a file that is not an image is "not an image: PATH", not PIL's error mid-run
+    dataset = api.load_torchvision().datasets.ImageFolder(str(folder), transform=transform, loader=api.load_image)
     if list(dataset.classes) != classes:  # e.g. a folder created between the check and now
         raise api.ConfigError(folder, "dataset.root", f"class folders changed while loading '{folder}'")
     return dataset

@@ -50,7 +50,14 @@ from distrepro.api.method import (
 )
 from distrepro.api.overlap import all_reduce_overlapped
 from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, sgd, state_tensors
-from distrepro.data.loading import IMAGENET_MEAN, IMAGENET_STD, DatasetBundle, DatasetShape, imagenet_transform
+from distrepro.data.loading import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    DatasetBundle,
+    DatasetShape,
+    imagenet_transform,
+    load_image,
+)
 from distrepro.data.torchvision_shim import load as load_torchvision
 from distrepro.errors import CommError, ConfigError
 from distrepro.seeding import generator
@@ -125,6 +132,7 @@ __all__ = [
     "generator",
     "grads_of",
     "imagenet_transform",
+    "load_image",
     "load_torchvision",
     "method_optimizer",
     "run_campaign",

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import pydantic
 import torch
 
-from distrepro.errors import ConfigError, PluginError, format_pydantic_error
+from distrepro.errors import ConfigError, DataError, DistreproError, PluginError, format_pydantic_error
 
 #: private parent package under which plugin files are registered in ``sys.modules``
 PLUGIN_PACKAGE = "_distrepro_datasets"
@@ -204,6 +204,14 @@ def build_dataset(
             raise
         message = exc.message if exc.source in exc.message else f"{exc.message} (in '{exc.source}')"
         raise ConfigError(source, exc.field, message) from exc
+    except DistreproError:
+        raise
+    except Exception as exc:  # the plugin's own failure: named with its file; the traceback is for --debug
+        text = str(exc).strip().splitlines()
+        raise PluginError(
+            f"dataset plugin {getattr(plugin, 'NAME', plugin.__name__)} ({getattr(plugin, '__file__', '?')}) raised: "
+            f"{type(exc).__name__}: {text[0] + (' ...' if len(text) > 1 else '') if text else ''}"
+        ) from exc
     if not isinstance(bundle, DatasetBundle):
         raise PluginError(
             f"dataset plugin {getattr(plugin, 'NAME', plugin.__name__)}: build() returned "
@@ -215,6 +223,24 @@ def build_dataset(
 #: ImageNet channel statistics (torchvision's pretrained-model convention), used by the ImageNet loaders
 IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+
+def load_image(path: str) -> Any:
+    """The image file ``path`` as an RGB PIL image: the ``loader`` of the image-folder datasets.
+
+    torchvision's default loader meets a file that is not an image (a stray text file named ``.JPEG``, a
+    truncated download) with PIL's ``UnidentifiedImageError`` about a file object, minutes into a run; this
+    one raises :class:`~distrepro.errors.DataError` naming the file, which the run reports as one line.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with open(path, "rb") as f:
+            return Image.open(f).convert("RGB")
+    except UnidentifiedImageError:
+        raise DataError(f"not an image: {path}") from None
+    except (OSError, SyntaxError, ValueError) as exc:  # truncated or corrupt: what PIL raises for those
+        raise DataError(f"not a readable image: {path} ({exc})") from None
 
 
 def imagenet_transform(image_size: int, augment: bool) -> Any:
