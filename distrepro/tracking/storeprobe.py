@@ -8,7 +8,10 @@ certainly before anything trains. So:
 
 * :func:`check_store` refuses a URI scheme no MLflow store (built in or plugin) serves, probes a
   server's ``/health`` with a short timeout, and takes the write lock of a SQLite file
-  (``BEGIN IMMEDIATE``), which is what fails on a read-only file or folder;
+  (``BEGIN IMMEDIATE``), which is what fails on a read-only file or folder; where a new store or its
+  folders would be made, it makes and removes a folder or file there (``os.access`` says yes to root even
+  on ``/proc``); an SQLite store in memory is refused (it keeps nothing), as is a folder store that this
+  MLflow would refuse, and a database store needs its driver installed and its server answering;
 * :func:`first_use_lock` keeps two processes from creating a new SQLite store's tables at once.
 
 Reading one run the same way is :mod:`distrepro.tracking.run_reader`. Store faults are
@@ -18,9 +21,12 @@ Reading one run the same way is :mod:`distrepro.tracking.run_reader`. Store faul
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import socket
 import sqlite3
 import ssl
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -88,11 +94,21 @@ def check_store(uri: str) -> None:
             f"tracking URI {uri!r}: no MLflow store serves the scheme '{scheme}:'; use sqlite:///PATH, "
             "http(s)://HOST:PORT (an MLflow server), a database URI or a folder (MLFLOW_TRACKING_URI)"
         )
+    low = scheme.lower()
     path = sqlite_path(uri)
     if path is not None:
         _check_sqlite(path)
-    elif scheme.lower() in ("http", "https"):
+    elif low == "sqlite" and uri.split("://", 1)[-1].split("?", 1)[0] in ("", "/", "/:memory:"):
+        raise StoreUnavailable(
+            f"tracking URI {uri!r} is an SQLite store in memory: it keeps nothing once the command ends (and MLflow "
+            f"puts the artifacts in ./mlruns); {_HINT}"
+        )
+    elif low in ("http", "https"):
         _check_server(uri)
+    elif low in ("", "file") or len(low) == 1:
+        _check_folder_store(uri)
+    elif low.split("+", 1)[0] in _DATABASES:
+        _check_database(uri)
 
 
 def _check_sqlite(path: Path) -> None:
@@ -109,8 +125,11 @@ def _check_sqlite(path: Path) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         what = "its folder" if existing == folder else f"{existing}, where its folder {folder} would be made,"
         raise StoreUnavailable(f"{where}: {what} is not writable (SQLite writes its journal there); {_HINT}")
-    if not path.exists():
-        return  # a new store: MLflow creates and migrates it on first use
+    if not path.exists():  # a new store: MLflow creates (folders included) and migrates it on first use
+        reason = _cannot_create(folder)
+        if reason is not None:
+            raise StoreUnavailable(f"{where}: cannot create it: {reason}; {_HINT}")
+        return
     if path.exists() and not os.access(path, os.R_OK | os.W_OK):
         raise StoreUnavailable(f"{where} is read-only; make it writable or {_HINT}")
     try:
@@ -127,6 +146,90 @@ def _check_sqlite(path: Path) -> None:
         raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
     except sqlite3.DatabaseError as exc:
         raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
+
+
+def _cannot_create(folder: Path) -> str | None:
+    """Why files cannot be made in ``folder`` (which MLflow creates if missing), else None.
+
+    Tried rather than asked: ``os.access`` answers yes to root for ``/proc`` or an immutable folder, where
+    the ``mkdir`` of MLflow then fails with a traceback. The probe leaves nothing behind: the outermost
+    missing folder is made and removed again, or a temporary file is made and removed in an existing one.
+    """
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        if missing:
+            os.mkdir(missing[-1])
+            with contextlib.suppress(OSError):  # another process may have put something in it since
+                os.rmdir(missing[-1])
+        else:
+            fd, name = tempfile.mkstemp(prefix=".distrepro-probe-", dir=folder)
+            os.close(fd)
+            os.unlink(name)
+    except FileExistsError:
+        return None  # another process made it in between: it can be made
+    except OSError as exc:
+        return f"{exc.strerror or exc} ({exc.filename or folder})"
+    return None
+
+
+def _check_folder_store(uri: str) -> None:
+    """A folder store (``file:``, a plain path): MLflow 3 refuses it unless asked to; its folder must be creatable."""
+    parsed = urllib.parse.urlparse(uri)
+    folder = Path(urllib.parse.unquote(parsed.path) if parsed.scheme.lower() == "file" else uri)
+    if _file_store_gated() and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").strip().lower() not in ("1", "true"):
+        raise StoreUnavailable(
+            f"tracking URI {uri!r} is a folder (MLflow's file store), which this MLflow refuses unless "
+            f"MLFLOW_ALLOW_FILE_STORE=true is set; {_HINT}"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise StoreUnavailable(f"file tracking store {folder} is not a folder; {_HINT}")
+    reason = _cannot_create(folder)
+    if reason is not None:
+        raise StoreUnavailable(f"file tracking store {folder}: cannot write there: {reason}; {_HINT}")
+
+
+def _file_store_gated() -> bool:
+    """Whether the installed MLflow refuses a file store without ``MLFLOW_ALLOW_FILE_STORE`` (3.x does),
+    read from its source so that mlflow (seconds to import) is not imported to find out."""
+    spec = importlib.util.find_spec("mlflow")
+    folder = Path(spec.origin).parent if spec is not None and spec.origin else None
+    if folder is None:
+        return False
+    try:
+        return "MLFLOW_ALLOW_FILE_STORE" in (folder / "store" / "tracking" / "file_store.py").read_text("utf-8")
+    except OSError:
+        return False
+
+
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+
+
+def _check_database(uri: str) -> None:
+    """A database store: its driver must be installed and its server must accept a connection."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        url = make_url(uri)
+        shown = url.render_as_string(hide_password=True)
+        url.get_dialect().import_dbapi()
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise StoreUnavailable(
+            f"tracking URI {uri.split('@')[-1]!r} is not a database URL SQLAlchemy reads ({exc})"
+        ) from None
+    except ImportError as exc:
+        raise StoreUnavailable(
+            f"tracking store {shown}: its database driver '{exc.name}' is not installed; pip install it, or {_HINT}"
+        ) from None
+    if url.host:
+        port = url.port or _DEFAULT_PORTS.get(url.get_backend_name(), 0)
+        try:
+            socket.create_connection((url.host, port), timeout=PROBE_TIMEOUT_S).close()
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"database server {url.host}:{port} of tracking store {shown} is not reachable "
+                f"({exc.strerror or exc}); start it, or {_HINT}"
+            ) from None
 
 
 def _check_server(uri: str) -> None:
