@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from distrepro import metrics as M
-from distrepro.errors import StoreUnavailable
+from distrepro.errors import StoreUnavailable, TrackingError
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -114,6 +114,10 @@ def status_for(exc_type: type[BaseException] | None, exc: BaseException | None) 
     if issubclass(exc_type, SystemExit) and getattr(exc, "code", 1) in (0, None):
         return "FINISHED"
     return "FAILED"
+
+
+#: the largest step MLflow's SQL stores hold (a BIGINT)
+_MAX_STEP = 2**63 - 1
 
 
 class RunLogger:
@@ -207,10 +211,15 @@ class RunLogger:
     def log_emulated(self, metrics: Mapping[str, float], emulated_s: float) -> None:
         """Log ``emu/<key>`` at step = emulated milliseconds: the UI's stand-in for an emulated-time axis.
 
-        Steps are int64, so even a year of emulated time fits.
+        Steps are int64, so even a year of emulated time fits; what does not (9.2e15 s, a profile figure wrong
+        by orders of magnitude that :mod:`distrepro.orchestration.budget_check` did not foresee) is one line
+        rather than SQLite's "Python int too large" after the run.
         """
-        if not math.isfinite(emulated_s) or emulated_s < 0:
-            raise ValueError(f"emulated time must be finite and >= 0, got {emulated_s!r}")
+        if not math.isfinite(emulated_s) or emulated_s < 0 or emulated_s * 1000 > _MAX_STEP:
+            raise TrackingError(
+                f"emulated time {emulated_s!r} s cannot be logged (MLflow steps are 64-bit: at most "
+                f"{_MAX_STEP / 1000:.3g} s of emulated ms); a hardware profile figure is far off"
+            )
         self.log_metrics({M.emu(k): v for k, v in metrics.items()}, step=round(emulated_s * 1000))
 
     def log_summary(self, metrics: Mapping[str, float]) -> None:

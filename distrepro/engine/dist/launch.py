@@ -10,7 +10,8 @@ Faults: if a rank exits with an error, or dies, the launcher kills the others at
 :class:`~distrepro.errors.WorkerFailure` naming the rank; a rank that hangs makes its peers fail at
 the collective timeout (``dist.timeout_s``), after which the hung rank is named and killed. Every
 rank runs in its own process group and all of them are killed on the way out, so no process is
-left behind. The campaign marks the MLflow run FAILED.
+left behind (torchrun's agent is sent SIGTERM first, to end the workers it started in sessions of their
+own). The campaign marks the MLflow run FAILED; on Ctrl-C or SIGTERM, KILLED.
 """
 
 from __future__ import annotations
@@ -44,7 +45,23 @@ def _read_status(out: Path, rank: int) -> dict[str, Any] | None:
         return None
 
 
-def _kill(procs: list[subprocess.Popen]) -> None:
+#: seconds torchrun's agent gets to end its workers after SIGTERM (it waits on them; they die at once)
+TORCHRUN_GRACE_S = 15.0
+
+
+def _kill(procs: list[subprocess.Popen], grace_s: float = 0.0) -> None:
+    """End each process's group. With ``grace_s``, SIGTERM first and up to that long to exit: torchrun's agent
+    starts every worker in a session of its own and ends them on SIGTERM, where a SIGKILL of the agent would
+    leave them running as orphans. Then SIGKILL for whatever is left."""
+    if grace_s > 0:
+        for p in procs:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -151,8 +168,8 @@ class DistEngine:
                 ]
             try:
                 self._watch(procs, out, world, torchrun=cfg.dist.launcher == "torchrun", progress=progress)
-            finally:
-                _kill(procs)
+            finally:  # also on Ctrl-C and SIGTERM (a KeyboardInterrupt here): no rank outlives the launcher
+                _kill(procs, TORCHRUN_GRACE_S if cfg.dist.launcher == "torchrun" else 0.0)
             result_file = out / "result.pkl"
             if not result_file.is_file():
                 raise WorkerFailure(0, "rank 0 finished without writing its result")
@@ -186,7 +203,7 @@ class DistEngine:
                             r: (1 if (_read_status(out, r) or {}).get("status") == "error" else None)
                             for r in range(world)
                         }
-                    _kill(procs)
+                    _kill(procs, TORCHRUN_GRACE_S if torchrun else 0.0)
                     rank, msg = diagnose(out, codes, world)
                     if os.environ.get("DISTREPRO_DEBUG"):
                         for r in range(world):
