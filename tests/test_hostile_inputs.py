@@ -1,16 +1,24 @@
 """Hostile inputs (issue 10): each is one line naming the file and field, exit 2, before any run exists;
-a silent fallback in the time model is said out loud; byte counts are whole numbers in both engines."""
+a silent fallback in the time model is said out loud; byte counts are whole numbers in both engines.
+
+Round 3 (issue 27), at the end: the table of :mod:`hostile_cases` (budgets, YAML oddities, seeds, hardware
+profiles, plugins, data files, tracking stores), each row run as the CLI subprocess a user starts."""
 
 from __future__ import annotations
 
 import os
 import pickle
 import re
+import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hostile_cases
 import mlflow
 import numpy as np
 import pytest
@@ -317,3 +325,75 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
         assert err.startswith(f"distrepro: error: {path}") and err.strip().count("\n") == 0, err
         assert cases[path] in err, err
     assert not db.exists()
+
+
+# ---------------------------------------------------------------------- round 3 (issue 27): the table, via the CLI
+
+#: seconds a row decided before training may take: wall time before torch is imported, CPU time after (wall
+#: time on a shared machine says more about the neighbours than about the suite)
+FAST_S = 10.0
+#: CPU seconds of a row that arises while training (a data file read mid-run)
+LATE_S = 60.0
+
+
+@dataclass
+class Outcome:
+    rc: int
+    out: str
+    err: str
+    wall_s: float
+    cpu_s: float
+
+
+def _run_row(case: hostile_cases.Case, cwd: Path, uri: str) -> Outcome:
+    """One row as a subprocess; its CPU time from ``wait4`` (children included: the dist engine has none here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "DISTREPRO_DEBUG"))}
+    env |= {"MLFLOW_TRACKING_URI": uri, "MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1", **case.env}
+    out, err = cwd / f"{case.id}.out", cwd / f"{case.id}.err"
+    started = time.monotonic()
+    with out.open("w") as stdout, err.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "distrepro.cli", *case.argv], cwd=cwd, env=env, stdout=stdout, stderr=stderr
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    wall = time.monotonic() - started
+    return Outcome(proc.returncode, out.read_text(), err.read_text(), wall, usage.ru_utime + usage.ru_stime)
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    tmp_path_factory: pytest.TempPathFactory, migrated_mlflow_db: Path
+) -> dict[str, tuple[hostile_cases.Case, Outcome]]:
+    """Every row run once, three at a time (the table takes about as long as its slowest rows)."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    rows = hostile_cases.cases(hostile_cases.write_inputs(tmp))
+    db = tmp / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = {c.id: (c, pool.submit(_run_row, c, tmp, f"sqlite:///{db}")) for c in rows}
+        return {cid: (case, future.result()) for cid, (case, future) in done.items()}
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("case_id", hostile_cases.case_ids())
+def test_hostile_input_is_one_line_and_a_status(
+    case_id: str, outcomes: dict[str, tuple[hostile_cases.Case, Outcome]]
+) -> None:
+    """The row's one line (naming its file, field or value), its exit status, no traceback unless --debug, and
+    within its time: 10 s before training (wall before torch, CPU after), 60 s of CPU for a mid-run fault."""
+    case, got = outcomes[case_id]
+    lines = [line for line in got.err.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("distrepro: error: ")]
+    assert got.rc == case.rc, got
+    assert len(errors) == 1, got.err
+    if case.debug:
+        assert "Traceback (most recent call last)" in got.err and lines[-1] == errors[0], got.err
+    else:
+        assert "Traceback" not in got.out + got.err and lines == errors, got.err
+    for fragment in case.fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+    if not case.trains:
+        assert got.wall_s < FAST_S, f"{got.wall_s:.1f} s before its line: {errors[0]}"
+    else:
+        assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"

@@ -1,0 +1,231 @@
+"""The table of hostile inputs of issue 27: each row a command a careless or hostile user runs, with the one
+line it must print and the exit status it must end with (:mod:`test_hostile_inputs` runs them).
+
+:func:`write_inputs` writes every file the rows read (configs with YAML oddities, broken hardware profiles,
+a dataset plugin that raises, an image folder holding a text file) into one folder; :func:`cases` lists the
+rows. A row with ``trains=True`` is decided only once the job is built or the run has started (a dataset, a
+profile's emulated time, a data file), so it imports torch; the others answer before.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from imagefolders import write_image_folder
+
+REPO = Path(__file__).resolve().parents[2]
+
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "method": "ar_sgd",
+    "dataset": {"name": "synthetic", "params": {"train_size": 64, "test_size": 16, "image_size": 8}},
+    "batch_size": 8,
+    "budget": {"steps": 2},
+    "eval": {"times": 1},
+    "torch_threads": 1,
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: the arguments after ``distrepro``, what the line must hold, the exit status."""
+
+    id: str
+    argv: tuple[str, ...]
+    fragments: tuple[str, ...]
+    rc: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+    trains: bool = False  # decided after torch is imported (job built, or mid-run)
+    late: bool = False  # arises while training: may take longer than what is decided before
+    debug: bool = False  # run with --debug: the traceback comes first, then the same line
+
+
+def _profile(root: Path, name: str, change: Callable[[dict[str, Any]], None], stem: str | None = None) -> Path:
+    """A copy of the shipped ``homogeneous-4`` under ``root/hardware_profiles``, changed by ``change``; its
+    plausible ranges are dropped, since they would refuse an absurd figure before the check under test."""
+    data = yaml.safe_load((REPO / "hardware_profiles" / "homogeneous-4.yaml").read_text(encoding="utf-8"))
+    data["name"] = name
+    for link in data["network"].values():
+        if isinstance(link, dict):
+            link.pop("ranges", None)
+    for device in data["nodes"][0]["devices"]:
+        device.pop("ranges", None)
+    change(data)
+    path = root / "hardware_profiles" / f"{stem or name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _crawling(data: dict[str, Any]) -> None:
+    device = data["nodes"][0]["devices"][0]
+    device["effective_flops_per_s"] = 1e-300
+    device["throughput_samples_per_s"] = {k: 1e-300 for k in device.get("throughput_samples_per_s", {})}
+
+
+def _config(path: Path, extra: str = "", **changes: Any) -> Path:
+    path.write_text(yaml.safe_dump({**TINY, **changes}, sort_keys=False) + extra, encoding="utf-8")
+    return path
+
+
+def write_inputs(tmp: Path) -> dict[str, Path]:
+    """Every file the rows read, under ``tmp``; the paths by name."""
+    root = tmp / "root"
+    (root / "datasets").mkdir(parents=True)
+    anchors = ["  a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    anchors += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    paths = {
+        "root": root,
+        "tiny": _config(tmp / "tiny.yaml"),
+        # ten nested aliases of ten: 10^10 values once expanded ("billion laughs")
+        "bomb": _config(tmp / "bomb.yaml", "x-anchors:\n" + "\n".join(anchors) + "\n"),
+        "deep": _config(tmp / "deep.yaml", "method_params: {x: " + "[" * 5000 + "]" * 5000 + "}\n"),
+        # a second method_params further down would silently replace the first
+        "dup": _config(tmp / "dup.yaml", "method_params: {lr: 0.1}\nseeds: [0]\nmethod_params: {momentum: 0.9}\n"),
+        "images": _config(
+            tmp / "images.yaml",
+            dataset={
+                "name": "imagenet100",
+                "root": str(tmp / "in100"),
+                "params": {"image_size": 8, "strict_classes": False},  # two class folders, not a hundred
+            },
+            batch_size=4,
+        ),
+    }
+    _profile(root, "tiny-bandwidth", lambda d: d["network"]["intra_node"].update(bandwidth_gbytes_per_s=1e-300))
+    _profile(root, "huge-latency", lambda d: d["network"]["intra_node"].update(latency_us=1e300))
+    _profile(root, "crawling", _crawling)
+    paths["misnamed"] = _profile(root, "inner-name", lambda d: None, stem="outer-name")
+    paths["boom"] = root / "datasets" / "boom.py"
+    paths["boom"].write_text(
+        "from pydantic import BaseModel\n\nNAME = 'boom'\nDESCRIPTION = 'a dataset whose build raises'\n\n\n"
+        "class Params(BaseModel):\n    pass\n\n\n"
+        "def build(params, root, seed):\n    raise ValueError('the boom dataset always fails')\n",
+        encoding="utf-8",
+    )
+    write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
+    paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
+    paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")
+    return paths
+
+
+def cases(p: dict[str, Path]) -> list[Case]:
+    """The rows, in the order of the issue's list."""
+    run = ("run", str(p["tiny"]), "--no-progress")
+    root = ("--root", str(p["root"]))
+    store = "more than the tracking store can record"
+    first = len(yaml.safe_dump(TINY, sort_keys=False).splitlines()) + 1  # the dup config's two method_params
+    second = first + 2
+    boom = ("--set", "dataset.name=boom", "--set", "dataset.params={}")
+    return [
+        # budgets: not finite (decided as the config is read), or more steps than a run can take (once built)
+        Case("budget-epochs-inf", (*run, "--set", "budget.epochs=.inf"), ("'budget.epochs'", "finite number, got inf")),
+        Case(
+            "budget-emulated-inf",
+            (*run, "--set", "budget.emulated_seconds=.inf"),
+            ("'budget.emulated_seconds'", "finite number, got inf"),
+        ),
+        Case(
+            "budget-epochs-1e30",
+            (*run, "--set", "budget.epochs=1e30"),
+            ("'budget.epochs'", "1e+30 epochs is 2e+30 steps", "more than the 1e+09 a run may take"),
+            trains=True,
+        ),
+        Case(
+            "budget-steps-1e23",
+            (*run, "--set", "budget.steps=99999999999999999999999"),
+            ("'budget.steps'", "1e+23 steps", "more than the 1e+09"),
+            trains=True,
+        ),
+        # YAML structure
+        Case("yaml-alias-bomb", ("run", str(p["bomb"]), "--no-progress"), (str(p["bomb"]), "alias bomb")),
+        Case("yaml-deep-nesting", ("run", str(p["deep"]), "--no-progress"), (str(p["deep"]), "nested deeper than 64")),
+        Case(
+            "yaml-duplicate-key",
+            ("run", str(p["dup"]), "--no-progress"),
+            ("field 'method_params'", f"duplicate key 'method_params' at line {second} (first at line {first})"),
+        ),
+        Case(
+            "set-deep-value", (*run, "--set", "method_params.x=" + "[" * 3000 + "]" * 3000), ("--set", "nested deeper")
+        ),
+        # seeds: indices, decimal, bounded
+        Case("seeds-huge", (*run, "--seeds", "99999999999999999999999"), ("--seeds", "above 2147483647")),
+        Case("seeds-bool", (*run, "--seeds", "true"), ("--seeds", "'true' is not a seed index")),
+        Case("seeds-hex", (*run, "--seeds", "0x10"), ("--seeds", "'0x10' is not a seed index")),
+        # hardware profiles: figures whose emulated time the store cannot hold; a name that is not the file's
+        Case(
+            "profile-tiny-bandwidth",
+            (*run, *root, "--set", "profile=tiny-bandwidth"),
+            ("tiny-bandwidth.yaml", "field 'network.intra_node'", "1e-300 GB/s", store),
+            trains=True,
+        ),
+        Case(
+            "profile-huge-latency",
+            (*run, *root, "--set", "profile=huge-latency"),
+            ("huge-latency.yaml", "field 'network.intra_node'", "1e+300 us", store),
+            trains=True,
+        ),
+        Case(
+            "profile-tiny-throughput",
+            (*run, *root, "--set", "profile=crawling"),
+            ("crawling.yaml", "field 'nodes[0].devices[0]'", "samples/s", store),
+            trains=True,
+        ),
+        Case(
+            "profile-name-not-file-name",
+            (*run, *root, "--set", "profile=outer-name"),
+            (str(p["misnamed"]), "field 'name'", "'inner-name' differs from the file name 'outer-name'"),
+            trains=True,
+        ),
+        # plugins and data files
+        Case(
+            "dataset-plugin-raises",
+            (*run, *root, *boom),
+            (f"dataset plugin boom ({p['boom']}) raised: ValueError: the boom dataset always fails",),
+            trains=True,
+        ),
+        Case(
+            "dataset-plugin-raises-debug",
+            (*run, *root, *boom, "--debug"),
+            (f"dataset plugin boom ({p['boom']}) raised: ValueError: the boom dataset always fails",),
+            trains=True,
+            debug=True,
+        ),
+        Case(
+            "image-folder-with-a-text-file",
+            ("run", str(p["images"]), "--no-progress"),
+            (f"not an image: {p['not_an_image']}",),
+            trains=True,
+            late=True,
+        ),
+        # tracking stores: one line before torch
+        Case(
+            "store-under-proc",
+            run,
+            ("/proc/nope", "cannot create it"),
+            env={"MLFLOW_TRACKING_URI": "sqlite:////proc/nope/m.db"},
+        ),
+        Case("store-in-memory", run, ("in memory", "keeps nothing"), env={"MLFLOW_TRACKING_URI": "sqlite:///:memory:"}),
+        Case(
+            "store-folder",
+            run,
+            ("MLFLOW_ALLOW_FILE_STORE=true",),
+            env={"MLFLOW_TRACKING_URI": f"file://{p['root']}/mlruns"},
+        ),
+        Case(
+            "store-database-without-driver",
+            run,
+            ("database driver", "u:***@"),
+            env={"MLFLOW_TRACKING_URI": "mysql+pymysql://u:secret@127.0.0.1:9/db"},
+        ),
+    ]
+
+
+def case_ids() -> list[str]:
+    """The rows' ids, known before any file is written (for ``pytest.mark.parametrize``)."""
+    return [c.id for c in cases(defaultdict(lambda: Path("unwritten")))]
