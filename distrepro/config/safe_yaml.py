@@ -166,7 +166,10 @@ def _check_graph(walk: _Walk, node: yaml.Node, path: str, depth: int) -> tuple[i
 
 def load_yaml(text: str, source: str | Path | None = None) -> Any:
     """The data of one YAML document (None for an empty one); every problem is a :class:`ConfigError`."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # its reader refuses control characters (a binary file) here already
+    except yaml.YAMLError as exc:
+        raise yaml_error(source, exc) from None
     try:
         node = loader.get_single_node()
         if node is None:

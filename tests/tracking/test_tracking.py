@@ -131,8 +131,10 @@ def test_emulated_series_use_millisecond_steps(uri: str, tmp_path: Path) -> None
         for t, acc in [(0.0, 0.1), (1.5, 0.4), (2.0004, 0.5), (3.0006, 0.6), (86400.0, 0.9)]:
             run.log_emulated({"val_accuracy": acc}, emulated_s=t)
         run.log_metrics({"val_accuracy": 0.9}, step=7)
-        with pytest.raises(ValueError, match="emulated time"):
+        with pytest.raises(TrackingError, match="emulated time"):
             run.log_emulated({"x": 1.0}, emulated_s=-1.0)
+        with pytest.raises(TrackingError, match="64-bit"):  # past MLflow's int64 steps: one line, not SQLite's
+            run.log_emulated({"x": 1.0}, emulated_s=1e17)
     client = make_client(uri)
     assert _history(client, run.run_id, "emu/val_accuracy") == [
         (0, 0.1),
