@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from distrepro.plugins.registry import MethodPlugin
 
 
+#: most optimizer steps a run may take: every step trains for real, and at 1 ms a step (faster than any step
+#: of this suite on a CPU) a billion steps take 11.6 days (:mod:`distrepro.orchestration.budget_check`)
+MAX_STEPS = 10**9
 #: largest seed index: seeds are indices the run derives its random streams from (:mod:`distrepro.seeding`),
 #: not seeds themselves, so 0, 1, 2 ... suffice; the bound keeps them a 32-bit integer for every tool
 MAX_SEED_INDEX = 2**31 - 1
@@ -53,7 +56,7 @@ class Budget(_Strict):
     processed by all workers together. ``emulated_seconds`` is virtual time.
     """
 
-    steps: int | None = Field(default=None, gt=0)
+    steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)  # the other units: checked once the job is built
     epochs: float | None = Field(default=None, gt=0)
     samples: int | None = Field(default=None, gt=0)
     emulated_seconds: float | None = Field(default=None, gt=0)

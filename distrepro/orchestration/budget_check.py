@@ -19,12 +19,10 @@ import math
 from itertools import combinations
 from pathlib import Path
 
+from distrepro.config.run_config import MAX_STEPS
 from distrepro.errors import ConfigError
 from distrepro.orchestration.job import Job
 
-#: most optimizer steps a run may take: every step trains for real, and at 1 ms a step (faster than any step
-#: of this suite on a CPU) a billion steps take 11.6 days
-MAX_STEPS = 10**9
 #: most emulated seconds the store can record: ``emu/*`` points are logged at step = emulated ms, an int64
 STORE_LIMIT_S = (2**63 - 1) / 1000
 #: most emulated seconds a run may be estimated at: the store's limit, with 1000x to spare for the estimate

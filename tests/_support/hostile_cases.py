@@ -139,8 +139,7 @@ def cases(p: dict[str, Path]) -> list[Case]:
         Case(
             "budget-steps-1e23",
             (*run, "--set", "budget.steps=99999999999999999999999"),
-            ("'budget.steps'", "1e+23 steps", "more than the 1e+09"),
-            trains=True,
+            ("'budget.steps'", "less than or equal to 1000000000, got 99999999999999999999999"),
         ),
         # YAML structure
         Case("yaml-alias-bomb", ("run", str(p["bomb"]), "--no-progress"), (str(p["bomb"]), "alias bomb")),
