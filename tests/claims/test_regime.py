@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import pytest
 from test_verdicts import SRC, Table, judge, spec
 
 from distrepro.claims.evidence import tally
+from distrepro.claims.runs import derive_columns
 from distrepro.errors import ConfigError
 
 ACC = "final/val_accuracy"
@@ -129,3 +131,20 @@ def test_bad_conditions_name_their_field(cond: dict[str, Any], field: str) -> No
     with pytest.raises(ConfigError) as err:
         spec(_claim(cond))
     assert err.value.field is not None and err.value.field.startswith(field)
+
+
+def test_non_compute_share_counts_a_blocking_all_reduce_as_not_computing() -> None:
+    """A²CiD²'s Figure 2 draws the share of time not computing: AR-SGD's all-reduce is comm, not idle, yet not
+    computing either, so the share is 1 - Σ compute / Σ clock over the workers."""
+    runs = pd.DataFrame(
+        {
+            "worker/0/compute_s": [6.0, 9.0],
+            "worker/0/clock_s": [10.0, 10.0],
+            "worker/0/idle_s": [0.0, 1.0],  # the first run idles 0 s but communicates 4 s
+            "worker/1/compute_s": [2.0, 9.0],
+            "worker/1/clock_s": [10.0, 10.0],
+        }
+    )
+    share = derive_columns(runs)["final/non_compute_fraction"]
+    assert share.tolist() == pytest.approx([0.6, 0.1])
+    assert "final/non_compute_fraction" not in derive_columns(runs.drop(columns=["worker/1/clock_s"]))
