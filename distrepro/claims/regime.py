@@ -111,7 +111,9 @@ def _claim_arm(claim: Any) -> str:
 
 def _seed_stat(values: dict[int, float], statistic: str) -> float:
     x = np.array(list(values.values()), dtype=float)
-    return float({"min": np.min, "max": np.max, "mean": np.mean}[statistic](x))
+    if statistic == "min":
+        return float(x.min())
+    return float(x.max()) if statistic == "max" else float(x.mean())
 
 
 def check_metric(cond: RegimeCondition, arm: str, values: dict[int, float] | None) -> RegimeCheck:
