@@ -148,9 +148,7 @@ def check_detectable(
 ) -> RegimeCheck:
     """The half-width of the t-interval of the claim's per-seed values against the paper's effect."""
     size = cond.effect if cond.effect is not None else effect
-    required = "the paired seed spread resolves the paper's effect" + (
-        f" (CI half-width < {fmt(size)})" if size is not None else ""
-    )
+    required = f"t-interval half-width of the paired values < {fmt(size)}" if size is not None else "an effect size"
     x = np.array(list(points.values()), dtype=float)
     if size is None or x.size < 2 or not np.all(np.isfinite(x)):
         why = "no effect size (set 'effect')" if size is None else "fewer than two finite per-seed values"
