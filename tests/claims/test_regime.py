@@ -13,6 +13,7 @@ from test_verdicts import SRC, Table, judge, spec
 
 from distrepro.claims.evidence import tally
 from distrepro.claims.runs import derive_columns
+from distrepro.claims.schema import at_scale
 from distrepro.errors import ConfigError
 
 ACC = "final/val_accuracy"
@@ -148,3 +149,17 @@ def test_non_compute_share_counts_a_blocking_all_reduce_as_not_computing() -> No
     share = derive_columns(runs)["final/non_compute_fraction"]
     assert share.tolist() == pytest.approx([0.6, 0.1])
     assert "final/non_compute_fraction" not in derive_columns(runs.drop(columns=["worker/1/clock_s"]))
+
+
+def test_the_mid_scale_re_decides_accuracy_claims_whose_arms_all_have_a_mid_config() -> None:
+    speedup = {"id": "s", "kind": "speedup", "arm": "a", "baseline": "b", "claimed": 1.5, "source": SRC}
+    on_time = {
+        "id": "t", "kind": "relative_improvement", "arm": "a", "baseline": "b", "metric": "final/emulated_s",
+        "direction": "min", "claimed": 0.2, "source": SRC,
+    }  # fmt: skip
+    control = {**NOT_SATURATED, "id": "ctl", "check": "control", "arms": ["c", "b"], "arm": None, "at_most": None}
+    s = spec(ORDER, speedup, on_time, {**ORDER, "id": "o2", "regime": [control]})
+    moved = {c.id: c.scale for c in at_scale(s, "mid", available={"a", "b"}).claims}
+    # the ordering moves; timing claims stay; o2 reads arm c (no mid config) through its control, so it stays
+    assert moved == {"o": "mid", "s": "proxy", "t": "proxy", "o2": "proxy"}
+    assert {c.id: c.scale for c in at_scale(s, "paper").claims} == dict.fromkeys(moved, "paper")
