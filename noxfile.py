@@ -13,6 +13,7 @@ runs inside a session's virtualenv, through ``distrepro``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -195,7 +196,9 @@ def _requested_arms(posargs: list[str]) -> list[str]:
 
 def _make_reproduce(paper: str, title: str):
     def reproduce(session: nox.Session) -> None:
-        _install(session)
+        args = session.posargs
+        mid = "--scale=mid" in args or any(a == "--scale" and b == "mid" for a, b in itertools.pairwise(args))
+        _install(session, "test,mnist1d" if mid else "test")  # the mid scale trains on MNIST-1D (the mnist1d extra)
         arms = _requested_arms(session.posargs)
         if arms:  # an optional arm may need a pip extra; paper.yaml says which (read by distrepro itself)
             out = session.run("distrepro", "extras", paper, *arms, silent=True, env=_env())

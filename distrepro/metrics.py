@@ -113,6 +113,10 @@ FINAL_STEPS = final("steps")
 FINAL_USEFUL_FLOPS = final("useful_flops_per_emulated_s")
 #: the share of all workers' clock time spent waiting (A²CiD²'s "reduces idle time")
 FINAL_IDLE_FRACTION = final("idle_fraction")
+#: the share of all workers' clock time not spent computing gradients (idle + blocking communication): what
+#: A²CiD²'s Figure 2 shows. Not logged: derived by the run reader (distrepro.claims.runs) from worker/<r>/*
+FINAL_NON_COMPUTE_FRACTION = final("non_compute_fraction")
+DERIVED = (FINAL_NON_COMPUTE_FRACTION,)
 FINAL_EXTRA = (
     FINAL_EMULATED_S,
     FINAL_WALL_S,
@@ -133,7 +137,9 @@ NOT_CURVES = ("final/", "emu/", "alloc/", "worker/", "method/")
 
 # ---------------------------------------------------------------- what a claim may name
 
-_EXACT = frozenset((*EVAL, *REPLICA, STEP, *(final(m) for m in (*QUALITY, *REPLICA)), *FINAL_EXTRA, *SUMMARIES))
+_EXACT = frozenset(
+    (*EVAL, *REPLICA, STEP, *(final(m) for m in (*QUALITY, *REPLICA)), *FINAL_EXTRA, *SUMMARIES, *DERIVED)
+)
 _PATTERNS = (
     re.compile(rf"worker/\d+/(?:{'|'.join([*WORKER_FIELDS, DECLARED_SPEED])})"),
     re.compile(rf"alloc/\d+/(?:{'|'.join(ALLOC_FIELDS)})"),

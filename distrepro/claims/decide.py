@@ -9,6 +9,7 @@ the CI is only shown.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,7 @@ def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verd
     name = claim.accept.statistic
     per_arm = {n: float(stat(np.array(list(d.values())), name)) for n, d in arms.items()}
     ranked = sorted(per_arm, key=per_arm.__getitem__, reverse=claim.direction == "max")
-    observed = (" > " if claim.direction == "max" else " < ").join(f"{n} ({fmt(per_arm[n])})" for n in ranked)
+    observed = _observed(ranked, per_arm, " > " if claim.direction == "max" else " < ")
     lower, upper = (lo, hi) if claim.accept.rule == "ci" else (s, s)
     text = f"smallest adjacent gap {_ci_text(v)}"
     if lower > claim.margin:
@@ -97,6 +98,15 @@ def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verd
             f"{MORE_SEEDS}; observed {observed}"
         )
     return v
+
+
+def _observed(ranked: list[str], per_arm: dict[str, float], sign: str) -> str:
+    """The arms in observed order; equal values (as printed, or exactly) are joined by "=", never by ">"."""
+    out = f"{ranked[0]} ({fmt(per_arm[ranked[0]])})"
+    for prev, name in itertools.pairwise(ranked):
+        same = per_arm[prev] == per_arm[name] or fmt(per_arm[prev]) == fmt(per_arm[name])
+        out += f"{' = ' if same else sign}{name} ({fmt(per_arm[name])})"
+    return out
 
 
 def _computed(v: Verdict) -> tuple[float, tuple[float, float]]:

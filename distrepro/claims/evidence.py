@@ -60,6 +60,11 @@ class Tally:
     """Verdict counts per group (see :func:`group_of`), in the order a reader needs them."""
 
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per group, INCONCLUSIVE verdicts whose runs were outside the paper's regime (or tied): counted apart
+    outside: dict[str, int] = field(default_factory=dict)
+
+    def out_of_regime_total(self, group: str | None = None) -> int:
+        return sum(n for g, n in self.outside.items() if group is None or g == group)
 
     def of(self, group: str) -> dict[str, int]:
         return self.counts.get(group, dict.fromkeys(VERDICTS, 0))
@@ -78,9 +83,13 @@ class Tally:
     def summary(self) -> str:
         """One line, headline first: what the CLI prints and the campaign tag holds."""
         head = f"{self.text(self.of('headline'))} of the paper's {self.total('headline')} claims"
+        if self.out_of_regime_total("headline"):
+            head += f" ({self.out_of_regime_total('headline')} INCONCLUSIVE outside the paper's regime)"
         rest = []
         if self.total("derived"):
-            rest.append(f"derived/reconstructed {self.text(self.of('derived'))}")
+            out = self.out_of_regime_total("derived")
+            where = f", {out} outside the paper's regime" if out else ""
+            rest.append(f"derived/reconstructed {self.text(self.of('derived'))}{where}")
         if self.total("structural"):
             rest.append(f"decided by the model's structure {self.text(self.of('structural'))}")
         return head + (f" (also judged: {'; '.join(rest)})" if rest else "")
@@ -90,7 +99,10 @@ def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
     """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id)."""
     by_id = {c.id: c for c in claims}
     out: dict[str, dict[str, int]] = {}
+    outside: dict[str, int] = {}
     for v in verdicts:
         group = group_of(by_id[v.claim_id])
         out.setdefault(group, dict.fromkeys(VERDICTS, 0))[v.verdict] += 1
-    return Tally(out)
+        if getattr(v, "out_of_regime", False):
+            outside[group] = outside.get(group, 0) + 1
+    return Tally(out, outside)

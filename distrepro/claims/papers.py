@@ -87,3 +87,45 @@ def known_papers(root: Path | None = None) -> list[str]:
         if isinstance(cite, dict) and isinstance(cite.get("id"), str) and ("claims" in raw or "setup" in raw):
             ids.add(cite["id"])
     return sorted(ids)
+
+
+def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
+    """The run config of arm ``arm_name`` at ``scale``: its ``config`` beside the paper.yaml, else in the first
+    plugin root that has it (so a user's method may reuse a shipped config); at ``paper``/``mid`` scale the
+    sibling ``<name>.paper.yaml``/``<name>.mid.yaml``. A missing file is a :class:`ConfigError`."""
+    from distrepro.plugins.roots import as_roots
+
+    if not config:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
+    for base in (paper_file.parent, *as_roots(root)):
+        path = (base / config).resolve()
+        if path.is_file():
+            break
+    else:
+        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
+    if scale in ("paper", "mid"):  # a sibling config: <arm>.paper.yaml (the paper's recipe), <arm>.mid.yaml
+        scaled = path.with_name(path.name.replace(".yaml", f".{scale}.yaml"))
+        if not scaled.is_file():
+            raise ConfigError(
+                paper_file, f"setup.arms.{arm_name}.config", f"--scale {scale} needs {scaled.name} beside {path.name}"
+            )
+        return scaled
+    return path
+
+
+def arms_at_scale(info: PaperInfo, scale: str, root: Path | None = None) -> set[str]:
+    """The arms of the paper that have a run config at ``scale`` (every arm with a config at proxy scale).
+
+    The mid scale is for the accuracy and convergence claims only, so most timing arms have no
+    ``.mid.yaml``: a claim moves to the mid scale only when all its arms have one (:func:`at_scale`).
+    """
+    if info.spec is None or info.path is None:
+        return set()
+    found = set()
+    for name, arm in info.spec.setup.arms.items():
+        try:
+            arm_config_path(info.path, name, arm.config, scale, root)
+        except ConfigError:
+            continue
+        found.add(name)
+    return found

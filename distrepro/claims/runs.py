@@ -185,7 +185,8 @@ def load_runs(
         scope = f" under campaign(s) {', '.join(campaigns)}" if campaigns else ""
         raise ReportError(f"no runs in experiment {name!r}{scope} ({uri})")
     runs = pd.DataFrame([_run_row(r) for r in leaves])
-    runs = runs.sort_values(["method", "profile", "seed", "start_time"], kind="stable").reset_index(drop=True)
+    runs = derive_columns(runs.sort_values(["method", "profile", "seed", "start_time"], kind="stable"))
+    runs = runs.reset_index(drop=True)
     keys_of = {r.info.run_id: curve_keys(r.data.metrics, extra_curve_keys) for r in leaves}
     long = _histories(client, runs["run_id"], keys_of)
     curves = (
@@ -201,6 +202,18 @@ def load_runs(
     alloc = alloc_table(_histories(client, runs["run_id"], alloc_keys))
     used = sorted({p for p in runs["parent_run_id"].dropna()} | set(campaigns or []))
     return RunSet(name, uri, runs, curves, alloc, used, client)
+
+
+def derive_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """Summaries no writer logs but claims need, from the per-worker totals of each run:
+    ``final/non_compute_fraction`` = 1 − Σ compute_s / Σ clock_s over the workers (NaN without them)."""
+    compute = [c for c in runs.columns if re.fullmatch(r"worker/\d+/compute_s", c)]
+    clocks = [c.replace("/compute_s", "/clock_s") for c in compute]
+    if not compute or not set(clocks) <= set(runs.columns):
+        return runs
+    total = runs[clocks].sum(axis=1, min_count=1)
+    share = 1.0 - runs[compute].sum(axis=1, min_count=1) / total.where(total > 0)
+    return runs.assign(**{M.FINAL_NON_COMPUTE_FRACTION: share})
 
 
 def alloc_table(long: pd.DataFrame) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from distrepro.claims.acceptance import (
     default_statistic,
 )
 from distrepro.claims.evidence import ORIGIN_OF, check_evidence_and_accept
+from distrepro.claims.regime import RegimeCondition, condition_arms
 from distrepro.config.run_config import read_yaml
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from distrepro.errors import ConfigError
@@ -42,7 +43,7 @@ Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
 Origin = Literal["paper", "derived", "reconstructed"]
 DecidedBy = Literal["measurement", "model_structure"]
-Scale = Literal["paper", "proxy"]
+Scale = Literal["paper", "mid", "proxy"]
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 __all__ = ["CLAIM_KINDS", "Accept", "Claim", "PaperSpec", "acceptance_band", "claimed_bounds", "validate_paper"]
@@ -152,6 +153,8 @@ class _ClaimBase(_Strict):
     ideal: Ideal | None = None
     notes: str | None = None
     conflicts_with: list[str] = Field(default_factory=list)
+    #: conditions on the deciding runs that put them in the paper's regime (suite/claims/regime.py)
+    regime: list[RegimeCondition] = Field(default_factory=list)
 
     @field_validator("claimed", check_fields=False)
     @classmethod
@@ -246,12 +249,40 @@ class PaperSpec(_Strict):
         return self.setup.arms.get(name) or Arm(method=name)
 
 
-def at_scale(spec: PaperSpec, scale: Scale) -> PaperSpec:
+def claim_arms(claim: Any) -> list[str]:
+    """Every arm a claim reads: its arm(s), its baseline and the arms of its regime conditions."""
+    names = list(claim.arms) if claim.kind == "ordering" else [claim.arm]
+    if getattr(claim, "baseline", None):
+        names.append(claim.baseline)
+    for cond in claim.regime:
+        names += condition_arms(claim, cond)
+    return list(dict.fromkeys(names))
+
+
+#: metrics of time and bytes: emulated from the hardware profile, so the mid scale (bigger *training*) adds nothing
+_TIMING_PREFIXES = ("final/emulated_s", "final/wall_s", "time/", "time_to_target", "final/idle", "comm/", "worker/")
+
+
+def judged_at_mid(claim: Any) -> bool:
+    """Whether the mid scale re-decides ``claim``: accuracy and convergence claims do; speedups and claims on
+    emulated time, idle time or bytes stay at the proxy scale (their numbers come from the hardware profile)."""
+    if claim.kind == "speedup":
+        return False
+    metric = getattr(claim, "metric", None) or getattr(getattr(claim, "target", None), "metric", "")
+    return not str(metric).startswith(_TIMING_PREFIXES)
+
+
+def at_scale(spec: PaperSpec, scale: Scale, available: set[str] | None = None) -> PaperSpec:
     """``spec`` (resolved) judged at ``scale``: the claims at the paper's scale move to it (a claim
-    pinned to another scale stays there); ideals computed for a scale other than their claim's are dropped."""
+    pinned to another scale stays there); ideals computed for a scale other than their claim's are dropped.
+    At the mid scale only accuracy and convergence claims move (:func:`judged_at_mid`), and only those whose
+    arms are all in ``available`` (the arms with a ``.mid.yaml``); the others stay, and the report says so."""
     claims = []
     for claim in spec.claims:
         moved = scale if claim.scale == spec.setup.scale else claim.scale
+        stays = not judged_at_mid(claim) or (available is not None and not set(claim_arms(claim)) <= available)
+        if scale == "mid" and moved == scale and stays:
+            moved = claim.scale
         ideal = claim.ideal
         if ideal is not None and (ideal.scale or claim.scale) != moved:
             ideal = None
@@ -317,6 +348,7 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
                 raise ConfigError(
                     source, f"{at}.target", f"clock {claim.clock!r} needs an explicit target (curves are read)"
                 )
+        _check_regime(claim, at, source, arm_ok)
         check_evidence_and_accept(spec.setup.min_seeds, claim, at, source)
         bounds = claimed_bounds(getattr(claim, "claimed", None))
         positive = claim.kind in ("speedup", "convergence") or (
@@ -324,6 +356,23 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
         )
         if positive and bounds is not None and bounds[0] <= 0:
             raise ConfigError(source, f"{at}.claimed", "must be positive for this kind")
+
+
+def _check_regime(claim: Claim, at: str, source: str | Path | None, arm_ok: Any) -> None:
+    """Regime conditions name arms that exist and metrics some writer logs, once each."""
+    seen: set[str] = set()
+    for j, cond in enumerate(claim.regime):
+        where = f"{at}.regime[{j}]"
+        if cond.id in seen:
+            raise ConfigError(source, f"{where}.id", f"duplicate regime condition id {cond.id!r}")
+        seen.add(cond.id)
+        for name in condition_arms(claim, cond):
+            arm_ok(name, f"{where}.{'arms' if cond.check == 'control' else 'arm'}")
+        why = unknown_metric(cond.metric) if cond.metric is not None else None
+        if why is not None:
+            raise ConfigError(source, f"{where}.metric", f"claim {claim.id!r}: {why}")
+        if cond.check == "detectable" and cond.effect is None and getattr(claim, "claimed", None) is None:
+            raise ConfigError(source, f"{where}.effect", "a claim without a claimed value needs the paper's effect")
 
 
 def _check_metric(claim: Claim, at: str, source: str | Path | None) -> None:

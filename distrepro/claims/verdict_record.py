@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from distrepro.claims.regime import RegimeCheck
 from distrepro.claims.stats import json_safe
 
 VerdictKind = Literal["PASS", "FAIL", "INCONCLUSIVE"]
@@ -30,9 +31,12 @@ class Verdict:
     miss: str = ""  # a FAIL outside an acceptance band: "exceeds the claim" or "falls short of the claim"
     paired: bool = False  # arms compared seed by seed (same seed index: same initial model and data order)
     ci_method: str = ""  # t, bca or percentile (see distrepro.claims.intervals)
+    regime: list[RegimeCheck] = field(default_factory=list)  # the claim's regime checks (distrepro.claims.regime)
+    out_of_regime: bool = False  # INCONCLUSIVE because the runs are outside the paper's regime (or arms tie)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["regime"] = [c.to_dict() for c in self.regime]
         for key in ("statistic", "ci", "band"):
             out[key] = json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}

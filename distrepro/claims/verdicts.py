@@ -37,8 +37,10 @@ import numpy as np
 import pandas as pd
 
 from distrepro import metrics as M
+from distrepro.claims.acceptance import claimed_bounds
 from distrepro.claims.decide import censored_convergence, decide
 from distrepro.claims.intervals import bca_interval, percentile_interval, t_interval
+from distrepro.claims.regime import check_detectable, first_unmet, run_checks
 from distrepro.claims.schema import Claim, PaperSpec
 from distrepro.claims.stats import fmt, stat
 from distrepro.claims.verdict_record import Verdict, VerdictKind
@@ -61,10 +63,11 @@ _TARGET_SUMMARIES = {M.TIME_TO_TARGET_S, M.STEP_TO_TARGET}
 class _Inconclusive(Exception):
     """Raised while gathering evidence; becomes an INCONCLUSIVE verdict with this reason."""
 
-    def __init__(self, reason: str, verdict: VerdictKind = "INCONCLUSIVE") -> None:
+    def __init__(self, reason: str, verdict: VerdictKind = "INCONCLUSIVE", out_of_regime: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.verdict = verdict
+        self.out_of_regime = out_of_regime
 
 
 # ---------------------------------------------------------------- selecting runs
@@ -200,7 +203,7 @@ def evaluate_claim(
     try:
         return _evaluate(claim, spec, runs, curves, paper_id or spec.citation.id, verdict)
     except _Inconclusive as exc:  # keep whatever per-seed values were gathered: they explain the reason
-        verdict.verdict, verdict.reason = exc.verdict, exc.reason
+        verdict.verdict, verdict.reason, verdict.out_of_regime = exc.verdict, exc.reason, exc.out_of_regime
         return verdict
 
 
@@ -248,6 +251,7 @@ def _evaluate(
         if censored:
             verdict.censored[name] = dict(censored)
     need = acc.min_seeds if acc.statistic != "olympic_mean" else max(acc.min_seeds, 3)
+    _check_regime(claim, spec, runs, verdict)
 
     unreached = {n: sorted(c) for n, c in censored_all.items() if c}
     if unreached:
@@ -265,7 +269,9 @@ def _evaluate(
                 f"too few seeds: {len(common)} with {'both' if len(names) == 2 else 'all of'} {both} finished "
                 f"(seeds {common}), {need} required"
             )
+        _check_tie(claim, arms, names, common)
         sample = _paired_sample(claim, arms, names, common, verdict)
+        _check_detectable(claim, verdict)
     else:
         for name in names:
             if len(arms[name]) < need:
@@ -281,6 +287,52 @@ def _evaluate(
         )
     verdict.statistic, verdict.ci = point, ci
     return decide(claim, verdict, arms)
+
+
+def _check_regime(claim: Any, spec: PaperSpec, runs: pd.DataFrame, verdict: Verdict) -> None:
+    """Measure the claim's ``metric``/``control`` regime conditions on the deciding runs, before any CI."""
+
+    def values_of(arm: str, metric: str) -> dict[int, float] | None:
+        done = _gather(claim, spec, runs, arm)
+        col = metric_column(done, metric)
+        if col is None:
+            return None
+        return {int(s): float(v) for s, v in done[col].items() if not pd.isna(v)}
+
+    verdict.regime = run_checks(claim, values_of)
+    reason = first_unmet(verdict.regime)
+    if reason is not None:
+        raise _Inconclusive(reason, out_of_regime=True)
+
+
+def _check_detectable(claim: Any, verdict: Verdict) -> None:
+    """The ``detectable`` conditions, on the claim's paired per-seed values (see distrepro.claims.regime)."""
+    bounds = claimed_bounds(getattr(claim, "claimed", None))
+    effect = min(abs(bounds[0]), abs(bounds[1])) if bounds is not None else None
+    for cond in claim.regime:
+        if cond.check == "detectable":
+            verdict.regime.append(check_detectable(cond, verdict.points, effect, claim.accept.ci))
+    reason = first_unmet(verdict.regime)
+    if reason is not None:
+        raise _Inconclusive(reason, out_of_regime=True)
+
+
+#: comparisons of arms that an exact tie cannot decide (a claimed ratio of 1 may be met by a tie: speedups stay)
+_TIE_KINDS = ("ordering", "relative_improvement", "non_inferiority")
+
+
+def _check_tie(claim: Any, arms: dict[str, dict[int, float]], names: list[str], seeds: list[int]) -> None:
+    """Identical outcomes of every arm on every paired seed: the scale cannot tell the arms apart."""
+    if claim.kind not in _TIE_KINDS or not seeds:
+        return
+    first = arms[names[0]]
+    if all(arms[n][s] == first[s] for n in names[1:] for s in seeds):
+        where = " and ".join(f"'{n}'" for n in names)
+        raise _Inconclusive(
+            f"no difference resolvable at this scale: {where} give identical values on every seed "
+            f"({', '.join(f'seed {s}: {fmt(first[s])}' for s in seeds)})",
+            out_of_regime=True,
+        )
 
 
 @dataclass

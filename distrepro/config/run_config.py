@@ -160,7 +160,7 @@ class CheckpointConfig(_Strict):
 class RunConfig(_Strict):
     name: str = "run"
     paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
-    scale: Literal["proxy", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
+    scale: Literal["proxy", "mid", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
     method: str
     method_params: dict[str, Any] = Field(default_factory=dict)
     profile: str = "homogeneous-4"

@@ -14,7 +14,9 @@ with the report and skipped with it (``report=False``, ``--no-report``): see :fu
 
 Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibling file with
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
-exist.
+exist; ``mid`` the sibling ``.mid.yaml``: a CPU-sized run (<= 30 min per paper on 2 cores) that
+reaches the regime the paper's accuracy and convergence claims need (the claims' ``regime:``
+conditions check that it does).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.claims.schema import Scale
+from distrepro.claims.schema import Scale, at_scale, claim_arms
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.errors import ConfigError
 from distrepro.orchestration.campaign import CampaignResult, run_campaign
@@ -34,29 +36,6 @@ class Reproduction:
     paper: str
     campaigns: dict[str, CampaignResult]
     report: Any | None
-
-
-def _arm_config(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
-    """The arm's run config: beside the paper.yaml, else in the first plugin root that has it
-    (``root``: that one), so a user's method may reuse a shipped config such as ``configs/quickstart.yaml``."""
-    from distrepro.plugins.roots import as_roots
-
-    if not config:
-        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
-    for base in (paper_file.parent, *as_roots(root)):
-        path = (base / config).resolve()
-        if path.is_file():
-            break
-    else:
-        raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
-    if scale == "paper":
-        paper_path = path.with_name(path.name.replace(".yaml", ".paper.yaml"))
-        if not paper_path.is_file():
-            raise ConfigError(
-                paper_file, f"setup.arms.{arm_name}.config", f"--scale paper needs {paper_path.name} beside {path.name}"
-            )
-        return paper_path
-    return path
 
 
 def _param_overrides(params: dict[str, Any]) -> list[str]:
@@ -78,7 +57,7 @@ def reproduce(
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
 ) -> Reproduction:
-    from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
+    from distrepro.claims.papers import UnknownPaperError, arm_config_path, arms_at_scale, find_paper, known_papers
     from distrepro.plugins.roots import repo_root
 
     info = find_paper(paper, root)
@@ -88,6 +67,10 @@ def reproduce(
         where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
     default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
+    if scale == "mid":  # only the arms of the claims the mid scale re-decides (accuracy and convergence)
+        mid = at_scale(info.spec, "mid", arms_at_scale(info, scale, root))
+        needed = {a for c in mid.claims if c.scale == "mid" for a in claim_arms(c)}
+        default = [name for name in default if name in needed]
     chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
     if unknown:
@@ -97,7 +80,7 @@ def reproduce(
     configs: list[tuple[str, Path, RunConfig]] = []
     for name in chosen:
         arm = info.spec.setup.arms[name]
-        path = _arm_config(info.path, name, arm.config, scale, root)
+        path = arm_config_path(info.path, name, arm.config, scale, root)
         sets = [f"paper={paper}", f"scale={scale}", f"name={arm.campaign or name}", f"method={arm.method}"]
         sets += _param_overrides(arm.params) + list(overrides or [])
         if seeds:

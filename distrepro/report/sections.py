@@ -104,12 +104,13 @@ def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[
                 "claimed": claimed_text(claim),
                 "reproduced": reproduced_text(v, claim.accept.ci),
                 "ideal": ideal,
+                "scale": f"{claim.scale}" + (" · out of regime" if v.out_of_regime else ""),
                 "verdict": v.verdict,
                 "reason": v.reason,
                 "why it cannot vary": claim.why,
             }
         )
-    cols = ["claim", "kind", "source", "evidence", "claimed", "reproduced", "ideal", "verdict", "reason"]
+    cols = ["claim", "kind", "source", "evidence", "claimed", "reproduced", "ideal", "scale", "verdict", "reason"]
     return table(rows, [*cols, "why it cannot vary"] if structural else cols)
 
 
@@ -149,6 +150,16 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
     ]
     if others:
         lines.append(f"Also judged, not in the headline: {'; '.join(others)}.")
+    outside = t.out_of_regime_total()
+    if outside:
+        lines.append(
+            f"{outside} INCONCLUSIVE verdict(s) are outside the paper's regime (a regime condition unmet, or arms "
+            "that tie on every seed): the runs cannot show the paper's effect, which is no evidence against it."
+        )
+    scales = sorted({c.scale for c in spec.claims if c.scale})
+    if len(scales) > 1:
+        per = ", ".join(f"{sum(c.scale == s for c in spec.claims)} at `{s}`" for s in scales)
+        lines.append(f"Claims decided per scale: {per} (column `scale`).")
     lines.append(
         f"All {len(verdicts)} claims: {t.text(t.all_claims())}. Comparisons are paired by seed (a seed index gives "
         "every arm the same initial model and data order); the CI decides a verdict under `rule: ci`."
@@ -200,7 +211,8 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
         )
         if v.band is not None:
             lines.append(f"- acceptance band: [{fmt(v.band[0], v.unit)}, {fmt(v.band[1], v.unit)}]")
-        lines.append(f"- verdict reason: {v.reason}")
+        lines.append(f"- decided at scale `{claim.scale}`; verdict reason: {v.reason}")
+        lines += regime_lines(claim, v)
         if claim.notes:
             lines.append(f"- notes: {claim.notes}")
         arms = list(dict.fromkeys([*v.per_seed, *v.censored]))
@@ -221,6 +233,20 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
             lines += ["", table(rows, cols)]
         out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"
+
+
+def regime_lines(claim: Any, v: Verdict) -> list[str]:
+    """The claim's regime checks (suite/claims/regime.py), measured on the deciding runs; a condition
+    the verdict stopped before (an earlier one unmet, or arms missing) is listed as not checked."""
+    if not claim.regime:
+        return []
+    done = {c.id: c for c in v.regime}
+    lines = ["- regime checks (from the paper's setting, fixed before the runs):"]
+    for cond in claim.regime:
+        check = done.get(cond.id)
+        text = check.text() if check is not None else f"{cond.what}: not checked"
+        lines.append(f"  - `{cond.id}`: {text} — source: {cond.source}")
+    return lines
 
 
 def conflicts_section(spec: PaperSpec) -> str:

@@ -32,7 +32,7 @@ from torch import nn
 from distrepro.data import torchvision_shim as _torchvision
 from distrepro.errors import ConfigError, format_pydantic_error
 
-MODEL_NAMES: tuple[str, ...] = ("small_cnn", "resnet18_cifar", "resnet18", "resnet50", "resnet152", "vit_b_16")
+MODEL_NAMES: tuple[str, ...] = ("small_cnn", "cnn1d", "resnet18_cifar", "resnet18", "resnet50", "resnet152", "vit_b_16")
 
 
 class _NoParams(BaseModel):
@@ -42,6 +42,11 @@ class _NoParams(BaseModel):
 class SmallCNNParams(_NoParams):
     #: width of the hidden fully connected layer (80 → 102,202 parameters for 3 channels, 10 classes)
     hidden: int = Field(80, ge=1)
+
+
+class CNN1dParams(_NoParams):
+    #: channels of each of the three convolutions (32 → 6,570 parameters on 40-point signals)
+    width: int = Field(32, ge=1)
 
 
 class ResNetCIFARParams(_NoParams):
@@ -69,6 +74,29 @@ class SmallCNN(nn.Module):
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         x = torch.flatten(self.pool(x), 1)
         return self.fc2(F.relu(self.fc1(x)))
+
+
+class CNN1d(nn.Module):
+    """Three strided 1D convolutions and a linear layer: the MNIST-1D paper's CNN (Greydanus & Kobak,
+    github.com/greydanus/mnist1d, ``models.py`` ``ConvBase``: kernels 5, 3, 3, stride 2, padding 1).
+
+    Inputs are ``(N, C, 1, L)`` (a signal as an image of height 1, so the harness's (C, H, W) shapes
+    hold). An adaptive pool to 5 points (the identity on MNIST-1D's 40 points, whose last feature
+    map is 5 wide) keeps the parameter count independent of ``L``.
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, width: int = 32) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv1d(in_channels, width, 5, stride=2, padding=1)
+        self.conv2 = nn.Conv1d(width, width, 3, stride=2, padding=1)
+        self.conv3 = nn.Conv1d(width, width, 3, stride=2, padding=1)
+        self.pool = nn.AdaptiveAvgPool1d(5)
+        self.fc = nn.Linear(width * 5, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(2)  # (N, C, 1, L) -> (N, C, L)
+        x = F.relu(self.conv3(F.relu(self.conv2(F.relu(self.conv1(x))))))
+        return self.fc(torch.flatten(self.pool(x), 1))
 
 
 class BasicBlock(nn.Module):
@@ -154,6 +182,11 @@ def _small_cnn(in_channels: int, num_classes: int, params: BaseModel) -> nn.Modu
     return SmallCNN(in_channels, num_classes, hidden=params.hidden)
 
 
+def _cnn1d(in_channels: int, num_classes: int, params: BaseModel) -> nn.Module:
+    assert isinstance(params, CNN1dParams)
+    return CNN1d(in_channels, num_classes, width=params.width)
+
+
 def _resnet18_cifar(in_channels: int, num_classes: int, params: BaseModel) -> nn.Module:
     assert isinstance(params, ResNetCIFARParams)
     return ResNetCIFAR(in_channels, num_classes, width=params.width)
@@ -162,6 +195,7 @@ def _resnet18_cifar(in_channels: int, num_classes: int, params: BaseModel) -> nn
 # name -> (params model, builder, smallest supported image side)
 _REGISTRY: dict[str, tuple[type[BaseModel], Callable[[int, int, BaseModel], nn.Module], int]] = {
     "small_cnn": (SmallCNNParams, _small_cnn, 8),
+    "cnn1d": (CNN1dParams, _cnn1d, 1),  # 1D signals as (C, 1, L): the height may be 1, the length is checked
     "resnet18_cifar": (ResNetCIFARParams, _resnet18_cifar, 8),
     "resnet18": (_NoParams, _torchvision_resnet("resnet18"), 16),
     "resnet50": (_NoParams, _torchvision_resnet("resnet50"), 16),
@@ -188,6 +222,12 @@ def build_model(name: str, num_classes: int, input_shape: tuple[int, int, int], 
     if num_classes < 1:
         raise ConfigError(None, "model", f"num_classes must be >= 1, got {num_classes}")
     c, h, w = (int(d) for d in input_shape)
+    if name == "cnn1d":
+        if c < 1 or h != 1 or w < 8:
+            raise ConfigError(
+                None, "model.name", f"model 'cnn1d' needs signals of shape (C, 1, L ≥ 8), got {c}×{h}×{w}"
+            )
+        return make(c, num_classes, validated)
     if c < 1 or min(h, w) < min_side:
         raise ConfigError(
             None,

@@ -111,6 +111,8 @@ class Method(api.Method[Params]):
         self.eta, self.alpha, self.alpha_tilde = consts["eta"], consts["alpha"], consts["alpha_tilde"]
         #: √(χ₁/χ₂): how much less communication A²CiD²'s condition asks than the baseline's (√(χ₁χ₂) vs χ₁)
         self.acceleration = (consts["chi1"] / consts["chi2"]) ** 0.5
+        #: the graph's mixing time in gradient-time units (chi1 = 1 / the Laplacian's smallest nonzero eigenvalue)
+        self.chi1 = float(consts["chi1"])
         with torch.no_grad():
             if p.init_spread > 0:
                 for q in self.params_list:
@@ -177,6 +179,8 @@ class Method(api.Method[Params]):
         done = self.agent.barrier(self._draw(ctx))  # the quota of this interval, then the next one's
         ctx.record("averagings_per_step", done)
         ctx.record("sqrt_chi1_over_chi2", self.acceleration)
+        # regime of the accuracy claims: training long compared with the mixing time (one gradient = one time unit)
+        ctx.record("mixing_times", (int(ctx.train_state["step"]) + 1) / self.chi1)
 
     def _compute(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         before = ctx.clock.compute_s

@@ -131,6 +131,11 @@ class Method(api.Method[Params]):
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         self.iteration += 1
         k = self.iteration
+        # what the accuracy claims' regime conditions read: Adam's moments are refreshed every step by DAdam,
+        # every accum_iter steps by AccumAdam (its window's mean gradient is folded in at the window's end)
+        opt = self.params.optimizer
+        window = (opt.accum_iter or 1) if opt.name.startswith("accum_") else 1
+        ctx.record("moment_refreshes", k // window)
         if k == 1:
             # iteration 1: trace the bucket order; then the first step and the first, blocking exchange
             def record(_i: int, params: list[torch.nn.Parameter]) -> None:

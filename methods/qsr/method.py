@@ -79,7 +79,9 @@ class Method(api.Method[Params]):
         self.rule = sync_rule(self.params, getattr(ctx, "lr_schedule", None), ctx.total_steps)
         self.local_steps = 0
         self.period = 0  # the current round's H, decided at its first step
-        self.rounds = 0  # averagings done (plain attributes: the default checkpoint state keeps all three)
+        self.rounds = 0  # averagings done (plain attributes: the default checkpoint state keeps these)
+        self.max_ratio = 0.0  # longest round so far over H_base (regime: H grows past 10 x H_base)
+        self.grown_steps = 0  # steps in rounds longer than H_base (regime: share in the small-LR phase)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         if self.local_steps == 0:  # first step of a round: the harness has just set this step's LR
@@ -89,8 +91,19 @@ class Method(api.Method[Params]):
         self.opt.step()
         self.local_steps += 1
         ctx.record("sync_period", self.period)
+        self._record_regime(ctx)
         if self.local_steps >= self.period:
             self._average(ctx)
+
+    def _record_regime(self, ctx: api.WorkerContext) -> None:
+        """What the claims' regime conditions read (methods/qsr/paper.yaml): the largest H / H_base so far
+        (the budget's last, truncated round counts at its planned length, as the rule capped it) and the
+        share of all steps spent in rounds longer than H_base, QSR's small-LR phase."""
+        grown = self.period > self.rule.h_base and int(ctx.train_state["step"]) >= self.rule.switch_step
+        self.grown_steps += int(grown)
+        self.max_ratio = max(self.max_ratio, self.period / self.rule.h_base)
+        ctx.record("max_period_ratio", self.max_ratio)
+        ctx.record("grown_share", self.grown_steps / ctx.total_steps if ctx.total_steps else 0.0)
 
     def _average(self, ctx: api.WorkerContext) -> None:
         ctx.comm.all_reduce_coalesced(api.state_tensors(ctx.model), op="mean")

@@ -169,14 +169,14 @@ def test_report_from_hand_built_runs(tmp_path: Path) -> None:
         assert path.is_file() and path.stat().st_size > 5000 and path.parent == tmp_path / "synth" / "figures"
 
     md = report.markdown.read_text()
-    header = "| claim | kind | source | evidence | claimed | reproduced | ideal | verdict | reason |"
+    header = "| claim | kind | source | evidence | claimed | reproduced | ideal | scale | verdict | reason |"
     assert re.sub(r" +", " ", re.sub(r"-+", "-", md)).count(header.replace("  ", " ")) == 2  # headline, derived
     assert "**Headline: 2 PASS · 1 FAIL · 0 INCONCLUSIVE** of the paper's 3 claims" in md
     assert "Also judged, not in the headline: 0 PASS · 0 FAIL · 1 INCONCLUSIVE derived/reconstructed" in md
     assert md.index("### The paper's claims (headline)") < md.index("### Derived and reconstructed readings")
     assert "paper (number figure)" in md and "paper (number verbatim)" in md  # S1's and S2's evidence cells
     claims_rows = [ln for ln in md.splitlines() if ln.startswith("| S")]
-    assert len(claims_rows) == 4 and all(ln.count(" | ") == 8 for ln in claims_rows)  # the '|' in S1 is escaped
+    assert len(claims_rows) == 4 and all(ln.count(" | ") == 9 for ln in claims_rows)  # the '|' in S1 is escaped
     assert "1.49× [" in md and r"2× (balance, 1 - n\*min(v)/sum(v) = 1 - 2\*1/3)" in md
     assert "shares are updated every epoch" in md and "| shares | proportional |" not in md  # deviations only
     assert "abc123" in md and "resnet18" in md and "small_cnn on synthetic" in md

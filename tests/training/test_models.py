@@ -14,6 +14,8 @@ pytestmark = pytest.mark.smoke
 
 # Parameter counts for 3 input channels and 10 classes, derived by hand:
 #   small_cnn: conv1 3·32·9+32 = 896, conv2 32·64·9+64 = 18,496, fc1 1024·80+80 = 82,000, fc2 80·10+10 = 810
+#   cnn1d (on (3, 1, L) signals): conv1 3·32·5+32 = 512, conv2 and conv3 32·32·3+32 = 3,104 each,
+#   fc 160·10+10 = 1,610
 #   resnet18_cifar: kuangliu/pytorch-cifar's ResNet18() has 11,173,962
 #   resnet18 / resnet50: torchvision's 11,689,512 / 25,557,032 at 1000 classes, minus 990 rows of the fc
 #   layer (512 resp. 2048 weights + 1 bias each)
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.smoke
 #   (2048 resp. 768 weights + 1 bias each)
 PARAMS_10_CLASSES = {
     "small_cnn": 102_202,
+    "cnn1d": 512 + 2 * 3_104 + 1_610,
     "resnet18_cifar": 11_173_962,
     "resnet18": 11_689_512 - 990 * 513,
     "resnet50": 25_557_032 - 990 * 2049,
@@ -29,6 +32,12 @@ PARAMS_10_CLASSES = {
 }
 #: paper-scale models (plans and time charges): counted and run on the meta device, shapes only
 LARGE = {"resnet152": 32, "vit_b_16": 224}
+#: models of 1D signals, (C, 1, L)
+SIGNALS = {"cnn1d"}
+
+
+def _shape(name: str, size: int) -> tuple[int, int, int]:
+    return (3, 1, size) if name in SIGNALS else (3, size, size)
 
 
 def n_params(model: nn.Module) -> int:
@@ -43,7 +52,7 @@ def test_model_names() -> None:
 def test_parameter_counts(name: str) -> None:
     size = LARGE.get(name, 32)
     with torch.device("meta" if name in LARGE else "cpu"):
-        assert n_params(build_model(name, 10, (3, size, size))) == PARAMS_10_CLASSES[name]
+        assert n_params(build_model(name, 10, _shape(name, size))) == PARAMS_10_CLASSES[name]
 
 
 @pytest.mark.parametrize("name", sorted(LARGE))
@@ -64,10 +73,10 @@ def test_vit_refuses_small_images_in_one_line() -> None:
 def test_output_shapes(name: str, size: int) -> None:
     torch.manual_seed(0)
     params = {"width": 8} if name == "resnet18_cifar" else {}
-    model = build_model(name, 7, (3, size, size), **params)
+    model = build_model(name, 7, _shape(name, size), **params)
     batch = 2 if name == "resnet50" else 4
     with torch.no_grad():
-        out = model(torch.randn(batch, 3, size, size))  # train mode: BatchNorm uses batch statistics
+        out = model(torch.randn(batch, *_shape(name, size)))  # train mode: BatchNorm uses batch statistics
     assert out.shape == (batch, 7)
     assert torch.isfinite(out).all()
 
@@ -79,6 +88,14 @@ def test_small_cnn_size_independence_and_limits() -> None:
     assert n_params(build_model("small_cnn", 10, (3, 16, 16), hidden=20)) == 896 + 18_496 + 20_500 + 210
     with pytest.raises(ConfigError, match="at least 8×8"):
         build_model("small_cnn", 10, (3, 4, 4))
+
+
+def test_cnn1d_takes_signals_of_any_length_and_refuses_images() -> None:
+    model = build_model("cnn1d", 10, (1, 1, 40))
+    assert n_params(model) == n_params(build_model("cnn1d", 10, (1, 1, 100)))  # adaptive pool: L-independent
+    assert model(torch.randn(2, 1, 1, 40)).shape == (2, 10)
+    with pytest.raises(ConfigError, match=r"\(C, 1, L ≥ 8\)"):
+        build_model("cnn1d", 10, (1, 8, 8))
 
 
 def test_thin_resnet_and_other_channel_counts() -> None:
