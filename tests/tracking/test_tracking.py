@@ -134,7 +134,7 @@ def test_emulated_series_use_millisecond_steps(uri: str, tmp_path: Path) -> None
         with pytest.raises(ValueError, match="emulated time"):
             run.log_emulated({"x": 1.0}, emulated_s=-1.0)
     client = make_client(uri)
-    assert _history(client, run.run_id, "emu/val_accuracy") == [
+    assert _history(client, run.run_id, "emu_ms/val_accuracy") == [
         (0, 0.1),
         (1500, 0.4),
         (2000, 0.5),
