@@ -119,6 +119,7 @@ def reproduce(
 
     uri = resolve_tracking_uri()
     check_store(uri)
+    _say_estimate(paper, [(name, cfg) for name, _, cfg in configs], uri)
     umbrella = Campaign(
         experiment_name(paper),
         f"reproduce {paper} ({scale})",
@@ -156,6 +157,18 @@ def reproduce(
                 )
     assert umbrella.run_id is not None
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+
+
+def _say_estimate(paper: str, arms: list[tuple[str, RunConfig]], uri: str) -> None:
+    """Print the estimated wall time (:mod:`distrepro.orchestration.estimate`) before anything trains."""
+    import sys
+
+    from distrepro.orchestration.estimate import estimate_line
+    from distrepro.tracking.mlflow_client import experiment_name, make_client
+
+    client = make_client(uri)
+    exp = client.get_experiment_by_name(experiment_name(paper))
+    print(estimate_line(paper, arms, client, exp.experiment_id if exp else None), file=sys.stderr, flush=True)
 
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:

@@ -47,6 +47,21 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
         assert child.data.tags["distrepro.torch_threads"].startswith("1 (config")
 
 
+def test_reproduce_says_its_size_and_estimated_time_before_training(
+    paper_root: Path,  # noqa: F811
+    mlflow_uri: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["reproduce", "tinypaper", "--seeds", "0", "--no-report", "--no-progress"]
+    assert main(args) == 0
+    first = capsys.readouterr().err
+    assert "reproduce tinypaper: 2 arms, 2 runs; no time estimate yet" in first
+    assert main(args) == 0
+    second = capsys.readouterr().err.splitlines()
+    assert second[0].startswith("reproduce tinypaper: 2 arms, 2 runs; estimated ")  # before any training line
+    assert second[0].endswith("from earlier runs of the same configs")
+
+
 def test_check_exits_1_only_when_a_headline_claim_fails(
     paper_root: Path,  # noqa: F811
     mlflow_uri: str,
