@@ -113,6 +113,8 @@ class ProgressObserver:
 
     def status(self) -> str:
         """One line of where the run is, for :func:`heartbeat`."""
+        if self.fraction <= 0 and self.last_acc is None:
+            return f"{self.label}: training (no progress reported yet)"
         acc = f", val_acc {self.last_acc:.4f}" if self.last_acc is not None else ""
         return f"{self.label}: {100 * self.fraction:.0f}% of the budget, emulated {self.emulated_s:.3f}s{acc}"
 
