@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -151,7 +152,8 @@ def _list_papers() -> None:
         arms = info.spec.setup.arms if info.spec is not None else {}
         names = [f"{n}*" if a.optional else n for n, a in arms.items()]
         print(f"  {paper:<14} {info.title}")
-        print(f"  {'':<14} {len(names)} arms: {', '.join(names) or '-'}")
+        arms_text = f"{len(names)} arms: {', '.join(names) or '-'}"
+        print(textwrap.fill(arms_text, 110, initial_indent=" " * 17, subsequent_indent=" " * 19, break_on_hyphens=False))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
