@@ -153,8 +153,8 @@ def _list_papers() -> None:
         names = [f"{n}*" if a.optional else n for n, a in arms.items()]
         print(f"  {paper:<14} {info.title}")
         arms_text = f"{len(names)} arms: {', '.join(names) or '-'}"
-        indent = {"initial_indent": " " * 17, "subsequent_indent": " " * 19}
-        print(textwrap.fill(arms_text, 110, break_on_hyphens=False, **indent))
+        wrap = textwrap.TextWrapper(110, initial_indent=" " * 17, subsequent_indent=" " * 19, break_on_hyphens=False)
+        print(wrap.fill(arms_text))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
