@@ -1,9 +1,13 @@
 """nox sessions: one ``reproduce-<paper>`` per paper (the main job), tests, smoke, lint, ui, report, demo.
 
 Every session installs distrepro into its own virtualenv with uv (about 5 s on a warm cache; pip
-takes minutes here). ``torch==2.13.0`` resolves to the local CPU wheel when ``PIP_FIND_LINKS`` (or
-``UV_FIND_LINKS``) points at a folder holding it; users with CUDA install their own torch build
-first, or point ``UV_FIND_LINKS`` at their wheel folder.
+takes minutes here), at the versions pinned in ``uv.lock``: ``uv export --locked`` turns the lock into
+pip constraints, so a session fails if pyproject.toml and the lock disagree, and gets the same versions on
+every machine. Constraints, not ``uv sync``: the lock pins ``torch==2.13.0``, which the local CPU wheel
+(``2.13.0+cpu``, found through ``PIP_FIND_LINKS``/``UV_FIND_LINKS``) or a CUDA build installed first
+satisfies, whereas syncing the lock would fetch PyPI's CUDA build and its ~3 GB of NVIDIA wheels.
+Packages are installed with compiled bytecode (``--compile-bytecode``): with ``PYTHONDONTWRITEBYTECODE``
+set, as in many CI and container images, every process would otherwise compile torch again (~6 s CPU).
 
 This file imports only the standard library and nox: a new user has nothing but Python, ``uv`` and
 ``nox`` (``pip install uv nox``, pipx or ``uv tool``), so anything else would fail before the first
@@ -51,14 +55,30 @@ def _find_links() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _install(session: nox.Session, extras: str = "test") -> None:
+def _constraints(session: nox.Session) -> list[str]:
+    """``-c FILE``: uv.lock's versions as pip constraints (every extra and group, no hashes: a local torch build's
+    hash is not PyPI's). ``--locked`` makes a lock that no longer matches pyproject.toml an error."""
+    out = Path(session.create_tmp()) / "constraints.txt"
+    export = ["uv", "export", "--locked", "--no-hashes", "--no-emit-project", "--all-extras", "--all-groups"]
+    session.run_install(*export, "--quiet", "-o", str(out), external=True, silent=True)
+    return ["-c", str(out)]
+
+
+def _install(session: nox.Session, extras: str = "test", groups: tuple[str, ...] = ()) -> None:
     links = _find_links()
-    args = ["--find-links", links] if links else []
+    args = ["--compile-bytecode", *_constraints(session), *(["--find-links", links] if links else [])]
+    for group in groups:
+        args += ["--group", f"pyproject.toml:{group}"]
     session.install(*args, "-e", f".[{extras}]")
 
 
 def _env() -> dict[str, str]:
-    return {"MLFLOW_DISABLE_TELEMETRY": "true", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    """Telemetry off; OMP_NUM_THREADS only when the user set it (torch threads otherwise follow the CPUs this
+    process may use: distrepro.engine.torch_threads)."""
+    env = {"MLFLOW_DISABLE_TELEMETRY": "true"}
+    if os.environ.get("OMP_NUM_THREADS"):
+        env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
+    return env
 
 
 @nox.session(python=PYTHON)
@@ -83,9 +103,9 @@ def lint(session: nox.Session) -> None:
     no import cycle, unique module names).
 
     mypy needs the project installed: torch's, numpy's and pandas' own annotations are part of what
-    it checks distrepro/ against.
+    it checks distrepro/ against. The tools come from the ``dev`` dependency group.
     """
-    _install(session)
+    _install(session, groups=("dev",))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", env=_env())

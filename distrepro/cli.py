@@ -1,9 +1,10 @@
 """``distrepro``: the command line.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
-    distrepro list
+    distrepro list                      (paper ids with their arms, methods, datasets, profiles)
+    distrepro --version
     distrepro plan CONFIG [--set key.path=value ...] [--json]
-    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|paper] [--sensitivity [--samples N]]
+    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|paper] [--sensitivity] [--check]
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,7 +57,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             run_campaign,  # after the config and store checks: they fail without MLflow
         )
 
-        result = run_campaign(cfg, source=config, show_progress=False if args.no_progress else None, resume=args.resume)
+        result = run_campaign(
+            cfg,
+            source=config,
+            show_progress=False if args.no_progress else None,
+            resume=args.resume,
+            system_metrics=args.system_metrics,
+        )
     except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -69,7 +77,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             + (f"  time-to-target {ttt:.3f}s" if ttt is not None else "")
             + f"  run {cell.run_id}"
         )
-    _print_ui_hint(result.tracking_uri, result.experiment_id)
+    _print_ui_hint(result.tracking_uri, result.experiment_id, result.parent_run_id)
     return 0
 
 
@@ -84,21 +92,27 @@ def _config_path(config: str) -> str:
     return str(found) if found is not None else config
 
 
-def _print_ui_hint(tracking_uri: str, experiment_id: str) -> None:
-    from distrepro.tracking.mlflow_client import ui_url
+def _print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> None:
+    """Where to look in the MLflow UI; every link opens the "Model training" view (``workflowType``)."""
+    from distrepro.tracking.mlflow_client import run_url, ui_url
 
-    if tracking_uri.startswith(("http://", "https://")):
-        print(f"runs in the MLflow UI: {ui_url(experiment_id, tracking_uri)}")
-        return
-    print(
-        f"runs in the MLflow UI: start it with 'nox -s ui' (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
-        f"{tracking_uri}), then open {ui_url(experiment_id)}"
-    )
+    served = tracking_uri.startswith(("http://", "https://"))
+    base = tracking_uri if served else "http://127.0.0.1:5000"
+    if served:
+        print(f"runs in the MLflow UI: {ui_url(experiment_id, base)}")
+    else:
+        print(
+            f"runs in the MLflow UI: start it with 'nox -s ui' (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
+            f"{tracking_uri}), then open {ui_url(experiment_id, base)}"
+        )
+    if run_id:
+        print(f"  this run: {run_url(experiment_id, run_id, base)}")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from distrepro.plugins import registry, roots
 
+    _list_papers()
     print("methods:")
     for name, plugin in sorted(registry.methods().items()):
         cite = plugin.paper.get("citation", {})
@@ -123,6 +137,25 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for f in failed:
             print(f"  {f.kind} {f.name} ({f.path}): {f.error}")
     return 0
+
+
+def _list_papers() -> None:
+    """``distrepro reproduce <paper id>`` targets, each with its arms (optional ones marked)."""
+    from distrepro.claims.papers import find_paper, known_papers
+
+    print("papers (distrepro reproduce PAPER; * = optional arm, run with --with):")
+    for paper in known_papers():
+        try:
+            info = find_paper(paper)
+        except DistreproError as exc:
+            print(f"  {paper:<14} INVALID: {exc}")
+            continue
+        arms = info.spec.setup.arms if info.spec is not None else {}
+        names = [f"{n}*" if a.optional else n for n, a in arms.items()]
+        print(f"  {paper:<14} {info.title}")
+        arms_text = f"{len(names)} arms: {', '.join(names) or '-'}"
+        wrap = textwrap.TextWrapper(110, initial_indent=" " * 17, subsequent_indent=" " * 19, break_on_hyphens=False)
+        print(wrap.fill(arms_text))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -240,6 +273,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds else None
     from distrepro.orchestration.reproduce import reproduce
 
+    if args.check and args.no_report:
+        raise DistreproError("--check judges the claims in the report: it cannot go with --no-report")
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
     with_arms = [a.strip() for a in args.with_arms.split(",")] if args.with_arms else None
     result = reproduce(
@@ -253,12 +288,14 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         show_progress=False if args.no_progress else None,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        system_metrics=args.system_metrics,
     )
     for arm, campaign in result.campaigns.items():
         print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
-        _print_ui_hint(first.tracking_uri, first.experiment_id)
+        print(f"reproduction run {result.run_id} (the arms are its children; the report is logged on it)")
+        _print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id)
     if result.report is not None:
         rep = result.report
         print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
@@ -266,6 +303,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"  {v.claim_id} [{rep.group(v)}]: {v.verdict} — {v.reason}")
         _print_sensitivity(rep)
         print(f"report: {rep.html}\n        {rep.markdown}")
+        headline_fails = [v for v in rep.verdicts if v.verdict == "FAIL" and rep.group(v) == "headline"]
+        if args.check and headline_fails:
+            ids = ", ".join(v.claim_id for v in headline_fails)
+            print(f"--check: {len(headline_fails)} headline claim(s) FAIL: {ids}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -289,6 +331,26 @@ def _cmd_extras(args: argparse.Namespace) -> int:
 _DEBUG_HELP = "print the traceback of an error before its one-line message (also DISTREPRO_DEBUG=1)"
 
 
+def _add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--system-metrics",
+        action="store_true",
+        help="log MLflow's system metrics (CPU, memory, disk, network, GPU) in every seed's run (needs psutil)",
+    )
+
+
+def _version() -> str:
+    """The installed distribution's version (what pip/uv report), else the package's own."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("distrepro")
+    except PackageNotFoundError:
+        import distrepro
+
+        return distrepro.__version__
+
+
 def _roots_parser() -> argparse.ArgumentParser:
     """``--root`` and ``--debug``, shared by every command (a parent parser, so they go after the command)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -310,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
+    parser.add_argument("--version", action="version", version=f"distrepro {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_roots_parser()]  # every command looks plugins up, so every command takes --root
     run = sub.add_parser(
@@ -328,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seeds", help="comma-separated seed indices, e.g. 0,1,2 (overrides the config)")
     run.add_argument("--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)")
-    run.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    run.add_argument("--no-progress", action="store_true", help="no live progress bar (a heartbeat line instead)")
+    _add_system_metrics_arg(run)
     run.add_argument(
         "--resume",
         metavar="CAMPAIGN_RUN_ID",
@@ -365,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--no-progress", action="store_true", help="no live progress bar for training or the sensitivity sweep"
     )
+    rep.add_argument(
+        "--check", action="store_true", help="exit with status 1 if a headline claim (the paper's own) FAILS"
+    )
+    _add_system_metrics_arg(rep)
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",
@@ -386,7 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     pln.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
     pln.add_argument("--json", action="store_true", help="machine-readable JSON (config, allocation, lr, ...)")
     pln.set_defaults(func=_cmd_plan)
-    lst = sub.add_parser("list", parents=common, help="list discovered methods, datasets and hardware profiles")
+    lst = sub.add_parser(
+        "list", parents=common, help="list the papers (with their arms), methods, datasets and hardware profiles"
+    )
     lst.set_defaults(func=_cmd_list)
     _add_report_parser(sub, common)
     return parser

@@ -15,7 +15,8 @@ The families, with ``<r>`` a rank and ``<name>`` free text:
 * per evaluation, at MLflow ``step`` = global step: :data:`EVAL`, ``worker/<r>/<field>`` for
   :data:`WORKER_FIELDS`, and what methods record with ``ctx.record``: ``method/<name>`` (mean over the
   ranks that recorded it) and ``method/<name>/rank<r>``;
-* the evaluation's quality metrics against emulated time, ``emu/<name>`` at ``step`` = emulated ms;
+* the evaluation's quality metrics against emulated time, ``emu_ms/<name>`` at ``step`` = emulated ms (the unit
+  is in the name: the MLflow UI labels every x-axis "Step");
 * the allocation at ``step`` = epoch index: ``alloc/<r>/<field>`` for :data:`ALLOC_FIELDS`;
 * summaries at step 0: ``final/<name>`` (every evaluation metric of the final evaluation, plus
   :data:`FINAL_EXTRA`), ``worker/<r>/declared_samples_per_s``, and :data:`SUMMARIES`.
@@ -86,9 +87,13 @@ def per_rank(name: str, rank: int) -> str:
     return f"{name}/rank{rank}"
 
 
+#: prefix of the series against emulated time; ``_ms`` because the step they are logged at is emulated milliseconds
+EMU_PREFIX = "emu_ms/"
+
+
 def emu(name: str) -> str:
-    """``emu/<name>``: an evaluation metric logged at step = emulated milliseconds."""
-    return f"emu/{name}"
+    """``emu_ms/<name>``: an evaluation metric logged at step = emulated milliseconds."""
+    return f"{EMU_PREFIX}{name}"
 
 
 def alloc(rank: int, field: str) -> str:
@@ -133,7 +138,7 @@ TARGET_REACHED = "target_reached"
 SUMMARIES = (TIME_TO_TARGET_S, STEP_TO_TARGET, TARGET_REACHED)
 
 #: prefixes of series that are not per-evaluation curves of the run as a whole
-NOT_CURVES = ("final/", "emu/", "alloc/", "worker/", "method/")
+NOT_CURVES = ("final/", EMU_PREFIX, "alloc/", "worker/", "method/")
 
 # ---------------------------------------------------------------- what a claim may name
 
@@ -143,14 +148,14 @@ _EXACT = frozenset(
 _PATTERNS = (
     re.compile(rf"worker/\d+/(?:{'|'.join([*WORKER_FIELDS, DECLARED_SPEED])})"),
     re.compile(rf"alloc/\d+/(?:{'|'.join(ALLOC_FIELDS)})"),
-    re.compile(rf"emu/(?:{'|'.join(QUALITY)})"),
+    re.compile(rf"emu_ms/(?:{'|'.join(QUALITY)})"),
     re.compile(r"method/[^/\s]+(?:/[^/\s]+)*"),  # a method's own ctx.record keys (and their /rank<r>)
 )
 #: the families as a reader would write them, for error messages and docs
 FAMILIES = (
     "worker/<r>/<field>",
     "alloc/<r>/<field>",
-    "emu/<quality metric>",
+    "emu_ms/<quality metric>",
     "final/<quality metric>",
     "method/<name>",
 )

@@ -108,7 +108,7 @@ def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) 
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: distrepro")
-    assert re.search(r"^\s+run\s+train a config", out, re.M) and re.search(r"^\s+list\s+list discovered", out, re.M)
+    assert re.search(r"^\s+run\s+train a config", out, re.M) and re.search(r"^\s+list\s+list the papers", out, re.M)
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2  # argparse: a command is required

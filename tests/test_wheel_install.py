@@ -56,7 +56,7 @@ def test_installed_wheel_lists_and_uses_the_shipped_plugins_from_another_folder(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISTREPRO_", "PYTHON"))}
     env["MLFLOW_DISABLE_TELEMETRY"] = "true"
     where = _run(
-        [str(python), "-c", "import distrepro.plugins.registry as r; print(r.__file__); print(r.shipped_root())"],
+        [str(python), "-c", "import distrepro.plugins.roots as r; print(r.__file__); print(r.shipped_root())"],
         cwd,
         env,
     )

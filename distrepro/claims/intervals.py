@@ -15,65 +15,29 @@ A reproduction has few seeds, so the interval method matters more than the point
   at n = 5 is below nominal; the README gives the measured figure.
 * **percentile** bootstrap: the previous default, kept for comparison.
 
-Everything is numpy and the standard library, and every resampling generator is seeded by the
-caller, so a report is bit-for-bit reproducible.
+The t quantile and the bootstrap are ``scipy.stats``' (``t.ppf``, ``bootstrap``); every resampling
+generator is seeded by the caller, so a report is bit-for-bit reproducible.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-_NORMAL = NormalDist()
-
-
-def _t_two_sided_mass(t: float, df: int) -> float:
-    """``P(|T| ≤ t)`` for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3 and 26.7.4).
-
-    The finite series in θ = atan(t/√df) is exact for integer degrees of freedom, which is all a
-    count of seeds gives; no special-function library is needed.
-    """
-    theta = math.atan(t / math.sqrt(df))
-    s, c = math.sin(theta), math.cos(theta)
-    if df % 2 == 1:
-        if df == 1:
-            return 2 * theta / math.pi
-        term, total = c, c
-        for k in range(3, df - 1, 2):  # c·(1 + 2/3 c² + 2·4/(3·5) c⁴ + …), df−2 powers
-            term *= c * c * (k - 1) / k
-            total += term
-        return 2 / math.pi * (theta + s * total)
-    term, total = 1.0, 1.0
-    for k in range(2, df - 1, 2):  # 1 + 1/2 c² + 1·3/(2·4) c⁴ + …
-        term *= c * c * (k - 1) / k
-        total += term
-    return s * total
-
 
 def t_quantile(level: float, df: int) -> float:
     """The two-sided critical value: ``t`` with ``P(|T_df| ≤ t) = level`` (e.g. 2.776 for 0.95, df 4)."""
+    from scipy.stats import t
+
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    if df > 5000:  # the series grows with df; by here t is the normal quantile to 1e-4
-        return _NORMAL.inv_cdf(0.5 + level / 2)
-    lo, hi = 0.0, 1.0
-    while _t_two_sided_mass(hi, df) < level:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _t_two_sided_mass(mid, df) < level:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * hi:
-            break
-    return (lo + hi) / 2
+    return float(t.ppf(0.5 + level / 2, df))
 
 
 def t_interval(values: Sequence[float] | np.ndarray, level: float, log: bool = False) -> tuple[float, float]:
@@ -94,18 +58,44 @@ def t_interval(values: Sequence[float] | np.ndarray, level: float, log: bool = F
     return (math.exp(lo), math.exp(hi)) if log else (lo, hi)
 
 
-def _resample(samples: Sequence[np.ndarray], seed: int, n_boot: int) -> list[np.ndarray]:
-    """``n_boot`` resamples of each sample, drawn independently (pairs stay together because a
-    paired claim passes one sample of per-seed ratios or differences)."""
-    rng = np.random.default_rng(seed)
-    return [s[rng.integers(0, len(s), size=(n_boot, len(s)))] for s in samples]
+def _bootstrap(
+    samples: Sequence[np.ndarray],
+    combine: Callable[[list[np.ndarray]], Any],
+    seed: int,
+    n_boot: int,
+    level: float,
+    method: str,
+) -> tuple[tuple[float, float], np.ndarray]:
+    """``scipy.stats.bootstrap`` of ``combine`` (the interval, and the resampled statistic).
+
+    Each sample is resampled on its own (``paired=False``): a paired claim passes one sample of seed
+    indices, so its pairs stay together. The generator is seeded by the caller, so a report is
+    reproducible; scipy draws ``integers(0, n, (n_boot, n))`` per sample in order, one batch.
+    Degenerate data (every resample equal, no jackknife spread) give NaN bounds and a scipy
+    warning, which the callers replace by their own fallback, so the warning is silenced here.
+    """
+    from scipy.stats import bootstrap
+
+    def statistic(*data: np.ndarray, axis: int = -1) -> Any:
+        return combine(list(data))
+
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        res = bootstrap(
+            tuple(samples),
+            statistic,
+            n_resamples=n_boot,
+            confidence_level=level,
+            method=method,
+            rng=np.random.default_rng(seed),
+            vectorized=True,
+            paired=False,
+        )
+    ci = res.confidence_interval
+    return (float(ci.low), float(ci.high)), np.asarray(res.bootstrap_distribution, dtype=float)
 
 
-def percentile_interval(
-    samples: Sequence[np.ndarray], combine: Callable[[list[np.ndarray]], Any], seed: int, n_boot: int, level: float
-) -> tuple[float, float]:
-    """Percentile bootstrap: the α/2 and 1−α/2 quantiles of the resampled statistic."""
-    dist = np.asarray(combine(_resample(samples, seed, n_boot)), dtype=float)
+def _quantiles(dist: np.ndarray, level: float) -> tuple[float, float]:
     dist = dist[np.isfinite(dist)]
     if dist.size == 0:
         return math.nan, math.nan
@@ -113,16 +103,13 @@ def percentile_interval(
     return float(lo), float(hi)
 
 
-def _jackknife(samples: Sequence[np.ndarray], combine: Callable[[list[np.ndarray]], Any]) -> np.ndarray:
-    """The statistic with each observation of each sample left out in turn (samples of size 1 are kept)."""
-    out = []
-    for i, s in enumerate(samples):
-        if len(s) < 2:
-            continue
-        for j in range(len(s)):
-            left = [np.delete(x, j) if k == i else x for k, x in enumerate(samples)]
-            out.append(float(combine(left)))
-    return np.asarray(out, dtype=float)
+def percentile_interval(
+    samples: Sequence[np.ndarray], combine: Callable[[list[np.ndarray]], Any], seed: int, n_boot: int, level: float
+) -> tuple[float, float]:
+    """Percentile bootstrap: the α/2 and 1−α/2 quantiles of the resampled statistic (resamples where the
+    statistic is undefined, e.g. a geometric mean of a value ≤ 0, are left out)."""
+    _, dist = _bootstrap(samples, combine, seed, n_boot, level, "percentile")
+    return _quantiles(dist, level)
 
 
 def bca_interval(
@@ -132,34 +119,21 @@ def bca_interval(
     n_boot: int,
     level: float,
 ) -> tuple[float, float]:
-    """Bias-corrected and accelerated bootstrap CI (Efron 1987; Efron & Tibshirani 1993, §14.3).
+    """Bias-corrected and accelerated bootstrap CI (Efron 1987; Efron & Tibshirani 1993, §14.3), by
+    ``scipy.stats.bootstrap(method="BCa")``.
 
-    ``z0`` = Φ⁻¹(share of resamples below the estimate, ties counted half); ``a`` from the
-    jackknife's skewness. Falls back to the percentile interval where either is undefined (every
-    resample equal to the estimate, or no jackknife spread).
+    ``z0`` = Φ⁻¹(share of resamples below the estimate, ties counted half); ``a`` from the jackknife,
+    summed over the samples (Efron & Tibshirani eq. 15.36, scipy's definition). Where scipy cannot
+    compute it (every resample equal to the estimate, no jackknife spread, or a resample whose
+    statistic is undefined), the percentile interval of the defined resamples stands in.
     """
     point = float(combine(list(samples)))
-    dist = np.asarray(combine(_resample(samples, seed, n_boot)), dtype=float)
-    dist = dist[np.isfinite(dist)]
-    if dist.size == 0 or not math.isfinite(point):
+    if not math.isfinite(point):
         return math.nan, math.nan
-    below = (np.sum(dist < point) + 0.5 * np.sum(dist == point)) / dist.size
-    if not 0 < below < 1:
-        lo, hi = np.quantile(dist, [(1 - level) / 2, 1 - (1 - level) / 2])
-        return float(lo), float(hi)
-    z0 = _NORMAL.inv_cdf(float(below))
-    jack = _jackknife(samples, combine)
-    jack = jack[np.isfinite(jack)]
-    diffs = jack.mean() - jack if jack.size else np.zeros(0)
-    denom = float(np.sum(diffs**2)) ** 1.5
-    a = float(np.sum(diffs**3)) / (6 * denom) if denom > 0 else 0.0
-    quantiles = []
-    for alpha in ((1 - level) / 2, 1 - (1 - level) / 2):
-        z = _NORMAL.inv_cdf(alpha)
-        shifted = z0 + (z0 + z) / (1 - a * (z0 + z))
-        quantiles.append(min(max(_NORMAL.cdf(shifted), 0.0), 1.0))
-    lo, hi = np.quantile(dist, quantiles)
-    return float(lo), float(hi)
+    (lo, hi), dist = _bootstrap(samples, combine, seed, n_boot, level, "BCa")
+    if np.all(np.isfinite(dist)) and math.isfinite(lo) and math.isfinite(hi):
+        return lo, hi
+    return _quantiles(dist, level)
 
 
 CI_LABELS = {

@@ -187,6 +187,7 @@ class RunConfig(_Strict):
     dist: DistConfig = Field(default_factory=DistConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py)
     torch_threads: int | None = Field(default=None, gt=0)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
 

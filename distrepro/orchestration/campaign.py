@@ -23,13 +23,22 @@ import yaml
 from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
 from distrepro.engine.results import RunResult
+from distrepro.engine.torch_threads import resolve_threads
 from distrepro.errors import ConfigError, StoreUnavailable
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.job import Job, build_job, warn_time_fallbacks
-from distrepro.orchestration.observer import ProgressObserver, eval_metrics, progress_bars, wants_bars
+from distrepro.orchestration.observer import ProgressObserver, eval_metrics, heartbeat, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
-from distrepro.tracking.mlflow_client import Campaign, experiment_name, make_client, resolve_tracking_uri
-from distrepro.tracking.runlog import flatten_params, logged_params
+from distrepro.tracking.aggregates import CHILD_DESCRIPTION, describe_parent, log_arm_summary
+from distrepro.tracking.mlflow_client import (
+    DESCRIPTION_TAG,
+    REPRODUCTION_TAG,
+    Campaign,
+    experiment_name,
+    make_client,
+    resolve_tracking_uri,
+)
+from distrepro.tracking.runlog import check_system_metrics, flatten_params, logged_params
 from distrepro.tracking.storeprobe import check_store
 
 
@@ -79,6 +88,9 @@ def run_tags(job: Job, engine: str) -> dict[str, str]:
         "distrepro.budget": f"{cfg.budget.amount:g} {cfg.budget.unit}",
         "distrepro.scale": cfg.scale,
         "distrepro.config_sha256": config_digest(cfg),
+        "distrepro.torch_threads": "{} ({})".format(*resolve_threads(cfg.torch_threads))
+        if engine == "inprocess"
+        else "per rank (dist.threads_per_rank, else the host's CPUs shared)",
         **job.describe_time_model(),
     }
 
@@ -151,6 +163,8 @@ def run_campaign(
     show_progress: bool | None = None,
     tracking_uri: str | None = None,
     resume: str | None = None,
+    reproduction: str | None = None,
+    system_metrics: bool = False,
 ) -> CampaignResult:
     """Train ``cfg`` once per seed and log everything; returns the results and run ids.
 
@@ -159,9 +173,13 @@ def run_campaign(
     campaign (its parent run), continued only under the same config (:mod:`distrepro.orchestration.resume`): seeds
     that finished are skipped, the others continue from their latest complete checkpoint
     (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
+    ``reproduction`` is the id of the ``reproduce`` run the campaign belongs to (tag ``distrepro.reproduction``);
+    ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run.
     """
     uri = tracking_uri or resolve_tracking_uri()
     check_store(uri)
+    if system_metrics:
+        check_system_metrics()
     target = check_campaign(cfg, uri, resume) if resume else None
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
@@ -183,13 +201,24 @@ def run_campaign(
             )
     experiment = experiment_name(cfg.paper)
     tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
+    if reproduction:
+        tags[REPRODUCTION_TAG] = reproduction
     campaign_params = None if resume else flatten_params(config_dict)
-    campaign = Campaign(experiment, cfg.name, tags, campaign_params, tracking_uri=uri, resume_run_id=resume)
+    campaign = Campaign(
+        experiment,
+        cfg.name,
+        tags,
+        campaign_params,
+        tracking_uri=uri,
+        resume_run_id=resume,
+        system_metrics=system_metrics,
+    )
     cells: list[CellResult] = []
     try:
         with campaign, progress_bars(wants_bars(show_progress)) as progress:
             if not resume:
                 campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
+                campaign.set_tags({DESCRIPTION_TAG: describe_parent(cfg.name, len(cfg.seeds))})
             assert campaign.client is not None
             for run_id in plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
                 campaign.client.set_terminated(run_id, "FAILED")
@@ -197,6 +226,7 @@ def run_campaign(
                 cell = _run_cell(campaign, engine, job, plan.seeds[job.seed], params[job.seed], progress)
                 if cell is not None:
                     cells.append(cell)
+            log_arm_summary(campaign)  # the runs table's metric columns for the arm (distrepro.tracking.aggregates)
             finished = {p.seed for p in plan.seeds.values() if p.finished} | {c.seed for c in cells}
             missing = sorted(set(target.seeds if target else cfg.seeds) - finished)
             if missing:  # only some of the campaign's seeds were resumed: the campaign is not done
@@ -230,7 +260,8 @@ def _run_cell(
         tags = run_tags(job, engine.name)
         if plan.replaces:
             tags["distrepro.resumes"] = plan.replaces
-        logger = campaign.child(f"{cfg.method}-{job.profile.name}-s{job.seed}", params, tags)
+        tags[DESCRIPTION_TAG] = CHILD_DESCRIPTION
+        logger = campaign.child(f"{cfg.name}/s{job.seed}", params, tags)
         if plan.replaces:
             print(
                 f"seed {job.seed}: run {plan.replaces} has no checkpoint; starting over in run {logger.run_id}",
@@ -244,10 +275,11 @@ def _run_cell(
             if job.method.readme is not None:
                 logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
         observer = ProgressObserver(label, progress, task)
-        if plan.reopen:
-            result = engine.run_cell(job, logger, observer, resume_from=plan.checkpoint)
-        else:
-            result = engine.run_cell(job, logger, observer)
+        with heartbeat(observer.status, enabled=progress is None):
+            if plan.reopen:
+                result = engine.run_cell(job, logger, observer, resume_from=plan.checkpoint)
+            else:
+                result = engine.run_cell(job, logger, observer)
         logger.log_summary(summary_metrics(job, result))
         logger.log_text(_csv(evals_table(result)), "evals.csv")
         logger.log_text(_csv(timeline_table(result)), "timeline.csv")

@@ -11,7 +11,7 @@ back from MLflow only; they are defined in :mod:`distrepro.metrics`:
   ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
   ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
   ``method/<name>/rank<r>`` (see :meth:`distrepro.api.method.WorkerContext.record`);
-* the same quality metrics against emulated time: ``emu/<name>`` at ``step`` = emulated ms;
+* the same quality metrics against emulated time: ``emu_ms/<name>`` at ``step`` = emulated ms;
 * the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
   ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
 * summaries (``final/*``, ``time_to_target_s``, ``target_reached``) at step 0, written by
@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from distrepro import metrics as M
@@ -85,6 +86,8 @@ class ProgressObserver:
         self.task = task
         self.stream = stream or sys.stderr
         self.last_acc: float | None = None
+        self.fraction = 0.0  # of the budget, and the emulated time at it: what a heartbeat line says
+        self.emulated_s = 0.0
 
     def on_allocation(self, epoch: int, allocation: Allocation) -> None:
         pass
@@ -101,11 +104,54 @@ class ProgressObserver:
             )
 
     def on_progress(self, fraction: float, emulated_s: float) -> None:
+        self.fraction, self.emulated_s = fraction, emulated_s
         if self.progress is not None:
             acc = f" acc {self.last_acc:.3f}" if self.last_acc is not None else ""
             self.progress.update(
                 self.task, completed=fraction * 1000, description=f"{self.label} · emu {emulated_s:.2f}s{acc}"
             )
+
+    def status(self) -> str:
+        """One line of where the run is, for :func:`heartbeat`."""
+        if self.fraction <= 0 and self.last_acc is None:
+            return f"{self.label}: training (no progress reported yet)"
+        acc = f", val_acc {self.last_acc:.4f}" if self.last_acc is not None else ""
+        return f"{self.label}: {100 * self.fraction:.0f}% of the budget, emulated {self.emulated_s:.3f}s{acc}"
+
+
+#: seconds between two heartbeat lines under ``--no-progress``: a CI job or a SLURM log sees the run is alive
+HEARTBEAT_S = 25.0
+
+
+@contextlib.contextmanager
+def heartbeat(
+    status: Callable[[], str], enabled: bool, every_s: float = HEARTBEAT_S, stream: Any = None
+) -> Iterator[None]:
+    """While the block runs, print ``[alive <elapsed>] <status()>`` every ``every_s`` seconds (when ``enabled``:
+    no live bar), from a daemon thread, so a long evaluation, data load or report still shows signs of life
+    between the per-evaluation lines. Stops, and joins the thread, when the block ends however it ends."""
+    if not enabled:
+        yield
+        return
+    out = stream or sys.stderr
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every_s):
+            elapsed = int(time.monotonic() - start)
+            try:
+                print(f"[alive {elapsed // 60}m{elapsed % 60:02d}s] {status()}", file=out, flush=True)
+            except Exception:  # a closed stream must not kill the run
+                return
+
+    thread = threading.Thread(target=beat, name="distrepro-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 class Fanout:

@@ -36,6 +36,8 @@ class Reproduction:
     paper: str
     campaigns: dict[str, CampaignResult]
     report: Any | None
+    run_id: str = ""  # the umbrella run: the arms' campaign runs are its children, the report its artifacts
+    experiment_id: str = ""
 
 
 def _param_overrides(params: dict[str, Any]) -> list[str]:
@@ -56,7 +58,15 @@ def reproduce(
     root: Path | None = None,
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
+    system_metrics: bool = False,
 ) -> Reproduction:
+    """Run the arms of ``paper`` and build its report; see the module docstring.
+
+    One *umbrella* run (``reproduce <paper> (<scale>)``) stands for the reproduction in MLflow: the report is
+    logged on it once, rather than on every arm. Each arm's campaign run names it in the tag
+    ``distrepro.reproduction`` and stays a top-level row of the runs table (its seeds are its children), so the
+    arms' metric columns show without expanding anything. The umbrella ends FINISHED, FAILED or KILLED as the
+    reproduction does."""
     from distrepro.claims.papers import UnknownPaperError, arm_config_path, arms_at_scale, find_paper, known_papers
     from distrepro.plugins.roots import repo_root
 
@@ -86,25 +96,71 @@ def reproduce(
         if seeds:
             sets.append(f"seeds=[{seeds}]")
         configs.append((name, path, load_config(path, sets)))
-    campaigns: dict[str, CampaignResult] = {}
-    for name, path, cfg in configs:
-        campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
-    built = None
-    if report:  # products go to the report's folder and are part of it: train only means no products either
-        from distrepro.report.build import build_report
+    from distrepro.orchestration.observer import heartbeat, wants_bars
+    from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
+    from distrepro.tracking.storeprobe import check_store
 
-        _products(info.method_dirs, paper, scale, root)
-        ids = [c.parent_run_id for c in campaigns.values()]
-        built = build_report(
-            paper,
-            campaigns=ids,
-            root=root,
-            scale=scale,
-            sensitivity=sensitivity,
-            sensitivity_samples=sensitivity_samples,
-            show_progress=show_progress,
-        )
-    return Reproduction(paper, campaigns, built)
+    uri = resolve_tracking_uri()
+    check_store(uri)
+    _say_estimate(paper, [(name, cfg) for name, _, cfg in configs], uri)
+    umbrella = Campaign(
+        experiment_name(paper),
+        f"reproduce {paper} ({scale})",
+        {"distrepro.paper": paper, "distrepro.reproduce": scale, "distrepro.arms": ",".join(chosen)},
+        tracking_uri=uri,
+    )
+    campaigns: dict[str, CampaignResult] = {}
+    built = None
+    with umbrella:
+        umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
+        for name, path, cfg in configs:
+            campaigns[name] = run_campaign(
+                cfg,
+                source=path,
+                show_progress=show_progress,
+                tracking_uri=uri,
+                reproduction=umbrella.run_id,
+                system_metrics=system_metrics,
+            )
+        if report:  # products go to the report's folder and are part of it: train only means no products either
+            from distrepro.report.build import build_report
+
+            with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
+                _products(info.method_dirs, paper, scale, root)
+                ids = [c.parent_run_id for c in campaigns.values()]
+                built = build_report(
+                    paper,
+                    campaigns=ids,
+                    tracking_uri=uri,
+                    root=root,
+                    scale=scale,
+                    sensitivity=sensitivity,
+                    sensitivity_samples=sensitivity_samples,
+                    show_progress=show_progress,
+                )
+    assert umbrella.run_id is not None
+    return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+
+
+def _say_estimate(paper: str, arms: list[tuple[str, RunConfig]], uri: str) -> None:
+    """Print the estimated wall time (:mod:`distrepro.orchestration.estimate`) before anything trains."""
+    import sys
+
+    from distrepro.orchestration.estimate import estimate_line
+    from distrepro.tracking.mlflow_client import experiment_name, make_client
+
+    client = make_client(uri)
+    exp = client.get_experiment_by_name(experiment_name(paper))
+    print(estimate_line(paper, arms, client, exp.experiment_id if exp else None), file=sys.stderr, flush=True)
+
+
+def _umbrella_note(paper: str, arms: list[str]) -> str:
+    return (
+        f"`distrepro reproduce {paper}`: one run per arm ({', '.join(f'`{a}`' for a in arms)}, tagged "
+        "`distrepro.reproduction` = this run's id), each with one child run per seed named `<arm>/s<seed>`. The "
+        "report (`report/report.html`) is logged here once; each arm's run carries its claims' verdicts as tags "
+        "`verdict.<claim>`."
+    )
 
 
 def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:

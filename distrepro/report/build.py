@@ -33,6 +33,7 @@ from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
+from distrepro.report.headline import first_screen, provenance
 from distrepro.report.html import render_html
 from distrepro.tracking.runlog import flatten_params
 
@@ -213,12 +214,10 @@ def _markdown(
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     n_done = int((rs.runs["status"] == "FINISHED").sum())
     parts = [f"# {info.title} — reproduction report", ""]
-    parts.append(
-        f"Paper `{info.id}` · experiment `{rs.experiment}` · campaign run(s) "
-        f"{', '.join(f'`{c}`' for c in rs.campaigns) or '–'} · tracking `{rs.tracking_uri}` · "
-        f"{len(rs.runs)} runs ({n_done} finished) · generated {now} by distrepro {distrepro.__version__} "
-        "from MLflow alone."
-    )
+    screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
+    if screen:
+        parts += [screen]
+    parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
@@ -333,12 +332,18 @@ def write_report(
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
+    t = tally(spec.claims, verdicts) if spec else None
+    by_id = {c.id: c for c in spec.claims} if spec else {}
     payload: dict[str, Any] = {
         "paper": info.id,
+        "title": info.title,
+        "headline": t.text(t.of("headline")) if t and t.total("headline") else None,
+        "n_runs": len(rs.runs),
+        "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "experiment": rs.experiment,
         "campaigns": rs.campaigns,
         "claims_file": str(info.path) if info.path else None,
-        "verdicts": [v.to_dict() for v in verdicts],
+        "verdicts": [{**v.to_dict(), "group": group_of(by_id[v.claim_id])} for v in verdicts] if spec else [],
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
     (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
@@ -353,19 +358,6 @@ def write_report(
         claims=list(spec.claims) if spec else [],
         sensitivity=sensitivity,
     )
-
-
-def log_report(rs: RunSet, report: Report) -> list[str]:
-    """Log the report files under ``report/`` on every campaign run; returns the run ids logged to."""
-    logged = []
-    for parent in rs.campaigns:
-        try:
-            rs.client.log_artifacts(parent, str(report.out_dir), artifact_path="report")
-            rs.client.set_tag(parent, "distrepro.report.verdicts", report.summary())
-            logged.append(parent)
-        except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
-            _log.warning("could not log the report to campaign run %s: %s", parent, exc)
-    return logged
 
 
 def build_report(
@@ -413,6 +405,12 @@ def build_report(
             sens = sweep(info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
     out = Path(out_dir) if out_dir else Path("reports") / paper
     report = write_report(info, rs, out, baseline, root, sens)
+    if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
+        from distrepro.report.papers_index import write_index
+
+        write_index(out.parent)
     if log_to_mlflow:
-        report.logged_to = log_report(rs, report)
+        from distrepro.report.publish import log_report
+
+        report.logged_to = log_report(rs, report, arm_labels(rs.runs, info.spec))
     return report

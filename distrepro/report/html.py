@@ -31,10 +31,21 @@ td.fail { color: #b71c1c; background: #ffebee !important; }
 td.inconclusive { color: #7a5900; background: #fff8e1 !important; }
 img { max-width: 100%; border: 1px solid #eee; margin: .4rem 0; }
 code { background: #f6f8fa; padding: 0 .2rem; border-radius: 3px; font-size: .9em; }
+strong.badge { padding: .05rem .4rem; border-radius: 3px; }
+strong.pass { color: #1b5e20; background: #e8f5e9; }
+strong.fail { color: #b71c1c; background: #ffebee; }
+strong.inconclusive { color: #7a5900; background: #fff8e1; }
+details { margin: .6rem 0; color: #444; }
+summary { cursor: pointer; }
 blockquote { border-left: 4px solid #ddd; margin: .5rem 0; padding: .1rem 1rem; color: #555; }
 """
 
 _IMG = re.compile(r'<img src="([^"]+)"')
+# the fold markers of distrepro.report.headline.folded, as markdown-it escapes them (raw HTML is off): only a
+# paragraph that is exactly a marker becomes the element, so text from YAML or a README cannot add markup
+_DETAILS_OPEN = re.compile(r"<p>&lt;details&gt;&lt;summary&gt;(.*?)&lt;/summary&gt;</p>")
+_DETAILS_CLOSE = re.compile(r"<p>&lt;/details&gt;</p>")
+_HEADLINE_VERDICT = re.compile(r"<li><strong>(PASS|FAIL|INCONCLUSIVE)</strong>")
 _VERDICT_CELL = re.compile(r'<td(?: style="[^"]*")?>(PASS|FAIL|INCONCLUSIVE)</td>')
 
 
@@ -55,6 +66,11 @@ def render_html(markdown: str, base: Path, title: str) -> str:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
     body = md.render(markdown)
     body = _inline_images(body, base)
+    body = _DETAILS_OPEN.sub(r"<details><summary>\1</summary>", body)
+    body = _DETAILS_CLOSE.sub("</details>", body)
+    body = _HEADLINE_VERDICT.sub(
+        lambda m: f'<li><strong class="badge {m.group(1).lower()}">{m.group(1)}</strong>', body
+    )
     body = _VERDICT_CELL.sub(lambda m: f'<td class="verdict {m.group(1).lower()}">{m.group(1)}</td>', body)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -24,7 +24,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -162,14 +162,53 @@ EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING_KIND = "custom_model_development"
 
 
+#: the runs-table view distrepro's links open: MLflow reads a shared view from the experiment tag
+#: ``mlflow.sharedViewState.<key>`` when the page's address carries ``viewStateShareKey=<key>`` (the UI's own
+#: "share view" mechanism, MLflow 3.17). Without it the runs table shows no metric column at all.
+VIEW_KEY = "distrepro"
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+#: the metric columns of that view: each arm's mean over seeds and its interval (tracking/aggregates.py), time to target
+VIEW_METRICS = (
+    "final/val_accuracy",
+    "final/val_accuracy/ci95_low",
+    "final/val_accuracy/ci95_high",
+    "final/emulated_s",
+    "final/emulated_s/ci95_low",
+    "final/emulated_s/ci95_high",
+    "time_to_target_s",
+    "seeds_finished",
+)
+
+
+def view_state(tags: Sequence[str] = ()) -> str:
+    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns."""
+    import json
+
+    columns = [*(f"metrics.`{m}`" for m in VIEW_METRICS), *(f"tags.`{t}`" for t in tags)]
+    return json.dumps({"selectedColumns": columns, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True})
+
+
 def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:
-    """The MLflow UI page with the runs table of an experiment.
+    """The MLflow UI page with the runs table of an experiment, in distrepro's view (:data:`VIEW_TAG`).
 
     ``workflowType=machine_learning`` selects the UI's "Model training" view: MLflow 3.17 chooses
     the view from that query parameter (else from the browser's last choice, GenAI by default)
     before it looks at the experiment's kind tag.
     """
-    return f"{base.rstrip('/')}/#/experiments/{experiment_id}?workflowType=machine_learning"
+    query = f"viewStateShareKey={VIEW_KEY}&workflowType=machine_learning"
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?{query}"
+
+
+def run_url(experiment_id: str, run_id: str, base: str = "http://127.0.0.1:5000") -> str:
+    """The MLflow UI page of one run, in the "Model training" view (see :func:`ui_url`)."""
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
+
+
+#: MLflow's run description (the UI shows it as the run's "Description")
+DESCRIPTION_TAG = "mlflow.note.content"
+#: on an arm's campaign run: the id of the ``distrepro reproduce`` run it belongs to (which holds the report). A tag,
+#: not a parent link: nested under one umbrella row the arms (and their metric columns) would be hidden in the UI
+REPRODUCTION_TAG = "distrepro.reproduction"
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
@@ -184,7 +223,9 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
     if exp is None:
         try:
             return client.create_experiment(
-                name, artifact_location=artifact_location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND}
+                name,
+                artifact_location=artifact_location,
+                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND, VIEW_TAG: view_state()},
             )
         except MlflowException as exc:
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
@@ -200,6 +241,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
         )
     if exp.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:  # made before distrepro set the kind
         client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
+    if VIEW_TAG not in exp.tags:  # the view every printed link opens (a report later adds its verdict columns)
+        client.set_experiment_tag(exp.experiment_id, VIEW_TAG, view_state())
     return exp.experiment_id
 
 
@@ -237,8 +280,10 @@ class Campaign:
         artifact_location: str | None = None,
         flush_every_s: float | None = 30.0,
         resume_run_id: str | None = None,
+        system_metrics: bool = False,
     ) -> None:
         self.resume_run_id = resume_run_id
+        self.system_metrics = system_metrics
         self.experiment = experiment
         self.name = name
         self.tags = {k: str(v) for k, v in tags.items()}
@@ -294,7 +339,9 @@ class Campaign:
         assert self.client is not None and self.experiment_id is not None
         # The parent link goes in at creation so the UI never shows the child as a top-level run.
         run = self.client.create_run(self.experiment_id, tags={"mlflow.parentRunId": parent.run_id}, run_name=run_name)
-        logger = RunLogger(self.client, run.info.run_id, flush_every_s=self.flush_every_s)
+        logger = RunLogger(
+            self.client, run.info.run_id, flush_every_s=self.flush_every_s, system_metrics=self._system_metrics()
+        )
         self._children.append(logger)  # from here on, campaign exit closes it whatever happens
         user_tags = {k: v for k, v in (tags or {}).items() if k != "mlflow.parentRunId"}
         logger.set_tags({**self.provenance, **self.tags, **user_tags})
@@ -306,9 +353,13 @@ class Campaign:
         """Continue logging into an existing child run (``--resume``); it is RUNNING again."""
         assert self.client is not None
         self.client.update_run(run_id, status="RUNNING")
-        logger = RunLogger(self.client, run_id, flush_every_s=self.flush_every_s)
+        logger = RunLogger(self.client, run_id, flush_every_s=self.flush_every_s, system_metrics=self._system_metrics())
         self._children.append(logger)
         return logger
+
+    def _system_metrics(self) -> dict[str, Any] | None:
+        """What a child's :class:`RunLogger` needs to sample system metrics (``--system-metrics``), or None."""
+        return {"tracking_uri": self.tracking_uri} if self.system_metrics else None
 
     def children(self) -> list[Any]:
         """The child runs already under this campaign's parent (for ``--resume``)."""

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from distrepro import metrics as M
-from distrepro.errors import StoreUnavailable, TrackingError
+from distrepro.errors import DistreproError, StoreUnavailable, TrackingError
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -120,6 +120,28 @@ def status_for(exc_type: type[BaseException] | None, exc: BaseException | None) 
 _MAX_STEP = 2**63 - 1
 
 
+def check_system_metrics() -> None:
+    """Fail at once, in one line, when ``--system-metrics`` cannot work (no ``psutil``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("psutil") is None:
+        raise DistreproError("--system-metrics needs psutil: pip install 'distrepro[system-metrics]' (or psutil)")
+
+
+def start_system_metrics(run_id: str, options: Mapping[str, Any]) -> Any:
+    """MLflow's system-metrics sampler (CPU, memory, disk, network; GPU where there is one) for ``run_id``,
+    every 10 s, as ``system/*`` metrics (``--system-metrics``). It needs ``psutil`` (the ``system-metrics``
+    extra); without it the error says how to get it, before any training."""
+    check_system_metrics()
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    monitor = SystemMetricsMonitor(
+        run_id, sampling_interval=10, samples_before_logging=1, tracking_uri=options.get("tracking_uri")
+    )
+    monitor.start()
+    return monitor
+
+
 class RunLogger:
     """The single writer of one MLflow run.
 
@@ -138,6 +160,7 @@ class RunLogger:
         *,
         flush_every_s: float | None = 30.0,
         max_buffer: int = 5000,
+        system_metrics: Mapping[str, Any] | None = None,
     ) -> None:
         self._client = client
         self.run_id = run_id
@@ -147,6 +170,7 @@ class RunLogger:
         self._last_flush = time.monotonic()
         self._valid_keys: set[str] = set()
         self.status: RunStatus | None = None  # set by finish()
+        self._monitor = start_system_metrics(run_id, system_metrics) if system_metrics is not None else None
 
     @property
     def closed(self) -> bool:
@@ -265,6 +289,9 @@ class RunLogger:
         if status not in ("FINISHED", "FAILED", "KILLED"):
             raise ValueError(f"status must be FINISHED, FAILED or KILLED, got {status!r}")
         error: Exception | None = None
+        if self._monitor is not None:  # its last samples go in before the run is closed
+            self._monitor.finish()
+            self._monitor = None
         try:
             self.flush()
         except Exception as exc:

@@ -186,7 +186,7 @@ def test_claims_may_name_every_metric_family_a_run_logs() -> None:
         "time_to_target_s",
         "worker/3/comm_s",
         "alloc/0/share",
-        "emu/val_accuracy",
+        "emu_ms/val_accuracy",
         "method/local_steps",
         "method/local_steps/rank2",
         "method/qsr/period",

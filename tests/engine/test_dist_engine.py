@@ -50,7 +50,7 @@ def test_baselines_run_and_log(profiles, mlflow_uri, method):
     run = mlflow.MlflowClient(mlflow_uri).get_run(cell.run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["distrepro.engine"] == "dist"
-    assert "val_accuracy" in run.data.metrics and "emu/val_accuracy" in run.data.metrics
+    assert "val_accuracy" in run.data.metrics and "emu_ms/val_accuracy" in run.data.metrics
     assert run.data.tags["distrepro.backend"] == "gloo"
     if method == "gossip":
         assert cell.result.final.workers[0].bytes_sent > 0

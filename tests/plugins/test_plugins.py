@@ -96,7 +96,7 @@ def test_method_smoke_campaign(name: str, tracking: str) -> None:
     evals = cell.result.evals
     assert [e.final for e in evals][-1]
     assert history(client, cell.run_id, "val_accuracy") == sorted((e.step, e.metrics["val_accuracy"]) for e in evals)
-    emulated = history(client, cell.run_id, "emu/val_accuracy")
+    emulated = history(client, cell.run_id, "emu_ms/val_accuracy")
     assert emulated == sorted((round(e.emulated_s * 1000), e.metrics["val_accuracy"]) for e in evals)
     assert len({step for step, _ in emulated}) == len(evals) and emulated[0][0] > 0  # real ms steps
 

@@ -53,7 +53,8 @@ def test_an_experiment_made_before_the_kind_tag_gets_it(mlflow_uri: str) -> None
 
 
 def test_ui_url_selects_the_model_training_view() -> None:
-    assert ui_url("7", "http://h:1/") == "http://h:1/#/experiments/7?workflowType=machine_learning"
+    url = "http://h:1/#/experiments/7/runs?viewStateShareKey=distrepro&workflowType=machine_learning"
+    assert ui_url("7", "http://h:1/") == url
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")

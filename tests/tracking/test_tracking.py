@@ -136,7 +136,7 @@ def test_emulated_series_use_millisecond_steps(uri: str, tmp_path: Path) -> None
         with pytest.raises(TrackingError, match="64-bit"):  # past MLflow's int64 steps: one line, not SQLite's
             run.log_emulated({"x": 1.0}, emulated_s=1e17)
     client = make_client(uri)
-    assert _history(client, run.run_id, "emu/val_accuracy") == [
+    assert _history(client, run.run_id, "emu_ms/val_accuracy") == [
         (0, 0.1),
         (1500, 0.4),
         (2000, 0.5),

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.engine.results import EvalRecord, RunResult
+from distrepro.engine.torch_threads import default_threads
 from distrepro.errors import WorkerFailure
 from distrepro.orchestration.job import Job
 
@@ -140,7 +141,7 @@ class DistEngine:
             if logger is not None:
                 logger.flush()  # rank 0 writes to this run next; one writer at a time
             world = job.world_size
-            env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // world))}
+            env = {**os.environ, "OMP_NUM_THREADS": str(default_threads(world)[0])}  # the host's CPUs, shared
             if cfg.dist.launcher == "torchrun":
                 cmd = [
                     sys.executable,

@@ -13,6 +13,7 @@ import os
 
 import torch
 
+from distrepro.engine.torch_threads import default_threads
 from distrepro.orchestration.job import Job
 
 
@@ -47,7 +48,7 @@ def pin_worker(job: Job, rank: int, local_rank: int, world: int, local_world: in
     """
     local_world = local_world or world
     if not job.config.dist.pin:
-        threads = job.config.dist.threads_per_rank or max(1, (os.cpu_count() or 1) // local_world)
+        threads = job.config.dist.threads_per_rank or default_threads(local_world)[0]
         torch.set_num_threads(threads)
         return f"pinning off; {threads} threads"
     dev = job.profile.device(rank)
@@ -62,7 +63,7 @@ def pin_worker(job: Job, rank: int, local_rank: int, world: int, local_world: in
         os.sched_setaffinity(0, sets[rank])
         torch.set_num_threads(len(sets[rank]))
         return f"rank {rank} -> cores {sets[rank]}"
-    threads = job.config.dist.threads_per_rank or max(1, len(host) // local_world if host else 1)
+    threads = job.config.dist.threads_per_rank or default_threads(local_world)[0]
     torch.set_num_threads(threads)
     why = "no GPU on this host" if dev.kind == "gpu" else f"host has {len(host)} cores, profile needs more"
     return f"rank {rank} not pinned ({why}); {threads} threads; speeds from throttling or the virtual clock"

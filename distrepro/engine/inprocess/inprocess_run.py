@@ -30,6 +30,7 @@ from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.engine.loop import Harness
 from distrepro.engine.reports import RankReport
 from distrepro.engine.results import RunObserver, RunResult
+from distrepro.engine.torch_threads import resolve_threads
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile
 from distrepro.engine.worker_slot import Slot
@@ -82,8 +83,7 @@ class InProcessTransport:
     @contextmanager
     def running(self) -> Iterator[None]:
         threads = torch.get_num_threads()
-        if self.job.config.torch_threads:
-            torch.set_num_threads(self.job.config.torch_threads)
+        torch.set_num_threads(resolve_threads(self.job.config.torch_threads)[0])
         try:
             yield
         finally:

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from distrepro import metrics as M
-from distrepro.report.figures.figure_style import arm_gid, bars_height, finished, new_figure, worker_frame
+from distrepro.report.figures.figure_style import FONT_PT, arm_gid, bars_height, finished, new_figure, worker_frame
 from distrepro.report.figures.palette import ArmStyle
 
 _JITTER = np.array([0.0, -0.18, 0.18, -0.09, 0.09, -0.27, 0.27])
@@ -26,7 +26,7 @@ def _bar_axes(n_panels: int, arms: Sequence[str], width: float = 3.9) -> tuple[F
     label_in = 0.07 * max(len(a) for a in arms) + 0.4
     fig = new_figure(label_in + width * n_panels, bars_height(len(arms)))
     axes = list(fig.subplots(1, n_panels, squeeze=False, sharey=True)[0])
-    axes[0].set_yticks(range(len(arms)), arms, fontsize=8)
+    axes[0].set_yticks(range(len(arms)), arms, fontsize=FONT_PT)
     axes[0].set_ylim(len(arms) - 0.5, -0.5)  # first arm on top
     for ax in axes:
         ax.grid(axis="y", visible=False)
@@ -106,7 +106,7 @@ def speedup_figure(
             for k, (cid, value) in enumerate(mine):  # several claims on one bar: labels stacked in its row
                 y = i + (k - (len(mine) - 1) / 2) * 0.8 / len(mine)
                 ax.vlines(value, i - 0.42, i + 0.42, color="black", lw=2)
-                ax.text(value, y, f" claimed {cid}: {value:g}×", fontsize=6, va="center", ha="left",
+                ax.text(value, y, f" claimed {cid}: {value:g}×", fontsize=FONT_PT, va="center", ha="left",
                         bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 0.5})  # fmt: skip
                 claimed.append((i, cid, value))
         if claimed:  # room for the label right of the rightmost claimed value

@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from distrepro.claims.verdicts import Verdict, fmt
-from distrepro.report.figures.figure_style import VERDICT_COLORS, metric_unit, new_figure
+from distrepro.report.figures.figure_style import FONT_PT, VERDICT_COLORS, cols_that_fit, metric_unit, new_figure
 
 _IDEAL, _BAND = "#6A1B9A", "#2E7D32"
 
@@ -91,11 +91,11 @@ def _claim_panel(ax: Any, v: Verdict, claim: Any) -> None:
     ax.set_ylim(*ylim)
     ax.set_xlim(-0.6, 0.6)
     ax.set_xticks([])
-    ax.set_ylabel(claim_axis_label(claim), fontsize=7)
-    ax.tick_params(axis="y", labelsize=7)
+    ax.set_ylabel(claim_axis_label(claim), fontsize=FONT_PT)
+    ax.tick_params(axis="y", labelsize=FONT_PT)
     bound = "≥ " if v.statistic_name.startswith("lower bound") else ""
     miss = f", {v.miss}" if v.miss else ""
-    ax.set_title(f"{v.claim_id}: {v.verdict}{miss}\n{bound}{fmt(v.statistic, v.unit)}", color=color, fontsize=8)
+    ax.set_title(f"{v.claim_id}: {v.verdict}{miss}\n{bound}{fmt(v.statistic, v.unit)}", color=color, fontsize=FONT_PT)
 
 
 def _legend(fig: Figure, shown: Sequence[Verdict], claims: Mapping[str, Any]) -> None:
@@ -109,7 +109,8 @@ def _legend(fig: Figure, shown: Sequence[Verdict], claims: Mapping[str, Any]) ->
     if any(v.points for v in shown):
         entries.append((Line2D([], [], color="#555555", marker="o", ls="", ms=4), "per seed"))
     entries.append((Line2D([], [], color="#333333", marker="o", ls="-", ms=5), "statistic and CI (colour: verdict)"))
-    fig.legend(*zip(*entries, strict=True), loc="outside lower center", ncol=len(entries), fontsize=7, frameon=False)
+    handles, names = zip(*entries, strict=True)
+    fig.legend(handles, names, loc="outside lower center", ncol=len(entries), fontsize=FONT_PT, frameon=False)
 
 
 def claims_figure(verdicts: Sequence[Verdict], claims: Mapping[str, Any]) -> Figure | None:
@@ -117,7 +118,7 @@ def claims_figure(verdicts: Sequence[Verdict], claims: Mapping[str, Any]) -> Fig
     shown = [v for v in verdicts if v.statistic is not None and math.isfinite(v.statistic)]
     if not shown:
         return None
-    cols = min(4, len(shown))
+    cols = min(cols_that_fit(3.3), len(shown))
     rows = math.ceil(len(shown) / cols)
     fig = new_figure(3.3 * cols, 2.9 * rows + 0.4)
     axes = fig.subplots(rows, cols, squeeze=False)

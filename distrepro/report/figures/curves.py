@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from distrepro import metrics as M
-from distrepro.report.figures.figure_style import arm_gid, legend_beside, new_figure
+from distrepro.report.figures.figure_style import FONT_PT, arm_gid, legend_beside, new_figure
 from distrepro.report.figures.palette import ArmStyle
 
 FACET_ABOVE = 6  # arms; with more (and several groups) the curves are faceted by group
@@ -76,12 +76,12 @@ def curves_figure(
                 ax.plot(grid, med, marker="o", ms=2.5, color=color, label=f"{arm} (n={int(n)})", gid=arm_gid(arm))
                 if int(n) > 1:
                     ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
-            ax.set_ylabel(metric, fontsize=8)
+            ax.set_ylabel(metric, fontsize=FONT_PT)
             if log_y:
                 ax.set_yscale("log")
             if group:
-                ax.set_title(group, fontsize=8, loc="left")
-            ax.tick_params(labelsize=7)
+                ax.set_title(group, fontsize=FONT_PT, loc="left")
+            ax.tick_params(labelsize=FONT_PT)
             if i == len(rows) - 1:
                 ax.set_xlabel(_X_LABEL.get(x, x))
         handles, names = axes[i][0].get_legend_handles_labels()

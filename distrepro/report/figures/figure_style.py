@@ -31,7 +31,13 @@ from matplotlib.figure import Figure
 SPAN_COLORS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#C7C7C7"}
 VERDICT_COLORS = {"PASS": "#2E7D32", "FAIL": "#C62828", "INCONCLUSIVE": "#8D6E00"}
 DPI = 110
-ROW_IN = 0.27  # inches per arm in a horizontal bar chart (an 8-point label and a bar)
+#: the smallest text in a figure, in points. report.html shows a figure at most MAX_SHOWN_PX wide (CSS px, 96 per
+#: inch), so text of f points keeps f * DPI / 96 * min(1, MAX_SHOWN_PX / (width_in * DPI)) points on screen
+#: (:func:`shown_pt`): at least f for a figure up to MAX_WIDTH_IN wide, which figures with many panels respect.
+FONT_PT = 10.0
+MAX_SHOWN_PX = 1168  # report.html: body max-width 1200 px less its padding
+MAX_WIDTH_IN = MAX_SHOWN_PX / 96
+ROW_IN = 0.33  # inches per arm in a horizontal bar chart (a 10-point label and a bar)
 _WORKER = re.compile(r"^worker/(\d+)/(clock_s|compute_s|comm_s|idle_s|bytes_sent)$")
 
 
@@ -39,9 +45,28 @@ def arm_gid(arm: str) -> str:
     return f"arm:{arm}"
 
 
+_RC = {
+    key: FONT_PT
+    for key in (
+        "font.size", "axes.labelsize", "axes.titlesize", "xtick.labelsize", "ytick.labelsize", "legend.fontsize",
+        "legend.title_fontsize", "figure.titlesize", "figure.labelsize",
+    )
+}  # fmt: skip
+
+
 def new_figure(width: float, height: float) -> Figure:
-    sns.set_theme(style="whitegrid", context="paper")
+    sns.set_theme(style="whitegrid", context="paper", rc=_RC)
     return plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def shown_pt(fontsize: float, width_in: float) -> float:
+    """Points on screen of ``fontsize``-point text in a figure ``width_in`` inches wide shown in report.html."""
+    return fontsize * DPI / 96 * min(1.0, MAX_SHOWN_PX / (width_in * DPI))
+
+
+def cols_that_fit(panel_w: float, limit: int = 4) -> int:
+    """The most panels of ``panel_w`` inches side by side that stay within :data:`MAX_WIDTH_IN`."""
+    return max(1, min(limit, int(MAX_WIDTH_IN // panel_w)))
 
 
 def save(fig: Figure, path: Path) -> Path:
@@ -66,13 +91,21 @@ def grid_shape(n: int, max_cols: int = 4) -> tuple[int, int]:
 
 
 def panel_grid(
-    n: int, panel_w: float, row_heights: Sequence[float], max_cols: int = 4, sharey: bool = False, top: float = 0.45
+    n: int,
+    panel_w: float,
+    row_heights: Sequence[float],
+    max_cols: int = 4,
+    sharey: bool = False,
+    top: float = 0.45,
+    sharex: bool = False,
 ) -> tuple[Figure, list[Any]]:
-    """A grid of ``n`` panels (row by row); rows may differ in height, unused cells are hidden."""
-    rows, cols = grid_shape(n, max_cols)
+    """A grid of ``n`` panels (row by row); rows may differ in height, unused cells are hidden; ``sharex`` puts
+    every panel on one x scale (the timelines: time reads the same across arms)."""
+    rows, cols = grid_shape(n, min(max_cols, cols_that_fit(panel_w)))
     heights = list(row_heights)[:rows]
+    heights += [max(heights)] * (rows - len(heights))  # fewer columns fit than the caller planned: more rows
     fig = new_figure(panel_w * cols, sum(heights) + top)
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey, gridspec_kw={"height_ratios": heights})
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=sharex, sharey=sharey, gridspec_kw={"height_ratios": heights})
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -81,7 +114,7 @@ def panel_grid(
 
 def arm_title(ax: Any, arm: str, color: str, text: str | None = None) -> None:
     """Panel title naming the arm, framed in the arm's colour (the link to the per-arm charts)."""
-    title = ax.set_title(text or arm, fontsize=8, loc="left")
+    title = ax.set_title(text or arm, fontsize=FONT_PT, loc="left")
     title.set_bbox({"facecolor": "white", "edgecolor": color, "linewidth": 2.0, "boxstyle": "round,pad=0.25"})
     title.set_gid(arm_gid(arm))
 
@@ -90,13 +123,14 @@ def legend_beside(ax: Any, handles: Sequence[Any], names: Sequence[str], title: 
     """A legend to the right of ``ax``, outside it (constrained layout makes room), columns as needed."""
     ncol = max(1, math.ceil(len(names) / 18))
     return ax.legend(
-        handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, ncol=ncol, title=title,
-        title_fontsize=7, frameon=False, borderaxespad=0.0,
+        handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=FONT_PT, ncol=ncol, title=title,
+        title_fontsize=FONT_PT, frameon=False, borderaxespad=0.0,
     )  # fmt: skip
 
 
 def legend_on_top(fig: Figure, handles: Sequence[Any], names: Sequence[str]) -> Any:
-    return fig.legend(handles, names, loc="outside upper center", ncol=min(len(names), 6), fontsize=7, frameon=False)
+    ncol = min(len(names), 5)
+    return fig.legend(handles, names, loc="outside upper center", ncol=ncol, fontsize=FONT_PT, frameon=False)
 
 
 def finished(runs: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:

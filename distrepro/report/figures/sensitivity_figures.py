@@ -27,6 +27,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from distrepro.claims.stats import fmt
 from distrepro.report.figures.figure_style import (
+    FONT_PT,
     VERDICT_COLORS,
     bars_height,
     legend_on_top,
@@ -59,14 +60,14 @@ def share_figure(result: Any) -> Figure | None:
                 ax.barh(i, 100 * share, left=left, color=VERDICT_COLORS[verdict], height=0.7)
                 if share >= 0.08:
                     ax.text(left + 50 * share, i, f"{100 * share:.0f}%", ha="center", va="center", color="white",
-                            fontsize=7, fontweight="bold")  # fmt: skip
+                            fontsize=FONT_PT, fontweight="bold")  # fmt: skip
                 left += 100 * share
-        ax.text(101.5, i, f"central: {c.central.verdict}", va="center", fontsize=7,
+        ax.text(101.5, i, f"central: {c.central.verdict}", va="center", fontsize=FONT_PT,
                 color=VERDICT_COLORS.get(c.central.verdict, "black"))  # fmt: skip
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=FONT_PT)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, 100)
-    ax.set_xlabel(f"share of {result.samples} plausible settings (Latin hypercube) %", fontsize=8)
+    ax.set_xlabel(f"share of {result.samples} plausible settings (Latin hypercube) %", fontsize=FONT_PT)
     ax.grid(axis="y", visible=False)
     handles = [Patch(color=VERDICT_COLORS[v]) for v in _VERDICTS]
     legend_on_top(fig, handles, list(_VERDICTS))
@@ -97,7 +98,7 @@ def _band(ax: Any, band: Any, k: float) -> None:
         right = all(e > x1 for e in far)
         note = f"{text} →" if right else f"← {text}"
         ax.text(0.98 if right else 0.02, 0.03, note, transform=ax.transAxes, ha="right" if right else "left",
-                va="bottom", fontsize=7, color=_BAND)  # fmt: skip
+                va="bottom", fontsize=FONT_PT, color=_BAND)  # fmt: skip
 
 
 def _unit_label(unit: str) -> str:
@@ -126,16 +127,16 @@ def tornado_figure(result: Any) -> Figure | None:
                     ax.barh(i, p.statistic * k - mid, left=mid, color=color, height=0.6, alpha=0.9)
         names = [f"{b.variable}\n[{space[b.variable].low:.3g}–{space[b.variable].high:.3g} {space[b.variable].unit}]"
                  for b in bars]  # fmt: skip
-        ax.set_yticks(range(len(bars)), names, fontsize=6)
+        ax.set_yticks(range(len(bars)), names, fontsize=FONT_PT)
         ax.set_ylim(len(bars) - 0.5, -0.5)
         ax.axvline(mid, color="black", lw=0.8)
         ax.margins(x=0.08)
         _band(ax, c.band, k)
-        ax.set_title(f"{c.claim_id} (central {fmt(c.central.statistic, c.unit)}, {c.central.verdict})", fontsize=8,
-                     loc="left")  # fmt: skip
-        ax.set_xlabel(_unit_label(c.unit), fontsize=7)
+        central = f"central {fmt(c.central.statistic, c.unit)}, {c.central.verdict}"
+        ax.set_title(f"{c.claim_id} ({central})", fontsize=FONT_PT, loc="left")
+        ax.set_xlabel(_unit_label(c.unit), fontsize=FONT_PT)
         ax.xaxis.set_major_locator(MaxNLocator(5))
-        ax.tick_params(axis="x", labelsize=7)
+        ax.tick_params(axis="x", labelsize=FONT_PT)
         ax.grid(axis="y", visible=False)
     handles = [Patch(color=_LOW), Patch(color=_HIGH), Patch(color=_BAND, alpha=0.25)]
     legend_on_top(fig, handles, ["figure at its low end", "figure at its high end", "acceptance band"])
@@ -158,7 +159,7 @@ def heatmap_figure(result: Any) -> Figure | None:
         stat = np.array(h.statistic, dtype=float) * k
         if np.isfinite(stat).sum() >= 4 and np.nanmax(stat) > np.nanmin(stat):
             cs = ax.contour(h.xs, h.ys, stat, levels=6, colors="black", linewidths=0.6)
-            ax.clabel(cs, fontsize=6, fmt=lambda v, u=unit: f"{v:.3g}{u}")
+            ax.clabel(cs, fontsize=FONT_PT, fmt=lambda v, u=unit: f"{v:.3g}{u}")
         ax.plot([xv.central], [yv.central], marker="*", color="black", ms=9, ls="none")
         for var, axis, set_scale in ((xv, ax.xaxis, ax.set_xscale), (yv, ax.yaxis, ax.set_yscale)):
             if var.range.spacing == "log":
@@ -166,10 +167,10 @@ def heatmap_figure(result: Any) -> Figure | None:
                 axis.set_major_locator(FixedLocator([float(f"{t:.2g}") for t in np.geomspace(var.low, var.high, 5)]))
                 axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.set_xlabel(f"{h.x} ({xv.unit})", fontsize=7)
-        ax.set_ylabel(f"{h.y} ({yv.unit})", fontsize=7)
-        ax.tick_params(labelsize=6)
-        ax.set_title(f"{c.claim_id}: verdict, contours = statistic", fontsize=8, loc="left")
+        ax.set_xlabel(f"{h.x} ({xv.unit})", fontsize=FONT_PT)
+        ax.set_ylabel(f"{h.y} ({yv.unit})", fontsize=FONT_PT)
+        ax.tick_params(labelsize=FONT_PT)
+        ax.set_title(f"{c.claim_id}: verdict, contours = statistic", fontsize=FONT_PT, loc="left")
     handles = [Patch(color=VERDICT_COLORS[v], alpha=0.55) for v in _VERDICTS]
     star = ax.plot([], [], marker="*", color="black", ls="none")[0]
     legend_on_top(fig, [*handles, star], [*_VERDICTS, "central values"])

@@ -18,9 +18,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from distrepro.report.figures.figure_style import (
+    FONT_PT,
     SPAN_COLORS,
     arm_gid,
     arm_title,
+    cols_that_fit,
     finished,
     grid_shape,
     legend_on_top,
@@ -51,9 +53,9 @@ def timeline_figure(timelines: Mapping[str, pd.DataFrame], style: ArmStyle, max_
     if not items:
         return None
     items = [(arm, _window(tl, max_steps)) for arm, tl in items]
-    _, cols = grid_shape(len(items), max_cols=3)
+    _, cols = grid_shape(len(items), max_cols=cols_that_fit(4.3, 3))
     heights = _row_heights([tl["rank"].nunique() for _, tl in items], cols, per=0.2, extra=0.75)
-    fig, axes = panel_grid(len(items), 4.3, heights, max_cols=3)
+    fig, axes = panel_grid(len(items), 4.3, heights, max_cols=3, sharex=True)  # one time scale for every arm
     for ax, (arm, tl) in zip(axes, items, strict=True):
         ranks = sorted(tl["rank"].unique())
         for kind, color in SPAN_COLORS.items():
@@ -64,12 +66,12 @@ def timeline_figure(timelines: Mapping[str, pd.DataFrame], style: ArmStyle, max_
                     (i - 0.4, 0.8),
                     facecolors=color,
                 )
-        ax.set_yticks(range(len(ranks)), [f"w{r}" for r in ranks], fontsize=7)
+        ax.set_yticks(range(len(ranks)), [f"w{r}" for r in ranks], fontsize=FONT_PT)
         ax.set_ylim(len(ranks) - 0.5, -0.5)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.tick_params(axis="x", labelsize=FONT_PT)
         steps = f"steps {int(tl['step'].min())}–{int(tl['step'].max())}"
         arm_title(ax, arm, style.color(arm), f"{arm}: {steps}")
-    fig.supxlabel("emulated time since the start of the run (ms)", fontsize=8)
+    fig.supxlabel("emulated time since the start of the run (ms)", fontsize=FONT_PT)
     legend_on_top(fig, _SPAN_HANDLES, list(SPAN_COLORS))
     return fig
 
@@ -91,11 +93,11 @@ def breakdown_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmSt
             vals = wide.get(field, pd.Series(0.0, index=wide.index)).to_numpy()
             ax.bar([str(r) for r in wide.index], vals, bottom=bottom, color=SPAN_COLORS[kind], width=0.7)
             bottom += vals
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=FONT_PT)
         ax.grid(axis="x", visible=False)
         arm_title(ax, arm, style.color(arm))
-    fig.supxlabel("worker", fontsize=8)
-    fig.supylabel("emulated seconds (mean over seeds)", fontsize=8)
+    fig.supxlabel("worker", fontsize=FONT_PT)
+    fig.supylabel("emulated seconds (mean over seeds)", fontsize=FONT_PT)
     legend_on_top(fig, _SPAN_HANDLES, list(SPAN_COLORS))
     return fig
 
@@ -132,7 +134,7 @@ def allocation_figure(
             speed = last[last["arm"] == arm].groupby("rank")["speed_share"].mean().reindex(end.index)
             ax.scatter(x, speed.to_numpy(), marker="_", s=160, color="black", lw=1.6, zorder=5)
         ax.set_xticks(x, [str(r) for r in end.index])
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=FONT_PT)
         ax.grid(axis="x", visible=False)
         arm_title(ax, arm, style.color(arm))
     entries: list[tuple[Artist, str]] = [(Patch(color="#888888"), "share at the last epoch")]
@@ -140,7 +142,7 @@ def allocation_figure(
         entries.append((Line2D([], [], marker="D", ls="", mfc="white", mec="black"), "share at the first epoch"))
     if has_speed:
         entries.append((Line2D([], [], marker="_", ls="", color="black", ms=12, mew=1.6), "share of summed speed"))
-    fig.supxlabel("worker", fontsize=8)
-    fig.supylabel("share of the data", fontsize=8)
+    fig.supxlabel("worker", fontsize=FONT_PT)
+    fig.supylabel("share of the data", fontsize=FONT_PT)
     legend_on_top(fig, *zip(*entries, strict=True))
     return fig

@@ -1,0 +1,93 @@
+"""The report's first screen: what a reader came for, before any table.
+
+Reports run to dozens of screens (Chao's: 18 arms, 26 screens); the old first screen held the title,
+the campaign ids in hex and the top of a ten-column table whose verdict sat in column eight. Now it
+holds one sentence per headline claim (the paper's own, as it states them), verdict first: whether it
+holds, what was measured (with its interval and seeds) against what the paper claims, and at which
+scale and on which emulated cluster that was decided. Where the data came from (experiment, campaign
+runs, tracking store) is folded into a ``<details>`` block: the HTML renderer turns the marker
+paragraphs written here into the element (:func:`distrepro.report.html.render_html`), and Markdown viewers
+that render HTML (GitHub's) fold it too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from distrepro.claims.evidence import group_of, tally
+from distrepro.claims.verdicts import Verdict, fmt
+from distrepro.report.sections import claimed_text, source_text
+
+#: the verdict, said as a reader would say it
+SAID = {"PASS": "holds", "FAIL": "does not hold", "INCONCLUSIVE": "cannot be decided"}
+DETAILS_OPEN = "<details><summary>{summary}</summary>"
+DETAILS_CLOSE = "</details>"
+
+
+def _measured(v: Verdict, level: float) -> str:
+    if v.statistic is None or (isinstance(v.statistic, float) and math.isnan(v.statistic)):
+        return "nothing measured"
+    lower = "≥ " if v.statistic_name.startswith("lower bound") else ""
+    text = f"measured {lower}{fmt(v.statistic, v.unit)}"
+    seeds = f"{v.n_seeds} seed{'s' if v.n_seeds != 1 else ''}"
+    if v.ci is not None and all(math.isfinite(c) for c in v.ci) and v.ci[0] != v.ci[1]:
+        return text + f" [{fmt(v.ci[0], v.unit)}, {fmt(v.ci[1], v.unit)}] ({round(level * 100)}% CI, {seeds})"
+    return text + f" ({seeds})"
+
+
+_EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
+
+
+def claim_sentence(claim: Any, v: Verdict) -> str:
+    """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
+    what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
+    text = f"**{v.verdict}** · {SAID[v.verdict]}: *{what}* ({claim.id}; {source_text(claim)}): "
+    text += f"{_measured(v, claim.accept.ci)} against claimed {claimed_text(claim)}"
+    text += f"; decided at {claim.scale} scale on profile `{claim.profile or 'any'}`"
+    if v.verdict != "PASS":
+        text += f" — {v.reason}"
+    return text.replace("\n", " ").rstrip(".") + "."
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
+    """The tally and one sentence per headline claim (empty when the paper encodes no claims)."""
+    if spec is None or not spec.claims:
+        return ""
+    by_id = {v.claim_id: v for v in verdicts}
+    heads = [c for c in spec.claims if group_of(c) == "headline" and c.id in by_id]
+    t = tally(spec.claims, verdicts)
+    counts = t.of("headline")
+    lines = [
+        f"**Of the paper's {_count(len(heads), 'headline claim', 'headline claims')}: "
+        f"{_count(counts['PASS'], 'holds', 'hold')}, {_count(counts['FAIL'], 'does not hold', 'do not hold')}, "
+        f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}** on the emulated hardware "
+        "(the claims tables and evidence follow).",
+        "",
+    ]
+    lines += [f"- {claim_sentence(c, by_id[c.id])}" for c in heads]
+    others = t.total() - t.total("headline")
+    if others:
+        lines += ["", f"_Also judged, outside the headline: {t.text(t.all_claims())} over all {t.total()} claims._"]
+    return "\n".join(lines) + "\n"
+
+
+def folded(summary: str, body: str) -> str:
+    """``body`` folded under ``summary`` (a ``<details>`` element in the HTML report)."""
+    return "\n".join([DETAILS_OPEN.format(summary=summary), "", body.strip(), "", DETAILS_CLOSE, ""])
+
+
+def provenance(info: Any, rs: Any, n_done: int, generated: str, version: str) -> str:
+    """Where the report's data came from, folded: ids matter to someone re-running it, not to a reader."""
+    campaigns = ", ".join(f"`{c}`" for c in rs.campaigns) or "–"
+    body = (
+        f"Paper `{info.id}` · experiment `{rs.experiment}` · tracking `{rs.tracking_uri}` · {len(rs.runs)} runs "
+        f"({n_done} finished) · generated {generated} by distrepro {version} from MLflow alone.\n\n"
+        f"Campaign runs (one per arm): {campaigns}"
+    )
+    return folded(f"Data: {len(rs.runs)} runs in {len(rs.campaigns)} campaign runs of `{rs.experiment}`", body)

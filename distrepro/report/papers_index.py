@@ -1,0 +1,63 @@
+"""``reports/index.html``: every paper's report in one table, with its tally, headline first.
+
+A user who ran several reproductions wants one page that says how each paper fared before opening any
+report. The page is rebuilt from the ``claims_verdict.json`` each report writes beside it, so it never
+needs MLflow and always lists exactly the reports present in the folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from distrepro.report.html import render_html
+from distrepro.report.sections import table
+
+INDEX = "index.html"
+
+
+def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
+    chosen = [v for v in verdicts if group is None or v.get("group", "headline") == group]
+    out = {k: sum(v.get("verdict") == k for v in chosen) for k in ("PASS", "FAIL", "INCONCLUSIVE")}
+    return " · ".join(f"{n} {k}" for k, n in out.items())
+
+
+def _row(folder: Path, data: dict[str, Any]) -> dict[str, str]:
+    verdicts = data.get("verdicts", [])
+    link = f"[{data.get('paper', folder.name)}]({folder.name}/report.html)"
+    headline = data.get("headline") or (_counts(verdicts, "headline") if verdicts else "no claims encoded")
+    return {
+        "paper": link,
+        "title": data.get("title", ""),
+        "headline claims (the paper's own)": headline,
+        "all claims": _counts(verdicts) if verdicts else "–",
+        "runs": str(data.get("n_runs", "–")),
+        "generated": data.get("generated", "–"),
+    }
+
+
+def write_index(reports_dir: Path) -> Path:
+    """Write ``reports_dir/index.html`` (and ``index.md``) over every ``<paper>/claims_verdict.json`` there."""
+    rows = []
+    for path in sorted(reports_dir.glob("*/claims_verdict.json")):
+        try:
+            rows.append(_row(path.parent, json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as exc:  # one unreadable report must not hide the others
+            rows.append({"paper": path.parent.name, "title": f"unreadable claims_verdict.json: {exc}"})
+    cols = ["paper", "title", "headline claims (the paper's own)", "all claims", "runs", "generated"]
+    text = "\n".join(
+        [
+            "# distrepro reports",
+            "",
+            "One row per paper reproduced here. *Headline*: the paper's own claims as it states them, each decided "
+            "by a measurement on the emulated hardware; *all claims* adds the derived, reconstructed and structural "
+            "readings. Each report opens with one sentence per headline claim.",
+            "",
+            table(rows, cols) if rows else "_No reports yet: run `distrepro reproduce PAPER`._",
+        ]
+    )
+    (reports_dir / "index.md").write_text(text + "\n", encoding="utf-8")
+    out = reports_dir / INDEX
+    out.write_text(render_html(text, reports_dir, "distrepro reports"), encoding="utf-8")
+    return out

@@ -1,0 +1,88 @@
+"""The report in MLflow: its files once per reproduction, its verdicts as tags on each arm's run.
+
+``distrepro reproduce`` runs its arms under one umbrella run, so the report (megabytes: its figures are
+inlined in the HTML) is logged there once rather than on each of up to 18 arm runs; a campaign from a
+plain ``distrepro run`` holds its own copy. Each arm's campaign run gets the tally and one
+``verdict.<claim id>`` tag per claim it takes part in, so the runs table can show and filter them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from distrepro.claims.runs import RunSet
+from distrepro.tracking.mlflow_client import REPRODUCTION_TAG, VIEW_TAG, view_state
+
+_log = logging.getLogger(__name__)
+
+_TAG_UNSAFE = re.compile(r"[^\w.\-]")
+
+
+def claim_arms(claim: Any) -> set[str]:
+    """The arms a claim compares (its arm and baseline, or an ordering's arms)."""
+    names = [getattr(claim, "arm", None), getattr(claim, "baseline", None), *(getattr(claim, "arms", None) or [])]
+    return {n for n in names if n}
+
+
+def verdict_tags(rs: RunSet, report: Any, labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Campaign run id → ``verdict.<claim id>`` tags for the claims its arm takes part in, so the MLflow runs
+    table can show (and filter on) each arm's verdicts."""
+    by_id = {v.claim_id: v.verdict for v in report.verdicts}
+    arms_of: dict[str, set[str]] = {}
+    for run_id, parent in zip(rs.runs["run_id"], rs.runs["parent_run_id"], strict=True):
+        if isinstance(parent, str):
+            arms_of.setdefault(parent, set()).add(labels.get(run_id, "").split(" @ ")[0])
+    out: dict[str, dict[str, str]] = {}
+    for parent in rs.campaigns:
+        arms = arms_of.get(parent, set())
+        out[parent] = {
+            "verdict." + _TAG_UNSAFE.sub("_", c.id): by_id[c.id]
+            for c in report.claims
+            if c.id in by_id and claim_arms(c) & arms
+        }
+    return out
+
+
+def _umbrella(rs: RunSet, campaign: str) -> str | None:
+    """The ``reproduce`` run a campaign ran for, if any (its tag ``distrepro.reproduction``)."""
+    return rs.client.get_run(campaign).data.tags.get(REPRODUCTION_TAG) or None
+
+
+def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
+    """Log the report files under ``report/`` once per reproduction, and its verdicts as tags; returns the run
+    ids the files went to.
+
+    Campaigns of one ``distrepro reproduce`` share an umbrella run: the files go there once (a report is
+    megabytes; 18 arms used to hold 18 copies). A campaign run on its own (``distrepro run``) gets the files
+    itself. Every campaign run gets the tally (``distrepro.report.verdicts``) and ``verdict.<claim>`` tags."""
+    from mlflow.entities import RunTag
+
+    per_campaign = verdict_tags(rs, report, labels)
+    targets: list[str] = []
+    for parent in rs.campaigns:
+        try:
+            umbrella = _umbrella(rs, parent)
+            tags = {"distrepro.report.verdicts": report.summary(), **per_campaign.get(parent, {})}
+            rs.client.log_batch(parent, tags=[RunTag(k, v) for k, v in tags.items()])
+        except Exception as exc:
+            _log.warning("could not tag campaign run %s with the verdicts: %s", parent, exc)
+            continue
+        targets.append(umbrella or parent)
+    verdict_columns = sorted({k for tags in per_campaign.values() for k in tags})
+    if rs.campaigns and verdict_columns:  # the runs-table view of every printed link shows them as columns
+        try:
+            experiment = rs.client.get_run(rs.campaigns[0]).info.experiment_id
+            rs.client.set_experiment_tag(experiment, VIEW_TAG, view_state(verdict_columns))
+        except Exception as exc:
+            _log.warning("could not add the verdict columns to the MLflow view: %s", exc)
+    logged = []
+    for run_id in dict.fromkeys(targets):
+        try:
+            rs.client.log_artifacts(run_id, str(report.out_dir), artifact_path="report")
+            rs.client.set_tag(run_id, "distrepro.report.verdicts", report.summary())
+            logged.append(run_id)
+        except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
+            _log.warning("could not log the report to run %s: %s", run_id, exc)
+    return logged

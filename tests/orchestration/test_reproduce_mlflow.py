@@ -1,0 +1,90 @@
+"""What ``distrepro reproduce`` leaves in MLflow: one umbrella run, arm runs with metrics and verdict tags,
+seed runs named ``<arm>/s<seed>``, the report once; and ``--check`` exits 1 on a failed headline claim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distrepro.cli import main
+from distrepro.orchestration.reproduce import reproduce
+from distrepro.tracking.mlflow_client import make_client
+from tests.orchestration.test_reproduce import PAPER, paper_root  # noqa: F401  (the fixture)
+
+#: the same claim, as the paper's own (headline) and out of reach: 10x less traffic
+FAILING = PAPER.replace("claimed: 2.0", "claimed: 10.0").replace("evidence: derived", "evidence: verbatim")
+
+
+@pytest.mark.smoke
+def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, mlflow_uri: str) -> None:  # noqa: F811
+    result = reproduce("tinypaper", show_progress=False, root=paper_root)
+    client = make_client(mlflow_uri)
+    umbrella = client.get_run(result.run_id)
+    assert umbrella.info.status == "FINISHED" and umbrella.data.tags["distrepro.reproduce"] == "proxy"
+    assert umbrella.info.run_name == "reproduce tinypaper (proxy)"
+    assert "mlflow.note.content" in umbrella.data.tags
+    assert [a.path for a in client.list_artifacts(result.run_id, "report")], "the report is on the umbrella run"
+    for arm, campaign in result.campaigns.items():
+        run = client.get_run(campaign.parent_run_id)
+        assert run.data.tags["distrepro.reproduction"] == result.run_id
+        assert "mlflow.parentRunId" not in run.data.tags  # a top-level row: its metric columns show at once
+        assert client.list_artifacts(campaign.parent_run_id, "report") == []  # not once per arm
+        assert run.data.tags["verdict.fewer-bytes"] == "PASS"  # both arms take part in the claim
+        metrics = run.data.metrics
+        assert metrics["seeds_finished"] == 2
+        seeds = [client.get_run(c.run_id).data.metrics["final/val_accuracy"] for c in campaign.cells]
+        assert metrics["final/val_accuracy"] == pytest.approx(sum(seeds) / 2)
+        assert metrics["final/val_accuracy/ci95_low"] <= metrics["final/val_accuracy"]
+        assert metrics["final/val_accuracy/ci95_high"] >= metrics["final/val_accuracy"]
+        names = sorted(client.get_run(c.run_id).info.run_name for c in campaign.cells)
+        assert names == [f"{arm}/s0", f"{arm}/s1"]
+        child = client.get_run(campaign.cells[0].run_id)
+        assert (
+            "emu_ms/val_accuracy" in child.data.metrics
+            and "emulated milliseconds" in child.data.tags["mlflow.note.content"]
+        )
+        assert child.data.tags["distrepro.torch_threads"].startswith("1 (config")
+
+
+def test_reproduce_says_its_size_and_estimated_time_before_training(
+    paper_root: Path,  # noqa: F811
+    mlflow_uri: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["reproduce", "tinypaper", "--seeds", "0", "--no-report", "--no-progress"]
+    assert main(args) == 0
+    first = capsys.readouterr().err
+    assert "reproduce tinypaper: 2 arms, 2 runs; no time estimate yet" in first
+    assert main(args) == 0
+    second = capsys.readouterr().err.splitlines()
+    assert second[0].startswith("reproduce tinypaper: 2 arms, 2 runs; estimated ")  # before any training line
+    assert second[0].endswith("from earlier runs of the same configs")
+
+
+def test_check_exits_1_only_when_a_headline_claim_fails(
+    paper_root: Path,  # noqa: F811
+    mlflow_uri: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["reproduce", "tinypaper", "--seeds", "0,1", "--no-progress", "--check"]
+    assert main(args) == 0  # the derived claim passes
+    out = capsys.readouterr()
+    assert "this run: http://127.0.0.1:5000/#/experiments/" in out.out and "workflowType=machine_learning" in out.out
+    (paper_root / "methods" / "tiny" / "paper.yaml").write_text(FAILING)
+    assert main(args) == 1
+    assert "--check: 1 headline claim(s) FAIL: fewer-bytes" in capsys.readouterr().err
+    assert main(args[:-1]) == 0  # without --check a FAIL is a result, not an error
+    assert main([*args, "--no-report"]) == 2
+
+
+def test_version_and_list_show_what_users_type(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"distrepro {version('distrepro')}"
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    papers = out[out.index("papers") : out.index("methods:")]
+    assert "cadp " in papers and "arms: " in papers and "deepspeed_real*" in papers

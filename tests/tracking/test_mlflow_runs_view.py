@@ -1,0 +1,86 @@
+"""What an MLflow user sees of a reproduction, checked in headless Chromium against a real ``mlflow server``.
+
+The runs table opened by the printed link has metric columns (each arm's mean and interval) and the verdict
+tags; the chart view draws charts (the arms' runs carry metrics); the compare view of the seed runs tells
+them apart by name (``<arm>/s<seed>``). Skipped where Chromium is absent (CI installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from distrepro.orchestration.reproduce import Reproduction, reproduce
+from distrepro.tracking.mlflow_client import ui_url
+from tests.orchestration.test_reproduce import paper_root  # noqa: F401  (the fixture)
+from tests.tracking.test_mlflow_ui import CHROMIUM, _free_port
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)"),
+]
+
+
+@pytest.fixture
+def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[str, Reproduction]]:  # noqa: F811
+    result = reproduce("tinypaper", show_progress=False, root=paper_root)
+    port = _free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", mlflow_uri],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not become healthy within 90 s")
+        yield base, result
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def _dom(url: str, workdir: Path) -> str:
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={workdir / 'p'}"]
+    browser += ["--virtual-time-budget=30000", "--window-size=1900,1000", "--dump-dom", url]
+    return subprocess.run(browser, capture_output=True, text=True, timeout=180, check=False).stdout
+
+
+def test_runs_table_charts_and_compare_view(served: tuple[str, Reproduction], tmp_path: Path) -> None:
+    base, result = served
+    exp = result.experiment_id
+    table = _dom(ui_url(exp, base), tmp_path / "table")
+    assert "shared view" in table  # distrepro's view, from the experiment tag
+    for column in ("final/val_accuracy", "final/emulated_s", "seeds_finished", "verdict.fewer-bytes"):
+        assert column in table, column
+    assert ">sync<" in table and ">local<" in table and "reproduce tinypaper (proxy)" in table
+
+    charts = _dom(ui_url(exp, base).replace("/runs?", "/runs?compareRunsMode=CHART&"), tmp_path / "charts")
+    sections = {m[0]: int(m[1]) for m in re.findall(r">([\w/]+)</div><div[^>]*>\((\d+)\)<", charts)}
+    assert sections.get("final", 0) >= 8, sections  # the arms' means and intervals, one chart each
+
+    seeds = [c.run_id for campaign in result.campaigns.values() for c in campaign.cells]
+    query = urllib.parse.urlencode({"runs": json.dumps(seeds), "experiments": json.dumps([exp])})
+    compare = _dom(f"{base}/#/compare-runs?{query}&workflowType=machine_learning", tmp_path / "compare")
+    for name in ("sync/s0", "sync/s1", "local/s0", "local/s1"):
+        assert name in compare, name
