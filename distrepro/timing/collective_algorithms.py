@@ -153,10 +153,11 @@ def _tree_phase(topo: Topology, size: float, eff: float) -> tuple[_Phase, Hops]:
     hops: list[tuple[int, int]] = []
     for ranks in topo.nodes:
         hops += chain_hops(ranks) + chain_hops(ranks[::-1])
-    for i in range(1, len(heads)):
-        parent = heads[(i - 1) // 2]
-        hops += [(heads[i], parent), (parent, heads[i])]
-    a_in, a_out, bandwidth, a_worst = topo.worst(hops)
+    tree = [(heads[i], heads[(i - 1) // 2]) for i in range(1, len(heads))]
+    a_in, a_out, bandwidth, a_worst = topo.worst(hops + tree + [(b, a) for a, b in tree])
+    # for link sharing, each node's NIC is crossed once each way (a ring over the heads): the charge's bandwidth
+    # term already holds the tree's volume, so a flow alone must not be slowed by counting a NIC twice
+    hops += ring_hops(heads)
     local = max(len(ranks) for ranks in topo.nodes)
     levels = int(math.log2(topo.n_nodes)) if topo.n_nodes > 1 else 0
     bw_s = size / (bandwidth * eff * TREE_ALGBW_RATIO)
@@ -183,7 +184,8 @@ def _hierarchical_phase(topo: Topology, size: float, eff: float, kind: str) -> t
     intra_steps = intra_passes * (local - 1)
     inter_steps = (2 if kind == "all_reduce" else 1) * (n - 1)
     phase = _Phase(intra_steps, inter_steps, ai, ao, bw_s, intra_steps * ai + inter_steps * ao)
-    return phase, tuple(intra + inter)
+    # link sharing: the shard rings together cross each NIC once each way (their bytes add up to the charge's)
+    return phase, tuple(intra + inter[:n])
 
 
 def _nic_share(topo: Topology, local: int) -> float:

@@ -146,3 +146,16 @@ def test_the_in_process_engine_charges_the_chosen_algorithm_and_shares_its_links
     shared = net.run(body)
     two = net.fabric.cost.collective("all_reduce", [0, 2], G)
     assert min(shared.values()) > two.seconds * 1.5  # each got about half of each NIC
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "hierarchical"])
+def test_a_pinned_algorithm_alone_on_the_engine_costs_exactly_its_charge(tmp_path: Path, algorithm: str) -> None:
+    """Its flow crosses each NIC once each way (the charge's bandwidth term holds the algorithm's volume), so a
+    tree over 4 nodes or a hierarchical all-reduce alone runs exactly as charged, not a NIC-share slower."""
+    from lanenet import G, Net
+
+    net = Net(tmp_path, 4, per_node=2, algorithm=algorithm)
+    how = net.fabric.cost.collective("all_reduce", range(8), G)
+    assert how.algorithm == algorithm
+    out = net.run(lambda r, comm, clock: comm.charge("all_reduce", G, async_op=True).wait() or clock.t)
+    assert list(out.values()) == [pytest.approx(how.seconds, rel=1e-9)] * 8
