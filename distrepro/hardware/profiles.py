@@ -64,8 +64,9 @@ class HardwareProfile(Strict):
     network: Network
     noise: Noise | None = None
     backward: Backward | None = None
-    #: how collectives run (:mod:`distrepro.timing.collective_algorithms`): ``auto`` follows NCCL's choice of ring or tree and of
-    #: protocol; ``ring`` keeps the flat alpha-beta model of schema 1 (textbook ring, binomial broadcast)
+    #: how collectives run (:mod:`distrepro.timing.collective_algorithms`): ``auto`` follows NCCL's choice of ring
+    #: or tree and of protocol; ``ring`` keeps the flat alpha-beta model of schema 1 (textbook ring, binomial
+    #: broadcast)
     collective_algorithm: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
 
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)

@@ -10,9 +10,9 @@ so instead of guessing.
 
 The time estimate is analytical: compute from each worker's declared step cost for its allocated batch
 (``t_fixed + b / peak``; no jitter, stragglers or speed changes), communication from the method's own plan
-(:meth:`distrepro.api.method.Method.plan`, ``comm``) priced by the collective model with the algorithm and protocol
-each call runs with (:mod:`distrepro.timing.collective_algorithms`), lockstep with no overlap; methods that do not say what they
-send are "not estimated".
+(:meth:`distrepro.api.method.Method.plan`, ``comm``) priced by the collective model with the algorithm and
+protocol each call runs with (:mod:`distrepro.timing.collective_algorithms`), lockstep with no overlap; methods
+that do not say what they send are "not estimated".
 """
 
 from __future__ import annotations
