@@ -34,7 +34,7 @@ def _whole(nbytes: float) -> int:
 
 def all_reduce(cost: CommCostModel, ranks: Sequence[int], nbytes: float) -> Charge:
     p = len(ranks)
-    return cost.ring_all_reduce(list(ranks), nbytes), _whole(2 * (p - 1) / p * nbytes if p > 1 else 0)
+    return cost.all_reduce(list(ranks), nbytes), _whole(2 * (p - 1) / p * nbytes if p > 1 else 0)
 
 
 def reduce_scatter(cost: CommCostModel, ranks: Sequence[int], nbytes_total: float) -> Charge:

@@ -102,6 +102,9 @@ class DeviceGroup(Strict):
     cores: int | None = Field(default=None, ge=1)
     batch_size: int | None = Field(default=None, ge=1)
     throughput_samples_per_s: dict[str, Positive] = Field(default_factory=dict)
+    #: schema 2: fixed cost of one training step per workload, milliseconds: a step of b samples takes
+    #: ``step_overhead_ms/1000 + b / throughput_samples_per_s`` (absent: 0, the large-batch throughput alone)
+    step_overhead_ms: dict[str, NonNegative] = Field(default_factory=dict)
     effective_flops_per_s: Positive | None = None
     source: Source
     jitter: Jitter = Field(default_factory=Jitter)
@@ -114,6 +117,8 @@ class DeviceGroup(Strict):
     @model_validator(mode="after")
     def _speed_range(self) -> DeviceGroup:
         check_device_ranges(self.ranges)
+        if "overhead" in self.ranges and not self.step_overhead_ms:
+            raise ValueError("ranges.overhead: the group declares no step_overhead_ms to range")
         return self
 
     @field_validator("speed_changes")

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LINK_FIGURES = ("latency_us", "bandwidth_gbytes_per_s")
-DEVICE_FIGURES = ("speed",)
+DEVICE_FIGURES = ("speed", "overhead")
 _ESTIMATE = re.compile(r"\[(?:[MDESL]/)*E(?:/[MDESL])*\]")
 
 
@@ -91,12 +91,16 @@ def check_link_ranges(values: Mapping[str, float], ranges: Mapping[str, FigureRa
 
 
 def check_device_ranges(ranges: Mapping[str, FigureRange]) -> None:
-    """A device group ranges only ``speed``, a factor whose range contains 1 (the declared speed)."""
+    """A device group ranges only ``speed`` (a factor on its declared large-batch speeds) and ``overhead`` (a factor
+    on its declared step overheads); both ranges contain 1 (the declared value)."""
     for key, rng in ranges.items():
         if key not in DEVICE_FIGURES:
-            raise ValueError(f"ranges.{key}: a device group ranges only 'speed' (a factor on its declared speeds)")
+            raise ValueError(
+                f"ranges.{key}: a device group ranges only 'speed' (a factor on its declared speeds) and "
+                "'overhead' (a factor on its step_overhead_ms)"
+            )
         if not rng.contains(1.0):
-            raise ValueError(f"ranges.speed: [{rng.low:g}, {rng.high:g}] must contain 1 (the declared speed)")
+            raise ValueError(f"ranges.{key}: [{rng.low:g}, {rng.high:g}] must contain 1 (the declared value)")
 
 
 def is_estimate(source: str) -> bool:
@@ -137,12 +141,14 @@ def unranged_estimates(profile: Any) -> list[str]:
     for path, group in _groups(profile):
         if is_estimate(group.source) and "speed" not in group.ranges:
             out.append(f"{path}.speed")
+        if is_estimate(group.source) and group.step_overhead_ms and "overhead" not in group.ranges:
+            out.append(f"{path}.overhead")
     return out
 
 
 def ranged_figures(profile: Any) -> Iterator[tuple[str, str, float, FigureRange]]:
     """(variable name, field path, central value, range) of every ranged figure of ``profile``'s
-    loaded network and devices; a device ``speed`` has central value 1."""
+    loaded network and devices; a device ``speed`` or ``overhead`` factor has central value 1."""
     for prefix, path, link in _links(profile):
         for key, rng in link.ranges.items():
             yield rng.name or f"{prefix}.{key}", f"{path}.{key}", float(getattr(link, key)), rng

@@ -63,6 +63,10 @@ class HardwareProfile(Strict):
     network: Network
     noise: Noise | None = None
     backward: Backward | None = None
+    #: how collectives run (:mod:`distrepro.timing.collective_algorithms`): ``auto`` follows NCCL's choice of ring
+    #: or tree and of protocol; ``ring`` keeps the flat alpha-beta model of schema 1 (textbook ring, binomial
+    #: broadcast)
+    collective_algorithm: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
 
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
     _source_path: str | None = PrivateAttr(default=None)
@@ -87,6 +91,12 @@ class HardwareProfile(Strict):
                 v2.append("network.message_overhead_us/efficiency")
             if self.backward is not None:
                 v2.append("backward")
+            v2 += [
+                f"nodes[{i}].devices[{j}].step_overhead_ms"
+                for i, n in enumerate(self.nodes)
+                for j, g in enumerate(n.devices)
+                if g.step_overhead_ms
+            ]
             if v2:
                 raise ValueError(f"{', '.join(v2)} need schema_version: 2")
         return self

@@ -27,7 +27,7 @@ from distrepro.errors import ConfigError
 from distrepro.hardware.profile_ranges import FigureRange, ranged_figures
 from distrepro.hardware.profiles import HardwareProfile
 
-_UNITS = {"latency_us": "µs", "bandwidth_gbytes_per_s": "GB/s", "speed": "× declared"}
+_UNITS = {"latency_us": "µs", "bandwidth_gbytes_per_s": "GB/s", "speed": "× declared", "overhead": "× declared"}
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,8 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
         if data["network"].get(key) is not None:
             set_link(data["network"][key], f"network.{key}")
     for node in data["nodes"]:
+        if node.get("nic") is not None:  # a node's shared NIC moves with the variable its range names
+            set_link(node["nic"], f"{node['name']}.nic")
         for group in node["devices"]:
             if group["nic"] is not None:
                 set_link(group["nic"], f"{group['name']}.nic")
@@ -162,6 +164,11 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
                 group["throughput_samples_per_s"] = {w: v * factor for w, v in speeds.items()}
                 if group["effective_flops_per_s"] is not None:
                     group["effective_flops_per_s"] *= factor
+            rng = group["ranges"].get("overhead")
+            name = (rng["name"] or f"{group['name']}.overhead") if rng else None
+            if name is not None and name in values:
+                factor = float(values[name])
+                group["step_overhead_ms"] = {w: v * factor for w, v in group["step_overhead_ms"].items()}
     new = HardwareProfile.model_validate(data)
     new._source_path = profile.source_path
     new._variant = profile.variant

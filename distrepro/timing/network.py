@@ -390,20 +390,3 @@ class Paths:
         out = (cap, tuple(uses.items()))
         self._cache[hops] = out
         return out
-
-
-def ring_hops(ranks: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    p = len(ranks)
-    return tuple((ranks[i], ranks[(i + 1) % p]) for i in range(p)) if p > 1 else ()
-
-
-def tree_hops(ranks: Sequence[int], src: int) -> tuple[tuple[int, int], ...]:
-    """The binomial tree :meth:`distrepro.timing.timemodel.CommCostModel.broadcast` charges."""
-    group = tuple(ranks)
-    p = len(group)
-    if p <= 1:
-        return ()
-    start = group.index(src)
-    order = group[start:] + group[:start]
-    levels = (p - 1).bit_length()
-    return tuple((order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p)

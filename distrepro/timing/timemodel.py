@@ -1,181 +1,32 @@
-"""The cost model: how many virtual seconds a step of compute or a communication call takes.
+"""The communication cost model: how many virtual seconds a communication call takes.
 
 Everything here is a pure function of the hardware profile (and, for noise, of derived seeds),
 so two runs of the same config charge exactly the same times on any machine. No global RNG is
-touched: a method's own randomness and the clock's noise must never perturb each other.
+touched: a method's own randomness and the clock's noise must never perturb each other. The
+compute side (``t_fixed + b / peak`` per step, jitter, stragglers) is :mod:`distrepro.timing.compute`,
+re-exported here.
 
-Compute: the declared speed of a rank for the charged workload (its measured throughput, else
-``effective_flops_per_s / flops_per_sample``), slowed by the speed change in force, a mean-1
-lognormal jitter and an occasional straggler slowdown.
-
-Communication: the alpha-beta (latency-bandwidth, Hockney 1994) model with the standard
-algorithm costs of Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
-Operations in MPICH" (IJHPCA 19(1), 2005), and Patarasuk & Yuan (JPDC 69(2), 2009). A
-collective over heterogeneous links is charged at its *worst* link (largest α, smallest B): the
-pipeline of a ring or a tree level moves at the pace of its slowest hop.
+Collectives (all-reduce, reduce-scatter, all-gather, broadcast) run as NCCL runs them: the algorithm
+and protocol of each call are chosen by NCCL's rule, ``collective_algorithm`` pins the algorithm
+(:mod:`distrepro.timing.collective_algorithms`). Point-to-point messages and the parameter server keep the alpha-beta
+(latency-bandwidth, Hockney 1994) model. A path over heterogeneous links is charged at its *worst*
+link (largest α, smallest B): the pipeline of a ring or a tree level moves at the pace of its slowest hop.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
-from statistics import NormalDist
 from typing import Any
 
-from distrepro.errors import ConfigError
 from distrepro.hardware.profile_parts import ResolvedLink
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.seeding import derive_seed
+from distrepro.timing import collective_algorithms as coll
+from distrepro.timing.collective_algorithms import CollectiveCost, Topology
+from distrepro.timing.compute import ComputeModel, lognormal, sigma_of_cv, uniforms
 
-_STD_NORMAL = NormalDist()
-
-
-def _uniforms(seed: int) -> tuple[float, float]:
-    """Two uniforms in (0, 1) from ``seed``: the first for jitter, the second for stragglers.
-
-    ``random.Random(int).random()`` is the one part of ``random`` that Python guarantees to
-    reproduce across versions; the normal is then taken by inverse CDF rather than
-    ``gauss()``, whose algorithm is not guaranteed. Both draws are always taken so that the
-    stream does not depend on which noise a profile enables.
-    """
-    rng = random.Random(seed)
-    first, second = rng.random(), rng.random()
-    return max(first, 2.0**-60), second
-
-
-def sigma_of_cv(cv: float) -> float:
-    """σ of a mean-1 lognormal whose coefficient of variation is ``cv``: √ln(1 + cv²) (≈ cv when small)."""
-    return math.sqrt(math.log1p(cv * cv))
-
-
-def _lognormal(sigma: float, u: float) -> float:
-    """``exp(σZ − σ²/2)`` with Z = Φ⁻¹(u): mean exactly 1, so noise adds spread without moving the mean."""
-    return math.exp(sigma * _STD_NORMAL.inv_cdf(u) - 0.5 * sigma * sigma)
-
-
-def _ranks(ranks: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
-    runs: list[list[int]] = []
-    for r in sorted(ranks):
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
-
-
-class ComputeModel:
-    """Compute time of one rank's step, for one charged workload.
-
-    ``workload_name`` selects the ``throughput_samples_per_s`` entry; ``flops_per_sample`` is the
-    workload's training FLOPs per sample, used where a device has no entry for it. That fallback
-    changes a named workload's times (the FLOP/s figure and the measured throughput rarely agree), so
-    the ranks it applies to are kept in :attr:`fallback_ranks` and :meth:`fallback_note` says it.
-    ``seed_parts`` identify the run (paper, method, profile, seed index, ...); rank and step index
-    are appended for each draw.
-    """
-
-    def __init__(
-        self,
-        profile: HardwareProfile,
-        workload_name: str | None,
-        flops_per_sample: float,
-        seed_parts: tuple[object, ...] = (),
-    ) -> None:
-        if not (math.isfinite(flops_per_sample) and flops_per_sample > 0):
-            raise ValueError(f"flops_per_sample must be a positive number, got {flops_per_sample}")
-        self.profile = profile
-        self.workload_name = workload_name
-        self.flops_per_sample = float(flops_per_sample)
-        self.seed_parts = tuple(seed_parts)
-        #: ranks charged effective_flops_per_s / flops_per_sample although a workload was named
-        self.fallback_ranks: tuple[int, ...] = ()
-        # resolved for every rank now, so a profile that cannot charge this workload fails at
-        # start-up rather than when the slow rank first steps
-        self._declared = [self._declare(rank) for rank in range(profile.world_size)]
-        # looked up once: device() is on the per-step path of every worker
-        self._devices = [profile.device(rank) for rank in range(profile.world_size)]
-        # a device's own jitter wins; the others get the profile's compute_cv (if any)
-        default = sigma_of_cv(profile.noise.compute_cv) if profile.noise is not None else 0.0
-        self._sigma = [d.jitter.sigma if d.jitter.kind == "lognormal" else default for d in self._devices]
-
-    def _declare(self, rank: int) -> float:
-        device = self.profile.device(rank)
-        if self.workload_name is not None and self.workload_name in device.throughput_samples_per_s:
-            return device.throughput_samples_per_s[self.workload_name]
-        if device.effective_flops_per_s is not None:
-            if self.workload_name is not None and rank not in self.fallback_ranks:
-                self.fallback_ranks = (*self.fallback_ranks, rank)
-            return device.effective_flops_per_s / self.flops_per_sample
-        known = ", ".join(sorted(device.throughput_samples_per_s)) or "none"
-        raise ConfigError(
-            self.profile.origin,
-            self.profile.device_path(rank),
-            f"device '{device.name}' (rank {rank}) cannot be charged for workload '{self.workload_name}': "
-            f"no throughput_samples_per_s entry for it (has: {known}) and no effective_flops_per_s",
-        )
-
-    def fallback_note(self, measured_only: bool = False) -> str | None:
-        """One line naming the devices whose speed for the named workload comes from FLOP/s, or None.
-
-        ``measured_only``: only devices that declare measured throughputs for *other* workloads, where
-        the fallback silently mixes two bases (the surprise worth a warning). A device without any
-        throughput entry declares its speed in FLOP/s alone (the chao profiles are calibrated so), and
-        charging it that way is its declaration, not a fallback: the run's tag still records it.
-        """
-        ranks = [r for r in self.fallback_ranks if not measured_only or self.profile.device(r).throughput_samples_per_s]
-        if not ranks:
-            return None
-        by_device: dict[str, list[int]] = {}
-        for rank in ranks:
-            by_device.setdefault(self.profile.device(rank).name, []).append(rank)
-        devices = ", ".join(f"{name} (rank{'s' if len(r) > 1 else ''} {_ranks(r)})" for name, r in by_device.items())
-        return (
-            f"profile '{self.profile.name}' has no throughput_samples_per_s entry for workload "
-            f"'{self.workload_name}' on {devices}: charged effective_flops_per_s / "
-            f"{self.flops_per_sample:.4g} FLOPs per sample instead"
-        )
-
-    def _device(self, rank: int) -> Any:
-        return self._devices[rank] if 0 <= rank < len(self._devices) else self.profile.device(rank)
-
-    def declared_samples_per_s(self, rank: int) -> float:
-        """The profile's speed for this workload, before speed changes and noise."""
-        return self._declared[rank] if 0 <= rank < len(self._declared) else self._declare(rank)
-
-    def samples_per_s(self, rank: int, at_s: float = 0.0) -> float:
-        """Declared speed × the speed-change factor in force at virtual time ``at_s``."""
-        return self.declared_samples_per_s(rank) * self._device(rank).speed_factor(at_s)
-
-    def noise_factor(self, rank: int, step_index: int) -> float:
-        """Jitter × straggler multiplier of this (rank, step): 1.0 when the profile declares none.
-
-        Jitter is ``exp(σZ − σ²/2)``: lognormal with mean exactly 1, so it adds variance without
-        changing the expected speed; σ is the device's own ``jitter.sigma``, else the profile's
-        ``noise.compute_cv`` (as σ). A straggler step takes ``slowdown`` times as long.
-        """
-        device = self._device(rank)
-        sigma = self._sigma[rank] if 0 <= rank < len(self._sigma) else 0.0
-        if sigma == 0 and device.straggler.probability == 0:
-            return 1.0  # no noise declared: skip deriving a seed every step
-        u_jitter, u_straggler = _uniforms(derive_seed(*self.seed_parts, rank, step_index))
-        factor = _lognormal(sigma, u_jitter) if sigma > 0 else 1.0
-        if u_straggler < device.straggler.probability:
-            factor *= device.straggler.slowdown
-        return factor
-
-    def step_seconds(self, rank: int, n_samples: int, step_index: int, at_s: float) -> float:
-        """Virtual seconds for ``n_samples`` samples on ``rank`` in step ``step_index``.
-
-        The speed factor is the one in force when the step starts (``at_s``); a step that crosses
-        a change is charged at the old speed. Factor 0.5 makes the step twice as long.
-        """
-        if n_samples < 0:
-            raise ValueError(f"n_samples must be >= 0, got {n_samples}")
-        if n_samples == 0:
-            return 0.0
-        return n_samples / self.samples_per_s(rank, at_s) * self.noise_factor(rank, step_index)
+__all__ = ["CommCostModel", "ComputeModel", "sigma_of_cv"]
 
 
 class CommCostModel:
@@ -202,7 +53,8 @@ class CommCostModel:
         self.seed_parts = tuple(seed_parts)
         self._link_sigma = sigma_of_cv(profile.noise.link_cv) if profile.noise is not None else 0.0
         self._draws: dict[tuple[str, tuple[int, ...]], int] = {}
-        self._ring_cache: dict[tuple[int, ...], tuple[float, float]] = {}
+        self._topo_cache: dict[tuple[int, ...], Topology] = {}
+        self._cost_cache: dict[tuple[Any, ...], CollectiveCost] = {}
         self._latency_cache: dict[tuple[int, ...], float] = {}
 
     @property
@@ -224,8 +76,8 @@ class CommCostModel:
             return seconds
         k = self._draws.get((pattern, group), 0)
         self._draws[(pattern, group)] = k + 1
-        u, _ = _uniforms(derive_seed(*self.seed_parts, pattern, *group, k))
-        return seconds * _lognormal(self._link_sigma, u)
+        u, _ = uniforms(derive_seed(*self.seed_parts, pattern, *group, k))
+        return seconds * lognormal(self._link_sigma, u)
 
     def noise_free(self) -> CommCostModel:
         """The same model without link noise, for charges that are not part of a run (throttle calibration,
@@ -258,86 +110,79 @@ class CommCostModel:
         links: list[ResolvedLink] = [self.profile.link(a, b) for a, b in pairs]
         return max(x.latency_s for x in links), min(x.bandwidth_bytes_per_s for x in links)
 
-    def _ring(self, group: tuple[int, ...]) -> tuple[float, float]:
-        """Worst (α, B) over the ring's consecutive pairs, in the given order, wrapping."""
-        if group not in self._ring_cache:
-            p = len(group)
-            self._ring_cache[group] = self._worst([(group[i], group[(i + 1) % p]) for i in range(p)])
-        return self._ring_cache[group]
+    def _topology(self, group: tuple[int, ...]) -> Topology:
+        topo = self._topo_cache.get(group)
+        if topo is None:
+            topo = self._topo_cache[group] = Topology(self.profile, group)
+        return topo
 
     # ------------------------------------------------------------------ collectives
-    def ring_all_reduce(self, ranks: Sequence[int], nbytes: float) -> float:
-        """Ring all-reduce (reduce-scatter then all-gather): ``2(p−1)·α + 2(p−1)/p · S/B``.
-
-        Thakur, Rabenseifner & Gropp 2005 §4 (Rabenseifner's algorithm, ring form); Patarasuk &
-        Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations", JPDC 69(2),
-        2009. The reduction term (p−1)/p·S·γ is left out: negligible next to the network.
-        """
+    def collective(
+        self, pattern: str, ranks: Sequence[int], nbytes: float, src: int | None = None, algorithm: str | None = None
+    ) -> CollectiveCost:
+        """How ``pattern`` runs on ``ranks`` for a payload of ``nbytes`` (all-gather: per rank), noise-free:
+        algorithm, protocol, seconds, latency part, hops (:mod:`distrepro.timing.collective_algorithms`). ``algorithm``
+        overrides the profile's ``collective_algorithm``."""
         group = self._group(ranks)
-        p = len(group)
-        if p <= 1:
-            return 0.0
-        alpha, bandwidth = self._ring(group)
-        bandwidth *= self.profile.efficiency("all_reduce")
-        return self._noisy(
-            "all_reduce", group, 2 * (p - 1) * alpha + 2 * (p - 1) / p * self._size(nbytes) / bandwidth, nbytes
-        )
+        if len(group) <= 1:
+            return CollectiveCost("none", "none", 0.0, 0.0, ())
+        algo = algorithm or self.profile.collective_algorithm
+        size = self._size(nbytes)
+        key = (pattern, group, size, src, algo)
+        cached = self._cost_cache.get(key)
+        if cached is not None:
+            return cached
+        topo = self._topology(group)
+        eff = self.profile.efficiency(pattern)
+        if pattern == "all_reduce":
+            out = coll.all_reduce(topo, size, algo, eff)
+        elif pattern == "reduce_scatter":
+            out = coll.scatter_or_gather(topo, size, algo, eff, "reduce_scatter")
+        elif pattern == "all_gather":
+            out = coll.scatter_or_gather(topo, len(group) * size, algo, eff, "all_gather")
+        elif pattern == "broadcast":
+            if src not in group:
+                raise ValueError(f"broadcast source {src} is not in the group {group}")
+            out = coll.broadcast(topo, src, size, algo, eff)
+        else:
+            raise ValueError(f"no collective model for pattern {pattern!r}")
+        if len(self._cost_cache) > 4096:
+            self._cost_cache.clear()
+        self._cost_cache[key] = out
+        return out
+
+    def all_reduce(self, ranks: Sequence[int], nbytes: float) -> float:
+        """All-reduce of ``nbytes`` as the profile's ``collective_algorithm`` runs it (``auto``: NCCL's choice of
+        ring or tree and of protocol; see :mod:`distrepro.timing.collective_algorithms`)."""
+        group = self._group(ranks)
+        return self._noisy("all_reduce", group, self.collective("all_reduce", group, nbytes).seconds, nbytes)
+
+    def ring_all_reduce(self, ranks: Sequence[int], nbytes: float) -> float:
+        """All-reduce pinned to the ring: ``2(p−1)/p · S/B`` plus NCCL's step latencies (gloo for CPU groups:
+        ``2(p−1)·α + 2(p−1)/p · S/B``, Thakur, Rabenseifner & Gropp 2005 §4; Patarasuk & Yuan 2009)."""
+        group = self._group(ranks)
+        seconds = self.collective("all_reduce", group, nbytes, algorithm="ring").seconds
+        return self._noisy("all_reduce", group, seconds, nbytes)
 
     def all_gather(self, ranks: Sequence[int], nbytes_per_rank: float) -> float:
-        """Ring all-gather of ``nbytes_per_rank`` from each: ``(p−1)·α + (p−1)/p · S_total/B``.
-
-        Thakur, Rabenseifner & Gropp 2005 §3 (ring algorithm), with S_total = p · nbytes_per_rank.
-        """
+        """All-gather of ``nbytes_per_rank`` from each: NCCL's ring, ``(p−1)/p · S_total/B`` + step latencies."""
         group = self._group(ranks)
-        p = len(group)
-        if p <= 1:
-            return 0.0
-        alpha, bandwidth = self._ring(group)
-        bandwidth *= self.profile.efficiency("all_gather")
-        return self._noisy(
-            "all_gather",
-            group,
-            (p - 1) * alpha + (p - 1) / p * (p * self._size(nbytes_per_rank)) / bandwidth,
-            nbytes_per_rank,
-        )
+        seconds = self.collective("all_gather", group, nbytes_per_rank).seconds
+        return self._noisy("all_gather", group, seconds, nbytes_per_rank)
 
     def reduce_scatter(self, ranks: Sequence[int], nbytes_total: float) -> float:
-        """Ring reduce-scatter of an ``nbytes_total`` vector: ``(p−1)·α + (p−1)/p · S_total/B``.
-
-        Thakur, Rabenseifner & Gropp 2005 §4 (pairwise-exchange / ring reduce-scatter), γ dropped.
-        """
+        """Reduce-scatter of an ``nbytes_total`` vector: NCCL's ring, ``(p−1)/p · S_total/B`` + step latencies."""
         group = self._group(ranks)
-        p = len(group)
-        if p <= 1:
-            return 0.0
-        alpha, bandwidth = self._ring(group)
-        bandwidth *= self.profile.efficiency("reduce_scatter")
-        return self._noisy(
-            "reduce_scatter",
-            group,
-            (p - 1) * alpha + (p - 1) / p * self._size(nbytes_total) / bandwidth,
-            nbytes_total,
-        )
+        seconds = self.collective("reduce_scatter", group, nbytes_total).seconds
+        return self._noisy("reduce_scatter", group, seconds, nbytes_total)
 
     def broadcast(self, ranks: Sequence[int], src: int, nbytes: float) -> float:
-        """Binomial-tree broadcast: ``⌈log2 p⌉ · (α + S/B)`` at the tree's worst link.
-
-        Thakur, Rabenseifner & Gropp 2005 §3 (MPICH short-message broadcast). The tree is built on
-        the group order rotated to start at ``src``: in round k member i < 2^k sends to i + 2^k.
-        """
+        """Broadcast from ``src``: NCCL's pipelined ring for GPU groups, the binomial tree (MPICH) for gloo."""
         group = self._group(ranks)
         if src not in group:
             raise ValueError(f"broadcast source {src} is not in the group {group}")
-        p = len(group)
-        if p <= 1:
-            return 0.0
-        start = group.index(src)
-        order = group[start:] + group[:start]
-        levels = math.ceil(math.log2(p))
-        edges = [(order[i], order[i + (1 << k)]) for k in range(levels) for i in range(1 << k) if i + (1 << k) < p]
-        alpha, bandwidth = self._worst(edges)
-        bandwidth *= self.profile.efficiency("broadcast")
-        return self._noisy("broadcast", group, levels * (alpha + self._size(nbytes) / bandwidth), nbytes)
+        seconds = self.collective("broadcast", group, nbytes, src=src).seconds
+        return self._noisy("broadcast", group, seconds, nbytes)
 
     # ------------------------------------------------------------------ point to point
     def p2p(self, a: int, b: int, nbytes: float) -> float:

@@ -40,6 +40,7 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "decent-aer": ("decentdp", {"topology": "alternating-exp-ring"}),
 }
 GLOBAL_BATCH = 128  # samples of 25,000/128 tokens
+WORKLOAD = "transformer_base_wmt14_195tok"
 WARMUP = 4  # steps left out of the per-iteration time (see the module docstring)
 MIN_WINDOW = 4
 
@@ -59,8 +60,11 @@ def cell_steps(method: str, gpus: int) -> int:
     return WARMUP + p * -(-MIN_WINDOW // p)
 
 
-def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
-    """The run config of one cell (a proxy CNN on 8x8 synthetic images, time charged as Transformer-base)."""
+def cell_config(
+    setup: str, gpus: int, method: str, steps: int, workload: str = WORKLOAD, batch_per_gpu: int | None = None
+) -> Any:
+    """The run config of one cell (a proxy CNN on 8x8 synthetic images, time charged as ``workload``, by default
+    Transformer-base with the 25K-token global batch split evenly; ``batch_per_gpu`` overrides the split)."""
 
     plugin, params = METHODS[method]
     return api.RunConfig.model_validate(
@@ -75,8 +79,8 @@ def cell_config(setup: str, gpus: int, method: str, steps: int) -> Any:
                 "params": {"num_classes": 4, "image_size": 8, "train_size": 4096, "test_size": 64},
             },
             "model": {"name": "small_cnn"},
-            "batch_size": GLOBAL_BATCH // gpus,
-            "emulated_workload": "transformer_base_wmt14_195tok",
+            "batch_size": batch_per_gpu or GLOBAL_BATCH // gpus,
+            "emulated_workload": workload,
             "budget": {"steps": steps},
             "eval": {"every_steps": 1, "batch_size": 64},
             "seeds": [0],
@@ -92,12 +96,19 @@ def ms_per_iter(evals: list[Any]) -> float:
     return 1000.0 * (last.emulated_s - first.emulated_s) / (last.step - first.step)
 
 
-def run_cell(setup: str, gpus: int, method: str, steps: int | None = None) -> tuple[float, float]:
+def run_cell(
+    setup: str,
+    gpus: int,
+    method: str,
+    steps: int | None = None,
+    workload: str = WORKLOAD,
+    batch_per_gpu: int | None = None,
+) -> tuple[float, float]:
     """(ms per iteration, wall seconds the cell took); ``steps`` defaults to :func:`cell_steps`."""
 
     wall = time.perf_counter()
     steps = steps or cell_steps(method, gpus)
-    result = api.run_campaign(cell_config(setup, gpus, method, steps), show_progress=False)
+    result = api.run_campaign(cell_config(setup, gpus, method, steps, workload, batch_per_gpu), show_progress=False)
     run = result.cells[0].result
     return ms_per_iter(run.evals), time.perf_counter() - wall
 

@@ -1,20 +1,31 @@
-"""Stochastic Gradient Push (Assran et al., ICML 2019) on the one-peer directed exponential graph.
+"""Stochastic Gradient Push (Assran et al., ICML 2019) on the one-peer directed exponential graph, as the reference
+implementation runs it.
 
-Decent-DP's third baseline in its strong-scaling figure ("SGP (Exp)", Wang et al., ICLR 2025, Fig. 6).
-Each iteration every rank takes a local optimizer step, then pushes half of its parameters (and half of its
-push-sum weight) to the single out-neighbour ``(i + 2^r) mod n``, ``r = k mod log2 n``, and keeps the other
-half (Assran et al., Alg. 1, one peer per iteration). On this graph every rank has exactly one in-neighbour,
-so the push-sum weights stay 1 and de-biasing is the identity: ``x_i <- (x_i + x_{i-2^r}) / 2``.
+Decent-DP's third baseline in its strong-scaling figure ("SGP (Exp)", Wang et al., ICLR 2025, Fig. 6). The
+reference code (facebookresearch/stochastic_gradient_push @ e682064, ``gossip/distributed.py`` and
+``gossip_sgd.py``), restated here:
 
-The push is blocking (the synchronous SGP of Alg. 1; the overlapped variant, OSGP, is not what the figure's
-legend names). A directed send is issued as a non-blocking two-rank broadcast from the sender, so each rank
-has one outgoing and one incoming message in flight at once and both share its NIC as the hardware would.
+* **who gossips** (``level: node``, the default): with several GPUs per node (``nprocs_per_node > 1``) the
+  wrapper divides rank and world size by the GPUs per node, so the graph's vertices are *nodes*; only each
+  node's first process gossips (``process_rank % nprocs_per_node == 0``). The backward hook all-reduces the
+  gradients inside the node (``local_node_group``, queued to run after backward), and every forward starts by
+  broadcasting the node leader's parameters to the node (``_sync_params_multiprocess``). ``level: device``
+  makes every rank a vertex (one GPU per node, ``nprocs_per_node = 1``).
+* **what overlaps** (synchronous SGP, ``overlap=False``, the reference's job scripts): after the optimizer step
+  ``transfer_params`` hands the parameters to the gossip thread; the next forward's pre-hook waits for it
+  (``_query_gossip_queue(non_blocking=False)`` with ``synch_freq = 0``). So the push overlaps nothing but the
+  loop's own overhead: a step costs compute + intra-node gradient all-reduce + push + intra-node broadcast.
+* **the push**: each vertex sends half its push-sum numerator and weight to the single out-neighbour
+  ``(i + 2^r) mod N``, ``r = k mod log2 N`` (graph type 0, one peer per iteration), and keeps the other half. On
+  this graph every vertex has exactly one in-neighbour, so the push-sum weights stay 1 and de-biasing is the
+  identity: ``x_i <- (x_i + x_{i-2^r}) / 2``. A directed send is a non-blocking two-rank broadcast from the
+  sender, so a leader's outgoing and incoming messages share its NIC as the hardware would.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
@@ -27,14 +38,21 @@ def _default_optimizer() -> api.OptimizerConfig:
     return api.OptimizerConfig(name="adam", lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
 
 
-def out_peer(rank: int, world_size: int, step: int) -> int:
-    """The out-neighbour of ``rank`` at iteration ``step`` (0-based) on the one-peer exponential graph."""
-    k = int(math.log2(world_size))
-    return (rank + 2 ** (step % k)) % world_size
+def out_peer(vertex: int, vertices: int, step: int) -> int:
+    """The out-neighbour of ``vertex`` at iteration ``step`` (0-based) on the one-peer exponential graph."""
+    k = int(math.log2(vertices))
+    return (vertex + 2 ** (step % k)) % vertices
 
 
 class Params(api.MethodParams):
     optimizer: api.OptimizerConfig = _default_optimizer()
+    #: ``node``: the reference with several GPUs per node (nodes gossip, GPUs of a node all-reduce gradients);
+    #: ``device``: every rank is a vertex of the graph
+    level: Literal["node", "device"] = "node"
+
+
+def _power_of_two(n: int) -> bool:
+    return n >= 1 and not n & (n - 1)
 
 
 class Method(api.Method[Params]):
@@ -42,14 +60,33 @@ class Method(api.Method[Params]):
     accepts_optimizer = True
 
     def skip(self, world_size: int) -> str | None:
-        if world_size < 2 or world_size & (world_size - 1):
+        if self.params.level == "device" and (world_size < 2 or not _power_of_two(world_size)):
             return f"the one-peer exponential graph needs a power-of-two world size >= 2, not {world_size}"
+        return None
+
+    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
+        if self.params.level != "node":
+            return None
+        sizes = set(cluster.ranks_per_node)
+        if len(sizes) != 1:
+            return f"node-level SGP needs the same number of ranks on every node, not {sorted(sizes)}"
+        if not _power_of_two(cluster.num_nodes):
+            return f"the one-peer exponential graph over nodes needs a power-of-two node count, not {cluster.num_nodes}"
         return None
 
     def setup(self, ctx: api.WorkerContext) -> None:
         self.opt = ctx.build_optimizer(ctx.model.parameters(), self.params.optimizer)
         self.groups: dict[tuple[int, ...], api.Group] = {}
         self.step = 0
+        if self.params.level == "node":
+            node = ctx.cluster.node_of_rank[ctx.rank]
+            self.local = ctx.cluster.ranks_on(node)
+            self.leaders = tuple(ctx.cluster.ranks_on(j)[0] for j in range(ctx.cluster.num_nodes))
+            self.vertex = node
+        else:
+            self.local = (ctx.rank,)
+            self.leaders = tuple(range(ctx.world_size))
+            self.vertex = ctx.rank
 
     def _group(self, ctx: api.WorkerContext, ranks: tuple[int, ...]) -> api.Group:
         key = tuple(sorted(ranks))
@@ -59,16 +96,36 @@ class Method(api.Method[Params]):
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         ctx.forward_backward(batch)
-        self.opt.step()
-        n, r = ctx.world_size, ctx.rank
-        send_to = out_peer(r, n, self.step)
-        recv_from = (2 * r - send_to) % n  # r - 2^k
-        self.step += 1
         params = list(ctx.model.parameters())
+        node_group = self._group(ctx, self.local) if len(self.local) > 1 else None
+        if node_group is not None:  # the backward hook: gradients all-reduced inside the node, blocking
+            grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+            ctx.comm.all_reduce_coalesced(grads, op="mean", group=node_group)
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g
+        self.opt.step()
+        step = self.step
+        self.step += 1
+        leader = self.local[0]
+        vertices = len(self.leaders)
+        if ctx.rank == leader and vertices > 1:
+            self._push(ctx, params, step, vertices)
+        if node_group is not None:  # the next forward's _sync_params_multiprocess: the leader's parameters
+            with torch.no_grad():
+                vec = parameters_to_vector(params)
+                ctx.comm.broadcast(vec, src=leader, group=node_group)
+                vector_to_parameters(vec, params)
+
+    def _push(self, ctx: api.WorkerContext, params: list[torch.nn.Parameter], step: int, vertices: int) -> None:
+        """Send to the out-peer vertex's leader, receive from the in-peer's, average (push-sum, weights 1)."""
+        me = self.vertex
+        send_to = self.leaders[out_peer(me, vertices, step)]
+        recv_from = self.leaders[(2 * me - out_peer(me, vertices, step)) % vertices]  # me - 2^k
+        r = ctx.rank
         with torch.no_grad():
             mine = parameters_to_vector(params)
             inbox = torch.empty_like(mine)
-            # (group, src) in the same order on both members of a group: two pushes on one pair (2^k = n/2)
+            # (group, src) in the same order on both members of a group: two pushes on one pair (2^k = N/2)
             # are then matched in order
             calls = sorted(
                 [((r, send_to), r, mine), ((recv_from, r), recv_from, inbox)], key=lambda c: (sorted(c[0]), c[1])
@@ -82,5 +139,14 @@ class Method(api.Method[Params]):
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
-        """One directed push of the parameters per step (a two-rank broadcast)."""
-        return {"comm": [{"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1}]}
+        """Per step: the intra-node gradient all-reduce and parameter broadcast (node level) and one directed push
+        of the parameters (a two-rank broadcast)."""
+        comm: list[dict[str, Any]] = [
+            {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "pair"}
+        ]
+        if params.level == "node" and max(setting.cluster.ranks_per_node) > 1:
+            comm += [
+                {"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},
+                {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},
+            ]
+        return {"comm": comm}

@@ -19,6 +19,7 @@ PROFILE = """\
 schema_version: 2
 name: lanes
 description: one GPU per node, 1 GB/s NICs, no latency
+collective_algorithm: {algorithm}
 nodes:
 {nodes}
 network:
@@ -28,8 +29,11 @@ network:
 
 
 class Net:
-    def __init__(self, tmp_path: Path, nodes: int, bytes_scale: float = 1.0, per_node: int = 1) -> None:
-        """``per_node`` GPUs per node (joined by 10 GB/s intra-node links)."""
+    def __init__(
+        self, tmp_path: Path, nodes: int, bytes_scale: float = 1.0, per_node: int = 1, algorithm: str = "ring"
+    ) -> None:
+        """``per_node`` GPUs per node (joined by 10 GB/s intra-node links). ``algorithm``: the profile's
+        ``collective_algorithm``; ``ring`` (the flat model) by default, which the hand computations assume."""
         text = "".join(
             f'  - name: n{i}\n    nic: {{latency_us: 0, bandwidth_gbytes_per_s: 1, source: "[E] test"}}\n'
             f"    devices:\n      - {{name: g, kind: gpu, count: {per_node}, memory_gib: 16, "
@@ -37,7 +41,7 @@ class Net:
             for i in range(nodes)
         )
         path = tmp_path / "lanes.yaml"
-        path.write_text(PROFILE.format(nodes=text), encoding="utf-8")
+        path.write_text(PROFILE.format(nodes=text, algorithm=algorithm), encoding="utf-8")
         profile = load_profile(path)
         self.clocks = [VirtualClock(r) for r in range(nodes * per_node)]
         self.sched = Scheduler(self.clocks)

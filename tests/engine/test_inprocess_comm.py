@@ -39,6 +39,7 @@ PROFILE = """\
 schema_version: 1
 name: {name}
 description: hand-written test profile
+collective_algorithm: ring
 nodes:
 {nodes}
 network:

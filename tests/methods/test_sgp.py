@@ -1,4 +1,5 @@
-"""The ``sgp`` plugin's push-sum step on a tiny case computed by hand.
+"""The ``sgp`` plugin's push-sum step on a tiny case computed by hand (``level: device``: every rank a vertex; and
+``level: node``, the reference's default with several GPUs per node).
 
 Four ranks each hold one scalar parameter ``x_i`` and see the gradient ``g_i`` of ``g_i * x``; the optimizer
 is plain SGD with learning rate 1, so one step is ``x_i <- x_i - g_i`` followed by the push:
@@ -54,7 +55,7 @@ class _Ctx:
         return float(loss.detach())
 
 
-def run_sgp(tmp_path: Path, steps: int) -> list[float]:
+def run_sgp(tmp_path: Path, steps: int, level: str = "device") -> list[float]:
     profile_file = tmp_path / "two-by-two.yaml"
     device = '{name: g, kind: gpu, count: 2, memory_gib: 16, effective_flops_per_s: 1.0e12, source: "[E] test"}'
     nodes = "".join(f"  - name: n{i}\n    devices:\n      - {device}\n" for i in range(2))
@@ -72,7 +73,7 @@ def run_sgp(tmp_path: Path, steps: int) -> list[float]:
 
     def target(rank: int) -> Any:
         def go() -> None:
-            method = plugin.cls(plugin.cls.Params())
+            method = plugin.cls(plugin.cls.Params(level=level))
             ctx = _Ctx(rank, fabric.comms[rank], clocks[rank])
             method.setup(ctx)  # type: ignore[arg-type]
             for _ in range(steps):
@@ -95,6 +96,14 @@ def test_two_pushes_by_hand(tmp_path: Path) -> None:
     # step 1 from [1, 0.5, 1, 1.5]: SGD gives [0, 1.5, -1, 1.5]; peers at distance 2: rank i receives from i-2:
     # [(0 - 1)/2, (1.5 + 1.5)/2, (-1 + 0)/2, (1.5 + 1.5)/2]
     assert run_sgp(tmp_path, 2) == pytest.approx([-0.5, 1.5, -0.5, 1.5])
+
+
+def test_node_level_gossips_between_node_leaders_by_hand(tmp_path: Path) -> None:
+    """The reference with 2 GPUs per node: gradients averaged inside each node ([0, 0] and [1, 1]), SGD from
+    [0, 1, 2, 3] gives [0, 1, 1, 2]; leaders 0 and 2 swap (2 vertices: peer at distance 1) and average,
+    (0 + 1)/2 = 0.5, then broadcast it to their node. Step 2 from 0.5: [0.5, 0.5, -0.5, -0.5] -> 0."""
+    assert run_sgp(tmp_path, 1, "node") == pytest.approx([0.5] * 4)
+    assert run_sgp(tmp_path, 2, "node") == pytest.approx([0.0] * 4)
 
 
 def test_the_push_keeps_the_average_step_of_sgd(tmp_path: Path) -> None:

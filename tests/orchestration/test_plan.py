@@ -167,3 +167,25 @@ def test_cli_plan_json_and_errors(profiles: Path, tmp_path: Path, capsys: pytest
     assert out["method_plan"]["round_lengths"] == [2, 2, 2, 1]
     assert main(["plan", str(config), "--set", "method_params.period=0"]) == 2
     assert "method_params.period" in capsys.readouterr().err
+
+
+def test_plan_shows_compute_per_device_and_each_collectives_algorithm_and_cost() -> None:
+    """Issue 23: the plan charges ``t_fixed + b / peak`` per rank (and shows the fixed part) and names the algorithm,
+    protocol and cost of every collective it prices."""
+    from distrepro.orchestration.plan import render
+    from distrepro.timing.timemodel import CommCostModel
+
+    config = repo_root() / "methods" / "decentdp" / "configs" / "allreduce.yaml"
+    plan = build_plan(config)
+    time = plan["time"]
+    job = build_job(validate_config(plan["config"]), 0, check_requires=False)
+    batch = plan["allocation"]["batch_sizes"][0]
+    overhead = job.compute.overhead_s(0)
+    assert overhead > 0  # the A40 profile declares a fixed step cost for Transformer-base
+    assert time["step_overhead_s"][0] == pytest.approx(overhead)
+    assert time["compute_s_per_step"][0] == pytest.approx(overhead + batch / job.compute.declared_samples_per_s(0))
+    (collective,) = time["collectives"]
+    how = CommCostModel(job.profile).collective("all_reduce", range(job.world_size), collective["bytes"])
+    assert (collective["algorithm"], collective["protocol"]) == (how.algorithm, how.protocol) == ("ring", "simple")
+    assert collective["seconds"] == pytest.approx(how.seconds)
+    assert "all_reduce of 252.4 MB over 16 ranks: ring / simple" in render(plan)

@@ -82,6 +82,7 @@ FLIP_LIKE = {
     "schema_version": 2,
     "name": "two-gpus",
     "description": "two equal GPUs on two machines, links without latency",
+    "collective_algorithm": "ring",  # the hand computation below is the flat model's (no NCCL base latency)
     "nodes": [
         {"name": f"m{i}", "devices": [{"name": "gpu", "kind": "gpu", "count": 1, "memory_gib": 8,
                                         "throughput_samples_per_s": {WORKLOAD: 100.0}, "source": "[S] test"}]}

@@ -42,6 +42,7 @@ def flat(
     return {
         "schema_version": 1,
         "name": f"flat{n}",
+        "collective_algorithm": "ring",  # the hand computations below are the flat model's (auto: NCCL's rule)
         "description": "test",
         "nodes": [{"name": "n0", "devices": [device]}],
         "network": network,

@@ -15,29 +15,28 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
 
 from distrepro.api.method import Allocation, Comm
+from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import Span, VirtualClock
-from distrepro.engine.run_setup import make_stream
 from distrepro.engine.dist.dist_comm import DistComm
 from distrepro.engine.dist.evals import AsyncEvals, flat_state, load_flat
 from distrepro.engine.dist.pacing import Pacer, choose_dilation
 from distrepro.engine.dist.pairing import PairingClient, PairingCoordinator
 from distrepro.engine.evaluation import param_mask, param_vector
 from distrepro.engine.loop import Harness
-from distrepro.engine.transport import HarnessView
-from distrepro.engine.worker_slot import Slot
 from distrepro.engine.partition import shard_sizes
 from distrepro.engine.reports import RankReport
 from distrepro.engine.results import RunObserver, RunResult
-from distrepro.engine.budget_schedule import TrainingSchedule
+from distrepro.engine.run_setup import make_stream
+from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile, timed_speed
+from distrepro.engine.worker_slot import Slot
 from distrepro.orchestration.job import Job
-
 
 
 class DistRun:
@@ -159,7 +158,7 @@ class DistTransport:
                 probe.zero_grad()
                 torch.nn.functional.cross_entropy(probe(batch.inputs), batch.targets).backward()
                 real.append(time.perf_counter() - t)
-            virtual = len(batch) / self.job.compute.samples_per_s(self.rank, 0.0)
+            virtual = self.job.compute.nominal_step_seconds(self.rank, len(batch))
             ratios.append(sorted(real[1:])[len(real[1:]) // 2] / virtual)
         grads = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
         dist.barrier(group=self.pg)  # time the collective itself, not the wait for ranks still starting up
@@ -169,7 +168,7 @@ class DistTransport:
             dist.all_reduce(grads, group=self.pg)
             real_comm.append(time.perf_counter() - t)
         real_comm_s = sorted(real_comm[1:])[len(real_comm[1:]) // 2]
-        virtual_comm = self.job.cost.noise_free().ring_all_reduce(  # no draw: the run's link noise stays aligned
+        virtual_comm = self.job.cost.noise_free().all_reduce(  # no draw: the run's link noise stays aligned
             list(range(self.job.world_size)), grads.numel() * 4 * self.job.bytes_scale
         )
         if virtual_comm > 0:

@@ -33,32 +33,38 @@ from distrepro.engine.inprocess.staging import reduce as _reduce
 from distrepro.engine.inprocess.staging import stage as _stage
 from distrepro.engine.inprocess.staging import unflat_into as _unflat_into
 from distrepro.errors import CommError
-from distrepro.timing.network import Paths, ring_hops, tree_hops
+from distrepro.timing.network import Paths
 from distrepro.timing.timemodel import CommCostModel
 
-#: collectives whose data moves around a ring of the group, in group order
-_RING = frozenset({"all_reduce", "weighted_average", "reduce_scatter", "all_gather"})
+#: collectives priced by :meth:`distrepro.timing.timemodel.CommCostModel.collective` (the call's algorithm
+#: decides its hops)
+_PATTERN = {
+    "all_reduce": "all_reduce",
+    "weighted_average": "all_reduce",
+    "reduce_scatter": "reduce_scatter",
+    "all_gather": "all_gather",
+    "broadcast": "broadcast",
+}
 
 
-def _shape(fab: Fabric, kind: str, ranks: tuple[int, ...], extra: Any) -> tuple[float, tuple[tuple[int, int], ...]]:
+def _shape(
+    fab: Fabric, kind: str, ranks: tuple[int, ...], extra: Any, size: float
+) -> tuple[float, tuple[tuple[int, int], ...]]:
     """(latency part of the charge, hops its data moves over); no hops = a fixed-time operation.
 
-    The latency part is the pattern's charge for zero bytes, so ``cost − latency`` is its bandwidth term.
-    The parameter server's charge is a max of two paths and control traffic is latency only: both are
-    charged as fixed times that share no bandwidth (the server link's serialisation is in the formula).
+    The latency part and the hops are those of the algorithm and protocol the cost model chose for this call's
+    ``size`` (charged bytes: all-gather per rank), so ``cost − latency`` is its bandwidth term. The parameter
+    server's charge is a max of two paths and control traffic is latency only: both are charged as fixed times
+    that share no bandwidth (the server link's serialisation is in the formula).
     """
     if kind == "charge":
         kind = extra[0] if extra[0] != "parameter_server" else "ps_sync"
-    if kind in _RING:
-        zero = (
-            fab.cost.ring_all_reduce(ranks, 0)
-            if kind != "reduce_scatter" and kind != "all_gather"
-            else (fab.cost.reduce_scatter(ranks, 0))
-        )
-        return zero, ring_hops(ranks)
-    if kind == "broadcast":
-        return fab.cost.broadcast(ranks, extra, 0), tree_hops(ranks, extra)
-    return 0.0, ()
+    pattern = _PATTERN.get(kind)
+    if pattern is None:
+        return 0.0, ()
+    src = extra if kind == "broadcast" else None
+    how = fab.cost.collective(pattern, ranks, size / fab.cost.bytes_scale, src=src)
+    return how.latency_s, how.hops
 
 
 # -------------------------------------------------------------------------- collectives
@@ -80,7 +86,7 @@ class _Pending:
 
 
 # A collective's behaviour: (fabric, ranks, arrivals) -> (cost seconds, per-rank results, per-rank bytes)
-Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[float, dict[int, Any], int]]
+Behaviour = Callable[["Fabric", tuple[int, ...], dict[int, _Arrival]], tuple[float, dict[int, Any], int, float]]
 
 
 class _CollectiveRequest(Request):
@@ -130,10 +136,10 @@ class _CollectiveRequest(Request):
             return
         del fab.pending[key]
         start = max(a.time_s for a in pending.arrivals.values())
-        cost, results, nbytes = self.behaviour(fab, self.ranks, pending.arrivals)
+        cost, results, nbytes, size = self.behaviour(fab, self.ranks, pending.arrivals)
         for r in self.ranks:
             fab.count_bytes(r, nbytes)
-        latency, hops = _shape(fab, self.kind, self.ranks, self.extra)
+        latency, hops = _shape(fab, self.kind, self.ranks, self.extra, size)
         members = {r: pending.arrivals[r].work for r in self.ranks}
         fab.lanes.submit(Op(("g", self.ranks), start, cost, min(latency, cost), hops, members, results))
 
@@ -144,8 +150,9 @@ def _all_reduce_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
     total = _reduce(flats, op)
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    seconds, sent = charges.all_reduce(fab.cost, ranks, fab.charged(payload_bytes(arr[ranks[0]].tensors)))
-    return seconds, {}, sent
+    size = fab.charged(payload_bytes(arr[ranks[0]].tensors))
+    seconds, sent = charges.all_reduce(fab.cost, ranks, size)
+    return seconds, {}, sent, size
 
 
 def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival], pattern: str):
@@ -169,7 +176,7 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
         seconds, sent = charges.parameter_server_async(fab.cost, ranks, size, arrivals)
     else:
         seconds, sent = charges.all_reduce(fab.cost, ranks, size)
-    return seconds, {}, sent
+    return seconds, {}, sent, size
 
 
 def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
@@ -180,8 +187,9 @@ def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Ar
     for r in ranks:
         if r != src:
             _unflat_into(data, arr[r].tensors)
-    seconds, sent = charges.broadcast(fab.cost, ranks, src, fab.charged(payload_bytes(arr[src].tensors)))
-    return seconds, {}, sent
+    size = fab.charged(payload_bytes(arr[src].tensors))
+    seconds, sent = charges.broadcast(fab.cost, ranks, src, size)
+    return seconds, {}, sent, size
 
 
 def _reduce_scatter_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
@@ -197,8 +205,9 @@ def _reduce_scatter_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int
         if out.numel() != m:
             raise CommError(f"reduce_scatter: rank {r}'s output has {out.numel()} elements, expected {m}")
         out.copy_(reduced[i * m : (i + 1) * m].view_as(out))
-    seconds, sent = charges.reduce_scatter(fab.cost, ranks, fab.charged(payload_bytes([arr[ranks[0]].tensors[1]])))
-    return seconds, {}, sent
+    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]))
+    seconds, sent = charges.reduce_scatter(fab.cost, ranks, size)
+    return seconds, {}, sent, size
 
 
 def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
@@ -212,27 +221,29 @@ def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
         if out.numel() != gathered.numel():
             raise CommError(f"all_gather: rank {r}'s output has {out.numel()} elements, expected {gathered.numel()}")
         out.copy_(gathered.view_as(out))
-    seconds, sent = charges.all_gather(fab.cost, ranks, fab.charged(payload_bytes([arr[ranks[0]].tensors[1]])))
-    return seconds, {}, sent
+    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]))
+    seconds, sent = charges.all_gather(fab.cost, ranks, size)
+    return seconds, {}, sent, size
 
 
 def _charge_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     pattern, nbytes = arr[ranks[0]].extra
     if any(arr[r].extra != (pattern, nbytes) for r in ranks):
         raise CommError(f"charge over ranks {list(ranks)}: members disagree on pattern or bytes")
-    seconds, sent = charges.by_pattern(fab.cost, pattern, ranks, fab.charged(nbytes))
-    return seconds, {}, sent
+    size = fab.charged(nbytes)
+    seconds, sent = charges.by_pattern(fab.cost, pattern, ranks, size)
+    return seconds, {}, sent, size / len(ranks) if pattern == "all_gather" else size
 
 
 def _gather_object_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     objs = [arr[r].extra for r in ranks]
     seconds, sent = charges.control(fab.cost, ranks)
-    return seconds, {r: list(objs) for r in ranks}, sent
+    return seconds, {r: list(objs) for r in ranks}, sent, 0.0
 
 
 def _barrier_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arrival]):
     seconds, sent = charges.control(fab.cost, ranks)
-    return seconds, {}, sent
+    return seconds, {}, sent, 0.0
 
 
 # -------------------------------------------------------------------------- fabric and comm

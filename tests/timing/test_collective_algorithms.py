@@ -1,0 +1,161 @@
+"""Collectives as NCCL runs them (issue 23): algorithm and protocol choice, hand-computed costs, the flat model kept.
+
+Every expected number below is written out from the formulas of :mod:`distrepro.timing.collective_algorithms` (NCCL's
+``tuning.cc`` constants: base latency 8.4 µs Simple / 6.6 µs LL, LL step latency 0.18x and bandwidth 0.5x, tree
+algorithm bandwidth 0.46x the bus bandwidth) on small profiles whose links are round numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distrepro.hardware.profiles import HardwareProfile
+from distrepro.timing.timemodel import CommCostModel
+
+pytestmark = pytest.mark.smoke
+
+US = 1e-6
+
+
+def link(latency_us: float, gbytes_per_s: float) -> dict[str, Any]:
+    return {"latency_us": latency_us, "bandwidth_gbytes_per_s": gbytes_per_s, "source": "[E] test"}
+
+
+def cluster(nodes: int, per_node: int, kind: str = "gpu", algorithm: str | None = None) -> HardwareProfile:
+    """``nodes`` nodes of ``per_node`` devices: intra-node links 10 µs / 10 GB/s, one NIC per node 20 µs / 1 GB/s."""
+    device = {"name": "d", "kind": kind, "count": per_node, "memory_gib": 16, "source": "[E] test"}
+    data: dict[str, Any] = {
+        "schema_version": 2,
+        "name": "c",
+        "description": "test",
+        "nodes": [{"name": f"n{i}", "nic": link(20, 1), "devices": [device]} for i in range(nodes)],
+        "network": {"intra_node": link(10, 10), "inter_node": link(20, 1)},
+    }
+    if algorithm is not None:
+        data["collective_algorithm"] = algorithm
+    return HardwareProfile.model_validate(data)
+
+
+def test_ring_on_two_nodes_counts_nccl_step_latencies_and_base() -> None:
+    """8 GPUs on 2 nodes, 100 MB: 14 steps of which 2 cross nodes; the NIC (1 GB/s) is the ring's slowest link."""
+    how = CommCostModel(cluster(2, 4)).collective("all_reduce", range(8), 100e6)  # auto: NCCL's pick
+    assert how.algorithm == "ring" and how.protocol == "simple"
+    latency = 8.4 * US + 12 * 10 * US + 2 * 20 * US
+    assert how.latency_s == pytest.approx(latency, rel=1e-12)
+    assert how.seconds == pytest.approx(latency + 2 * 7 / 8 * 100e6 / 1e9, rel=1e-12)
+    assert len(how.hops) == 8  # the ring's eight hops, for link sharing
+
+
+def test_small_messages_take_ll_large_ones_simple() -> None:
+    cost = CommCostModel(cluster(1, 4))
+    tiny = cost.collective("all_reduce", range(4), 8)
+    assert tiny.protocol == "ll"
+    # LL on one node: 6.6 µs + 0.18 x 6 steps x 10 µs, at half the bandwidth
+    assert tiny.seconds == pytest.approx(6.6 * US + 0.18 * 60 * US + 2 * 2 * 3 / 4 * 8 / 10e9, rel=1e-12)
+    assert cost.collective("all_reduce", range(4), 100e6).protocol == "simple"
+
+
+def test_auto_picks_the_tree_for_small_messages_across_nodes_and_the_ring_for_large() -> None:
+    cost = CommCostModel(cluster(4, 2))
+    small = cost.collective("all_reduce", range(8), 64e3)
+    large = cost.collective("all_reduce", range(8), 100e6)
+    assert small.algorithm == "tree"
+    assert large.algorithm == "ring"
+    # the tree: chains of 2 per node (1 intra step up, 1 down) and log2(4) = 2 inter-node levels, twice
+    tree = cost.collective("all_reduce", range(8), 100e6, algorithm="tree")
+    assert tree.latency_s == pytest.approx(8.4 * US + 2 * (1 * 10 + 2 * 20) * US, rel=1e-12)
+    assert tree.seconds == pytest.approx(tree.latency_s + 100e6 / (1e9 * 0.92 * 0.5), rel=1e-12)
+    assert large.seconds < tree.seconds
+
+
+def test_hierarchical_sends_two_n_minus_one_over_n_through_each_nic() -> None:
+    """2 nodes x 4 GPUs, 100 MB: intra reduce-scatter and all-gather (3/4 S each at 10 GB/s), inter all-reduce of the
+    shards: 2(N-1)/N S = S through the 1 GB/s NIC (a flat ring sends 2(p-1)/p S = 1.75 S)."""
+    cost = CommCostModel(cluster(2, 4, algorithm="hierarchical"))
+    how = cost.collective("all_reduce", range(8), 100e6)
+    assert how.algorithm == "hierarchical"
+    bandwidth = 2 * 3 / 4 * 100e6 / 10e9 + 100e6 / 1e9
+    assert how.seconds - how.latency_s == pytest.approx(bandwidth, rel=1e-12)
+    assert how.latency_s == pytest.approx(8.4 * US + 6 * 10 * US + 2 * 20 * US, rel=1e-12)
+    ring = cost.collective("all_reduce", range(8), 100e6, algorithm="ring")
+    assert how.seconds < ring.seconds
+
+
+def test_ring_pin_and_cpu_groups_keep_the_flat_model() -> None:
+    """``collective_algorithm: ring`` (and any group with a CPU, gloo) charges the textbook ring: every step at the
+    worst latency, no base latency: 2(p-1) alpha + 2(p-1)/p S/B."""
+    expected = 2 * 7 * 20 * US + 2 * 7 / 8 * 100e6 / 1e9
+    for profile in (cluster(2, 4, algorithm="ring"), cluster(2, 4, kind="cpu")):
+        cost = CommCostModel(profile)
+        assert cost.all_reduce(range(8), 100e6) == pytest.approx(expected, rel=1e-12)
+        assert cost.collective("all_reduce", range(8), 100e6).protocol == "classic"
+        # broadcast: the binomial tree, ceil(log2 8) = 3 rounds of (alpha + S/B)
+        assert cost.broadcast(range(8), 0, 100e6) == pytest.approx(3 * (20 * US + 100e6 / 1e9), rel=1e-12)
+
+
+def test_gpu_broadcast_is_a_pipelined_ring() -> None:
+    """NCCL broadcasts along a chain: S/B once, plus one step latency per hop (6 intra, 1 inter)."""
+    how = CommCostModel(cluster(2, 4)).collective("broadcast", range(8), 100e6, src=0)
+    assert how.algorithm == "pipelined ring"
+    assert how.latency_s == pytest.approx(8.4 * US + 6 * 10 * US + 20 * US, rel=1e-12)
+    assert how.seconds == pytest.approx(how.latency_s + 100e6 / 1e9, rel=1e-12)
+
+
+def test_reduce_scatter_and_all_gather_run_rings_even_when_the_tree_is_pinned() -> None:
+    cost = CommCostModel(cluster(2, 4, algorithm="tree"))
+    for pattern, size in (("reduce_scatter", 80e6), ("all_gather", 10e6)):
+        how = cost.collective(pattern, range(8), size)
+        assert how.algorithm == "ring"
+        assert how.seconds == pytest.approx(8.4 * US + (6 * 10 + 20) * US + 7 / 8 * 80e6 / 1e9, rel=1e-12)
+
+
+def test_all_reduce_charge_draws_no_noise_for_the_choice_and_is_cached() -> None:
+    cost = CommCostModel(cluster(2, 4))
+    first = cost.collective("all_reduce", range(8), 25e6)
+    assert cost.collective("all_reduce", range(8), 25e6) is first
+    assert cost.all_reduce(range(8), 25e6) == first.seconds  # no link noise declared
+
+
+def test_unknown_algorithm_in_a_profile_is_refused() -> None:
+    with pytest.raises(Exception, match="collective_algorithm"):
+        cluster(2, 2, algorithm="butterfly")
+
+
+def test_the_in_process_engine_charges_the_chosen_algorithm_and_shares_its_links(tmp_path: Path) -> None:
+    """On the engine (``auto``): one all-reduce alone costs exactly the model's charge; two at once on groups
+    whose rings cross the same NIC share it, so each takes longer than alone (the flows carry the chosen
+    algorithm's hops and bandwidth term, not a flat ring's)."""
+    from lanenet import G, Net
+
+    net = Net(tmp_path, 2, per_node=2, algorithm="auto")  # 2 nodes x 2 GPUs, 10 GB/s inside, 1 GB/s NICs
+    alone = net.fabric.cost.collective("all_reduce", range(4), G)
+    out = net.run(lambda r, comm, clock: comm.charge("all_reduce", G, async_op=True).wait() or clock.t)
+    assert out[0] == pytest.approx(alone.seconds, rel=1e-9)
+    assert alone.algorithm == "ring" and alone.protocol == "simple"
+
+    net = Net(tmp_path, 2, per_node=2, algorithm="auto")
+    pairs = [net.fabric.comms[0].new_group(g) for g in ([0, 2], [1, 3])]  # both cross the NICs
+
+    def body(rank: int, comm: Any, clock: Any) -> float:
+        comm.charge("all_reduce", G, pairs[rank % 2], async_op=True).wait()
+        return clock.t
+
+    shared = net.run(body)
+    two = net.fabric.cost.collective("all_reduce", [0, 2], G)
+    assert min(shared.values()) > two.seconds * 1.5  # each got about half of each NIC
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "hierarchical"])
+def test_a_pinned_algorithm_alone_on_the_engine_costs_exactly_its_charge(tmp_path: Path, algorithm: str) -> None:
+    """Its flow crosses each NIC once each way (the charge's bandwidth term holds the algorithm's volume), so a
+    tree over 4 nodes or a hierarchical all-reduce alone runs exactly as charged, not a NIC-share slower."""
+    from lanenet import G, Net
+
+    net = Net(tmp_path, 4, per_node=2, algorithm=algorithm)
+    how = net.fabric.cost.collective("all_reduce", range(8), G)
+    assert how.algorithm == algorithm
+    out = net.run(lambda r, comm, clock: comm.charge("all_reduce", G, async_op=True).wait() or clock.t)
+    assert list(out.values()) == [pytest.approx(how.seconds, rel=1e-9)] * 8
