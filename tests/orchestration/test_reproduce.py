@@ -2,68 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import mlflow
 import pytest
+from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
 
 from distrepro.cli import main
 from distrepro.errors import ConfigError
 from distrepro.orchestration.reproduce import reproduce
 
 REPO = Path(__file__).resolve().parents[2]
-
-PAPER = """\
-kind: reproduction
-citation: {id: tinypaper, title: "A tiny paper", venue: "Tests 2026"}
-setup:
-  profile: hetero-2fast-2slow
-  min_seeds: 2
-  baseline: sync
-  arms:
-    sync: {method: ar_sgd, config: tiny.yaml}
-    local: {method: local_sgd, params: {period: 2}, config: tiny.yaml}
-    rare: {method: local_sgd, params: {period: 4}, config: tiny.yaml, optional: true, extra: nothing}
-claims:
-  - id: fewer-bytes
-    kind: relative_improvement
-    arm: local
-    baseline: sync
-    metric: comm/bytes_total
-    direction: min
-    form: ratio
-    claimed: 2.0  # improvement factor baseline/arm: half the traffic
-    accept: {statistic: median, rel_tolerance: 0.2}
-    source: {kind: text, quote: "averaging every 2 steps halves the traffic"}
-    evidence: derived
-"""
-
-CONFIG = """\
-method: ar_sgd
-profile: hetero-2fast-2slow
-dataset: {params: {train_size: 256, test_size: 128, image_size: 8}}
-budget: {steps: 4}
-eval: {times: 1}
-seeds: [0, 1]
-torch_threads: 1
-"""
-
-
-@pytest.fixture
-def paper_root(tmp_path: Path, monkeypatch) -> Path:
-    root = tmp_path / "root"
-    (root / "methods" / "tiny").mkdir(parents=True)
-    for name in ("ar_sgd", "local_sgd"):
-        os.symlink(REPO / "methods" / name, root / "methods" / name)
-    os.symlink(REPO / "methods" / "local_sgd" / "method.py", root / "methods" / "tiny" / "method.py")
-    (root / "methods" / "tiny" / "paper.yaml").write_text(PAPER)
-    (root / "methods" / "tiny" / "tiny.yaml").write_text(CONFIG)
-    os.symlink(REPO / "datasets", root / "datasets")
-    os.symlink(REPO / "hardware_profiles", root / "hardware_profiles")
-    monkeypatch.setenv("DISTREPRO_ROOT", str(root))
-    monkeypatch.chdir(tmp_path)
-    return root
 
 
 @pytest.mark.smoke

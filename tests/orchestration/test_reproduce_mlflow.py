@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
 
 from distrepro.cli import main
 from distrepro.orchestration.reproduce import reproduce
 from distrepro.tracking.mlflow_client import make_client
-from tests.orchestration.test_reproduce import PAPER, paper_root  # noqa: F401  (the fixture)
 
 #: the same claim, as the paper's own (headline) and out of reach: 10x less traffic
 FAILING = PAPER.replace("claimed: 2.0", "claimed: 10.0").replace("evidence: derived", "evidence: verbatim")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from matplotlib.text import Text
+from test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
 from distrepro.claims.papers import PaperInfo
 from distrepro.claims.schema import validate_paper
@@ -19,7 +20,6 @@ from distrepro.report.build import arm_labels, draw_figures, report_style, write
 from distrepro.report.figures.figure_style import FONT_PT, shown_pt
 from distrepro.report.figures.palette import _lab, distinct_colors
 from distrepro.report.papers_index import write_index
-from tests.report.test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
 
 @pytest.fixture(scope="module")

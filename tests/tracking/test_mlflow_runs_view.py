@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_mlflow_ui import CHROMIUM, _free_port
+from tiny_paper import paper_root  # noqa: F401  (the fixture)
 
 from distrepro.orchestration.reproduce import Reproduction, reproduce
 from distrepro.tracking.mlflow_client import ui_url
-from tests.orchestration.test_reproduce import paper_root  # noqa: F401  (the fixture)
-from tests.tracking.test_mlflow_ui import CHROMIUM, _free_port
 
 pytestmark = [
     pytest.mark.server,

@@ -6,12 +6,12 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from clirun import write_config
 
 from distrepro.cli import main
 from distrepro.errors import DistreproError
 from distrepro.tracking.mlflow_client import make_client
 from distrepro.tracking.runlog import check_system_metrics
-from tests._support.clirun import write_config
 
 
 def test_without_psutil_the_flag_is_one_line_before_any_work(
