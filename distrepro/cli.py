@@ -1,6 +1,6 @@
 """``distrepro``: the command line.
 
-    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
+    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list
     distrepro plan CONFIG [--set key.path=value ...] [--json]
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|paper] [--sensitivity [--samples N]]
@@ -53,8 +53,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from distrepro.orchestration.campaign import (
             run_campaign,  # after the config and store checks: they fail without MLflow
         )
+        from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
+        from distrepro.orchestration.executors.executor_args import spec_from_args
+        from distrepro.orchestration.executors.selection import make_executor
 
-        result = run_campaign(cfg, source=config, show_progress=False if args.no_progress else None, resume=args.resume)
+        executor = make_executor(spec_from_args(args), [cfg])
+        shown = False if args.no_progress else None
+        if executor is None:  # --jobs 1: the cells train in this process
+            result = run_campaign(cfg, source=config, show_progress=shown, resume=args.resume)
+        else:
+            result = run_campaigns([CampaignRequest(cfg, config, args.resume)], executor, shown)[0]
     except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -229,6 +237,7 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from distrepro.orchestration.executors.executor_args import spec_from_args
     from distrepro.orchestration.reproduce import reproduce
 
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
@@ -244,6 +253,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         show_progress=False if args.no_progress else None,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        executor=spec_from_args(args),
     )
     for arm, campaign in result.campaigns.items():
         print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
@@ -291,6 +301,8 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from distrepro.orchestration.executors.executor_args import add_executor_args
+
     parser = argparse.ArgumentParser(
         prog="distrepro",
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
@@ -321,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         "finished seeds are skipped, the others resume from their latest checkpoint (checkpoint.every_steps, "
         "distributed engine) or start over in a new run",
     )
+    add_executor_args(run)
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser(
         "reproduce",
@@ -348,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--no-progress", action="store_true", help="no live progress bar for training or the sensitivity sweep"
     )
+    add_executor_args(rep)
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error, read_text_file, yaml_error
 from distrepro.training.lr_schedule import ScheduleConfig
 from distrepro.training.optimizer_config import OptimizerConfig
@@ -175,6 +176,8 @@ class RunConfig(_Strict):
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     torch_threads: int | None = Field(default=None, gt=0)
+    #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
+    slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
 
     @field_validator("batch_size")

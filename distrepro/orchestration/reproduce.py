@@ -77,6 +77,7 @@ def reproduce(
     root: Path | None = None,
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
+    executor: Any = None,
 ) -> Reproduction:
     from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
     from distrepro.plugins.roots import repo_root
@@ -104,7 +105,13 @@ def reproduce(
             sets.append(f"seeds=[{seeds}]")
         configs.append((name, path, load_config(path, sets)))
     campaigns: dict[str, CampaignResult] = {}
-    for name, path, cfg in configs:
+    pool = _executor(executor, [cfg for _, _, cfg in configs])
+    if pool is not None:  # every arm's cells at once, so that no worker idles at the end of an arm
+        from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
+
+        done = run_campaigns([CampaignRequest(cfg, path) for _, path, cfg in configs], pool, show_progress)
+        campaigns = {name: result for (name, _, _), result in zip(configs, done, strict=True)}
+    for name, path, cfg in configs if pool is None else []:
         campaigns[name] = run_campaign(cfg, source=path, show_progress=show_progress)
     built = None
     if report:  # products go to the report's folder and are part of it: train only means no products either
@@ -122,6 +129,16 @@ def reproduce(
             show_progress=show_progress,
         )
     return Reproduction(paper, campaigns, built)
+
+
+def _executor(spec: Any, cfgs: list[RunConfig]) -> Any:
+    """The executor of ``spec`` (:class:`~distrepro.orchestration.executors.selection.ExecutorSpec`, or an
+    executor already made); ``None`` trains the arms here, one cell after the other."""
+    if spec is None or hasattr(spec, "run"):
+        return spec
+    from distrepro.orchestration.executors.selection import make_executor
+
+    return make_executor(spec, cfgs)
 
 
 def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:
