@@ -94,22 +94,39 @@ def _in_session(sid: int) -> list[str]:
     return out
 
 
-def wait_for_running_cell(uri: str, experiment: str, timeout_s: float = 180.0) -> None:
-    client = make_client(uri)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        exp = client.get_experiment_by_name(experiment)
-        if exp is not None and any(
-            WORKER_TAG in r.data.tags
-            for r in client.search_runs([exp.experiment_id], filter_string="attributes.status = 'RUNNING'")
-        ):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"no cell of {experiment} started running within {timeout_s:.0f} s")
-
-
 def run_on(executor: Any, cfg: Any, resume: str | None = None) -> Any:
     """Run the campaign of ``cfg`` on ``executor``, as ``distrepro run --executor ...`` does."""
     from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
 
     return run_campaigns([CampaignRequest(cfg, None, resume)], executor, show_progress=False)[0]
+
+
+def wait_for_line(proc: Any, needle: str, timeout_s: float = 300.0) -> list[str]:
+    """Read ``proc``'s stderr (a text pipe) line by line until one contains ``needle``; the lines read.
+
+    A campaign's own progress lines say when a cell starts, at once: polling the tracking store instead
+    races its writers on a loaded machine (SQLite readers wait for them)."""
+    import threading
+
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if needle in line:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(timeout_s):
+        raise AssertionError(f"no line with {needle!r} within {timeout_s:.0f} s: {''.join(lines)[-2000:]}")
+    return lines
+
+
+def sigint_as_at_a_terminal() -> None:
+    """``preexec_fn`` for a command that a test interrupts: SIGINT handled as in a terminal's foreground job.
+
+    A shell starts background jobs (``pytest ... &``) with SIGINT ignored, and children inherit that: the
+    command would never see the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cellruns import campaign_metrics, children, kill_running_cell, run_on, session_processes, wait_for_running_cell
+from cellruns import (
+    campaign_metrics,
+    children,
+    kill_running_cell,
+    run_on,
+    session_processes,
+    sigint_as_at_a_terminal,
+    wait_for_line,
+)
 from clirun import cli_env, write_config
 
 from distrepro.config.run_config import load_config
@@ -105,9 +113,10 @@ def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_u
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     try:
-        wait_for_running_cell(mlflow_uri, "distrepro/adhoc")
+        wait_for_line(proc, ": running]")  # the campaign says when a cell starts
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
         _, err = proc.communicate(timeout=120)
     finally:

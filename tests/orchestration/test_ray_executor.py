@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cellruns import campaign_metrics, children, kill_running_cell, run_on, session_processes, wait_for_running_cell
+from cellruns import (
+    campaign_metrics,
+    children,
+    kill_running_cell,
+    run_on,
+    session_processes,
+    sigint_as_at_a_terminal,
+    wait_for_line,
+)
 from clirun import cli_env, run_cli, write_config
 
 from distrepro.config.run_config import load_config
@@ -34,7 +42,9 @@ def ray_cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-def test_ray_campaign_equals_one_process(ray_cluster: None, tmp_path: Path, mlflow_uri: str) -> None:
+def test_ray_campaign_equals_one_process(
+    ray_cluster: None, tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = load_config(write_config(tmp_path, name="rayed", seeds=[0, 1]))
     here = run_campaign(cfg, show_progress=False)
     there = run_on(RayExecutor(), cfg)
@@ -43,6 +53,9 @@ def test_ray_campaign_equals_one_process(ray_cluster: None, tmp_path: Path, mlfl
     assert {r.info.status for r in runs.values()} == {"FINISHED"}
     assert all("(ray)" in r.data.tags["distrepro.worker"] for r in runs.values())
     assert ray.is_initialized()  # a Ray session it did not start is left running
+    err = capsys.readouterr().err
+    assert "rayed · seed 0: running]" in err or "rayed · seed 1: running]" in err  # cells say when they start
+    assert "0 queued · 0 running · 2 done · 0 failed" in err
 
 
 def test_killed_ray_task_is_failed_then_resumed(ray_cluster: None, tmp_path: Path, mlflow_uri: str) -> None:
@@ -84,9 +97,10 @@ def test_ctrl_c_cancels_ray_tasks_and_leaves_no_process(tmp_path: Path, mlflow_u
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
     )
     try:
-        wait_for_running_cell(mlflow_uri, "distrepro/adhoc")
+        wait_for_line(proc, ": running]")  # the campaign says when a cell starts
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:

@@ -10,14 +10,14 @@ down at the end, which stops its workers; a Ray session already started in this 
 the tests) is used as it is and left running. Ctrl-C cancels every task still queued or running
 (``ray.cancel(force=True)`` kills the worker process, and the campaign marks the run KILLED).
 
-Which cells are running (rather than queued) is read from the tracking store, where each cell marks
-its run RUNNING when it starts: one query every few seconds, however many cells.
+Which cells are running (rather than queued) the cells say themselves, to a small actor the command
+reads every second: asking the tracking store instead races its writers (a SQLite reader waits for them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +26,25 @@ from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, f
 
 Events = Callable[[str, CellTask, CellOutcome | None], None]
 
-#: seconds between two reads of which runs have started
-STATUS_EVERY_S = 5.0
+
+class _Board:
+    """The keys of the cells that have started since the command last asked (a Ray actor, no CPU)."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def started(self, key: str) -> None:
+        self.keys.append(key)
+
+    def drain(self) -> list[str]:
+        keys, self.keys = self.keys, []
+        return keys
+
+
+def _ray_cell(task: CellTask, board: Any) -> CellOutcome:
+    """A Ray task's body: say the cell started, then run it."""
+    board.started.remote(task.key)
+    return run_cell_task(task)
 
 
 class RayExecutor:
@@ -63,16 +80,15 @@ class RayExecutor:
                 ray.shutdown()
 
     def _run(self, ray: Any, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
-        remote = ray.remote(max_retries=0)(run_cell_task)
+        board = ray.remote(num_cpus=0)(_Board).remote()
+        remote = ray.remote(max_retries=0)(_ray_cell)
         refs = {
-            remote.options(num_cpus=t.cpus, name=f"distrepro {t.key}").remote(_with_executor(t, "ray"), None): t
+            remote.options(num_cpus=t.cpus, name=f"distrepro {t.key}").remote(_with_executor(t, "ray"), board): t
             for t in tasks
         }
+        by_key = {t.key: t for t in tasks}
         pending = dict(refs)
         outcomes: list[CellOutcome] = []
-        running: set[str] = set()
-        clients: dict[str, Any] = {}
-        next_status = 0.0
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
@@ -81,16 +97,16 @@ class RayExecutor:
                     outcome = _get(ray, ref, task)
                     outcomes.append(outcome)
                     events("done", task, outcome)
-                if pending and time.monotonic() >= next_status:
-                    next_status = time.monotonic() + STATUS_EVERY_S
-                    for task in started_tasks(list(pending.values()), clients):
-                        if task.key not in running:
-                            running.add(task.key)
-                            events("running", task, None)
+                for key in ray.get(board.drain.remote()) if pending else []:
+                    if any(t.key == key for t in pending.values()):  # not already reported done
+                        events("running", by_key[key], None)
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        finally:
+            with contextlib.suppress(Exception):
+                ray.kill(board)
         return outcomes
 
 
@@ -107,27 +123,3 @@ def _get(ray: Any, ref: Any, task: CellTask) -> CellOutcome:
     except ray.exceptions.RayError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return failed(task, f"Ray {type(exc).__name__}: {first}".rstrip(": "))
-
-
-def started_tasks(tasks: list[CellTask], clients: dict[str, Any]) -> list[CellTask]:
-    """Those of ``tasks`` whose run is RUNNING in the tracking store (one search per store; ``clients``: the
-    MLflow client of each store, made on first use)."""
-    from distrepro.tracking.mlflow_client import make_client
-
-    by_uri: dict[str, list[CellTask]] = {}
-    for t in tasks:
-        by_uri.setdefault(t.tracking_uri, []).append(t)
-    out = []
-    for uri, group in by_uri.items():
-        try:
-            client = clients.get(uri) or clients.setdefault(uri, make_client(uri))
-            runs = client.search_runs(
-                sorted({t.experiment_id for t in group}),
-                filter_string="attributes.status = 'RUNNING'",
-                max_results=5000,
-            )
-        except Exception:  # progress is a nicety: a slow store must not stop the campaign
-            continue
-        live = {r.info.run_id for r in runs}
-        out += [t for t in group if t.run_id in live]
-    return out
