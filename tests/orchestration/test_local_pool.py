@@ -153,3 +153,13 @@ def test_executor_flags_that_do_not_fit_are_one_line(
     args = build_parser().parse_args(["run", "x.yaml", *flags])
     with pytest.raises(ConfigError, match=error.replace("-", "\\-")):
         spec_from_args(args)
+
+
+def test_distrepro_jobs_sets_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = load_config(write_config(tmp_path, name="envjobs"))
+    monkeypatch.setenv("DISTREPRO_JOBS", "3")
+    pool = make_executor(ExecutorSpec("local"), [cfg])
+    assert isinstance(pool, LocalExecutor) and pool.jobs == 3
+    monkeypatch.setenv("DISTREPRO_JOBS", "1")
+    assert make_executor(ExecutorSpec("local"), [cfg]) is None
+    assert isinstance(make_executor(ExecutorSpec("local", jobs=2), [cfg]), LocalExecutor)  # the flag wins

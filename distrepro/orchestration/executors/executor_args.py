@@ -23,7 +23,8 @@ def add_executor_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--jobs",
         type=int,
-        help="local: cells at once (default: cores / a cell's torch threads; 1 trains them in this process)",
+        help="local: cells at once (default: DISTREPRO_JOBS, else cores / a cell's torch threads; 1 trains them "
+        "in this process)",
     )
     group.add_argument(
         "--ray-address", help="ray: an existing cluster (e.g. HEAD:6379); default: a Ray started here for the command"

@@ -52,6 +52,20 @@ def default_jobs(cfgs: Sequence[Any]) -> int:
     return max(1, cores() // widest)
 
 
+#: the default of ``--jobs`` when set (e.g. 1 in CI, or in a test suite whose tests patch this process)
+JOBS_ENV = "DISTREPRO_JOBS"
+
+
+def env_jobs() -> int | None:
+    """``DISTREPRO_JOBS`` as a number of jobs, if set; a value that is not a positive integer is an error."""
+    text = os.environ.get(JOBS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(JOBS_ENV, None, f"needs a positive number of jobs, got {text!r}")
+    return int(text)
+
+
 def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Any | None:
     """The executor for ``spec`` and the campaigns' configs; ``None`` for the classic in-process path
     (``local`` with one job), which needs no executor at all."""
@@ -60,7 +74,7 @@ def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Any | None:
 
         if spec.jobs is not None and spec.jobs < 1:
             raise ConfigError("--jobs", None, f"needs at least 1 job, got {spec.jobs}")
-        jobs = spec.jobs or default_jobs(cfgs)
+        jobs = spec.jobs or env_jobs() or default_jobs(cfgs)
         if jobs == 1:
             return None
         return LocalExecutor(jobs, threads=max(1, cores() // jobs))
