@@ -32,7 +32,6 @@ from distrepro.engine.results import EvalRecord, RunResult
 from distrepro.errors import WorkerFailure
 from distrepro.orchestration.job import Job
 
-
 #: a launcher line for the ranks (``torchrun ... --nproc-per-node=N``) that replaces ``dist.launcher``: the job
 #: script of a dist-engine cell under ``--executor slurm`` sets it, so the ranks start inside the job's allocation
 TORCHRUN_ENV = "DISTREPRO_TORCHRUN"
