@@ -84,7 +84,7 @@ def _env() -> dict[str, str]:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The full test suite (what CI runs): everything except `slow` and `gpu` tests."""
-    _install(session)
+    _install(session, "test,ray,slurm")  # the executor tests run campaigns on a real Ray and through submitit
     args = session.posargs or ["-m", "not slow and not gpu", "-n", "2"]
     session.run("pytest", *args, env=_env())
 
@@ -214,17 +214,29 @@ def _requested_arms(posargs: list[str]) -> list[str]:
     return sorted({n.strip() for n in names if n.strip()})
 
 
+def _executor_extra(posargs: list[str]) -> list[str]:
+    """The pip extra of ``--executor ray|slurm`` (``--executor X`` or ``--executor=X``), if any."""
+    for i, arg in enumerate(posargs):
+        value = posargs[i + 1] if arg == "--executor" and i + 1 < len(posargs) else None
+        if arg.startswith("--executor="):
+            value = arg.split("=", 1)[1]
+        if value in ("ray", "slurm"):
+            return [value]
+    return []
+
+
 def _make_reproduce(paper: str, title: str):
     def reproduce(session: nox.Session) -> None:
         args = session.posargs
         mid = "--scale=mid" in args or any(a == "--scale" and b == "mid" for a, b in itertools.pairwise(args))
         _install(session, "test,mnist1d" if mid else "test")  # the mid scale trains on MNIST-1D (the mnist1d extra)
         arms = _requested_arms(session.posargs)
+        extras = _executor_extra(session.posargs)
         if arms:  # an optional arm may need a pip extra; paper.yaml says which (read by distrepro itself)
             out = session.run("distrepro", "extras", paper, *arms, silent=True, env=_env())
-            extras = [e for e in (out or "").split() if e]
-            if extras:
-                _install(session, ",".join(["test", *extras]))
+            extras += [e for e in (out or "").split() if e]
+        if extras:
+            _install(session, ",".join(["test", *extras]))
         session.run("distrepro", "reproduce", paper, *session.posargs, env=_env())
 
     reproduce.__doc__ = f"Reproduce {title} (the main job: every arm, every seed, then the report)."

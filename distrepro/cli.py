@@ -1,6 +1,6 @@
 """``distrepro``: the command line.
 
-    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress]
+    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
     distrepro --version
     distrepro plan CONFIG [--set key.path=value ...] [--json]
@@ -56,14 +56,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from distrepro.orchestration.campaign import (
             run_campaign,  # after the config and store checks: they fail without MLflow
         )
+        from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
+        from distrepro.orchestration.executors.executor_args import spec_from_args
+        from distrepro.orchestration.executors.selection import make_executor
 
-        result = run_campaign(
-            cfg,
-            source=config,
-            show_progress=False if args.no_progress else None,
-            resume=args.resume,
-            system_metrics=args.system_metrics,
-        )
+        executor = make_executor(spec_from_args(args), [cfg])
+        shown = False if args.no_progress else None
+        if executor is None:  # --jobs 1: the cells train in this process
+            result = run_campaign(
+                cfg, source=config, show_progress=shown, resume=args.resume, system_metrics=args.system_metrics
+            )
+        else:
+            result = run_campaigns([CampaignRequest(cfg, config, args.resume)], executor, shown)[0]
     except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -266,6 +270,7 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from distrepro.config.run_config import parse_seeds
+    from distrepro.orchestration.executors.executor_args import spec_from_args
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
@@ -289,6 +294,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
         system_metrics=args.system_metrics,
+        executor=spec_from_args(args),
     )
     for arm, campaign in result.campaigns.items():
         print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
@@ -367,6 +373,8 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from distrepro.orchestration.executors.executor_args import add_executor_args
+
     parser = argparse.ArgumentParser(
         prog="distrepro",
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
@@ -400,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
         "finished seeds are skipped, the others resume from their latest checkpoint (checkpoint.every_steps, "
         "distributed engine) or start over in a new run",
     )
+    add_executor_args(run)
     run.set_defaults(func=_cmd_run)
     rep = sub.add_parser(
         "reproduce",
@@ -433,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit with status 1 if a headline claim (the paper's own) FAILS"
     )
     _add_system_metrics_arg(rep)
+    add_executor_args(rep)
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",

@@ -14,6 +14,8 @@ import pytest
 import torch
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# campaigns train in the test process (--jobs 1) unless a test names an executor: many tests patch this process
+os.environ.setdefault("DISTREPRO_JOBS", "1")
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from distrepro.config.safe_yaml import load_yaml, read_yaml_mapping
+from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error
 from distrepro.training.lr_schedule import ScheduleConfig
 from distrepro.training.optimizer_config import OptimizerConfig
@@ -189,6 +190,8 @@ class RunConfig(_Strict):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py)
     torch_threads: int | None = Field(default=None, gt=0)
+    #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
+    slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
 
     @field_validator("batch_size")

@@ -9,10 +9,12 @@ first two seeds' time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from distrepro.errors import ConfigError, StoreUnavailable
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.job import Job, build_job, warn_time_fallbacks
 from distrepro.orchestration.observer import ProgressObserver, eval_metrics, heartbeat, progress_bars, wants_bars
-from distrepro.orchestration.resume import ResumePlan, SeedPlan, check_campaign, plan_seeds
+from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
 from distrepro.tracking.aggregates import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
@@ -38,7 +40,7 @@ from distrepro.tracking.mlflow_client import (
     make_client,
     resolve_tracking_uri,
 )
-from distrepro.tracking.runlog import check_system_metrics, flatten_params, logged_params
+from distrepro.tracking.runlog import RunLogger, check_system_metrics, flatten_params, logged_params
 from distrepro.tracking.storeprobe import check_store
 
 
@@ -157,27 +159,34 @@ def cell_params(config_dict: dict[str, Any], job: Job) -> dict[str, str]:
     )
 
 
-def run_campaign(
+@dataclass
+class PreparedCampaign:
+    """A campaign with every job built and its resume plan made, before its parent run starts."""
+
+    cfg: RunConfig
+    source: str | Path | None
+    uri: str
+    resume: str | None
+    target: ResumeTarget | None
+    engine: Any
+    jobs: list[Job]
+    params: dict[int, dict[str, str]]
+    plan: ResumePlan
+    campaign: Campaign
+
+
+def prepare_campaign(
     cfg: RunConfig,
-    source: str | Path | None = None,
-    show_progress: bool | None = None,
-    tracking_uri: str | None = None,
-    resume: str | None = None,
+    source: str | Path | None,
+    uri: str,
+    resume: str | None,
     reproduction: str | None = None,
     system_metrics: bool = False,
-) -> CampaignResult:
-    """Train ``cfg`` once per seed and log everything; returns the results and run ids.
+) -> PreparedCampaign:
+    """Check ``resume``, build every job (so every input is validated) and plan each seed; nothing is logged.
 
-    The tracking store is checked first (:func:`distrepro.tracking.storeprobe.check_store`), so a store that
-    cannot be used is one line before any job is built. ``resume`` is the run id of an unfinished
-    campaign (its parent run), continued only under the same config (:mod:`distrepro.orchestration.resume`): seeds
-    that finished are skipped, the others continue from their latest complete checkpoint
-    (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
     ``reproduction`` is the id of the ``reproduce`` run the campaign belongs to (tag ``distrepro.reproduction``);
-    ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run.
-    """
-    uri = tracking_uri or resolve_tracking_uri()
-    check_store(uri)
+    ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run."""
     if system_metrics:
         check_system_metrics()
     target = check_campaign(cfg, uri, resume) if resume else None
@@ -213,25 +222,66 @@ def run_campaign(
         resume_run_id=resume,
         system_metrics=system_metrics,
     )
+    return PreparedCampaign(cfg, source, uri, resume, target, engine, jobs, params, plan, campaign)
+
+
+def begin_campaign(prep: PreparedCampaign) -> None:
+    """Inside ``with prep.campaign``: the config artifact (a new campaign), and stale children marked FAILED."""
+    campaign = prep.campaign
+    if not prep.resume:
+        campaign.log_text(yaml.safe_dump(prep.cfg.model_dump(mode="json"), sort_keys=False), "config.yaml")
+        campaign.set_tags({DESCRIPTION_TAG: describe_parent(prep.cfg.name, len(prep.cfg.seeds))})
+    assert campaign.client is not None
+    for run_id in prep.plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
+        campaign.client.set_terminated(run_id, "FAILED")
+
+
+def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
+    """The arm's aggregates on the parent (:mod:`distrepro.tracking.aggregates`: the runs table's metric columns);
+    the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run."""
+    log_arm_summary(prep.campaign)
+    finished = {p.seed for p in prep.plan.seeds.values() if p.finished} | trained
+    missing = sorted(set(prep.target.seeds if prep.target else prep.cfg.seeds) - finished)
+    if missing:  # some seeds failed, or only some of the campaign's seeds were resumed: the campaign is not done
+        campaign = prep.campaign
+        print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
+        campaign.parent.finish("FAILED")
+
+
+def run_campaign(
+    cfg: RunConfig,
+    source: str | Path | None = None,
+    show_progress: bool | None = None,
+    tracking_uri: str | None = None,
+    resume: str | None = None,
+    reproduction: str | None = None,
+    system_metrics: bool = False,
+) -> CampaignResult:
+    """Train ``cfg`` once per seed and log everything; returns the results and run ids.
+
+    The tracking store is checked first (:func:`distrepro.tracking.storeprobe.check_store`), so a store that
+    cannot be used is one line before any job is built. ``resume`` is the run id of an unfinished
+    campaign (its parent run), continued only under the same config (:mod:`distrepro.orchestration.resume`): seeds
+    that finished are skipped, the others continue from their latest complete checkpoint
+    (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
+    ``reproduction`` and ``system_metrics``: see :func:`prepare_campaign`.
+
+    The cells train here, one after the other (``--jobs 1``); elsewhere, through
+    :func:`distrepro.orchestration.executors.dispatch.run_campaigns`, which shares this module's steps.
+    """
+    uri = tracking_uri or resolve_tracking_uri()
+    check_store(uri)
+    prep = prepare_campaign(cfg, source, uri, resume, reproduction, system_metrics)
+    campaign, experiment = prep.campaign, prep.campaign.experiment
     cells: list[CellResult] = []
     try:
         with campaign, progress_bars(wants_bars(show_progress)) as progress:
-            if not resume:
-                campaign.log_text(yaml.safe_dump(config_dict, sort_keys=False), "config.yaml")
-                campaign.set_tags({DESCRIPTION_TAG: describe_parent(cfg.name, len(cfg.seeds))})
-            assert campaign.client is not None
-            for run_id in plan.stale:  # left RUNNING by a process (or server) that died: they will never finish
-                campaign.client.set_terminated(run_id, "FAILED")
-            for job in jobs:
-                cell = _run_cell(campaign, engine, job, plan.seeds[job.seed], params[job.seed], progress)
+            begin_campaign(prep)
+            for job in prep.jobs:
+                cell = _run_cell(campaign, prep.engine, job, prep.plan.seeds[job.seed], prep.params[job.seed], progress)
                 if cell is not None:
                     cells.append(cell)
-            log_arm_summary(campaign)  # the runs table's metric columns for the arm (distrepro.tracking.aggregates)
-            finished = {p.seed for p in plan.seeds.values() if p.finished} | {c.seed for c in cells}
-            missing = sorted(set(target.seeds if target else cfg.seeds) - finished)
-            if missing:  # only some of the campaign's seeds were resumed: the campaign is not done
-                print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
-                campaign.parent.finish("FAILED")
+            end_campaign(prep, {c.seed for c in cells})
     except StoreUnavailable as exc:
         if campaign.run_id is None:
             raise
@@ -253,11 +303,22 @@ def _run_cell(
         return None
     label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
     task = progress.add_task(label, total=1000) if progress is not None else None
+    logger = open_cell(campaign, job, engine.name, plan, params)
+    with logger:
+        observer = ProgressObserver(label, progress, task)
+        with heartbeat(observer.status, enabled=progress is None):
+            result = train_cell(engine, job, logger, observer, plan.checkpoint if plan.reopen else None)
+    return CellResult(job.seed, logger.run_id, result)
+
+
+def open_cell(campaign: Campaign, job: Job, engine_name: str, plan: SeedPlan, params: dict[str, str]) -> RunLogger:
+    """The child run a seed trains into, as ``plan`` says: reopened (checkpoint), or new with its config artifacts."""
+    cfg = job.config
     if plan.reopen:
         logger = campaign.reopen_child(plan.reopen)
         print(f"seed {job.seed}: resuming run {plan.reopen} from checkpoint {plan.checkpoint}", file=sys.stderr)
     else:
-        tags = run_tags(job, engine.name)
+        tags = run_tags(job, engine_name)
         if plan.replaces:
             tags["distrepro.resumes"] = plan.replaces
         tags[DESCRIPTION_TAG] = CHILD_DESCRIPTION
@@ -267,20 +328,32 @@ def _run_cell(
                 f"seed {job.seed}: run {plan.replaces} has no checkpoint; starting over in run {logger.run_id}",
                 file=sys.stderr,
             )
-    with logger:
-        if not plan.reopen:
+    if not plan.reopen:
+        with _closed_on_error(logger):
             resolved = {**cfg.model_dump(mode="json"), "seed": job.seed}
             logger.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.resolved.yaml")
             logger.log_text(yaml.safe_dump(job.profile.to_yaml_dict(), sort_keys=False), "profile.yaml")
             if job.method.readme is not None:
                 logger.log_text(job.method.readme.read_text(encoding="utf-8"), "method_README.md")
-        observer = ProgressObserver(label, progress, task)
-        with heartbeat(observer.status, enabled=progress is None):
-            if plan.reopen:
-                result = engine.run_cell(job, logger, observer, resume_from=plan.checkpoint)
-            else:
-                result = engine.run_cell(job, logger, observer)
-        logger.log_summary(summary_metrics(job, result))
-        logger.log_text(_csv(evals_table(result)), "evals.csv")
-        logger.log_text(_csv(timeline_table(result)), "timeline.csv")
-    return CellResult(job.seed, logger.run_id, result)
+    return logger
+
+
+@contextlib.contextmanager
+def _closed_on_error(logger: RunLogger) -> Iterator[None]:
+    try:
+        yield
+    except BaseException as exc:
+        logger.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+
+
+def train_cell(engine: Any, job: Job, logger: Any, observer: Any, resume_from: Path | None = None) -> RunResult:
+    """Train ``job`` into ``logger``'s run, then log its summary metrics and tables (wherever it runs)."""
+    if resume_from is not None:
+        result = engine.run_cell(job, logger, observer, resume_from=resume_from)
+    else:
+        result = engine.run_cell(job, logger, observer)
+    logger.log_summary(summary_metrics(job, result))
+    logger.log_text(_csv(evals_table(result)), "evals.csv")
+    logger.log_text(_csv(timeline_table(result)), "timeline.csv")
+    return result

@@ -59,6 +59,7 @@ def reproduce(
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
     system_metrics: bool = False,
+    executor: Any = None,
 ) -> Reproduction:
     """Run the arms of ``paper`` and build its report; see the module docstring.
 
@@ -113,7 +114,14 @@ def reproduce(
     built = None
     with umbrella:
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
-        for name, path, cfg in configs:
+        pool = _executor(executor, [cfg for _, _, cfg in configs])
+        if pool is not None:  # every arm's cells at once, so that no worker idles at the end of an arm
+            from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
+
+            requests = [CampaignRequest(cfg, path, reproduction=umbrella.run_id) for _, path, cfg in configs]
+            done = run_campaigns(requests, pool, show_progress)
+            campaigns = {name: result for (name, _, _), result in zip(configs, done, strict=True)}
+        for name, path, cfg in configs if pool is None else []:
             campaigns[name] = run_campaign(
                 cfg,
                 source=path,
@@ -161,6 +169,16 @@ def _umbrella_note(paper: str, arms: list[str]) -> str:
         "report (`report/report.html`) is logged here once; each arm's run carries its claims' verdicts as tags "
         "`verdict.<claim>`."
     )
+
+
+def _executor(spec: Any, cfgs: list[RunConfig]) -> Any:
+    """The executor of ``spec`` (:class:`~distrepro.orchestration.executors.selection.ExecutorSpec`, or an
+    executor already made); ``None`` trains the arms here, one cell after the other."""
+    if spec is None or hasattr(spec, "run"):
+        return spec
+    from distrepro.orchestration.executors.selection import make_executor
+
+    return make_executor(spec, cfgs)
 
 
 def _products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> None:

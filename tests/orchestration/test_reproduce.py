@@ -6,7 +6,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
+from tiny_paper import PAPER
 
 from distrepro.cli import main
 from distrepro.errors import ConfigError

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
+from tiny_paper import PAPER
 
 from distrepro.cli import main
 from distrepro.orchestration.reproduce import reproduce
@@ -17,7 +17,7 @@ FAILING = PAPER.replace("claimed: 2.0", "claimed: 10.0").replace("evidence: deri
 
 
 @pytest.mark.smoke
-def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, mlflow_uri: str) -> None:  # noqa: F811
+def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, mlflow_uri: str) -> None:
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
     client = make_client(mlflow_uri)
     umbrella = client.get_run(result.run_id)
@@ -48,7 +48,7 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
 
 
 def test_reproduce_says_its_size_and_estimated_time_before_training(
-    paper_root: Path,  # noqa: F811
+    paper_root: Path,
     mlflow_uri: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -63,7 +63,7 @@ def test_reproduce_says_its_size_and_estimated_time_before_training(
 
 
 def test_check_exits_1_only_when_a_headline_claim_fails(
-    paper_root: Path,  # noqa: F811
+    paper_root: Path,
     mlflow_uri: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 from test_mlflow_ui import CHROMIUM, _free_port
-from tiny_paper import paper_root  # noqa: F401  (the fixture)
 
 from distrepro.orchestration.reproduce import Reproduction, reproduce
 from distrepro.tracking.mlflow_client import ui_url
@@ -33,7 +32,7 @@ pytestmark = [
 
 
 @pytest.fixture
-def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[str, Reproduction]]:  # noqa: F811
+def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[str, Reproduction]]:
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
     port = _free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import pickle
+import shlex
 import signal
 import subprocess
 import sys
@@ -32,6 +33,10 @@ from distrepro.engine.results import EvalRecord, RunResult
 from distrepro.engine.torch_threads import default_threads
 from distrepro.errors import WorkerFailure
 from distrepro.orchestration.job import Job
+
+#: a launcher line for the ranks (``torchrun ... --nproc-per-node=N``) that replaces ``dist.launcher``: the job
+#: script of a dist-engine cell under ``--executor slurm`` sets it, so the ranks start inside the job's allocation
+TORCHRUN_ENV = "DISTREPRO_TORCHRUN"
 
 
 def _worker_cmd(job_file: Path, out: Path) -> list[str]:
@@ -142,13 +147,20 @@ class DistEngine:
                 logger.flush()  # rank 0 writes to this run next; one writer at a time
             world = job.world_size
             env = {**os.environ, "OMP_NUM_THREADS": str(default_threads(world)[0])}  # the host's CPUs, shared
-            if cfg.dist.launcher == "torchrun":
-                cmd = [
+            prefix = os.environ.get(TORCHRUN_ENV)  # set by a SLURM cell's job script (--executor slurm)
+            torchrun = cfg.dist.launcher == "torchrun" or bool(prefix)
+            if prefix:
+                print(f"distrepro: starting the ranks with {TORCHRUN_ENV}: {prefix}", file=sys.stderr, flush=True)
+            if torchrun:
+                standalone = [
                     sys.executable,
                     "-m",
                     "torch.distributed.run",
                     "--standalone",
                     f"--nproc-per-node={world}",
+                ]
+                cmd = [
+                    *(shlex.split(prefix) if prefix else standalone),
                     "-m",
                     "distrepro.engine.dist.dist_worker",
                     "--job",
@@ -168,9 +180,9 @@ class DistEngine:
                     for r in range(world)
                 ]
             try:
-                self._watch(procs, out, world, torchrun=cfg.dist.launcher == "torchrun", progress=progress)
+                self._watch(procs, out, world, torchrun=torchrun, progress=progress)
             finally:  # also on Ctrl-C and SIGTERM (a KeyboardInterrupt here): no rank outlives the launcher
-                _kill(procs, TORCHRUN_GRACE_S if cfg.dist.launcher == "torchrun" else 0.0)
+                _kill(procs, TORCHRUN_GRACE_S if torchrun else 0.0)
             result_file = out / "result.pkl"
             if not result_file.is_file():
                 raise WorkerFailure(0, "rank 0 finished without writing its result")

@@ -1,0 +1,69 @@
+"""The command line's ``--executor`` flags (``run`` and ``reproduce``), kept apart from ``distrepro.cli``.
+
+Standard library only: the parser is built at every start of ``distrepro``, before anything heavy is
+imported. ``--slurm-*`` flags left out stay ``None`` and so keep the config's ``slurm:`` block values.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from distrepro.errors import ConfigError
+from distrepro.orchestration.executors.selection import EXECUTORS, ExecutorSpec
+
+
+def add_executor_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where the cells (arm x seed) run; see docs/multinode.md")
+    group.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local (default): processes on this machine; ray: a Ray cluster; slurm: a SLURM job per cell (submitit)",
+    )
+    group.add_argument(
+        "--jobs",
+        type=int,
+        help="local: cells at once (default: DISTREPRO_JOBS, else cores / a cell's torch threads; 1 trains them "
+        "in this process)",
+    )
+    group.add_argument(
+        "--ray-address", help="ray: an existing cluster (e.g. HEAD:6379); default: a Ray started here for the command"
+    )
+    group.add_argument("--slurm-partition", help="slurm: partition (default: the config's slurm.partition)")
+    group.add_argument("--slurm-time", type=int, metavar="MIN", help="slurm: time limit of one cell's job, minutes")
+    group.add_argument("--slurm-gpus", type=int, metavar="N", help="slurm: GPUs per cell (one node)")
+    group.add_argument("--slurm-cpus", type=int, metavar="N", help="slurm: CPUs per cell (default: its threads)")
+    group.add_argument("--slurm-mem-gb", type=float, metavar="GB", help="slurm: memory per cell")
+    group.add_argument(
+        "--slurm-array", action="store_true", default=None, help="slurm: one job array for the cells, not a job each"
+    )
+    group.add_argument("--slurm-folder", help="slurm: submitit's folder, on a filesystem the nodes share")
+    group.add_argument(
+        "--slurm-cluster",
+        choices=["slurm", "local"],
+        help="slurm: 'local' runs the same jobs as processes here (a dry run of a SLURM campaign)",
+    )
+
+
+def spec_from_args(args: argparse.Namespace) -> ExecutorSpec:
+    """The executor the flags ask for; flags of another executor than the chosen one are an error."""
+    kind = args.executor
+    slurm = {
+        "partition": args.slurm_partition,
+        "time_min": args.slurm_time,
+        "gpus_per_node": args.slurm_gpus,
+        "cpus_per_task": args.slurm_cpus,
+        "mem_gb": args.slurm_mem_gb,
+        "array": args.slurm_array,
+        "folder": args.slurm_folder,
+    }
+    given = ["--" + k.replace("_", "-") for k, v in vars(args).items() if k.startswith("slurm_") and v is not None]
+    if kind != "slurm" and given:
+        raise ConfigError(given[0], None, f"applies to --executor slurm, not --executor {kind}")
+    if kind != "ray" and args.ray_address:
+        raise ConfigError("--ray-address", None, f"applies to --executor ray, not --executor {kind}")
+    if kind != "local" and args.jobs is not None:
+        raise ConfigError("--jobs", None, f"applies to --executor local; {kind} schedules cells by their cores")
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError("--jobs", None, f"needs at least 1 job, got {args.jobs}")
+    return ExecutorSpec(kind, args.jobs, args.ray_address, slurm, args.slurm_cluster)

@@ -1,0 +1,173 @@
+"""``--executor local``: cells in this process (``--jobs 1``) or in a pool of worker processes (``--jobs N``).
+
+Why not :class:`concurrent.futures.ProcessPoolExecutor`: when one of its workers dies (killed, out of
+memory), it fails every pending future and stops the other workers, so one dead cell would take the
+campaign with it. Here each worker is a ``spawn`` process with its own pipe: a worker that dies costs
+only the cell it was running (reported FAILED with its exit signal), and a new worker takes its place.
+Workers live for the whole campaign, so torch, mlflow and the datasets are imported and built once per
+worker, not once per cell (seconds each on a busy two-core machine); they are started (:meth:`LocalExecutor.
+start`) before the campaign builds its jobs and creates its runs, so those imports overlap that work.
+
+Ctrl-C reaches the workers too (same process group): each marks its run KILLED and exits; any worker
+still alive after a grace period is terminated, then killed, so no process is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
+
+Events = Callable[[str, CellTask, CellOutcome | None], None]
+
+#: seconds a worker gets to close its run after Ctrl-C or SIGTERM before it is killed
+GRACE_S = 10.0
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve(conn: Connection, threads: int) -> None:
+    """A worker: run the tasks sent down ``conn`` until told to stop (``None``)."""
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # before torch is imported
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # terminate() closes the run as Ctrl-C does
+    with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError):
+        _preload()
+        while True:
+            task = conn.recv()
+            if task is None:
+                return
+            conn.send(("running", task.key))
+            conn.send(("done", run_cell_task(task)))
+
+
+def _preload() -> None:
+    """Import what every cell needs while the campaign is still preparing its runs (seconds under load)."""
+    import distrepro.orchestration.campaign
+    import distrepro.tracking.mlflow_client  # noqa: F401
+
+
+class _Worker:
+    def __init__(self, ctx: Any, threads: int) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, threads), daemon=True, name="distrepro-cell")
+        self.proc.start()
+        child.close()
+        self.task: CellTask | None = None
+
+    def death(self) -> str:
+        code = self.proc.exitcode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        return f"its worker process {self.proc.pid} died ({how}) while running it"
+
+
+class LocalExecutor:
+    """``jobs`` cells at a time on this machine; ``jobs == 1`` runs them in this process, one by one."""
+
+    name = "local"
+    remote = False
+
+    def __init__(self, jobs: int, threads: int) -> None:
+        self.jobs = max(1, jobs)
+        self.threads = max(1, threads)  # torch threads per cell when its config sets none
+        self._workers: list[_Worker] = []
+
+    def start(self) -> None:
+        """Start the worker processes now (they import torch and mlflow while the campaign prepares)."""
+        if self.jobs > 1 and not self._workers:
+            ctx = mp.get_context("spawn")  # no fork of a process holding torch threads and an MLflow client
+            self._workers = [_Worker(ctx, self.threads) for _ in range(self.jobs)]
+
+    def close(self) -> None:
+        """Stop the workers (idle ones at once; busy ones are interrupted, then killed)."""
+        workers, self._workers = self._workers, []
+        _stop(workers)
+
+    def describe(self) -> str:
+        return f"local, {self.jobs} job(s)"
+
+    def run(self, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
+        if self.jobs == 1:
+            return self._inline(tasks, events)
+        return self._pool(tasks, events)
+
+    def _inline(self, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
+        outcomes = []
+        for task in tasks:
+            events("running", task, None)
+            outcome = run_cell_task(task)
+            events("done", task, outcome)
+            outcomes.append(outcome)
+        return outcomes
+
+    def _pool(self, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
+        ctx = mp.get_context("spawn")
+        queue = deque(tasks)
+        outcomes: list[CellOutcome] = []
+        self.start()
+        try:
+            while queue or any(w.task is not None for w in self._workers):
+                # a worker that died (its cell reported FAILED) is replaced while cells are left
+                self._workers = [w for w in self._workers if w.proc.is_alive() or w.task is not None]
+                while queue and len(self._workers) < self.jobs:
+                    self._workers.append(_Worker(ctx, self.threads))
+                for w in self._workers:  # idle workers take the next cells
+                    if w.task is None and queue:
+                        w.task = queue.popleft()
+                        w.conn.send(w.task)
+                busy = [w for w in self._workers if w.task is not None]
+                wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=5.0)
+                for w in busy:
+                    self._collect(w, events, outcomes)
+        finally:
+            self.close()
+        return outcomes
+
+    @staticmethod
+    def _collect(w: _Worker, events: Events, outcomes: list[CellOutcome]) -> None:
+        task = w.task
+        assert task is not None
+        try:
+            while w.conn.poll():
+                kind, payload = w.conn.recv()
+                if kind == "running":
+                    events("running", task, None)
+                else:
+                    outcomes.append(payload)
+                    events("done", task, payload)
+                    w.task = None
+                    return
+        except (EOFError, OSError):
+            pass
+        if not w.proc.is_alive():
+            w.proc.join()
+            outcome = failed(task, w.death())
+            outcomes.append(outcome)
+            events("done", task, outcome)
+            w.task = None
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """Tell idle workers to stop; interrupt busy ones (their run is marked KILLED); kill what remains."""
+    for w in workers:
+        with contextlib.suppress(OSError, ValueError):
+            if w.task is None:
+                w.conn.send(None)
+            elif w.proc.is_alive():
+                w.proc.terminate()
+    deadline = time.monotonic() + GRACE_S
+    for w in workers:
+        w.proc.join(max(0.0, deadline - time.monotonic()))
+        if w.proc.is_alive():
+            w.proc.kill()
+            w.proc.join()
+        w.conn.close()

@@ -1,0 +1,93 @@
+"""Which executor a command gets: the ``--executor`` flags, each cell's cores, and this machine's."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from distrepro.errors import ConfigError
+
+EXECUTORS = ("local", "ray", "slurm")
+
+
+@dataclass
+class ExecutorSpec:
+    """The executor as the command line names it; :func:`make_executor` turns it into one."""
+
+    kind: str = "local"
+    jobs: int | None = None  # local: cells at once (default: cores // a cell's threads)
+    ray_address: str | None = None
+    slurm: dict[str, Any] = field(default_factory=dict)  # --slurm-* flags (None: not given)
+    slurm_cluster: str | None = None  # None: SLURM as submitit detects it; "local": processes here
+
+
+def cores() -> int:
+    """The cores this process may use (its affinity, which SLURM and taskset narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def cell_threads(cfg: Any) -> int:
+    """Cores one cell of ``cfg`` keeps busy: its torch threads (all cores when unset: torch's default), or
+    ranks × threads per rank for the dist engine."""
+    if cfg.engine == "dist":
+        per_rank = cfg.dist.threads_per_rank or 1
+        return max(1, per_rank * _world_size(cfg))
+    return int(cfg.torch_threads or cores())
+
+
+def _world_size(cfg: Any) -> int:
+    from distrepro.hardware.profiles import load_profile
+
+    return int(load_profile(cfg.profile, cfg.profile_variant).world_size)
+
+
+def default_jobs(cfgs: Sequence[Any]) -> int:
+    """Cells at once on this machine: the cores over the hungriest cell's threads, at least 1."""
+    widest = max((cell_threads(c) for c in cfgs), default=1)
+    return max(1, cores() // widest)
+
+
+#: the default of ``--jobs`` when set (e.g. 1 in CI, or in a test suite whose tests patch this process)
+JOBS_ENV = "DISTREPRO_JOBS"
+
+
+def env_jobs() -> int | None:
+    """``DISTREPRO_JOBS`` as a number of jobs, if set; a value that is not a positive integer is an error."""
+    text = os.environ.get(JOBS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(JOBS_ENV, None, f"needs a positive number of jobs, got {text!r}")
+    return int(text)
+
+
+def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Any | None:
+    """The executor for ``spec`` and the campaigns' configs; ``None`` for the classic in-process path
+    (``local`` with one job), which needs no executor at all."""
+    if spec.kind == "local":
+        from distrepro.orchestration.executors.local_pool import LocalExecutor
+
+        if spec.jobs is not None and spec.jobs < 1:
+            raise ConfigError("--jobs", None, f"needs at least 1 job, got {spec.jobs}")
+        jobs = spec.jobs or env_jobs() or default_jobs(cfgs)
+        if jobs == 1:
+            return None
+        return LocalExecutor(jobs, threads=max(1, cores() // jobs))
+    if spec.kind == "ray":
+        from distrepro.orchestration.executors.ray_executor import RayExecutor
+
+        return RayExecutor(spec.ray_address)
+    if spec.kind == "slurm":
+        from distrepro.config.slurm_block import SlurmBlock
+        from distrepro.orchestration.executors.slurm_executor import SlurmExecutor
+
+        blocks = [getattr(c, "slurm", None) or SlurmBlock() for c in cfgs]
+        base = blocks[0].merged(spec.slurm) if blocks else SlurmBlock().merged(spec.slurm)
+        per_arm = {c.name: b.merged(spec.slurm) for c, b in zip(cfgs, blocks, strict=True)}
+        return SlurmExecutor(base, spec.slurm_cluster, per_arm)
+    raise ConfigError("--executor", None, f"unknown executor '{spec.kind}'; use one of {', '.join(EXECUTORS)}")

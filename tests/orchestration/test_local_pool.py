@@ -1,0 +1,165 @@
+"""``--executor local --jobs N``: cells in worker processes give the same runs as one process, and a worker
+that dies costs only its cell (FAILED, with why), which ``--resume`` then runs again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cellruns import (
+    campaign_metrics,
+    children,
+    kill_running_cell,
+    run_on,
+    session_processes,
+    sigint_as_at_a_terminal,
+    wait_for_line,
+)
+from clirun import cli_env, write_config
+
+from distrepro.config.run_config import load_config
+from distrepro.orchestration.campaign import run_campaign
+from distrepro.orchestration.executors.cell_task import FAILURE_TAG
+from distrepro.orchestration.executors.local_pool import LocalExecutor
+from distrepro.orchestration.executors.selection import ExecutorSpec, default_jobs, make_executor
+from distrepro.tracking.mlflow_client import make_client
+
+
+def test_jobs2_equals_jobs1_run_by_run(tmp_path: Path, mlflow_uri: str) -> None:
+    cfg = load_config(write_config(tmp_path, name="pool", seeds=[0, 1, 2]))
+    one = run_campaign(cfg, show_progress=False)
+    two = run_on(LocalExecutor(jobs=2, threads=1), cfg)
+    assert [c.seed for c in two.cells] == [0, 1, 2]
+    first, second = campaign_metrics(mlflow_uri, one.parent_run_id), campaign_metrics(mlflow_uri, two.parent_run_id)
+    assert sorted(second) == [0, 1, 2]
+    for seed in first:
+        assert first[seed].keys() == second[seed].keys()
+        assert "val_loss" in first[seed] and len(first[seed]["val_loss"]) >= 2
+        assert first[seed] == second[seed], f"seed {seed}: the pool changed what the cell logged"
+    runs = children(mlflow_uri, two.parent_run_id)
+    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+    assert all("local" in r.data.tags["distrepro.worker"] for r in runs.values())
+    one_run, two_run = children(mlflow_uri, one.parent_run_id)[0], runs[0]
+    assert one_run.data.params == two_run.data.params
+    assert make_client(mlflow_uri).get_run(two.parent_run_id).info.status == "FINISHED"
+
+
+def test_default_jobs_fit_the_cores_to_the_cells_threads(tmp_path: Path) -> None:
+    one_thread = load_config(write_config(tmp_path, name="t1", torch_threads=1))
+    unset = load_config(write_config(tmp_path, name="t0", torch_threads=None))
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    assert default_jobs([one_thread]) == cores
+    assert default_jobs([unset]) == 1  # torch's default: every core for one cell
+    assert make_executor(ExecutorSpec("local", jobs=1), [one_thread]) is None  # the classic in-process path
+    pool = make_executor(ExecutorSpec("local", jobs=2), [unset])
+    assert isinstance(pool, LocalExecutor) and pool.jobs == 2 and pool.threads == max(1, cores // 2)
+
+
+def _campaign_in_thread(cfg: Any, executor: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = run_on(executor, cfg)
+        except BaseException as exc:  # the test thread reports it
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, box
+
+
+def test_a_killed_worker_fails_its_cell_only_and_resume_reruns_it(tmp_path: Path, mlflow_uri: str) -> None:
+    cfg = load_config(write_config(tmp_path, name="doomed", seeds=[0, 1], budget={"steps": 200}))
+    thread, box = _campaign_in_thread(cfg, LocalExecutor(jobs=2, threads=1))
+    killed, pid = kill_running_cell(mlflow_uri, "distrepro/adhoc")
+    thread.join(timeout=600)
+    assert "error" not in box, box.get("error")
+    result = box["result"]
+    client = make_client(mlflow_uri)
+    assert client.get_run(result.parent_run_id).info.status == "FAILED"
+    runs = children(mlflow_uri, result.parent_run_id)
+    dead = next(r for r in runs.values() if r.info.run_id == killed)
+    assert dead.info.status == "FAILED"
+    assert f"worker process {pid} died (signal 9)" in dead.data.tags[FAILURE_TAG]
+    survivor = next(r for r in runs.values() if r.info.run_id != killed)
+    assert survivor.info.status == "FINISHED" and [c.seed for c in result.cells] == [
+        int(survivor.data.tags["distrepro.seed"])
+    ]
+
+    again = run_on(LocalExecutor(2, 1), cfg, result.parent_run_id)
+    assert again.parent_run_id == result.parent_run_id
+    assert [c.seed for c in again.cells] == [int(dead.data.tags["distrepro.seed"])]  # only the failed cell ran again
+    assert client.get_run(result.parent_run_id).info.status == "FINISHED"
+    rerun = children(mlflow_uri, result.parent_run_id)[int(dead.data.tags["distrepro.seed"])]
+    assert rerun.info.status == "FINISHED" and rerun.data.tags["distrepro.resumes"] == killed
+
+
+def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
+    config = write_config(tmp_path, name="stopped", seeds=[0, 1, 2], budget={"steps": 200})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", "run", str(config), "--jobs", "2", "--no-progress"],
+        cwd=tmp_path,
+        env=cli_env(mlflow_uri),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
+    )
+    try:
+        wait_for_line(proc, ": running]")  # the campaign says when a cell starts
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-2000:]
+    assert session_processes(proc.pid) == []
+    client = make_client(mlflow_uri)
+    exp = client.get_experiment_by_name("distrepro/adhoc")
+    runs = client.search_runs([exp.experiment_id])
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    assert parent.info.status == "KILLED"
+    cells = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(cells) == 3 and {r.info.status for r in cells} <= {"KILLED", "FINISHED"}
+    assert "KILLED" in {r.info.status for r in cells}
+
+
+@pytest.mark.parametrize(
+    ("flags", "error"),
+    [
+        (["--jobs", "0"], "--jobs: needs at least 1 job, got 0"),
+        (["--executor", "ray", "--jobs", "2"], "--jobs: applies to --executor local"),
+        (["--slurm-partition", "gpu"], "--slurm-partition: applies to --executor slurm, not --executor local"),
+        (["--ray-address", "h:6379"], "--ray-address: applies to --executor ray, not --executor local"),
+    ],
+)
+def test_executor_flags_that_do_not_fit_are_one_line(
+    tmp_path: Path, mlflow_uri: str, flags: list[str], error: str
+) -> None:
+    from distrepro.cli import build_parser
+    from distrepro.errors import ConfigError
+    from distrepro.orchestration.executors.executor_args import spec_from_args
+
+    args = build_parser().parse_args(["run", "x.yaml", *flags])
+    with pytest.raises(ConfigError, match=error.replace("-", "\\-")):
+        spec_from_args(args)
+
+
+def test_distrepro_jobs_sets_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = load_config(write_config(tmp_path, name="envjobs"))
+    monkeypatch.setenv("DISTREPRO_JOBS", "3")
+    pool = make_executor(ExecutorSpec("local"), [cfg])
+    assert isinstance(pool, LocalExecutor) and pool.jobs == 3
+    monkeypatch.setenv("DISTREPRO_JOBS", "1")
+    assert make_executor(ExecutorSpec("local"), [cfg]) is None
+    assert isinstance(make_executor(ExecutorSpec("local", jobs=2), [cfg]), LocalExecutor)  # the flag wins

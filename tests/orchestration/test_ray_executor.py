@@ -1,0 +1,114 @@
+"""``--executor ray`` on a real local Ray cluster (one per module: it takes seconds to start): the same runs as
+one process, a cell whose worker is killed is FAILED and ``--resume`` runs it again; a remote cluster refuses a
+tracking store that its nodes cannot reach, in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cellruns import (
+    campaign_metrics,
+    children,
+    kill_running_cell,
+    run_on,
+    session_processes,
+    sigint_as_at_a_terminal,
+    wait_for_line,
+)
+from clirun import cli_env, run_cli, write_config
+
+from distrepro.config.run_config import load_config
+from distrepro.orchestration.campaign import run_campaign
+from distrepro.orchestration.executors.cell_task import FAILURE_TAG
+from distrepro.tracking.mlflow_client import make_client
+
+ray = pytest.importorskip("ray")
+
+from distrepro.orchestration.executors.ray_executor import RayExecutor  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_ray_campaign_equals_one_process(
+    ray_cluster: None, tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = load_config(write_config(tmp_path, name="rayed", seeds=[0, 1]))
+    here = run_campaign(cfg, show_progress=False)
+    there = run_on(RayExecutor(), cfg)
+    assert campaign_metrics(mlflow_uri, there.parent_run_id) == campaign_metrics(mlflow_uri, here.parent_run_id)
+    runs = children(mlflow_uri, there.parent_run_id)
+    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+    assert all("(ray)" in r.data.tags["distrepro.worker"] for r in runs.values())
+    assert ray.is_initialized()  # a Ray session it did not start is left running
+    err = capsys.readouterr().err
+    assert "rayed · seed 0: running]" in err or "rayed · seed 1: running]" in err  # cells say when they start
+    assert "0 queued · 0 running · 2 done · 0 failed" in err
+
+
+def test_killed_ray_task_is_failed_then_resumed(ray_cluster: None, tmp_path: Path, mlflow_uri: str) -> None:
+    cfg = load_config(write_config(tmp_path, name="raykill", seeds=[0, 1], budget={"steps": 400}))
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.update(result=run_on(RayExecutor(), cfg)))
+    thread.start()
+    killed, _ = kill_running_cell(mlflow_uri, "distrepro/adhoc")
+    thread.join(timeout=600)
+    result = box["result"]
+    client = make_client(mlflow_uri)
+    assert client.get_run(result.parent_run_id).info.status == "FAILED"
+    dead = client.get_run(killed)
+    assert dead.info.status == "FAILED"
+    assert dead.data.tags[FAILURE_TAG].startswith("Ray WorkerCrashedError")
+    assert len(result.cells) == 1  # the other cell finished
+    again = run_on(RayExecutor(), cfg, result.parent_run_id)
+    assert [c.seed for c in again.cells] == [int(dead.data.tags["distrepro.seed"])]
+    assert client.get_run(result.parent_run_id).info.status == "FINISHED"
+
+
+def test_remote_cluster_refuses_a_local_store(tmp_path: Path, mlflow_uri: str) -> None:
+    config = write_config(tmp_path, name="remote")
+    done = run_cli(["run", str(config), "--executor", "ray", "--ray-address", "10.0.0.1:6379"], mlflow_uri, tmp_path)
+    assert done.rc == 2
+    assert len(done.error_lines) == 1 and "is a local file; start a tracking server" in done.error_lines[0]
+    assert done.elapsed_s < 60
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_ray_tasks_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
+    """A Ray started by the command (no session in the test process is used: a fresh CLI process)."""
+    config = write_config(tmp_path, name="raystop", seeds=[0, 1, 2], budget={"steps": 200})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", "run", str(config), "--executor", "ray", "--no-progress"],
+        cwd=tmp_path,
+        env=cli_env(mlflow_uri),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
+    )
+    try:
+        wait_for_line(proc, ": running]")  # the campaign says when a cell starts
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-2000:]
+    assert session_processes(proc.pid) == []
+    client = make_client(mlflow_uri)
+    exp = client.get_experiment_by_name("distrepro/adhoc")
+    cells = [r for r in client.search_runs([exp.experiment_id]) if "mlflow.parentRunId" in r.data.tags]
+    assert len(cells) == 3 and {r.info.status for r in cells} <= {"KILLED", "FINISHED"}
