@@ -28,7 +28,6 @@ from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.job import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.plugins.registry import get_dataset
 from distrepro.timing.timemodel import CommCostModel
-from distrepro.training.ingredients import lr_plan
 
 NOT_ESTIMATED = "not estimated"
 #: LR points shown (evenly spaced steps, plus the end of the warm-up)
@@ -147,7 +146,7 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
     missing = missing_requirements(job.method)
     dataset |= {"train_size": len(bundle.train), "test_size": len(bundle.test)}
     dataset |= {"num_classes": bundle.num_classes, "input_shape": list(bundle.input_shape)}
-    plan = lr_plan(cfg, job.params, len(bundle.train), alloc.batch_sizes, config)
+    plan = job.lr_plan
     model = _shape_only_model(job)
     setting = PlanSetting(
         cluster=job.cluster_view(0, None),
@@ -160,7 +159,7 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
     )
     method_plan = job.method.cls.plan(job.params, setting)
     if plan.schedule is None:
-        lr: Any = "the method names no learning rate"
+        lr: Any = "the method declares no peak learning rate"
     else:
         lr = {"total_steps": plan.total_steps, "points": [[s, v] for s, v in plan.schedule.points(LR_POINTS)]}
     allocation = {

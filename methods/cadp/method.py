@@ -36,7 +36,7 @@ from . import solver as _solver
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.01  # [B] reproducibility summary
+    lr: api.PeakLR = 0.01  # [B] reproducibility summary
     momentum: api.Momentum = 0.9  # [D]
     weight_decay: api.WeightDecay = 5e-4  # [D]
     #: b_j, the per-device local batch; one int for all or a list per rank (paper: 64 GPU / 4 CPU)
@@ -139,7 +139,11 @@ class Method(api.Method[Params]):
         else:
             found = oracle
         shares = [round(f * total) for f in alloc.shares]
-        solved: dict[str, Any] = {"solver": p.solver, "makespan_s": found.makespan_s, "optimum_makespan_s": oracle.makespan_s}
+        solved: dict[str, Any] = {
+            "solver": p.solver,
+            "makespan_s": found.makespan_s,
+            "optimum_makespan_s": oracle.makespan_s,
+        }
         if p.solver == "alm":
             solved |= {"direction": p.solver_direction, "outer_iterations": found.outer_iterations}
             solved |= {"inner_iterations": found.inner_iterations, "grad_norm": found.grad_norm}

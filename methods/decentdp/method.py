@@ -51,20 +51,14 @@ class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
 
-    def skip(self, world_size: int) -> str | None:
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        """The topology on this world size; the alternating exponential ring's node count comes from the layout
+        (two or more nodes, a power of two) unless ``local_world_size`` fixes it."""
+        local = self.params.local_world_size
         try:
-            topo.rounds(self.params.topology, world_size, self.params.local_world_size or 1)
-        except ValueError as exc:
-            if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
-                return str(exc)
-        return None
-
-    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
-        """The alternating exponential ring's node count comes from the layout (two or more nodes, a power of two)."""
-        if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
-            return None
-        try:
-            topo.rounds(self.params.topology, cluster.world_size, _ranks_per_node(cluster))
+            if self.params.topology == "alternating-exp-ring" and not local:
+                local = _ranks_per_node(cluster)
+            topo.rounds(self.params.topology, cluster.world_size, local or 1)
         except ValueError as exc:
             return str(exc)
         return None

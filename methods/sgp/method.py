@@ -41,7 +41,8 @@ class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
 
-    def skip(self, world_size: int) -> str | None:
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        world_size = cluster.world_size
         if world_size < 2 or world_size & (world_size - 1):
             return f"the one-peer exponential graph needs a power-of-two world size >= 2, not {world_size}"
         return None

@@ -413,7 +413,7 @@ def test_train_state_is_read_only_for_methods() -> None:
 @pytest.mark.parametrize("eval_on", ["average", "rank0"])
 def test_evaluation_uses_the_average_or_rank0_model(eval_on: str) -> None:
     job, cls = probe_job(budget={"steps": 2}, eval={"times": 1})
-    variant = type("Probe", (cls,), {"eval_on": eval_on})
+    variant = type("Probe", (cls,), {"evaluated_on": classmethod(lambda c, params: eval_on)})
     job = dataclasses.replace(job, method=dataclasses.replace(job.method, cls=variant))
     result = run(job)
     models = result.models

@@ -4,7 +4,7 @@ Synchronous methods agree to float tolerance on parameters, clocks, bytes, evalu
 and allocations (clocks: because no two flows share a link at once here; where they do, the distributed
 engine charges each as if alone, a lower bound, see ``distrepro/engine/dist/dist_comm.py``).
 Asynchronous ones interleave by real time under torch.distributed, so they agree on the contract:
-the model evaluated (``eval_on``), the recorded keys, the bytes of each exchange, every rank in every
+the model evaluated (``evaluated_on``), the recorded keys, the bytes of each exchange, every rank in every
 evaluation. Two ranks (``pair-2``: the second at half speed), a few steps,
 tiny synthetic data; each distributed run meets through a rendezvous file in a temporary folder.
 """

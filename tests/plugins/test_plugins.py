@@ -1,5 +1,8 @@
 """Every discovered method plugin, benchopt-style: a tiny campaign that must learn and be logged.
 
+The campaign runs the method's ``smoke_params`` (``api.Method.smoke_params``: values that make periodic logic
+run within its 10 steps), else its defaults.
+
 The test is generated from :func:`distrepro.plugins.registry.methods`, so a new ``methods/<name>/`` gets it
 without being listed anywhere. Broken plugins are reported by the registry instead of crashing it.
 """
@@ -15,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from distrepro import api
 from distrepro.config.run_config import validate_config
 from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import PluginError
@@ -59,6 +63,11 @@ def tracking(mlflow_uri: str, migrated_mlflow_db: Path, tmp_path: Path, monkeypa
     return mlflow_uri
 
 
+def smoke_params(cls: type[api.Method[Any]]) -> dict[str, Any]:
+    """A method's ``smoke_params`` as ``method_params`` (the fields it sets), {} without."""
+    return {} if cls.smoke_params is None else cls.smoke_params.model_dump(exclude_unset=True)
+
+
 def history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
     return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
 
@@ -67,12 +76,13 @@ def history(client: Any, run_id: str, key: str) -> list[tuple[int, float]]:
 @pytest.mark.parametrize("name", sorted(registry.methods()))
 def test_method_smoke_campaign(name: str, tracking: str) -> None:
     plugin = registry.methods()[name]
-    cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}"})
-    method, profile = plugin.cls(plugin.cls.Params()), load_profile(cfg.profile)
-    if method.skip_cluster(cluster_layout(profile)):  # a topology over nodes (Decent-DP's AER): two nodes
-        cfg = validate_config({**SMOKE, "method": name, "name": f"smoke-{name}", "profile": TWO_NODES})
+    run = {**SMOKE, "method": name, "name": f"smoke-{name}", "method_params": smoke_params(plugin.cls)}
+    cfg = validate_config(run)
+    method, profile = plugin.cls(plugin.cls.Params(**run["method_params"])), load_profile(cfg.profile)
+    if method.skip(cluster_layout(profile)):  # e.g. a topology over nodes (Decent-DP's AER): try two nodes
+        cfg = validate_config({**run, "profile": TWO_NODES})
         profile = load_profile(cfg.profile)
-    reason = method.skip(profile.world_size) or method.skip_cluster(cluster_layout(profile))
+    reason = method.skip(cluster_layout(profile))
     if reason:
         pytest.skip(f"{name}: {reason}")
 

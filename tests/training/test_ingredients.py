@@ -62,13 +62,16 @@ def test_the_optimizer_steps_with_the_schedules_lr_under_torch_distributed(
 
 
 def test_total_steps_for_every_budget_unit(profiles: Path) -> None:
-    from distrepro.training.ingredients import lr_plan, total_steps
+    from distrepro.training.ingredients import lr_plan
+
+    def total_steps(budget: dict[str, float]) -> int | None:
+        return validate_config({"method": "x", "budget": budget}).budget.total_steps(256, 24)
 
     cfg = _cfg("ar_sgd")
-    assert total_steps(cfg.budget, 256, 24) == 6
-    assert total_steps(validate_config({"method": "x", "budget": {"epochs": 1}}).budget, 256, 24) == 11  # ⌈256/24⌉
-    assert total_steps(validate_config({"method": "x", "budget": {"samples": 48}}).budget, 256, 24) == 2
-    assert total_steps(validate_config({"method": "x", "budget": {"emulated_seconds": 3}}).budget, 256, 24) is None
+    assert cfg.budget.total_steps(256, 24) == 6
+    assert total_steps({"epochs": 1}) == 11  # ⌈256/24⌉
+    assert total_steps({"samples": 48}) == 2
+    assert total_steps({"emulated_seconds": 3}) is None
     plan = lr_plan(_cfg("ar_sgd", budget={"epochs": 2}), build_job(cfg, 0).params, 256, [8, 16])
     assert (plan.total_steps, plan.steps_per_epoch, plan.applies) == (22, 256 / 24, False)
     assert plan.lr(0) == plan.lr(21) == 0.05  # no schedule: the method's own lr, untouched
