@@ -183,6 +183,68 @@ def test_a_type_checker_sees_each_plugins_own_params(tmp_path: Path) -> None:
     assert '"Params" has no attribute "momentun"' in bad.stdout, bad.stdout
 
 
+OUTSIDE_METHOD = """
+from __future__ import annotations
+
+import torch
+
+from distrepro import api
+
+from . import helper
+
+
+class Params(api.MethodParams):
+    inner_lr: api.PeakLR = 7e-4
+    outer_lr: api.LearningRate = 0.7
+    period: api.PositiveInt = helper.DEFAULT_PERIOD
+
+
+class Method(api.Method[Params]):
+    accepts_optimizer = True
+    smoke_params = Params(period=2)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        inner = api.OptimizerConfig(name="adamw", lr=self.params.inner_lr)
+        self.inner: torch.optim.Optimizer = ctx.build_optimizer(ctx.model.parameters(), inner)
+        self.outer: torch.optim.SGD = ctx.register_optimizer(torch.optim.SGD(ctx.model.parameters(), lr=1.0))
+        self.first_lr = ctx.lr_schedule.lr(0) if ctx.lr_schedule is not None else None
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        ctx.forward_backward(batch)
+        self.inner.step()
+"""
+#: the same plugin with three mistakes the surface's types catch
+OUTSIDE_BROKEN = (
+    OUTSIDE_METHOD.replace("ctx.model.parameters(), inner)", 'ctx.model.parameters(), "adamw")')
+    .replace("lr=self.params.inner_lr)", "lr=self.params.lr)")
+    .replace("ctx.lr_schedule.lr(0) if ctx.lr_schedule is not None else None", "ctx.lr_schedule.lr(0)")
+)
+
+
+@pytest.mark.slow  # about 30 s: mypy reads torch
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (not a dependency)")
+def test_mypy_checks_a_plugin_outside_the_repository_against_distrepro(tmp_path: Path) -> None:
+    """A user's root, far from the checkout: mypy resolves its sibling import and types it against ``distrepro``
+    (found through MYPYPATH here, since an editable install's import hook is invisible to mypy; a wheel install
+    is found through its ``py.typed``)."""
+    for name, text in (("good", OUTSIDE_METHOD), ("bad", OUTSIDE_BROKEN)):
+        write(tmp_path / name, {"methods/diloco/method.py": text, "methods/diloco/helper.py": "DEFAULT_PERIOD = 500\n"})
+    cmd = [sys.executable, "-m", "mypy", "--explicit-package-bases", "--no-incremental", "--follow-imports=silent"]
+    env = {**os.environ, "MYPYPATH": str(REPO)}
+    out = {}
+    for name in ("good", "bad"):
+        cache = ["--cache-dir", str(tmp_path / f".mypy-{name}")]
+        done = subprocess.run(
+            [*cmd, *cache, "methods"], cwd=tmp_path / name, env=env, capture_output=True, text=True, timeout=600
+        )
+        out[name] = (done.returncode, done.stdout)
+    assert out["good"][0] == 0, out["good"][1]
+    bad = out["bad"][1]
+    assert 'Argument 2 to "build_optimizer" of "WorkerContext" has incompatible type "str"' in bad, bad
+    assert '"Params" has no attribute "lr"' in bad, bad
+    assert 'Item "None" of "LRSchedule | None" has no attribute "lr"' in bad, bad
+
+
 # --------------------------------------------------------------------------- item 3: user roots
 
 
