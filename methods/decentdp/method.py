@@ -53,7 +53,9 @@ class Method(api.Method[Params]):
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:
         """The topology on this world size; the alternating exponential ring's node count comes from the layout
-        (two or more nodes, a power of two) unless ``local_world_size`` fixes it."""
+        (two or more nodes, a power of two) unless ``local_world_size`` fixes it, and it needs two or more ranks
+        per node: with one, its intra-node rounds are single-rank groups, whose mixing weight
+        ``(1 - 1/m) / (m - 1)`` is undefined (the reproduced runs have 4 or 8 per node)."""
         local = self.params.local_world_size
         try:
             if self.params.topology == "alternating-exp-ring" and not local:
@@ -61,6 +63,8 @@ class Method(api.Method[Params]):
             topo.rounds(self.params.topology, cluster.world_size, local or 1)
         except ValueError as exc:
             return str(exc)
+        if self.params.topology == "alternating-exp-ring" and local == 1:
+            return "the alternating exponential ring needs two or more ranks per node (one leaves single-rank groups)"
         return None
 
     def setup(self, ctx: api.WorkerContext) -> None:

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.distributed
 #: discovered synchronous method (:func:`synchronous_methods`), so a new plugin is compared without being listed.
 EXTRA: dict[str, dict[str, Any]] = {
     "local_sgd": {"budget": {"steps": 5}},
+    "decentdp": {"method_params": {"topology": "ring"}},  # pair-2 has one rank per node: no alternating ring
     "deepspeed_zero": {"method_params": {"weight_decay": 1e-3}},
     "chao_alloc": {"method_params": {"mode": "adaptive"}, "budget": {"epochs": 1.3}, "eval": {"times": 2}},
     "cadp": {

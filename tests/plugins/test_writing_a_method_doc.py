@@ -57,7 +57,8 @@ def test_the_guide_names_the_working_run_command_and_every_topic() -> None:
         assert topic in doc, topic
 
 
-@pytest.mark.slow  # about 2 minutes: a run, a plan, a two-arm reproduction and the generated smoke test
+@pytest.mark.distributed  # the generated tests it runs start ranks; about 2 minutes on a quiet machine
+@pytest.mark.timeout(1800)
 def test_every_command_of_the_guide_runs_against_a_copy_of_the_template(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
