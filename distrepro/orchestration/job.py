@@ -253,5 +253,8 @@ def build_job(
         method_seed_parts=method_seed_parts,
         source=source,
     )
-    job.lr_plan  # noqa: B018 (bound now: a schedule the run cannot follow fails here, before any run starts)
+    try:  # bound now: a schedule the run cannot follow, or an allocation the method refuses, fails before any run
+        job.lr_plan  # noqa: B018
+    except ValueError as exc:  # the method's allocate refused these params on this cluster (ar_sgd: "needs GPUs")
+        raise ConfigError(source, "method_params", f"{cfg.method} cannot allocate on {profile.name}: {exc}") from None
     return job
