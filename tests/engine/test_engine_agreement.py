@@ -112,7 +112,20 @@ def _same_evaluation(a: EvalRecord, b: EvalRecord) -> None:
     assert b.method_records == pytest.approx(a.method_records, rel=1e-9)  # same keys, same values
 
 
-@pytest.mark.parametrize("method", synchronous_methods())
+#: generated cases that fail today, found by this test: strict xfails, so a fix is noticed
+KNOWN_BROKEN = {
+    "decentdp": "the two engines count a different number of bytes for Decent-DP's grouped non-blocking "
+    "all-reduces (found by issue 22's generated agreement test)",
+}
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param(m, marks=pytest.mark.xfail(reason=KNOWN_BROKEN[m], strict=True)) if m in KNOWN_BROKEN else m
+        for m in synchronous_methods()
+    ],
+)
 def test_synchronous_methods_give_the_same_run_on_both_engines(
     profiles: Path, with_test_plugins: Callable[..., Path], method: str
 ) -> None:

@@ -140,8 +140,21 @@ def _flat(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([t.detach().reshape(-1).double() for t in model.state_dict().values()])
 
 
+#: generated cases that fail today, found by these tests: strict xfails, so a fix is noticed
+KNOWN_BROKEN = {
+    "decentdp": "a Decent-DP run checkpointing every 2 steps on the dist engine hangs (a rank stops responding); "
+    "its bucket order, optimizers and in-flight exchanges, built at iteration 1, are not in its state_dict either",
+}
+
+
 @pytest.mark.distributed
-@pytest.mark.parametrize("name", sorted(n for n, p in registry.methods().items() if p.cls.synchronous))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_BROKEN[n], strict=True)) if n in KNOWN_BROKEN else n
+        for n in sorted(n for n, p in registry.methods().items() if p.cls.synchronous)
+    ],
+)
 def test_method_resumes_from_a_checkpoint_to_the_uninterrupted_run(
     name: str, tracking: str, profiles: Path, tmp_path: Path
 ) -> None:
