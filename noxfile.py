@@ -98,7 +98,9 @@ def smoke(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check and format check, mypy over distrepro/ ([tool.mypy] in pyproject.toml), then the import rules:
+    """ruff check and format check, mypy over distrepro/ ([tool.mypy] in pyproject.toml) and over the shipped
+    plugins in methods/ (each folder a package as the registry imports it, ``from . import solver`` resolved
+    with ``--explicit-package-bases``), then the import rules:
     the layer contracts ([tool.importlinter]) and tools/check_imports.py (plugins import only ``distrepro.api``,
     no import cycle, unique module names).
 
@@ -109,6 +111,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy", env=_env())
+    session.run("mypy", "--explicit-package-bases", "methods", env=_env())
     session.run("lint-imports")
     session.run("python", "tools/check_imports.py")
 

@@ -4,9 +4,10 @@ Plugins (``methods/<name>/*.py``, ``datasets/*.py``, in the repository or a user
 of ``distrepro``; ``nox -s lint`` checks it (``tools/check_imports.py``), and the package ships ``py.typed`` so a
 plugin outside the repository is type-checked against these names. What is here:
 
-* the method contract (:mod:`distrepro.api.method`): :class:`Method`, :class:`MethodParams` and the typed ranges,
-  :class:`WorkerContext`, :class:`Batch`, :class:`PlanSetting`; data allocation
-  (:mod:`distrepro.api.allocation`), communication (:mod:`distrepro.api.collectives`, :mod:`distrepro.api.gossip`);
+* the method contract (:mod:`distrepro.api.method`): :class:`Method`, :class:`MethodParams` and the typed ranges
+  (:data:`PeakLR` declares the peak learning rate), :class:`WorkerContext`, :class:`LRSchedule`, :class:`Batch`,
+  :class:`PlanSetting`; data allocation (:mod:`distrepro.api.allocation`), communication
+  (:mod:`distrepro.api.collectives`, :mod:`distrepro.api.gossip`);
 * helpers for writing a method: SGD and tensor utilities (:mod:`distrepro.api.tensors`), DDP-style overlapped
   all-reduce (:mod:`distrepro.api.overlap`), the optimizer a config describes (:class:`OptimizerConfig`,
   :func:`method_optimizer`, :func:`set_lr`);
@@ -24,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from distrepro.api.method import (
+    PEAK_LR,
     Allocation,
     Batch,
     ClockView,
@@ -35,11 +37,14 @@ from distrepro.api.method import (
     GossipEndpoint,
     Group,
     LearningRate,
+    LRSchedule,
     Method,
     MethodParams,
     Momentum,
     NonNegativeFloat,
+    OptimizerConfig,
     PartitionKind,
+    PeakLR,
     PlanSetting,
     PositiveFloat,
     PositiveInt,
@@ -61,7 +66,6 @@ from distrepro.data.loading import (
 from distrepro.data.torchvision_shim import load as load_torchvision
 from distrepro.errors import CommError, ConfigError
 from distrepro.seeding import generator
-from distrepro.training.optimizer_config import OptimizerConfig
 
 if TYPE_CHECKING:
     from distrepro.config.run_config import RunConfig
@@ -95,6 +99,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
+    "PEAK_LR",
     "Allocation",
     "Batch",
     "ClockView",
@@ -109,6 +114,7 @@ __all__ = [
     "GossipAgent",
     "GossipEndpoint",
     "Group",
+    "LRSchedule",
     "LearningRate",
     "Method",
     "MethodParams",
@@ -116,6 +122,7 @@ __all__ = [
     "NonNegativeFloat",
     "OptimizerConfig",
     "PartitionKind",
+    "PeakLR",
     "PlanSetting",
     "PositiveFloat",
     "PositiveInt",

@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import abc
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from distrepro.api.allocation import Allocation, ClusterLayout, ClusterView, DeviceView, PartitionKind
 from distrepro.api.collectives import Comm, Group, ReduceOp, Work
 from distrepro.api.gossip import GossipAgent, GossipEndpoint
+from distrepro.training.lr_schedule import LRSchedule
+from distrepro.training.optimizer_config import OptimizerConfig
 
 __all__ = [
     "Allocation",
@@ -45,12 +48,15 @@ __all__ = [
     "GossipAgent",
     "GossipEndpoint",
     "Group",
+    "LRSchedule",
     "LearningRate",
     "Method",
     "MethodParams",
     "Momentum",
     "NonNegativeFloat",
+    "OptimizerConfig",
     "PartitionKind",
+    "PeakLR",
     "PlanSetting",
     "PositiveFloat",
     "PositiveInt",
@@ -94,8 +100,62 @@ PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 
 
+class _PeakLRMarker:
+    """The metadata that makes a params field the run's peak LR (:data:`PeakLR`); compared by identity."""
+
+    def __repr__(self) -> str:
+        return "PEAK_LR"
+
+
+#: the marker itself, for a field typed otherwise: ``lr: Annotated[float, Field(gt=0), api.PEAK_LR]``
+PEAK_LR: Final = _PeakLRMarker()
+#: the peak learning rate, declared: ``lr: api.PeakLR = 0.05`` (any field name: ``inner_lr: api.PeakLR``). The
+#: harness's ``schedule:`` scales from it, ``ctx.lr`` follows it and the ``lr`` metric logs it; a params model
+#: without one has no LR the harness knows of (a ``schedule:`` is then refused). At most one field per model.
+#: A field typed :class:`OptimizerConfig` (any name) is declared by its type: its ``lr``, where given, replaces it.
+PeakLR = Annotated[float, Field(gt=0), PEAK_LR]
+
+
+def _fields_where(params: type[MethodParams], test: Callable[[FieldInfo], bool]) -> list[str]:
+    return [name for name, info in params.model_fields.items() if test(info)]
+
+
+def peak_lr_field(params: type[MethodParams]) -> str | None:
+    """The name of ``params``' field declared :data:`PeakLR`, or None; two are a TypeError."""
+    names = _fields_where(params, lambda info: any(m is PEAK_LR for m in info.metadata))
+    if len(names) > 1:
+        raise TypeError(f"{params.__qualname__} declares {len(names)} peak LRs ({', '.join(names)}); declare one")
+    return names[0] if names else None
+
+
+def optimizer_field(params: type[MethodParams]) -> str | None:
+    """The name of ``params``' field typed :class:`OptimizerConfig` (or ``OptimizerConfig | None``), or None."""
+
+    def is_optimizer(info: FieldInfo) -> bool:
+        return info.annotation is OptimizerConfig or OptimizerConfig in typing.get_args(info.annotation)
+
+    names = _fields_where(params, is_optimizer)
+    if len(names) > 1:
+        raise TypeError(f"{params.__qualname__} has {len(names)} OptimizerConfig fields ({', '.join(names)}); keep one")
+    return names[0] if names else None
+
+
+def declared_peak_lr(params: MethodParams) -> float | None:
+    """The peak LR ``params`` declare: the :data:`PeakLR` field, replaced by the ``lr`` of the
+    :class:`OptimizerConfig` field where that is given explicitly; None when neither names one."""
+    field = peak_lr_field(type(params))
+    lr: float | None = None if field is None else float(getattr(params, field))
+    opt_field = optimizer_field(type(params))
+    opt = None if opt_field is None else getattr(params, opt_field)
+    if isinstance(opt, OptimizerConfig) and "lr" in opt.model_fields_set:
+        lr = float(opt.lr)
+    return lr
+
+
 #: a method's hyperparameter model: ``class Method(api.Method[MyParams])`` types ``self.params`` as ``MyParams``
 P = TypeVar("P", bound=MethodParams)
+#: ``ctx.register_optimizer(opt)`` hands back the very optimizer, typed as it was
+OptimizerT = TypeVar("OptimizerT", bound=torch.optim.Optimizer)
 
 
 @dataclass(frozen=True)
@@ -113,8 +173,10 @@ class PlanSetting:
     model_bytes: float
     state_bytes: float
     #: the run's LR schedule bound to it (``lr(t)`` for any step, ``warmup_steps``): a method whose
-    #: communication depends on the LR (QSR's period) plans from it; None when the method names no LR
-    lr_schedule: Any = None
+    #: communication depends on the LR (QSR's period) plans from it; None when the method declares no peak LR
+    lr_schedule: LRSchedule | None = None
+    #: which node each rank is on (``ctx.cluster`` of the run), for a method whose traffic follows the nodes
+    layout: ClusterLayout | None = None
 
 
 # --------------------------------------------------------------------------- worker context
@@ -140,7 +202,8 @@ class WorkerContext(Protocol):
 
     ``train_state`` is a read-only mapping (``types.MappingProxyType``) with ``step`` (local
     steps done), ``epoch`` (global, fractional), ``samples`` (global samples processed) and
-    ``budget``; a method can read the harness state but not write it.
+    ``budget`` (the run config's :class:`~distrepro.config.run_config.Budget`: ``unit``, ``amount``); a method can
+    read the harness state but not write it. The run's length in steps is :attr:`total_steps`.
     """
 
     rank: int
@@ -166,11 +229,11 @@ class WorkerContext(Protocol):
     #: the run's length in steps (``budget`` in steps, epochs or samples over the first allocation's global
     #: batch); None for an ``emulated_seconds`` budget, whose steps are not known before they are taken
     total_steps: int | None
-    #: the run's schedule bound to it (:class:`distrepro.training.lr_schedule.LRSchedule`: ``lr(t)`` for any step,
-    #: ``warmup_steps``), for a method whose communication depends on the LR; None when no LR is named
-    lr_schedule: Any
+    #: the run's schedule bound to it (:class:`LRSchedule`: ``lr(t)`` for any step, ``warmup_steps``), for a
+    #: method whose communication depends on the LR; None when no peak LR is declared (:data:`PeakLR`)
+    lr_schedule: LRSchedule | None
 
-    def register_optimizer(self, optimizer: Any) -> Any:
+    def register_optimizer(self, optimizer: OptimizerT) -> OptimizerT:
         """Hand the harness an optimizer whose LR it sets from ``schedule:`` before every step; returns it.
 
         A method that owns its LR (no torch optimizer, or a schedule of its own) registers nothing and may
@@ -178,10 +241,13 @@ class WorkerContext(Protocol):
         """
         ...
 
-    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
-        """Build and register the optimizer ``default`` (a :class:`distrepro.training.optimizers.OptimizerConfig`)
-        names,
-        with the run config's ``optimizer:`` fields overlaid (set ``accepts_optimizer = True`` on the method)."""
+    def build_optimizer(
+        self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
+    ) -> torch.optim.Optimizer:
+        """Build and register the optimizer ``default`` names (``api.OptimizerConfig(name="adamw", lr=...)``, or
+        ``api.method_optimizer(params)``: SGD from the params' peak LR, ``momentum``, ``weight_decay``,
+        ``nesterov``), with the run config's ``optimizer:`` fields overlaid (set ``accepts_optimizer = True``
+        on the method, or such a config is refused)."""
         ...
 
     #: read-only layout of the emulated cluster: node of each rank, ranks per node
@@ -240,49 +306,50 @@ class Method(abc.ABC, Generic[P]):
 
     Generic over the hyperparameter model so that a type checker knows ``self.params`` (and the
     ``params`` of :meth:`allocate` / :meth:`warmup_steps`) is the plugin's own model without a cast:
-    ``class Method(api.Method[MyParams])``. The type argument also sets :attr:`Params` when the class
-    does not (see :meth:`__init_subclass__`), so the model is named once.
+    ``class Method(api.Method[MyParams])``. The type argument is the one place the model is named: it sets
+    :attr:`Params` (see :meth:`__init_subclass__`); a class setting ``Params`` itself is refused.
     """
 
     #: short name, same as the plugin folder (the registry sets it from the folder when a plugin omits it)
     name: ClassVar[str]
-    #: pydantic model of the hyperparameters (defaults = paper values); defaults to the type argument
+    #: pydantic model of the hyperparameters (defaults = paper values): set from the type argument, never by hand
     Params: ClassVar[type[MethodParams]] = MethodParams
     #: lockstep methods do the same number of steps on every worker (stop decisions are
     #: taken together); asynchronous methods let each worker run at its own pace and stop
     #: on the global budget.
     synchronous: ClassVar[bool] = True
-    #: which model the harness evaluates: the parameter average of all workers (observer's
-    #: view, untimed) or rank 0's replica; on every engine and for asynchronous methods too,
-    #: whose ranks reach an evaluation point each at its own step
-    eval_on: ClassVar[Literal["average", "rank0"]] = "average"
     #: modules the method needs beyond the core install → how to get them; checked when a run is
     #: configured, so a missing optional extra is one clear error instead of one per started rank
     requires: ClassVar[Mapping[str, str]] = {}
     #: the method builds its optimizer with ``ctx.build_optimizer``, so a run config's ``optimizer:``
     #: reaches it; a config giving ``optimizer:`` to any other method is refused (it would be ignored)
     accepts_optimizer: ClassVar[bool] = False
+    #: the params of the generated tests (``tests/plugins/``: the smoke campaign of 10 steps, the engine
+    #: agreement, the checkpoint round trip): values that make the method's periodic logic run within a few
+    #: steps (Local SGD: ``Params(period=3)``); None: the defaults (the paper's values)
+    smoke_params: ClassVar[MethodParams | None] = None
+    #: generated tests this method opts out of, each with the reason: ``"engine_agreement"`` (the in-process and
+    #: distributed runs are compared; e.g. an external library that runs on one engine only) and
+    #: ``"checkpoint"`` (a run resumed from a checkpoint equals the uninterrupted one; asynchronous methods
+    #: cannot resume and are left out without saying so)
+    test_opt_outs: ClassVar[Mapping[Literal["engine_agreement", "checkpoint"], str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Take :attr:`Params` from the type argument (``Method[MyParams]``) unless the class sets it.
-
-        Both at once must agree: a class typed for one model but validated with another would type-check
-        and then fail at run time. A TypeError here is reported by the registry as a failed plugin.
-        """
+        """Take :attr:`Params` from the type argument (``Method[MyParams]``); refuse ``Params = ...`` in the body
+        and a model declaring two peak LRs. A TypeError here is reported by the registry as a failed plugin."""
         super().__init_subclass__(**kwargs)
+        if "Params" in cls.__dict__:
+            what = f"{cls.__qualname__} sets Params"
+            raise TypeError(f"{what}; name the params model once, as the type argument: Method[{cls.Params.__name__}]")
         for base in cls.__dict__.get("__orig_bases__", ()):
             origin = typing.get_origin(base)
             if not (isinstance(origin, type) and issubclass(origin, Method)):
                 continue
             (arg,) = typing.get_args(base)
-            if not (isinstance(arg, type) and issubclass(arg, MethodParams)):
-                continue  # a TypeVar: a generic intermediate base, parametrised further down
-            declared = cls.__dict__.get("Params")
-            if declared is None:
+            if isinstance(arg, type) and issubclass(arg, MethodParams):  # not a TypeVar of a generic base
                 cls.Params = arg
-            elif declared is not arg:
-                what = f"{cls.__qualname__} is Method[{arg.__name__}] but sets Params = {declared.__name__}"
-                raise TypeError(f"{what}; name one model")
+        peak_lr_field(cls.Params)
+        optimizer_field(cls.Params)
 
     def __init__(self, params: P) -> None:
         self.params: P = params
@@ -299,9 +366,11 @@ class Method(abc.ABC, Generic[P]):
 
     @classmethod
     def evaluated_on(cls, params: P) -> Literal["average", "rank0"]:
-        """Which model the harness evaluates for these params: :attr:`eval_on` unless the method says
-        otherwise (AR-SGD on a subset of the devices: the idle ranks' replicas never move)."""
-        return cls.eval_on
+        """Which model the harness evaluates for these params, on every engine and for asynchronous methods
+        too (whose ranks reach an evaluation point each at its own step): the parameter average of all workers
+        (the default: the observer's view, untimed) or rank 0's replica (AR-SGD on a subset of the devices:
+        the idle ranks' replicas never move)."""
+        return "average"
 
     @classmethod
     def trained_ranks(cls, params: P, device_kinds: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -372,11 +441,8 @@ class Method(abc.ABC, Generic[P]):
             else:
                 setattr(self, key, value)
 
-    def skip(self, world_size: int) -> str | None:
-        """Return a reason if this method cannot run at this world size (benchopt's ``skip``)."""
-        return None
-
-    def skip_cluster(self, cluster: ClusterLayout) -> str | None:
-        """Return a reason if this method cannot run on this cluster's layout (e.g. a topology that needs two
-        or more nodes); :meth:`skip` sees only the world size. Checked with :meth:`skip`, before any worker starts."""
+    def skip(self, cluster: ClusterLayout) -> str | None:
+        """Return a reason if this method cannot run on this cluster (benchopt's ``skip``): its world size
+        (``cluster.world_size``) or its layout (a topology that needs two or more nodes). Checked before any
+        worker starts, and by the generated tests, which then skip the method rather than fail."""
         return None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
+from distrepro.api.collectives import Comm, Group
 
-def sgd(model: torch.nn.Module, lr: float, momentum: float, weight_decay: float, nesterov: bool = False):
+
+def sgd(
+    model: torch.nn.Module, lr: float, momentum: float, weight_decay: float, nesterov: bool = False
+) -> torch.optim.SGD:
     """Plain ``torch.optim.SGD`` over all parameters (heavy-ball momentum, coupled weight decay)."""
     return torch.optim.SGD(
         model.parameters(),
@@ -38,7 +40,7 @@ def state_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     return [p.data for p in model.parameters()] + float_buffers(model)
 
 
-def broadcast_buffers(comm: Any, buffers: list[torch.Tensor], src: int = 0, group: Any = None) -> None:
+def broadcast_buffers(comm: Comm, buffers: list[torch.Tensor], src: int = 0, group: Group | None = None) -> None:
     """Broadcast floating buffers (BatchNorm statistics) from ``src`` (a global rank) over ``group`` (all
     ranks by default) as one bucket, as DDP's ``broadcast_buffers=True`` does every step."""
     if not buffers:

@@ -7,10 +7,12 @@ the file and the dotted field (``budget.steps``), never a pydantic traceback.
 from __future__ import annotations
 
 import copy
+import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from distrepro.config.safe_yaml import load_yaml, read_yaml_mapping
 from distrepro.config.slurm_block import SlurmBlock
@@ -55,7 +57,12 @@ class Budget(_Strict):
     ``steps`` are iterations of a lockstep method, or for asynchronous methods the total number
     of gradient computations divided by the world size. ``epochs`` and ``samples`` count samples
     processed by all workers together. ``emulated_seconds`` is virtual time.
+
+    The one representation of a run's length: the engines stop on it (``TrainingSchedule``), methods read it
+    (``ctx.train_state["budget"]``, frozen) and :meth:`total_steps` is its one conversion to steps.
     """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)  # the other units: checked once the job is built
     epochs: float | None = Field(default=None, gt=0)
@@ -77,11 +84,22 @@ class Budget(_Strict):
     def amount(self) -> float:
         return float(getattr(self, self.unit))
 
+    def total_steps(self, dataset_size: int, global_batch: int) -> int | None:
+        """Steps in the budget, for any unit but ``emulated_seconds`` (None: how many steps fit in a span of
+        virtual time is known only once the run has taken them). A step processes ``global_batch`` samples
+        (the allocation's batch sizes summed; for an asynchronous method, one gradient of every worker)."""
+        if self.unit == "steps":
+            return int(self.amount)
+        if self.unit == "emulated_seconds":
+            return None
+        samples = self.amount * dataset_size if self.unit == "epochs" else self.amount
+        return max(1, math.ceil(samples / max(global_batch, 1) - 1e-9))
+
 
 class EvalSchedule(_Strict):
     """When and how to evaluate (untimed). At most one period; default: ``times`` evenly.
 
-    The model scored is the average of the replicas (a method's ``eval_on``). ``replicas`` also scores
+    The model scored is the average of the replicas (a method's ``evaluated_on``). ``replicas`` also scores
     every replica and logs the mean, std, min and max of their metrics; ``bn_recalibration_batches``
     re-estimates an averaged model's BatchNorm statistics on that many training batches first
     (:mod:`distrepro.engine.eval_modes` says why and how).
@@ -193,6 +211,9 @@ class RunConfig(_Strict):
     #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
+    #: the method plugin and its validated params, once per config (:func:`resolve_method`), keyed by what
+    #: they were validated from, so a config changed afterwards is validated again
+    _resolved: tuple[tuple[str, str], MethodPlugin, MethodParams] | None = PrivateAttr(default=None)
 
     @field_validator("batch_size")
     @classmethod
@@ -283,22 +304,28 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConf
 def resolve_method(cfg: RunConfig, source: str | Path | None = None) -> tuple[MethodPlugin, MethodParams]:
     """The method plugin of ``cfg`` and its validated ``method_params``; errors name ``source`` and the field.
 
-    Called when a config is loaded and again when a job is built (configs built in code skip the loader).
+    Validated once per config: when it is loaded, or when the first job is built from a config made in code;
+    every later job (each seed, each plan) reuses the result kept on the config.
     """
     from distrepro.plugins.registry import (
         get_method,  # imports torch and the plugins: only once a config names a method
     )
 
+    key = (cfg.method, json.dumps(cfg.method_params, sort_keys=True, default=str))
+    if cfg._resolved is not None and cfg._resolved[0] == key:
+        return cfg._resolved[1], cfg._resolved[2]
     try:
         method = get_method(cfg.method)
     except PluginError as exc:  # name the config file and field, as every other input error does
         raise ConfigError(source, "method", str(exc)) from None
     try:
-        return method, method.cls.Params.model_validate(cfg.method_params)
+        params = method.cls.Params.model_validate(cfg.method_params)
     except ValidationError as exc:
         inner = format_pydantic_error(source, exc)
         field = f"method_params.{inner.field}" if inner.field else "method_params"
         raise ConfigError(source, field, inner.message) from None
+    cfg._resolved = (key, method, params)
+    return method, params
 
 
 def validate_config(data: dict[str, Any], source: str | Path | None = None) -> RunConfig:

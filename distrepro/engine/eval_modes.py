@@ -20,7 +20,7 @@ harness loop (:mod:`distrepro.engine.loop`), so they cannot differ between engin
   The batches come from their own stream of the training set, seeded from the run's seed parts
   (paper, profile, seed index: every arm of a comparison gets the same batches), and are the same
   at every evaluation. A model without BatchNorm is scored unchanged; so is a method evaluated on
-  rank 0 (``eval_on = "rank0"``: not an average).
+  rank 0 (``evaluated_on`` says ``"rank0"``: not an average).
 
 Neither touches a clock, a byte counter or a replica: the averaged model is a scratch copy, and
 scoring a replica runs it in eval mode under ``no_grad``.
@@ -132,7 +132,11 @@ def recalibrate_evaluated(model: torch.nn.Module, job: Job, batch_sizes: Sequenc
     statistics if the run asks for it and ``model`` is an average of the replicas (module docstring).
     ``batch_sizes``: the run's current per-worker batch sizes (the default recalibration batch)."""
     cfg = job.config.eval
-    if cfg.bn_recalibration_batches == 0 or job.method.cls.eval_on != "average" or not batchnorm_layers(model):
+    if (
+        cfg.bn_recalibration_batches == 0
+        or job.method.cls.evaluated_on(job.params) != "average"
+        or not batchnorm_layers(model)
+    ):
         return
     size = cfg.bn_recalibration_batch_size or max(1, *batch_sizes)
     recalibrate_bn(model, recalibration_batches(job.bundle, cfg.bn_recalibration_batches, size, job.seed_parts))

@@ -7,14 +7,14 @@ The harness owns the loss (cross-entropy) and charges the modelled compute time 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from distrepro.api.method import Batch, ClusterLayout, Comm
+from distrepro.api.method import Batch, ClusterLayout, Comm, LRSchedule, OptimizerConfig, OptimizerT
 from distrepro.engine.clock import VirtualClock
 from distrepro.seeding import derive_seed, generator
 
@@ -67,16 +67,18 @@ class HarnessWorker:
         # training ingredients (distrepro.training.ingredients): set by the harness
         self.lr: float | None = None  # the LR of the step about to run (the schedule's)
         self.total_steps: int | None = None  # the run's length in steps (None for an emulated_seconds budget)
-        self.lr_schedule: Any | None = None  # the run's LRSchedule (distrepro.training.lr_schedule), None without an LR
+        self.lr_schedule: LRSchedule | None = None  # the run's schedule; None without a declared peak LR
         self.label_smoothing = 0.0
-        self.optimizer_override: Any | None = None  # the run config's optimizer: block
-        self.optimizers: list[Any] = []  # registered: the harness sets their LR before every step
+        self.optimizer_override: OptimizerConfig | None = None  # the run config's optimizer: block
+        self.optimizers: list[torch.optim.Optimizer] = []  # registered: the harness sets their LR before every step
 
-    def register_optimizer(self, optimizer: Any) -> Any:
+    def register_optimizer(self, optimizer: OptimizerT) -> OptimizerT:
         self.optimizers.append(optimizer)
         return optimizer
 
-    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+    def build_optimizer(
+        self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
+    ) -> torch.optim.Optimizer:
         from distrepro.training.ingredients import overlay
         from distrepro.training.optimizers import build_optimizer
 

@@ -2,13 +2,13 @@
 
 Everything that decides a run's numbers lives here, once: a worker's step body (batch, step,
 loss), the budgets and evaluation points, re-allocation at epoch boundaries, which model is
-evaluated (``eval_on``), how per-rank values (``ctx.record``, clocks, bytes, losses) become an
+evaluated (``evaluated_on``), how per-rank values (``ctx.record``, clocks, bytes, losses) become an
 evaluation, the run's result and a checkpoint's content. An engine plugs in through
 :class:`~distrepro.engine.transport.Transport`: the in-process engine runs all K workers of a
 :class:`Harness` as greenlets and its end-of-step bookkeeping as zero-cost scheduler events; the
 distributed engine runs one worker per process and the same bookkeeping on every rank. Two
 engines used to own a loop each and drifted apart (records logged as a mean in one and as rank 0's
-value in the other; ``eval_on`` ignored by one for asynchronous methods); one loop cannot drift.
+value in the other; ``evaluated_on`` ignored by one for asynchronous methods); one loop cannot drift.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from distrepro.engine.streams import iterate_eval
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
 from distrepro.orchestration.job import Job
-from distrepro.training.ingredients import LRPlan, lr_plan
+from distrepro.training.ingredients import LRPlan
 
 
 class Harness:
@@ -51,7 +51,6 @@ class Harness:
         cls = job.method.cls
         self.lockstep = cls.synchronous
         k = job.world_size
-        budget = {"unit": job.config.budget.unit, "amount": job.config.budget.amount}
         self.slots: list[Slot] = []
         layout = cluster_layout(job.profile)
         for rank in transport.ranks:
@@ -69,7 +68,9 @@ class Harness:
                 backward_fraction=job.profile.backward_fraction(),
                 cluster=layout,
             )
-            worker.update_state(budget=budget)
+            worker.update_state(budget=job.config.budget)
+            worker.total_steps = job.lr_plan.total_steps
+            worker.lr_schedule = job.lr_plan.schedule
             worker.label_smoothing = job.config.loss.label_smoothing
             worker.optimizer_override = job.config.optimizer
             self.slots.append(Slot(rank, worker, cls(job.params)))
@@ -84,7 +85,7 @@ class Harness:
         self.alloc: Allocation | None = None
         self.epoch = 0
         self.profiled: tuple[float, ...] | None = None  # warm-up speeds, if the method profiles
-        self.lr_plan: LRPlan | None = None  # bound to the run at its first allocation (its global batch)
+        self.lr_plan: LRPlan = job.lr_plan
         transport.bind(self)
 
     @property
@@ -96,7 +97,7 @@ class Harness:
         """Train to the budget, evaluate, and return the result (None on processes that do not report)."""
         job, transport = self.job, self.transport
         method = self.slots[0].method
-        reason = method.skip(job.world_size) or method.skip_cluster(cluster_layout(job.profile))
+        reason = method.skip(cluster_layout(job.profile))
         if reason:
             raise ValueError(f"method {job.method.name} cannot run here: {reason}")
         with transport.running():
@@ -136,7 +137,6 @@ class Harness:
             batch = slot.stream.next_batch()
             step = int(worker.train_state["step"])
             worker.clock.step = step
-            assert self.lr_plan is not None
             self.lr_plan.begin_step(worker, step)  # a worker's own step count: engine-independent, async too
             method.train_step(worker, batch)
             worker.update_state(step=step + 1)
@@ -187,11 +187,6 @@ class Harness:
     # ------------------------------------------------------------------ data allocation
     def _set_allocation(self, alloc: Allocation) -> None:
         self.alloc = alloc
-        if self.lr_plan is None:
-            self.lr_plan = lr_plan(self.job.config, self.job.params, len(self.job.bundle.train), alloc.batch_sizes)
-            for slot in self.slots:
-                slot.worker.total_steps = self.lr_plan.total_steps
-                slot.worker.lr_schedule = self.lr_plan.schedule
         for slot in self.slots:
             slot.stream = make_stream(self.job, alloc, self.epoch, slot.rank)
         self.allocations.append((self.epoch, alloc))
@@ -219,7 +214,7 @@ class Harness:
         return Progress(s.global_step, s.epochs, s.samples, s.gradients, s.emulated_s, t.wall_s(), t.throttled_s())
 
     def evaluate(self, final: bool) -> None:
-        """Untimed evaluation of the model ``eval_on`` names, with every rank's report."""
+        """Untimed evaluation of the model ``evaluated_on`` names, with every rank's report."""
         progress = self.progress()
         reports = [slot.report(progress) for slot in self.slots]
         cls, params = self.job.method.cls, self.job.params
@@ -228,7 +223,7 @@ class Harness:
         self.transport.evaluate(self.models, reports, cls.evaluated_on(params), final, final or self.lockstep, members)
 
     def evaluated(self, model: torch.nn.Module, reports: list[RankReport], final: bool, consensus: float) -> None:
-        """Called by the transport on the reporting process: score ``model`` (the one ``eval_on``
+        """Called by the transport on the reporting process: score ``model`` (the one ``evaluated_on``
         names) and log the evaluation assembled from every rank's report, with the replicas'
         ``consensus`` distance (:func:`distrepro.engine.evaluation.consensus_distance`, untimed) and the
         evaluation modes of the config (:mod:`distrepro.engine.eval_modes`)."""
@@ -240,7 +235,7 @@ class Harness:
             ranked = sorted(reports, key=lambda r: r.totals.rank)
             metrics.update(replica_stats([r.replica for r in ranked]))
         rec = assemble(reports, metrics, final, self.lockstep)
-        lr = self.lr_plan.lr(max(rec.step - 1, 0)) if self.lr_plan is not None else None
+        lr = self.lr_plan.lr(max(rec.step - 1, 0))
         if lr is not None:  # the schedule's LR of the last step taken (asynchronous: of that many steps)
             rec.metrics[M.LR] = lr
         self.target.update(rec.metrics, rec.emulated_s, rec.step)

@@ -15,7 +15,7 @@ meet*:
   counts from the c10d store, :meth:`Transport.count_gradient`);
 * how per-rank values meet: :meth:`Transport.gather` (uncharged control traffic) and
   :meth:`Transport.evaluate`, which brings every rank's report and the model the method asked to
-  be evaluated (``eval_on``) to the process that evaluates;
+  be evaluated (``evaluated_on``) to the process that evaluates;
 * pacing (throttling), wall time and the profiling warm-up, which differ between one process and
   real ones.
 """

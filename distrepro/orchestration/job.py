@@ -27,7 +27,7 @@ from distrepro.hardware.workloads import Workload, get_workload
 from distrepro.plugins.registry import MethodPlugin, get_dataset
 from distrepro.seeding import derive_seed
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
-from distrepro.training.ingredients import check_optimizer, lr_plan
+from distrepro.training.ingredients import LRPlan, check_optimizer, lr_plan
 from distrepro.training.models import build_model
 
 
@@ -50,6 +50,16 @@ class Job:
     seed_parts: tuple[object, ...]
     #: (paper, method, profile, seed index): the method's own randomness and the clock's noise
     method_seed_parts: tuple[object, ...] = ()
+    #: the config file the job came from, named by the errors found while resolving it
+    source: str | Path | None = None
+
+    @cached_property
+    def lr_plan(self) -> LRPlan:
+        """The run's LR for every step and its length in steps, bound once to the global batch of the epoch-0
+        allocation from declared speeds (an allocation's global batch does not depend on measured speeds):
+        both engines, ``ctx.lr``/``ctx.total_steps`` and ``distrepro plan`` read this one plan."""
+        alloc = self.allocate(0)
+        return lr_plan(self.config, self.params, len(self.bundle.train), alloc.batch_sizes, self.source)
 
     @property
     def world_size(self) -> int:
@@ -216,7 +226,6 @@ def build_job(
         bundle = build_dataset(dataset_plugin, cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source)
     batch_sizes = _batch_sizes(cfg, profile, source)
     check_optimizer(cfg, method.cls.accepts_optimizer, source)
-    lr_plan(cfg, params, len(bundle.train), batch_sizes, source)  # a schedule the run cannot follow fails here
     # Common random numbers: no method in the data/model seeds, so arms with the same seed index start from the same
     # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.
     seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", profile.name, seed)
@@ -226,7 +235,7 @@ def build_job(
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0
     compute = ComputeModel(profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"))
-    return Job(
+    job = Job(
         config=cfg,
         seed=seed,
         method=method,
@@ -242,4 +251,10 @@ def build_job(
         bytes_scale=scale,
         seed_parts=seed_parts,
         method_seed_parts=method_seed_parts,
+        source=source,
     )
+    try:  # bound now: a schedule the run cannot follow, or an allocation the method refuses, fails before any run
+        job.lr_plan  # noqa: B018
+    except ValueError as exc:  # the method's allocate refused these params on this cluster (ar_sgd: "needs GPUs")
+        raise ConfigError(source, "method_params", f"{cfg.method} cannot allocate on {profile.name}: {exc}") from None
+    return job

@@ -24,13 +24,13 @@ from typing import Any
 from distrepro.api.method import PlanSetting
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
+from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import ConfigError, PluginError
 from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.job import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.plugins.registry import get_dataset
 from distrepro.timing.timemodel import CommCostModel
-from distrepro.training.ingredients import lr_plan
 
 NOT_ESTIMATED = "not estimated"
 #: LR points shown (evenly spaced steps, plus the end of the warm-up)
@@ -174,7 +174,7 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
     missing = missing_requirements(job.method)
     dataset |= {"train_size": len(bundle.train), "test_size": len(bundle.test)}
     dataset |= {"num_classes": bundle.num_classes, "input_shape": list(bundle.input_shape)}
-    plan = lr_plan(cfg, job.params, len(bundle.train), alloc.batch_sizes, config)
+    plan = job.lr_plan
     model = _shape_only_model(job)
     setting = PlanSetting(
         cluster=job.cluster_view(0, None),
@@ -184,10 +184,11 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         model_bytes=param_bytes(model) * job.bytes_scale,
         state_bytes=_state_bytes(job, model),
         lr_schedule=plan.schedule,
+        layout=cluster_layout(job.profile),
     )
     method_plan = job.method.cls.plan(job.params, setting)
     if plan.schedule is None:
-        lr: Any = "the method names no learning rate"
+        lr: Any = "the method declares no peak learning rate"
     else:
         lr = {"total_steps": plan.total_steps, "points": [[s, v] for s, v in plan.schedule.points(LR_POINTS)]}
     allocation = {

@@ -21,14 +21,14 @@ what is missing, and the sweep reports the claim as not analysed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 import torch
 
-from distrepro.api.method import Batch, Comm, Group, MethodParams
+from distrepro.api.method import Batch, Comm, Group, LRSchedule, MethodParams, OptimizerConfig, OptimizerT
 from distrepro.api.overlap import buckets, ready_fractions
 from distrepro.engine import charges
 from distrepro.engine.charges import payload_bytes
@@ -175,21 +175,22 @@ class _ProbeContext:
         self.comm = _RecordingComm(rank, job.world_size, events)
         self.clock = _Clock()
         self.rng = generator(*job.seed_parts, "rank", rank, "probe")
-        budget = {"unit": job.config.budget.unit, "amount": job.config.budget.amount}
-        self.train_state = MappingProxyType({"step": 0, "epoch": 0.0, "samples": 0, "budget": budget})
+        self.train_state = MappingProxyType({"step": 0, "epoch": 0.0, "samples": 0, "budget": job.config.budget})
         self._events = events
         self._seed_parts = (*job.seed_parts, "rank", rank)
         self._bytes_scale = job.bytes_scale
         self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
         self.total_steps: int | None = None
-        self.lr_schedule: Any | None = None
+        self.lr_schedule: LRSchedule | None = None
         self.cluster = cluster_layout(job.profile)
         self._optimizer_override = job.config.optimizer
 
-    def register_optimizer(self, optimizer: Any) -> Any:
+    def register_optimizer(self, optimizer: OptimizerT) -> OptimizerT:
         return optimizer
 
-    def build_optimizer(self, parameters: Any, default: Any) -> torch.optim.Optimizer:
+    def build_optimizer(
+        self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
+    ) -> torch.optim.Optimizer:
         from distrepro.training.ingredients import overlay
         from distrepro.training.optimizers import build_optimizer
 

@@ -16,19 +16,22 @@ How a method takes part (``distrepro.api.method.WorkerContext``):
   LR registers nothing and may read ``ctx.lr``. Without ``schedule:`` nothing is written, so a method's
   own constant LR is used bit for bit as before.
 
-The peak LR is the method's ``lr`` param, replaced by ``method_params.optimizer.lr`` and then by the run
-config's ``optimizer.lr`` where those are given.
+The peak LR is declared, never found by a field's name: the method's params field typed ``api.PeakLR`` (whatever
+its name), replaced by the ``lr`` of its ``api.OptimizerConfig`` field and then by the run config's
+``optimizer.lr`` where those are given (:func:`distrepro.api.method.declared_peak_lr`). A run's plan
+(:class:`LRPlan`) is bound once, when its job is built (:attr:`distrepro.orchestration.job.Job.lr_plan`), and
+read from there by both engines and ``distrepro plan``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.config.run_config import Budget, RunConfig
+from distrepro.api.method import MethodParams, declared_peak_lr, optimizer_field, peak_lr_field
+from distrepro.config.run_config import RunConfig
 from distrepro.errors import ConfigError
 from distrepro.training.lr_schedule import LRSchedule, ScheduleConfig
 from distrepro.training.optimizer_config import OptimizerConfig
@@ -44,38 +47,28 @@ def overlay(base: OptimizerConfig, override: OptimizerConfig | None) -> Optimize
     return base.model_copy(update={k: getattr(override, k) for k in override.model_fields_set})
 
 
-def method_optimizer(params: Any) -> OptimizerConfig:
-    """The optimizer a method's params describe: SGD from its ``lr``/``momentum``/``weight_decay``/``nesterov``,
-    with its ``optimizer`` param (if it has one) overlaid."""
+def method_optimizer(params: MethodParams) -> OptimizerConfig:
+    """The optimizer a method's params describe: SGD at the declared peak LR (``api.PeakLR``) with the params'
+    ``momentum``/``weight_decay``/``nesterov`` fields where it has them, and its ``api.OptimizerConfig`` field
+    (if it has one) overlaid."""
+    field = peak_lr_field(type(params))
+    opt_field = optimizer_field(type(params))
     base = OptimizerConfig(
         name="sgd",
-        lr=float(getattr(params, "lr", OptimizerConfig().lr)),
+        lr=float(getattr(params, field)) if field is not None else OptimizerConfig().lr,
         momentum=float(getattr(params, "momentum", 0.0)),
         weight_decay=float(getattr(params, "weight_decay", 0.0)),
         nesterov=bool(getattr(params, "nesterov", False)),
     )
-    return overlay(base, getattr(params, "optimizer", None))
+    return overlay(base, None if opt_field is None else getattr(params, opt_field))
 
 
-def peak_lr(cfg: RunConfig, params: Any) -> float | None:
-    """The run's peak LR (module docstring), or None when neither the method nor the config names one."""
-    lr: float | None = getattr(params, "lr", None)
-    for opt in (getattr(params, "optimizer", None), cfg.optimizer):
-        if isinstance(opt, OptimizerConfig) and "lr" in opt.model_fields_set:
-            lr = opt.lr
-    return None if lr is None else float(lr)
-
-
-def total_steps(budget: Budget, dataset_size: int, global_batch: int) -> int | None:
-    """Steps in the budget, for any unit but ``emulated_seconds`` (None: how many steps fit in a span of
-    virtual time is known only once the run has taken them). A step processes ``global_batch`` samples
-    (the allocation's batch sizes summed; for an asynchronous method, one gradient of every worker)."""
-    if budget.unit == "steps":
-        return int(budget.amount)
-    if budget.unit == "emulated_seconds":
-        return None
-    samples = budget.amount * dataset_size if budget.unit == "epochs" else budget.amount
-    return max(1, math.ceil(samples / max(global_batch, 1) - 1e-9))
+def peak_lr(cfg: RunConfig, params: MethodParams) -> float | None:
+    """The run's peak LR (module docstring), or None when neither the method nor the config declares one."""
+    lr = declared_peak_lr(params)
+    if cfg.optimizer is not None and "lr" in cfg.optimizer.model_fields_set:
+        lr = float(cfg.optimizer.lr)
+    return lr
 
 
 @dataclass(frozen=True)
@@ -85,6 +78,8 @@ class LRPlan:
 
     schedule: LRSchedule | None
     applies: bool
+    #: the run's length in steps (:meth:`distrepro.config.run_config.Budget.total_steps`), None for an
+    #: ``emulated_seconds`` budget: what methods read as ``ctx.total_steps`` and ``setting.total_steps``
     total_steps: int | None
     steps_per_epoch: float
 
@@ -102,17 +97,22 @@ class LRPlan:
 
 
 def lr_plan(
-    cfg: RunConfig, params: Any, dataset_size: int, batch_sizes: Sequence[int], source: str | Path | None = None
+    cfg: RunConfig,
+    params: MethodParams,
+    dataset_size: int,
+    batch_sizes: Sequence[int],
+    source: str | Path | None = None,
 ) -> LRPlan:
     """Bind the config's schedule to a run whose first allocation has ``batch_sizes``; errors name ``schedule``."""
     global_batch = int(sum(batch_sizes))
-    total = total_steps(cfg.budget, dataset_size, global_batch)
+    total = cfg.budget.total_steps(dataset_size, global_batch)
     per_epoch = dataset_size / max(global_batch, 1)
     peak = peak_lr(cfg, params)
     sched = cfg.schedule
     if peak is None:
         if sched is not None:
-            raise ConfigError(source, "schedule", f"{cfg.method} has no lr param: give optimizer.lr as the peak LR")
+            what = f"{cfg.method} declares no peak LR (a method_params field typed api.PeakLR)"
+            raise ConfigError(source, "schedule", f"{what}: give optimizer.lr as the peak LR, or drop schedule:")
         return LRPlan(None, False, total, per_epoch)
     if sched is not None and total is None and sched.kind in ("cosine", "linear"):
         what = f"a {sched.kind} decay needs the run's length in steps"

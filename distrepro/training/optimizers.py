@@ -26,7 +26,9 @@ from distrepro.training.optimizer_config import OptimizerConfig
 __all__ = ["AccumAdam", "OptimizerConfig", "build_optimizer", "set_lr"]
 
 
-def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimizerConfig) -> torch.optim.Optimizer:
+def build_optimizer(
+    params: Iterable[torch.Tensor] | Iterable[dict[str, Any]], cfg: OptimizerConfig
+) -> torch.optim.Optimizer:
     """The optimizer ``cfg`` names over ``params`` (a model's ``parameters()`` or param groups)."""
     if cfg.name == "sgd":
         nesterov = cfg.nesterov and cfg.momentum > 0

@@ -13,23 +13,26 @@ Helpers of your own go in sibling files of this folder, imported package-relativ
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from distrepro import api
 
 
 class Params(api.MethodParams):
     """Hyperparameters, validated from the run config's ``method_params``; defaults are the paper's values.
 
-    Unknown keys are errors. Constrain what must hold (``gt=0``) so a bad config fails before training.
+    Unknown keys are errors. Constrain what must hold (``api.Momentum``, ``Field(gt=0)``) so a bad config fails
+    before training.
     """
 
-    lr: float = Field(default=0.05, gt=0)
-    momentum: float = Field(default=0.9, ge=0)
+    #: the peak LR, declared (any name: ``inner_lr: api.PeakLR``): the run config's ``schedule:`` scales from it,
+    #: ``ctx.lr`` follows it and the ``lr`` metric logs it
+    lr: api.PeakLR = 0.05
+    momentum: api.Momentum = 0.9
 
 
-class Method(api.Method[Params]):  # Params and the short name (the folder's) need not be repeated
+class Method(api.Method[Params]):  # the one place Params is named; the short name is the folder's
     synchronous = True  # every worker does the same number of steps; False for asynchronous methods
+    #: the params the generated tests run (10 smoke steps): make periodic logic (a sync every H steps) happen
+    smoke_params = Params()
 
     @classmethod
     def allocate(cls, params: Params, cluster: api.ClusterView) -> api.Allocation:

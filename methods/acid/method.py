@@ -28,7 +28,7 @@ from . import dynamics, graph
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.1
+    lr: api.PeakLR = 0.1
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 5e-4
     topology: Literal["ring", "exponential", "complete"] = "ring"
@@ -99,8 +99,8 @@ class Method(api.Method[Params]):
         plan["exchange_bytes"] = setting.model_bytes
         return plan
 
-    def skip(self, world_size: int) -> str | None:
-        return graph.graph_problem(self.params.topology, world_size)
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        return graph.graph_problem(self.params.topology, cluster.world_size)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

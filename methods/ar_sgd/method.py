@@ -27,7 +27,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     nesterov: bool = False
@@ -64,7 +64,7 @@ class Method(api.Method[Params]):
 
     @classmethod
     def evaluated_on(cls, params: Params) -> Literal["average", "rank0"]:
-        return "rank0" if params.devices == "gpu" else cls.eval_on
+        return "rank0" if params.devices == "gpu" else "average"
 
     @classmethod
     def trained_ranks(cls, params: Params, device_kinds: tuple[str, ...]) -> tuple[int, ...] | None:

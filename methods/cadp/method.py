@@ -36,7 +36,7 @@ from . import solver as _solver
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.01  # [B] reproducibility summary
+    lr: api.PeakLR = 0.01  # [B] reproducibility summary
     momentum: api.Momentum = 0.9  # [D]
     weight_decay: api.WeightDecay = 5e-4  # [D]
     #: b_j, the per-device local batch; one int for all or a list per rank (paper: 64 GPU / 4 CPU)

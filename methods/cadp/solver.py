@@ -82,7 +82,11 @@ def _check(a: Sequence[float], c: Sequence[float], total: float) -> tuple[np.nda
     return av, cv
 
 
-def makespan(a: Sequence[float], c: Sequence[float], x: Sequence[float]) -> float:
+#: a vector of per-device floats: a list, or the ALM solver's numpy arrays
+Vector = Sequence[float] | np.ndarray
+
+
+def makespan(a: Vector, c: Vector, x: Vector) -> float:
     """``max_j a_j·x_j + c_j`` over **every** device.
 
     Every device takes part in every parameter-server round, data or not (the harness's

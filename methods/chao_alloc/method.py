@@ -31,7 +31,7 @@ from . import allocation as rules
 
 class Params(api.MethodParams):
     mode: Literal["equal", "static", "adaptive"] = "adaptive"
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     #: True: plain mean of the workers' gradients (DDP's division by world size) instead of

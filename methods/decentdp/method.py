@@ -51,22 +51,20 @@ class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
 
-    def skip(self, world_size: int) -> str | None:
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        """The topology on this world size; the alternating exponential ring's node count comes from the layout
+        (two or more nodes, a power of two) unless ``local_world_size`` fixes it, and it needs two or more ranks
+        per node: with one, its intra-node rounds are single-rank groups, whose mixing weight
+        ``(1 - 1/m) / (m - 1)`` is undefined (the reproduced runs have 4 or 8 per node)."""
+        local = self.params.local_world_size
         try:
-            topo.rounds(self.params.topology, world_size, self.params.local_world_size or 1)
-        except ValueError as exc:
-            if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
-                return str(exc)
-        return None
-
-    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
-        """The alternating exponential ring's node count comes from the layout (two or more nodes, a power of two)."""
-        if self.params.topology != "alternating-exp-ring" or self.params.local_world_size:
-            return None
-        try:
-            topo.rounds(self.params.topology, cluster.world_size, _ranks_per_node(cluster))
+            if self.params.topology == "alternating-exp-ring" and not local:
+                local = _ranks_per_node(cluster)
+            topo.rounds(self.params.topology, cluster.world_size, local or 1)
         except ValueError as exc:
             return str(exc)
+        if self.params.topology == "alternating-exp-ring" and local == 1:
+            return "the alternating exponential ring needs two or more ranks per node (one leaves single-rank groups)"
         return None
 
     def setup(self, ctx: api.WorkerContext) -> None:
@@ -133,8 +131,8 @@ class Method(api.Method[Params]):
         k = self.iteration
         # what the accuracy claims' regime conditions read: Adam's moments are refreshed every step by DAdam,
         # every accum_iter steps by AccumAdam (its window's mean gradient is folded in at the window's end)
-        opt = self.params.optimizer
-        window = (opt.accum_iter or 1) if opt.name.startswith("accum_") else 1
+        config = self.params.optimizer
+        window = (config.accum_iter or 1) if config.name.startswith("accum_") else 1
         ctx.record("moment_refreshes", k // window)
         if k == 1:
             # iteration 1: trace the bucket order; then the first step and the first, blocking exchange

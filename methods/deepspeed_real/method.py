@@ -37,7 +37,7 @@ EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / ".torch_extensions"
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     stage: Literal[1, 2] = 2
@@ -92,7 +92,7 @@ class Method(api.Method[Params]):
     synchronous = True
     requires: ClassVar[Mapping[str, str]] = {"deepspeed": 'optional extra: pip install -e ".[deepspeed]"'}
 
-    def skip(self, world_size: int) -> str | None:
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
         return unavailable_reason()
 
     def setup(self, ctx: api.WorkerContext) -> None:

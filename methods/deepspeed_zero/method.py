@@ -23,7 +23,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     stage: Literal[1, 2] = 2  # same wire pattern in this model (README)

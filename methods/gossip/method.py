@@ -38,12 +38,21 @@ def neighbours(topology: str, rank: int, n: int) -> list[int]:
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     topology: Literal["ring", "exponential", "complete"] = "ring"
     rate: float = Field(default=1.0, ge=0)  # expected pairwise averagings per gradient step ("com/∇")
     poisson: bool = True
+
+
+def _problem(p: Params, world_size: int) -> str | None:
+    """Why the graph cannot be built on ``world_size`` workers, or None."""
+    if p.topology == "exponential" and world_size & (world_size - 1):
+        return f"the exponential graph needs a power-of-two world size, not {world_size}"
+    if world_size < 2:
+        return "gossip needs at least two workers"
+    return None
 
 
 class Method(api.Method[Params]):
@@ -67,18 +76,13 @@ class Method(api.Method[Params]):
             "bytes_per_averaging": setting.model_bytes,
             "expected_bytes_per_step": p.rate * setting.model_bytes,
         }
-        why = cls(p).skip(k)
+        why = _problem(p, k)
         if why:
             out["cannot_run"] = why
         return out
 
-    def skip(self, world_size: int) -> str | None:
-        p = self.params
-        if p.topology == "exponential" and world_size & (world_size - 1):
-            return f"the exponential graph needs a power-of-two world size, not {world_size}"
-        if world_size < 2:
-            return "gossip needs at least two workers"
-        return None
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        return _problem(self.params, cluster.world_size)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

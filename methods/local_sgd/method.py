@@ -17,7 +17,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     period: int = Field(default=4, ge=1)
@@ -28,6 +28,7 @@ class Params(api.MethodParams):
 class Method(api.Method[Params]):
     name = "local_sgd"
     synchronous = True
+    smoke_params = Params(period=3)  # the generated tests' 10 steps: three averaging rounds and a cut last one
     accepts_optimizer = True
 
     @classmethod

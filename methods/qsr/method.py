@@ -23,7 +23,7 @@ from .rule import SyncRule, first_growth, round_lengths, run_length
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.05
+    lr: api.PeakLR = 0.05
     momentum: api.Momentum = 0.9
     weight_decay: api.WeightDecay = 0.0
     nesterov: bool = False
@@ -39,9 +39,9 @@ class Params(api.MethodParams):
     optimizer: api.OptimizerConfig | None = None
 
 
-def sync_rule(params: Params, schedule: Any, total_steps: int | None) -> SyncRule:
+def sync_rule(params: Params, schedule: api.LRSchedule | None, total_steps: int | None) -> SyncRule:
     """The rule of a run: ``params`` with the warm-up of its bound ``schedule`` and its switch step."""
-    warmup = int(getattr(schedule, "warmup_steps", 0) or 0)
+    warmup = schedule.warmup_steps if schedule is not None else 0
     switch = round(params.post_local_switch * total_steps) if total_steps else 0
     return SyncRule(params.h_base, params.alpha, params.gamma, warmup, switch)
 
@@ -49,6 +49,8 @@ def sync_rule(params: Params, schedule: Any, total_steps: int | None) -> SyncRul
 class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
+    #: the generated tests' 10 steps: H grows from h_base = 2 to max(2, (0.1 / lr)^2) = 4 at the constant lr 0.05
+    smoke_params = Params(alpha=0.1)
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
@@ -76,7 +78,7 @@ class Method(api.Method[Params]):
 
     def setup(self, ctx: api.WorkerContext) -> None:
         self.opt = ctx.build_optimizer(ctx.model.parameters(), api.method_optimizer(self.params))
-        self.rule = sync_rule(self.params, getattr(ctx, "lr_schedule", None), ctx.total_steps)
+        self.rule = sync_rule(self.params, ctx.lr_schedule, ctx.total_steps)
         self.local_steps = 0
         self.period = 0  # the current round's H, decided at its first step
         self.rounds = 0  # averagings done (plain attributes: the default checkpoint state keeps these)

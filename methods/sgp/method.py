@@ -59,13 +59,11 @@ class Method(api.Method[Params]):
     synchronous = True
     accepts_optimizer = True
 
-    def skip(self, world_size: int) -> str | None:
-        if self.params.level == "device" and (world_size < 2 or not _power_of_two(world_size)):
-            return f"the one-peer exponential graph needs a power-of-two world size >= 2, not {world_size}"
-        return None
-
-    def skip_cluster(self, cluster: api.ClusterLayout) -> str | None:
-        if self.params.level != "node":
+    def skip(self, cluster: api.ClusterLayout) -> str | None:
+        world_size = cluster.world_size
+        if self.params.level == "device":
+            if world_size < 2 or not _power_of_two(world_size):
+                return f"the one-peer exponential graph needs a power-of-two world size >= 2, not {world_size}"
             return None
         sizes = set(cluster.ranks_per_node)
         if len(sizes) != 1:
@@ -144,7 +142,7 @@ class Method(api.Method[Params]):
         comm: list[dict[str, Any]] = [
             {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "pair"}
         ]
-        if params.level == "node" and max(setting.cluster.ranks_per_node) > 1:
+        if params.level == "node" and setting.layout is not None and max(setting.layout.ranks_per_node) > 1:
             comm += [
                 {"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},
                 {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},

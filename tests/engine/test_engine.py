@@ -335,10 +335,11 @@ def test_method_allocation_is_applied_and_reapplied_at_epoch_boundaries() -> Non
     assert later == [64] * 4  # the later, equal shares
 
     seen = plugin.cls.seen
-    assert [c.epoch for c in seen] == [0, 1]
-    assert seen[0].measured_samples_per_s is None
-    declared = [d.declared_samples_per_s for d in seen[1].devices]
-    measured = seen[1].measured_samples_per_s
+    # epoch 0 twice: the job's LR plan binds to the epoch-0 allocation (its global batch), then the run starts
+    assert [c.epoch for c in seen] == [0, 0, 1]
+    assert seen[0].measured_samples_per_s is None and seen[1].measured_samples_per_s is None
+    declared = [d.declared_samples_per_s for d in seen[2].devices]
+    measured = seen[2].measured_samples_per_s
     assert measured is not None
     assert list(measured[:3]) == pytest.approx(declared[:3], rel=1e-9)  # no noise in this profile
     assert math.isnan(measured[3])  # rank 3 had no data in epoch 0
@@ -413,7 +414,7 @@ def test_train_state_is_read_only_for_methods() -> None:
 @pytest.mark.parametrize("eval_on", ["average", "rank0"])
 def test_evaluation_uses_the_average_or_rank0_model(eval_on: str) -> None:
     job, cls = probe_job(budget={"steps": 2}, eval={"times": 1})
-    variant = type("Probe", (cls,), {"eval_on": eval_on})
+    variant = type("Probe", (cls,), {"evaluated_on": classmethod(lambda c, params: eval_on)})
     job = dataclasses.replace(job, method=dataclasses.replace(job.method, cls=variant))
     result = run(job)
     models = result.models

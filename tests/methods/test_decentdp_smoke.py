@@ -30,10 +30,10 @@ def test_aer_on_one_node_is_skipped_with_a_reason() -> None:
 
     plugin = get_method("decentdp")
     aer = plugin.cls(plugin.cls.Params())
-    assert "power-of-two number of nodes" in (aer.skip_cluster(cluster_layout(load_profile("homogeneous-4"))) or "")
-    assert aer.skip_cluster(cluster_layout(load_profile("a40-25gbe-16"))) is None
+    assert "power-of-two number of nodes" in (aer.skip(cluster_layout(load_profile("homogeneous-4"))) or "")
+    assert aer.skip(cluster_layout(load_profile("a40-25gbe-16"))) is None
     ring = plugin.cls(plugin.cls.Params(topology="ring"))
-    assert ring.skip_cluster(cluster_layout(load_profile("homogeneous-4"))) is None
+    assert ring.skip(cluster_layout(load_profile("homogeneous-4"))) is None
 
 
 def test_the_engine_refuses_aer_on_one_node_before_training(mlflow_uri: str) -> None:

@@ -12,6 +12,7 @@ import time
 import pytest
 import torch
 
+from distrepro import api
 from distrepro.config.run_config import validate_config
 from distrepro.engine.dist.launch import DistEngine
 from distrepro.engine.inprocess.inprocess_run import InProcessEngine
@@ -36,7 +37,8 @@ from distrepro.config.run_config import validate_config
 from distrepro.errors import ConfigError
 from distrepro.orchestration.job import build_job
 plugin = registry.methods()["deepspeed_real"]
-print(plugin.cls(plugin.cls.Params()).skip(2))
+from distrepro.api import ClusterLayout
+print(plugin.cls(plugin.cls.Params()).skip(ClusterLayout(2, (0, 0), ("n0",))))
 try:
     build_job(validate_config({"method": "deepspeed_real", "engine": "dist", "profile": "chao-1m-1to2"}), 0, "x.yaml")
 except ConfigError as exc:
@@ -46,7 +48,8 @@ except ConfigError as exc:
 
 @pytest.mark.smoke
 def test_skip_says_why_in_process() -> None:
-    reason = registry.methods()["deepspeed_real"].cls(registry.methods()["deepspeed_real"].cls.Params()).skip(2)
+    method = registry.methods()["deepspeed_real"].cls(registry.methods()["deepspeed_real"].cls.Params())
+    reason = method.skip(api.ClusterLayout(2, (0, 0), ("n0",)))
     assert reason is not None
     assert ("engine: dist" in reason) if HAS_DEEPSPEED else ("not installed" in reason)
 

@@ -124,3 +124,19 @@ def test_every_rank_has_one_in_neighbour_so_push_sum_weights_stay_one(n: int) ->
         for r in range(n):
             incoming[sgp.out_peer(r, n, step)] += weights[r] / 2
         assert [w / 2 + i for w, i in zip(weights, incoming, strict=True)] == [1.0] * n
+
+
+def test_node_level_plan_prices_the_intra_node_sync_from_the_layout() -> None:
+    """Node-level SGP (the reference's default) plans the node's gradient all-reduce and parameter broadcast
+    beside the leader's push; the ranks per node come from the run's layout (``PlanSetting.layout``)."""
+    from distrepro.orchestration.plan import build_plan
+
+    sets = ["method=sgp", "method_params={}", "optimizer=null", "schedule=null"]
+    config = Path(__file__).resolve().parents[2] / "methods" / "decentdp" / "configs" / "allreduce.yaml"
+    plan = build_plan(config, sets)  # a40-25gbe-16: 4 GPUs on each of 4 nodes
+    groups = [(c["pattern"], c["group"]) for c in plan["method_plan"]["comm"]]
+    assert groups == [("broadcast", "pair"), ("all_reduce", "node"), ("broadcast", "node")]
+    device = build_plan(
+        "methods/decentdp/configs/allreduce.yaml", [*sets[:1], "method_params={level: device}", *sets[2:]]
+    )
+    assert [c["group"] for c in device["method_plan"]["comm"]] == ["pair"]

@@ -150,14 +150,7 @@ def test_method_is_generic_and_its_type_argument_is_its_params() -> None:
 
     assert Typed.Params is _ParamsA  # named once, in the class header
     assert Typed(_ParamsA()).params.lr == 0.1
-
-    class Same(api.Method[_ParamsA]):
-        Params = _ParamsA
-
-        def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None: ...
-
-    assert Same.Params is _ParamsA
-    with pytest.raises(TypeError, match=r"Method\[_ParamsA\] but sets Params = _ParamsB"):
+    with pytest.raises(TypeError, match=r"Clash sets Params; name the params model once, as the type argument"):
 
         class Clash(api.Method[_ParamsA]):
             Params = _ParamsB
@@ -174,6 +167,7 @@ def test_shipped_methods_are_typed_by_their_params_without_casts(folder: Path) -
 
 
 @pytest.mark.slow  # about 30 s: mypy reads torch
+@pytest.mark.timeout(1200)  # several minutes on a loaded machine
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (not a dependency)")
 def test_a_type_checker_sees_each_plugins_own_params(tmp_path: Path) -> None:
     files = [str(p / "method.py") for p in SHIPPED_METHODS] + [str(REPO / "methods/_template/method.py")]
@@ -188,6 +182,74 @@ def test_a_type_checker_sees_each_plugins_own_params(tmp_path: Path) -> None:
         [*cmd, str(typo / "methods/typo/method.py")], cwd=REPO, capture_output=True, text=True, timeout=600
     )
     assert '"Params" has no attribute "momentun"' in bad.stdout, bad.stdout
+
+
+OUTSIDE_METHOD = """
+from __future__ import annotations
+
+import torch
+
+from distrepro import api
+
+from . import helper
+
+
+class Params(api.MethodParams):
+    inner_lr: api.PeakLR = 7e-4
+    outer_lr: api.LearningRate = 0.7
+    period: api.PositiveInt = helper.DEFAULT_PERIOD
+
+
+class Method(api.Method[Params]):
+    accepts_optimizer = True
+    smoke_params = Params(period=2)
+
+    def setup(self, ctx: api.WorkerContext) -> None:
+        inner = api.OptimizerConfig(name="adamw", lr=self.params.inner_lr)
+        self.inner: torch.optim.Optimizer = ctx.build_optimizer(ctx.model.parameters(), inner)
+        self.outer: torch.optim.SGD = ctx.register_optimizer(torch.optim.SGD(ctx.model.parameters(), lr=1.0))
+        self.first_lr = ctx.lr_schedule.lr(0) if ctx.lr_schedule is not None else None
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        ctx.forward_backward(batch)
+        self.inner.step()
+"""
+#: the same plugin with three mistakes the surface's types catch
+OUTSIDE_BROKEN = (
+    OUTSIDE_METHOD.replace("ctx.model.parameters(), inner)", 'ctx.model.parameters(), "adamw")')
+    .replace("lr=self.params.inner_lr)", "lr=self.params.lr)")
+    .replace("ctx.lr_schedule.lr(0) if ctx.lr_schedule is not None else None", "ctx.lr_schedule.lr(0)")
+)
+
+
+@pytest.mark.slow  # about 30 s: mypy reads torch
+@pytest.mark.timeout(1200)  # several minutes on a loaded machine
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (not a dependency)")
+def test_mypy_checks_a_plugin_outside_the_repository_against_distrepro(tmp_path: Path) -> None:
+    """A user's root, far from the checkout: mypy resolves each plugin's sibling import and types it against
+    ``distrepro`` (found through MYPYPATH here, since an editable install's import hook is invisible to mypy; a
+    wheel install is found through its ``py.typed``). One run, two plugins: the good one has no finding."""
+    helper = "DEFAULT_PERIOD = 500\n"
+    root = write(
+        tmp_path / "mine",
+        {
+            "methods/diloco/method.py": OUTSIDE_METHOD,
+            "methods/diloco/helper.py": helper,
+            "methods/diloco_bad/method.py": OUTSIDE_BROKEN,
+            "methods/diloco_bad/helper.py": helper,
+        },
+    )
+    cmd = [sys.executable, "-m", "mypy", "--explicit-package-bases", "--follow-imports=silent"]
+    cmd += ["--cache-dir", str(tmp_path / ".mypy"), "methods"]
+    env = {**os.environ, "MYPYPATH": str(REPO)}
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=1100)
+    findings = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert findings and all(line.startswith("methods/diloco_bad/method.py:") for line in findings), done.stdout
+    out = done.stdout
+    assert 'Argument 2 to "build_optimizer" of "WorkerContext" has incompatible type "str"' in out, out
+    assert '"Params" has no attribute "lr"' in out, out
+    assert 'Item "None" of "LRSchedule | None" has no attribute "lr"' in out, out
+    assert len(findings) == 3, out
 
 
 # --------------------------------------------------------------------------- item 3: user roots

@@ -62,13 +62,16 @@ def test_the_optimizer_steps_with_the_schedules_lr_under_torch_distributed(
 
 
 def test_total_steps_for_every_budget_unit(profiles: Path) -> None:
-    from distrepro.training.ingredients import lr_plan, total_steps
+    from distrepro.training.ingredients import lr_plan
+
+    def total_steps(budget: dict[str, float]) -> int | None:
+        return validate_config({"method": "x", "budget": budget}).budget.total_steps(256, 24)
 
     cfg = _cfg("ar_sgd")
-    assert total_steps(cfg.budget, 256, 24) == 6
-    assert total_steps(validate_config({"method": "x", "budget": {"epochs": 1}}).budget, 256, 24) == 11  # ⌈256/24⌉
-    assert total_steps(validate_config({"method": "x", "budget": {"samples": 48}}).budget, 256, 24) == 2
-    assert total_steps(validate_config({"method": "x", "budget": {"emulated_seconds": 3}}).budget, 256, 24) is None
+    assert cfg.budget.total_steps(256, 24) == 6
+    assert total_steps({"epochs": 1}) == 11  # ⌈256/24⌉
+    assert total_steps({"samples": 48}) == 2
+    assert total_steps({"emulated_seconds": 3}) is None
     plan = lr_plan(_cfg("ar_sgd", budget={"epochs": 2}), build_job(cfg, 0).params, 256, [8, 16])
     assert (plan.total_steps, plan.steps_per_epoch, plan.applies) == (22, 256 / 24, False)
     assert plan.lr(0) == plan.lr(21) == 0.05  # no schedule: the method's own lr, untouched
@@ -115,3 +118,89 @@ def test_label_smoothing_changes_the_training_loss(profiles: Path) -> None:
     smooth = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}, loss={"label_smoothing": 0.1}), 0))
     # same first step on the same model and batch: only the loss differs (smoothing raises CE at init)
     assert smooth.evals[0].metrics["train_loss"] != pytest.approx(plain.evals[0].metrics["train_loss"], rel=1e-6)
+
+
+# --------------------------------------------------------------------------- the peak LR is declared
+
+INNER_LR_METHOD = """
+from distrepro import api
+
+
+class Params(api.MethodParams):
+    inner_lr: api.PeakLR = 0.03
+    outer_lr: api.LearningRate = 0.7  # a learning rate, but not the peak the schedule scales
+
+
+class Method(api.Method[Params]):
+    def setup(self, ctx: api.WorkerContext) -> None:
+        self.opt = ctx.register_optimizer(api.sgd(ctx.model, self.params.inner_lr, 0.0, 0.0))
+
+    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+        ctx.forward_backward(batch)
+        ctx.comm.weighted_average(api.grads_of(ctx.model), weight=len(batch))
+        self.opt.step()
+        ctx.record("lr_used", self.opt.param_groups[0]["lr"])
+"""
+
+#: a field named ``lr`` that is not declared: no longer the peak by its name
+UNDECLARED_METHOD = INNER_LR_METHOD.replace("inner_lr: api.PeakLR = 0.03", "lr: float = 0.03").replace(
+    "self.params.inner_lr", "self.params.lr"
+)
+
+
+@pytest.fixture
+def declared_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from distrepro.plugins import roots
+
+    root = tmp_path / "declared"
+    for name, text in (("inner_lr_method", INNER_LR_METHOD), ("undeclared_method", UNDECLARED_METHOD)):
+        (root / "methods" / name).mkdir(parents=True)
+        (root / "methods" / name / "method.py").write_text(text, encoding="utf-8")
+    monkeypatch.setenv(roots.PATH_ENV, str(root))
+    return root
+
+
+def test_a_peak_lr_named_inner_lr_is_scheduled_and_logged(profiles: Path, declared_root: Path) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+    sched = {"kind": "cosine", "warmup_steps": 2, "warmup_start_lr": 0.006}
+    result = InProcessEngine().run(build_job(_cfg("inner_lr_method", schedule=sched), 0))
+    evals = [e for e in result.evals if not e.final]
+    assert [e.metrics["lr"] for e in evals][:3] == pytest.approx([0.006, 0.018, 0.03], rel=1e-12)  # peak 0.03
+    assert [e.method_records["lr_used"] for e in evals][:3] == pytest.approx([0.006, 0.018, 0.03], rel=1e-12)
+    plain = InProcessEngine().run(build_job(_cfg("inner_lr_method"), 0))
+    assert plain.final.metrics["lr"] == 0.03  # no schedule: the declared peak, logged
+
+
+def test_a_field_merely_named_lr_is_no_peak_and_a_schedule_for_it_is_refused(
+    profiles: Path, declared_root: Path
+) -> None:
+    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+
+    result = InProcessEngine().run(build_job(_cfg("undeclared_method", budget={"steps": 2}), 0))
+    assert "lr" not in result.final.metrics
+    with pytest.raises(ConfigError, match=r"schedule.*undeclared_method declares no peak LR .*api\.PeakLR"):
+        build_job(_cfg("undeclared_method", schedule=SCHEDULE), 0, "run.yaml")
+
+
+def test_a_params_model_declares_at_most_one_peak_lr() -> None:
+    from distrepro import api
+
+    class Two(api.MethodParams):
+        inner_lr: api.PeakLR = 0.1
+        outer_lr: api.PeakLR = 0.7
+
+    with pytest.raises(TypeError, match=r"Two declares 2 peak LRs \(inner_lr, outer_lr\); declare one"):
+
+        class Method(api.Method[Two]):
+            def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None: ...
+
+
+def test_the_declared_peak_lr_of_every_shipped_method() -> None:
+    """Each shipped method declares its peak: a PeakLR field, or (Decent-DP, SGP) its optimizer's lr."""
+    from distrepro.api.method import declared_peak_lr
+    from distrepro.plugins.registry import methods
+
+    peaks = {name: declared_peak_lr(plugin.cls.Params()) for name, plugin in methods().items()}
+    assert all(v is not None and v > 0 for v in peaks.values()), peaks
+    assert peaks["decentdp"] == peaks["sgp"] == 7e-4 and peaks["cadp"] == 0.01

@@ -6,7 +6,7 @@ collective there could deadlock (a rank waiting in the evaluation for a rank tha
 as a gossip partner), so a rank *contributes* without waiting: its report goes to the store and
 its parameters into a non-blocking reduce to rank 0, on a process group of the evaluations' own.
 Rank 0 evaluates point *i* when that reduce completes, that is once every rank has contributed,
-as the in-process engine evaluates the average of all replicas (``eval_on``) with every rank's
+as the in-process engine evaluates the average of all replicas (``evaluated_on``) with every rank's
 report. A contribution covers every point crossed since the rank's previous one, so every rank
 issues one reduce per point, in point order, and the reduces match. Points whose earliest
 observation is the same (crossed together, as seen first) are evaluated once, as in-process.

@@ -11,7 +11,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
+    lr: api.PeakLR = 0.05
     fail_rank: int = 1
     fail_step: int = 2
     mode: Literal["kill", "hang", "raise", "none"] = "kill"

@@ -3,7 +3,7 @@
 ``setup`` shifts every parameter of rank r by ``r * shift``; ``train_step`` computes a gradient
 (charged, so clocks and budgets advance) but applies no update and talks to nobody. Every
 evaluation, at whatever point and on whatever engine, must therefore score the same model: the
-average of the shifted replicas (``eval_on = "average"``). Each rank also records its rank, so
+average of the shifted replicas (``evaluated_on``: the average, the default). Each rank also records its rank, so
 the aggregation of ``ctx.record`` is visible (mean and per rank).
 """
 
@@ -18,14 +18,12 @@ class Params(api.MethodParams):
     shift: float = 0.05
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "fixed_replicas"
-    Params = Params
     synchronous = False
-    eval_on = "average"
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         with torch.no_grad():
             for q in ctx.model.parameters():
                 q.add_(ctx.rank * p.shift)

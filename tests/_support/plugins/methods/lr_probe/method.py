@@ -6,7 +6,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: api.LearningRate = 0.1
+    lr: api.PeakLR = 0.1
     optimizer: api.OptimizerConfig | None = None
 
 

@@ -73,16 +73,15 @@ def expected(rank: int, world: int) -> dict[str, float]:
 
 
 class Params(api.MethodParams):
-    lr: float = 0.1
+    lr: api.PeakLR = 0.1
 
 
-class Method(api.Method):
+class Method(api.Method[Params]):
     name = "nonblocking_probe"
-    Params = Params
     synchronous = True
 
     def setup(self, ctx: api.WorkerContext) -> None:
-        p: Params = self.params  # type: ignore[assignment]
+        p = self.params
         self.opt = api.sgd(ctx.model, p.lr, 0.0, 0.0)
 
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:

@@ -13,7 +13,7 @@ from distrepro import api
 
 
 class Params(api.MethodParams):
-    lr: float = 0.1
+    lr: api.PeakLR = 0.1
 
 
 class Method(api.Method[Params]):

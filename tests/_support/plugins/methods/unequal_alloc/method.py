@@ -20,7 +20,7 @@ LATER = api.Allocation((0.25, 0.25, 0.25, 0.25), (2, 4, 6, 8))
 
 
 class Params(api.MethodParams):
-    lr: float = 0.05
+    lr: api.PeakLR = 0.05
 
 
 class Method(api.Method[Params]):
