@@ -136,7 +136,5 @@ def test_node_level_plan_prices_the_intra_node_sync_from_the_layout() -> None:
     plan = build_plan(config, sets)  # a40-25gbe-16: 4 GPUs on each of 4 nodes
     groups = [(c["pattern"], c["group"]) for c in plan["method_plan"]["comm"]]
     assert groups == [("broadcast", "pair"), ("all_reduce", "node"), ("broadcast", "node")]
-    device = build_plan(
-        "methods/decentdp/configs/allreduce.yaml", [*sets[:1], "method_params={level: device}", *sets[2:]]
-    )
+    device = build_plan(config, [*sets[:1], "method_params={level: device}", *sets[2:]])
     assert [c["group"] for c in device["method_plan"]["comm"]] == ["pair"]
