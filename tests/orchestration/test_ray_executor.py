@@ -32,12 +32,12 @@ from distrepro.tracking.mlflow_client import make_client
 
 ray = pytest.importorskip("ray")
 
-from distrepro.orchestration.executors.ray_executor import RayExecutor  # noqa: E402
+from distrepro.orchestration.executors.ray_executor import RayExecutor, local_temp_dir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=local_temp_dir())
     yield
     ray.shutdown()
 

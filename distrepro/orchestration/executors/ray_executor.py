@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from distrepro.errors import DistreproError
@@ -71,6 +74,7 @@ class RayExecutor:
                 address=self.address,
                 include_dashboard=False,
                 runtime_env={"env_vars": env} if env and self.address else None,
+                _temp_dir=None if self.address else local_temp_dir(),
             )
             started = True
         try:
@@ -123,3 +127,16 @@ def _get(ray: Any, ref: Any, task: CellTask) -> CellOutcome:
     except ray.exceptions.RayError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return failed(task, f"Ray {type(exc).__name__}: {first}".rstrip(": "))
+
+
+def local_temp_dir() -> str | None:
+    """Where a Ray started here keeps its session: None (Ray's default) unless the temp folder lies inside the
+    running virtualenv, which Ray refuses for its workers ("temp_dir must not be child directory of virtualenv
+    root", ray/_private/parameter.py) and which is where nox points TMPDIR; then ``/tmp/ray-<uid>`` (short: Ray's
+    Unix socket paths must stay under 108 characters). Without this the workers die at start and the driver
+    waits for them."""
+    temp = Path(tempfile.gettempdir()).resolve()
+    venv = Path(sys.prefix).resolve()
+    if sys.prefix != sys.base_prefix and temp.is_relative_to(venv):
+        return f"/tmp/ray-{os.getuid()}"
+    return None
