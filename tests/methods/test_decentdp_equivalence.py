@@ -149,6 +149,9 @@ class _Ctx:
     def build_optimizer(self, params: Any, default: OptimizerConfig) -> torch.optim.Optimizer:
         return build_optimizer(params, default)
 
+    def record(self, name: str, value: float) -> None:
+        """The plugin records what the regime checks read (e.g. ``moment_refreshes``); nothing reads it here."""
+
     def forward_backward(self, _batch: Any, on_bucket: Any = None) -> float:
         self.step += 1
         self.model.zero_grad(set_to_none=True)

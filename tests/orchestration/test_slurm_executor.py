@@ -44,7 +44,7 @@ def test_submitit_local_runs_the_slurm_path(tmp_path: Path, mlflow_uri: str) -> 
 
 def test_sbatch_script_for_a_dist_cell() -> None:
     block = SlurmBlock(partition="gpu-a100", time_min=90, gpus_per_node=4, account="proj7", setup=["module load cuda"])
-    text = sbatch_script(block, _task("dist", world=4, cpus=8), folder="/shared/jobs")
+    text = sbatch_script(block, _task("dist", world=4, cpus=8), folder="/scratch/jobs")
     lines = text.splitlines()
     assert lines[0] == "#!/bin/bash"
     for flag in (
@@ -62,11 +62,11 @@ def test_sbatch_script_for_a_dist_cell() -> None:
     assert f"export DISTREPRO_TORCHRUN={shlex.quote(torchrun)}" in lines
     assert lines.index("module load cuda") < next(i for i, ln in enumerate(lines) if ln.startswith("srun "))
     srun = next(ln for ln in lines if ln.startswith("srun "))
-    assert srun.endswith("-u -m submitit.core._submit /shared/jobs/%j")
+    assert srun.endswith("-u -m submitit.core._submit /scratch/jobs/%j")
 
 
 def test_sbatch_script_for_an_inprocess_cell_has_no_torchrun() -> None:
-    text = sbatch_script(SlurmBlock(time_min=5), _task(cpus=2), folder="/shared/jobs")
+    text = sbatch_script(SlurmBlock(time_min=5), _task(cpus=2), folder="/scratch/jobs")
     assert "#SBATCH --cpus-per-task=2" in text.splitlines()
     assert "torch.distributed.run" not in text and "--partition" not in text and "--gpus-per-node" not in text
 
