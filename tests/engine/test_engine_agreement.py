@@ -113,10 +113,7 @@ def _same_evaluation(a: EvalRecord, b: EvalRecord) -> None:
 
 
 #: generated cases that fail today, found by this test: strict xfails, so a fix is noticed
-KNOWN_BROKEN = {
-    "decentdp": "the two engines count a different number of bytes for Decent-DP's grouped non-blocking "
-    "all-reduces (found by issue 22's generated agreement test)",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

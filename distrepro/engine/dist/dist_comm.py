@@ -101,6 +101,17 @@ class DistComm(Comm):
             start = max(start, prev.end_s)
         self._apply(start, start + seconds, sent)
 
+    def _issued(self, charge: charges.Charge) -> tuple[float, int]:
+        """A call's charge, taken when it is issued: its bytes count from then on.
+
+        The in-process engine counts a collective once its members have arrived, so a non-blocking call still in
+        flight at an evaluation (Decent-DP overlaps each round with the next step) must count here too. The seconds
+        wait for ``wait()``, and ``_finish`` then gets no bytes. Link noise is keyed per pattern and group, so the
+        earlier draw is the same draw."""
+        seconds, sent = charge
+        self._bytes += sent
+        return seconds, 0
+
     def _apply(self, start: float, end: float, sent: int) -> None:
         self._bytes += sent
         self.clock.finish_op(start, end)
@@ -146,6 +157,7 @@ class DistComm(Comm):
             wire[n + n_extra :] = clock_slots(self.clock.t, g.ranks.index(self.rank), p, dtype)
         reduce_op = dist.ReduceOp.MAX if mode in ("max", "min") else dist.ReduceOp.SUM
         work = dist.all_reduce(wire, op=reduce_op, group=g.handle, async_op=True)
+        seconds, sent = self._issued(charge(g.ranks, (nbytes_of(tensors) + extra_bytes) * self.bytes_scale))
 
         def finish() -> None:
             start = max(clocks_from(wire[n + n_extra :]))
@@ -169,7 +181,6 @@ class DistComm(Comm):
                     else:
                         t.copy_(src)
                     offset += k
-            seconds, sent = charge(g.ranks, (nbytes_of(tensors) + extra_bytes) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
         return returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
@@ -208,11 +219,11 @@ class DistComm(Comm):
         start = self._clock_max(g)
         wire = self._to_wire(tensor.detach().clone())
         work = dist.broadcast(wire, src=src, group=g.handle, async_op=True)
+        seconds, sent = self._issued(charges.broadcast(self.cost, g.ranks, src, nbytes_of([tensor]) * self.bytes_scale))
 
         def finish() -> None:
             with torch.no_grad():
                 tensor.copy_(wire.to(tensor.device))
-            seconds, sent = charges.broadcast(self.cost, g.ranks, src, nbytes_of([tensor]) * self.bytes_scale)
             self._finish(start, seconds, sent)
 
         return returned(DistWork(self, finish, work, ("g", g.ranks)), async_op)
@@ -315,7 +326,9 @@ class DistComm(Comm):
         ]
         reqs = dist.batch_isend_irecv(ops)
         issued = self.clock.t
-        nbytes = nbytes_of([tensor]) * self.bytes_scale
+        seconds, sent = self._issued(
+            charges.exchange(self.cost, self.rank, peer, nbytes_of([tensor]) * self.bytes_scale)
+        )
 
         class _All:
             def wait(self) -> None:
@@ -326,7 +339,6 @@ class DistComm(Comm):
 
         def finish() -> None:
             start = max(issued, clocks_from(theirs[-2:])[0])
-            seconds, sent = charges.exchange(self.cost, self.rank, peer, nbytes)
             handle.value = theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
             self._finish(start, seconds, sent)
 
