@@ -20,6 +20,8 @@ The families, with ``<r>`` a rank and ``<name>`` free text:
 * the allocation at ``step`` = epoch index: ``alloc/<r>/<field>`` for :data:`ALLOC_FIELDS`;
 * summaries at step 0: ``final/<name>`` (every evaluation metric of the final evaluation, plus
   :data:`FINAL_EXTRA`), ``worker/<r>/declared_samples_per_s``, and :data:`SUMMARIES`.
+* derived by the run reader, never logged: :data:`DERIVED` (the share of time not computing, and the
+  ``curve/<name>`` summaries of the consensus-distance history).
 
 A method's own metrics need no entry here: whatever it records is ``method/<name>``, and a claim may
 name any such key (the plugin owns that namespace). A new *harness* metric is added here, next to its
@@ -121,7 +123,24 @@ FINAL_IDLE_FRACTION = final("idle_fraction")
 #: the share of all workers' clock time not spent computing gradients (idle + blocking communication): what
 #: A²CiD²'s Figure 2 shows. Not logged: derived by the run reader (distrepro.claims.runs) from worker/<r>/*
 FINAL_NON_COMPUTE_FRACTION = final("non_compute_fraction")
-DERIVED = (FINAL_NON_COMPUTE_FRACTION,)
+
+
+def curve(name: str) -> str:
+    """``curve/<name>``: a per-run summary of a logged curve (a decay rate, an area), derived, never logged."""
+    return f"curve/{name}"
+
+
+#: summaries of the consensus-distance history (distrepro.claims.curve_summary), derived by the run reader
+#: (distrepro.claims.runs), so that convergence-speed claims read how fast the distance falls, not its last value:
+#: the decay rate (e-folds per gradient per worker, fitted above the round-off floor), the points that fit used,
+#: the mean log10 distance over the run (the area under the log curve per unit of window) and the share of the
+#: evaluations above the floor
+CONSENSUS_DECAY_RATE = curve("consensus_decay_rate")
+CONSENSUS_FIT_POINTS = curve("consensus_fit_points")
+CONSENSUS_LOG_AREA = curve("consensus_log_area")
+CONSENSUS_ABOVE_FLOOR = curve("consensus_above_floor")
+CURVE_SUMMARIES = (CONSENSUS_DECAY_RATE, CONSENSUS_FIT_POINTS, CONSENSUS_LOG_AREA, CONSENSUS_ABOVE_FLOOR)
+DERIVED = (FINAL_NON_COMPUTE_FRACTION, *CURVE_SUMMARIES)
 FINAL_EXTRA = (
     FINAL_EMULATED_S,
     FINAL_WALL_S,

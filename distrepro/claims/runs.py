@@ -11,7 +11,9 @@ Tables (column names follow :mod:`distrepro.orchestration.observer`'s metric-nam
   (``run_id, parent_run_id, campaign, paper, method, profile, profile_variant, seed, status,
   start_time, end_time, engine, world_size, dataset, model, emulated_workload, budget, scale``),
   every metric's latest value under its own name (``final/val_accuracy``, ``time_to_target_s``,
-  ``worker/0/comm_s``, ``alloc/0/share`` …), and ``params.<key>`` / ``tags.<key>``;
+  ``worker/0/comm_s``, ``alloc/0/share`` …), ``params.<key>`` / ``tags.<key>``, and the summaries no
+  writer logs (:data:`distrepro.metrics.DERIVED`: the share of time not computing, the decay rate and
+  area of the consensus-distance curve, :mod:`distrepro.claims.curve_summary`);
 * ``curves`` — one row per (run, evaluation): ``run_id, step`` plus ``val_accuracy``, ``epoch``,
   ``samples``, ``time/emulated_s`` …;
 * ``alloc`` — one row per (run, epoch, rank): ``share``, ``batch_size``, ``speed``.
@@ -30,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from distrepro import metrics as M
+from distrepro.claims.curve_summary import derive_curve_columns
 from distrepro.errors import DistreproError
 from distrepro.tracking.mlflow_client import experiment_name, make_client, resolve_tracking_uri
 
@@ -198,6 +201,7 @@ def load_runs(
         if not long.empty
         else pd.DataFrame(columns=["run_id", "step"])
     )
+    runs = derive_curve_columns(runs, curves)  # decay rate / area of the consensus distance (claims.curve_summary)
     alloc_keys = {r.info.run_id: [k for k in r.data.metrics if _ALLOC.match(k)] for r in leaves}
     alloc = alloc_table(_histories(client, runs["run_id"], alloc_keys))
     used = sorted({p for p in runs["parent_run_id"].dropna()} | set(campaigns or []))

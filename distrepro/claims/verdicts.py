@@ -238,20 +238,24 @@ def _evaluate(
     metric = _claim_metric(claim)
     arms: dict[str, dict[int, float]] = {}
     censored_all: dict[str, dict[int, float]] = {}
+    unusable: str | None = None
     for name in names:
         done = _gather(claim, spec, runs, name)
         from_summary = metric is not None and getattr(claim, "target", None) is None
         if from_summary and metric_column(done, metric) is None:  # type: ignore[arg-type]
             raise _Inconclusive(f"metric '{metric}' was not logged by arm '{name}'")
         values, censored, missing = _seed_values(claim, done, curves, metric)
-        if not values and not censored:
-            raise _Inconclusive(f"no usable value of '{metric or 'target'}' in arm '{name}' (seeds {missing})")
+        if not values and not censored and unusable is None:
+            unusable = f"no usable value of '{metric or 'target'}' in arm '{name}' (seeds {missing})"
         arms[name], censored_all[name] = values, censored
         verdict.per_seed[name] = dict(values)
         if censored:
             verdict.censored[name] = dict(censored)
     need = acc.min_seeds if acc.statistic != "olympic_mean" else max(acc.min_seeds, 3)
+    # before "no usable value": a curve that never left the round-off floor has no decay rate, and the regime says why
     _check_regime(claim, spec, runs, verdict)
+    if unusable is not None:
+        raise _Inconclusive(unusable)
 
     unreached = {n: sorted(c) for n, c in censored_all.items() if c}
     if unreached:
