@@ -166,10 +166,10 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
     (a device ``speed`` multiplies every declared speed of the group, a choice index picks the choice); figures
     not named keep theirs."""
     data: dict[str, Any] = profile.model_dump()
-    for key, rng in profile.ranges.items():
-        name = rng.name or key
-        if name in values:
-            data[key] = rng.label(min(rng.high, max(rng.low, float(values[name]))))
+    for field_name, choices in profile.ranges.items():
+        variable = choices.name or field_name
+        if variable in values:
+            data[field_name] = choices.label(min(choices.high, max(choices.low, float(values[variable]))))
 
     def set_link(link: dict[str, Any], prefix: str) -> None:
         for key, rng in link["ranges"].items():

@@ -154,7 +154,7 @@ def test_a_choice_picks_the_algorithm_and_nothing_else(tmp_path: Path) -> None:
         ({"choices": ["ring", "hierarchical"]}, "do not contain the value 'auto'"),
         ({"choices": ["auto", "auto"]}, "choices must be distinct"),
         ({"choices": ["auto", "tree"], "low": 0.5}, "a choice range gives only choices, reason and name"),
-        ({"choices": ["auto", "tree"], "reason": ""}, "reason must say where the bounds come from"),
+        ({"choices": ["auto", "tree"], "reason": ""}, "field 'ranges.collective_algorithm.reason'"),
     ],
 )
 def test_bad_choice_ranges_name_the_file_and_field(tmp_path: Path, patch: dict[str, Any], message: str) -> None:
