@@ -171,3 +171,26 @@ def test_a_profile_ranges_no_other_figure(tmp_path: Path) -> None:
     data["ranges"]["noise"] = {"choices": ["a", "b"], "reason": "test"}
     with pytest.raises(ConfigError, match="a profile ranges only collective_algorithm"):
         load_profile(_write(tmp_path, data))
+
+
+def test_a_choice_and_a_figure_make_a_heat_map(tmp_path: Path) -> None:
+    data = _algorithm_profile()
+    for node in data["nodes"]:
+        node["devices"][0].update(step_overhead_ms={WORKLOAD: OVERHEAD_MS},
+                                  ranges={"overhead": {"low": 0.5, "high": 2.0, "reason": "test"}})  # fmt: skip
+    path = _write(tmp_path, data)
+    first = _sweep(path, "algo-sens", samples=8)
+    scan = {first.space["collective_algorithm"].describe(v): p.statistic
+            for v, p in first.claims[0].oat["collective_algorithm"]}  # fmt: skip
+    paper = copy.deepcopy(FLIP_PAPER)
+    paper["claims"][0]["claimed"] = (scan["hierarchical"] + scan["auto"]) / 2
+    result = _sweep(path, "algo-sens", paper, samples=16)
+    (claim,) = result.claims
+    assert claim.heat is not None and {claim.heat.x, claim.heat.y} == {"collective_algorithm", "gpu.overhead"}
+    choice_axis = claim.heat.xs if claim.heat.x == "collective_algorithm" else claim.heat.ys
+    assert choice_axis == [0.0, 1.0]  # each choice once, not nine points between them
+    info, rs, _ = _flip_setup(path, paper, profile_name="algo-sens", train_size=256)
+    out = tmp_path / "heat"
+    md = write_report(info, rs, out, root=tmp_path, sensitivity=result).markdown.read_text()
+    assert (out / "figures" / "sensitivity_heatmap.png").stat().st_size > 5000 and "sensitivity_heatmap.png" in md
+    assert (out / "figures" / "sensitivity_tornado.png").stat().st_size > 5000
