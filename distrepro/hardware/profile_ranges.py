@@ -92,7 +92,8 @@ class ChoiceRange(FigureRange):
 
     The sweep treats every variable as a range sampled by quantile; a choice variable's value is the index of a
     choice (0 .. n−1), quantile q picking choice ``⌊q·n⌋``, so a Latin hypercube gives each choice an equal share
-    of the settings. ``low``/``high`` are implied (0 and n−1) and must not be given."""
+    of the settings. ``low``/``high`` are implied (0 and n−1): a file gives only ``choices``, ``reason`` and ``name``
+    (a dumped range, which carries the implied values, reloads)."""
 
     choices: tuple[str, ...] = Field(min_length=2)
     spacing: Literal["log", "linear"] = "linear"
