@@ -198,12 +198,17 @@ def _print_sensitivity(report: object) -> None:
         return
     from distrepro.report.sensitivity_section import summary_line
 
-    print(
-        f"sensitivity: {result.samples} settings of {len(result.space.variables)} uncertain figures, "
-        f"analytical vs logged times at central values within {result.max_validation_error():.1e}"
-    )
+    if not result.claims:
+        print(f"sensitivity: no timing claim could be swept ({len(result.skipped)} not swept)")
+    else:
+        print(
+            f"sensitivity: {result.samples} settings of {len(result.space.variables)} uncertain figures, "
+            f"analytical vs logged times at central values within {result.max_validation_error():.1e}"
+        )
     for c in result.claims:
         print(f"  {summary_line(c, result.space, result.samples)}")
+    for cid, why in sorted(result.skipped.items()):
+        print(f"  {cid}: not swept ({why})")
 
 
 def _add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) -> None:

@@ -11,7 +11,12 @@ Where ranges live (``ranges:`` beside the figures they qualify):
   the range must contain the link's value;
 * a **device group**: ``speed``, a *factor* on every declared speed of the group (each
   ``throughput_samples_per_s`` entry and ``effective_flops_per_s``) because they come from one
-  estimate of how fast the device is; the range must contain 1.
+  estimate of how fast the device is, and ``overhead``, a factor on its ``step_overhead_ms``; each range
+  must contain 1;
+* the **profile** itself: ``collective_algorithm``, a :class:`ChoiceRange` of the algorithms a cluster
+  could plausibly run (``[auto, hierarchical]``: NCCL's rule, or a two-level all-reduce), which must
+  contain the declared one. A choice is not a number, so a sweep moves it through the choices'
+  indices (one equal share of the design each).
 
 Ranges that share a ``name`` are one sweep variable (they move together, at the same quantile of
 their range): e.g. every CPU box's NIC in one lab, or an emulated half-speed card that is by
@@ -35,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LINK_FIGURES = ("latency_us", "bandwidth_gbytes_per_s")
 DEVICE_FIGURES = ("speed", "overhead")
+PROFILE_CHOICES = ("collective_algorithm",)
 _ESTIMATE = re.compile(r"\[(?:[MDESL]/)*E(?:/[MDESL])*\]")
 
 
@@ -81,6 +87,51 @@ class FigureRange(BaseModel):
         return (value - self.low) / (self.high - self.low)
 
 
+class ChoiceRange(FigureRange):
+    """Plausible *choices* of a categorical figure (``collective_algorithm``), as a range over their indices.
+
+    The sweep treats every variable as a range sampled by quantile; a choice variable's value is the index of a
+    choice (0 .. n−1), quantile q picking choice ``⌊q·n⌋``, so a Latin hypercube gives each choice an equal share
+    of the settings. ``low``/``high`` are implied (0 and n−1): a file gives only ``choices``, ``reason`` and ``name``
+    (a dumped range, which carries the implied values, reloads)."""
+
+    choices: tuple[str, ...] = Field(min_length=2)
+    spacing: Literal["log", "linear"] = "linear"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _implied_bounds(cls, data: Any) -> Any:
+        """Fill ``low``, ``high`` and ``spacing`` from the choices; a dumped range (which carries them) reloads."""
+        choices = data.get("choices") if isinstance(data, Mapping) else None
+        if not isinstance(choices, list | tuple):
+            return data
+        if len(set(choices)) != len(choices):
+            raise ValueError(f"choices must be distinct, got {list(choices)}")
+        implied = {"low": 0, "high": max(len(choices) - 1, 0), "spacing": "linear"}
+        given = {k: data[k] for k in implied if k in data}
+        if any(v != implied[k] for k, v in given.items()):
+            raise ValueError(f"{', '.join(given)}: a choice range gives only choices, reason and name")
+        return {**data, **implied}
+
+    def contains(self, value: float) -> bool:
+        return float(value).is_integer() and 0 <= value < len(self.choices)
+
+    def at(self, quantile: float) -> float:
+        """Index of the choice whose equal share of [0, 1] holds ``quantile``."""
+        q = min(1.0, max(0.0, float(quantile)))
+        return float(min(len(self.choices) - 1, int(q * len(self.choices))))
+
+    def quantile(self, value: float) -> float:
+        """The middle of the choice's share (so that :meth:`at` of it gives the choice back)."""
+        return (round(value) + 0.5) / len(self.choices)
+
+    def label(self, value: float) -> str:
+        return self.choices[round(value)]
+
+    def index(self, choice: str) -> float:
+        return float(self.choices.index(choice))
+
+
 def check_link_ranges(values: Mapping[str, float], ranges: Mapping[str, FigureRange]) -> None:
     """Each range names a link figure and contains its value (called by the Link validator)."""
     for key, rng in ranges.items():
@@ -101,6 +152,21 @@ def check_device_ranges(ranges: Mapping[str, FigureRange]) -> None:
             )
         if not rng.contains(1.0):
             raise ValueError(f"ranges.{key}: [{rng.low:g}, {rng.high:g}] must contain 1 (the declared value)")
+
+
+def check_profile_ranges(
+    values: Mapping[str, str], ranges: Mapping[str, ChoiceRange], allowed: Mapping[str, tuple[str, ...]]
+) -> None:
+    """A profile ranges only its categorical figures (``collective_algorithm``); each choice is one the field
+    accepts and the declared value is among the choices (called by the profile validator)."""
+    for key, rng in ranges.items():
+        if key not in PROFILE_CHOICES:
+            raise ValueError(f"ranges.{key}: a profile ranges only {', '.join(PROFILE_CHOICES)}")
+        bad = [c for c in rng.choices if c not in allowed[key]]
+        if bad:
+            raise ValueError(f"ranges.{key}: unknown choice(s) {bad}; known: {', '.join(allowed[key])}")
+        if values[key] not in rng.choices:
+            raise ValueError(f"ranges.{key}: choices {list(rng.choices)} do not contain the value {values[key]!r}")
 
 
 def is_estimate(source: str) -> bool:
@@ -133,7 +199,8 @@ def _groups(profile: Any) -> Iterator[tuple[str, Any]]:
 
 
 def unranged_estimates(profile: Any) -> list[str]:
-    """Fields of ``[E]``-graded links and device groups that declare no range (see the module policy)."""
+    """Fields of ``[E]``-graded links and device groups that declare no range (see the module policy), and every
+    declared ``step_overhead_ms`` without an ``overhead`` range."""
     out = []
     for _, path, link in _links(profile):
         if is_estimate(link.source):
@@ -141,14 +208,19 @@ def unranged_estimates(profile: Any) -> list[str]:
     for path, group in _groups(profile):
         if is_estimate(group.source) and "speed" not in group.ranges:
             out.append(f"{path}.speed")
-        if is_estimate(group.source) and group.step_overhead_ms and "overhead" not in group.ranges:
+        # a fixed step cost is the intercept of a line through measured points (or a transfer of one): an
+        # extrapolation whatever the grade of the speeds beside it, so it always needs its range
+        if group.step_overhead_ms and "overhead" not in group.ranges:
             out.append(f"{path}.overhead")
     return out
 
 
 def ranged_figures(profile: Any) -> Iterator[tuple[str, str, float, FigureRange]]:
     """(variable name, field path, central value, range) of every ranged figure of ``profile``'s
-    loaded network and devices; a device ``speed`` or ``overhead`` factor has central value 1."""
+    loaded network and devices; a device ``speed`` or ``overhead`` factor has central value 1; a profile choice
+    (``collective_algorithm``) the index of the declared choice."""
+    for key, rng in getattr(profile, "ranges", {}).items():
+        yield rng.name or key, key, rng.index(getattr(profile, key)), rng
     for prefix, path, link in _links(profile):
         for key, rng in link.ranges.items():
             yield rng.name or f"{prefix}.{key}", f"{path}.{key}", float(getattr(link, key)), rng

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     Field,
@@ -43,7 +43,7 @@ from distrepro.hardware.profile_parts import (
     Strict,
     resolve_link,
 )
-from distrepro.hardware.profile_ranges import unranged_estimates
+from distrepro.hardware.profile_ranges import ChoiceRange, check_profile_ranges, unranged_estimates
 from distrepro.plugins.roots import RESERVED_PROFILE_NAMES
 
 #: file stems in the profiles folder that are not profiles
@@ -67,6 +67,9 @@ class HardwareProfile(Strict):
     #: or tree and of protocol; ``ring`` keeps the flat alpha-beta model of schema 1 (textbook ring, binomial
     #: broadcast)
     collective_algorithm: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
+    #: plausible alternatives of the profile's categorical figures (``collective_algorithm: {choices: [auto,
+    #: hierarchical], reason: ...}``), swept like the numeric ranges (:mod:`distrepro.hardware.profile_ranges`)
+    ranges: dict[str, ChoiceRange] = Field(default_factory=dict)
 
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
     _source_path: str | None = PrivateAttr(default=None)
@@ -81,6 +84,15 @@ class HardwareProfile(Strict):
         if dupes:
             raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
         return nodes
+
+    @model_validator(mode="after")
+    def _choice_ranges(self) -> HardwareProfile:
+        check_profile_ranges(
+            {"collective_algorithm": self.collective_algorithm},
+            self.ranges,
+            {"collective_algorithm": get_args(type(self).model_fields["collective_algorithm"].annotation)},
+        )
+        return self
 
     @model_validator(mode="after")
     def _version_keys(self) -> HardwareProfile:

@@ -50,7 +50,12 @@ def _flip_text(c: Any, space: Any) -> str:
         return "none within the ranges (one at a time)"
     parts = []
     for f in sorted(c.flips, key=lambda f: [b.variable for b in c.tornado].index(f.variable))[:3]:
-        parts.append(f"{f.below} → {f.above} as {f.variable} rises past {space[f.variable].describe(f.value)}")
+        var = space[f.variable]
+        if var.choices:  # categorical: no "rises past", the verdict under each choice
+            before = var.describe(f.value - 1)
+            parts.append(f"{f.below} with {f.variable} = {before}, {f.above} with {var.describe(f.value)}")
+        else:
+            parts.append(f"{f.below} → {f.above} as {f.variable} rises past {var.describe(f.value)}")
     more = len(c.flips) - len(parts)
     return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
 
@@ -88,9 +93,9 @@ def _variables_table(result: Any) -> str:
         {
             "figure": v.name,
             "kind": v.kind,
-            "central": f"{v.central:.4g} {v.unit}".strip(),
-            "range": f"{v.low:.4g} – {v.high:.4g} {v.unit}".strip(),
-            "spacing": v.range.spacing,
+            "central": v.describe(v.central) if v.choices else f"{v.central:.4g} {v.unit}".strip(),
+            "range": " / ".join(v.choices) if v.choices else f"{v.low:.4g} – {v.high:.4g} {v.unit}".strip(),
+            "spacing": "choice" if v.choices else v.range.spacing,
             "why these bounds": v.range.reason,
             "where": "; ".join(v.places[:3]) + (f" (+{len(v.places) - 3})" if len(v.places) > 3 else ""),
         }
@@ -190,6 +195,7 @@ def to_dict(result: Any) -> dict[str, Any]:
                 "high": v.high,
                 "spacing": v.range.spacing,
                 "unit": v.unit,
+                "choices": list(v.choices) or None,
                 "reason": v.range.reason,
                 "places": list(v.places),
             }

@@ -68,6 +68,17 @@ class Collected:
     skipped: dict[str, str] = field(default_factory=dict)  # claim id -> why it is not swept
     claim_runs: dict[str, set[str]] = field(default_factory=dict)  # claim id -> run ids it reads
 
+    def drop(self, unusable: dict[str, str]) -> None:
+        """Leave out the runs in ``unusable`` (run id -> why): each claim reading one is not swept (the reason says
+        which run and why), and runs no remaining claim reads are dropped too."""
+        for claim in list(self.timing_claims):
+            bad = sorted(self.claim_runs.get(claim.id, set()) & set(unusable))
+            if bad:
+                self.skipped[claim.id] = unusable[bad[0]]
+                self.timing_claims.remove(claim)
+        read = {r for c in self.timing_claims for r in self.claim_runs[c.id]}
+        self.runs = [r for r in self.runs if r.run_id in read]
+
 
 def _assumption_vars(spec: PaperSpec, source: Path | None, runs: list[RetimedRun]) -> list[Variable]:
     out = []

@@ -29,7 +29,7 @@ from distrepro.api.method import MethodParams
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.orchestration.job import Job
 from distrepro.sensitivity.analytic import Timing, simulate
-from distrepro.sensitivity.probe import Prober
+from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.space import apply_to_profile, profile_variables
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
@@ -173,15 +173,29 @@ class Retimer:
 
 
 def check_central(
-    retimer: Retimer, central: Mapping[str, float], done: Callable[[], None] | None = None
+    retimer: Retimer,
+    central: Mapping[str, float],
+    done: Callable[[], None] | None = None,
+    unusable: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Per run: logged emulated seconds vs the analytical ones at the central values (``done`` after each run:
-    the first simulation of every run, the slow part before the sweep's settings, shown as progress)."""
+    the first simulation of every run, the slow part before the sweep's settings, shown as progress).
+
+    A run whose replay is :class:`NotAnalysable` (e.g. non-blocking collectives of two groups in flight at once,
+    Decent-DP's overlapped AER rounds) raises, unless ``unusable`` is given: then it is recorded there (run id ->
+    why) and left out of the rows, so the claims on the other runs can still be swept."""
     rows = []
     for run in retimer.runs:
-        t = retimer.timing(run, central)
-        if done is not None:
-            done()
+        try:
+            t = retimer.timing(run, central)
+        except NotAnalysable as exc:
+            if unusable is None:
+                raise
+            unusable[run.run_id] = f"run {run.run_id} ({run.arm}) cannot be re-timed analytically: {exc}"
+            continue
+        finally:
+            if done is not None:
+                done()
         err = abs(t.emulated_s - run.logged_emulated_s) / run.logged_emulated_s if run.logged_emulated_s else math.nan
         rows.append(
             {

@@ -55,7 +55,19 @@ def sensitivity(
     retimer = Retimer(found.runs)
     profiles = {(r.job.profile.name, r.job.profile.variant): r.job.profile for r in found.runs}
     space = build_space(profile_variables(profiles.values()), found.assumption_vars)
-    validation = check_central(retimer, space.central(), shown.advance)
+    unusable: dict[str, str] = {}
+    validation = check_central(retimer, space.central(), shown.advance, unusable)
+    if unusable:  # their claims are listed as not swept; the sweep goes on over the others' runs
+        found.drop(unusable)
+        keep = {r.run_id for r in found.runs}
+        retimer.runs = [r for r in retimer.runs if r.run_id in keep]
+        validation = [row for row in validation if row["run_id"] in keep]
+        profiles = {(r.job.profile.name, r.job.profile.variant): r.job.profile for r in found.runs}
+        names = {n for r in found.runs for n in r.variables}
+        space = Space([v for v in space.variables if v.name in names])
+        if not found.runs:
+            shown.close()
+            return SensitivityResult(info.id, n, seed, space, np.zeros((n, 0)), [], found.skipped, [], {})
     judge = Judge(spec, rs.runs, rs.curves, info.id, retimer, found.timing_claims, found.claim_runs)
     claims, design = run_sweep(judge, space, n, seed, points, progress=shown)
     shown.close()

@@ -12,6 +12,10 @@ Designs are in quantiles of each range (0 = low, 1 = high, in the range's spacin
   one setting per stratum (McKay, Beckman & Conover, Technometrics 21(2), 1979), strata paired at
   random with a seeded generator, so the same seed gives the same design on every machine;
 * one-at-a-time scans (tornado, flip points): one variable moves, the others stay central.
+
+A categorical figure (a profile's ``collective_algorithm``, :class:`~distrepro.hardware.profile_ranges.ChoiceRange`)
+is a variable whose value is the index of a choice: the design gives each choice an equal share, a scan visits every
+choice once, and :meth:`Variable.describe` names the choice.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from distrepro.errors import ConfigError
-from distrepro.hardware.profile_ranges import FigureRange, ranged_figures
+from distrepro.hardware.profile_ranges import ChoiceRange, FigureRange, ranged_figures
 from distrepro.hardware.profiles import HardwareProfile
 
 _UNITS = {"latency_us": "µs", "bandwidth_gbytes_per_s": "GB/s", "speed": "× declared", "overhead": "× declared"}
@@ -56,8 +60,21 @@ class Variable:
     def central_quantile(self) -> float:
         return self.range.quantile(self.central)
 
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The choices of a categorical variable (``()`` for a numeric one)."""
+        return self.range.choices if isinstance(self.range, ChoiceRange) else ()
+
+    def grid(self, n: int) -> list[float]:
+        """``n`` values evenly spread over the range (a categorical variable: each choice once)."""
+        if self.choices:
+            return [float(i) for i in range(len(self.choices))]
+        return [self.at(q) for q in np.linspace(0.0, 1.0, n)]
+
     def describe(self, value: float) -> str:
-        """``0.41 GB/s (3.3 Gbit/s)``: a value as a reader would say it."""
+        """``0.41 GB/s (3.3 Gbit/s)``: a value as a reader would say it (a categorical one: the choice)."""
+        if isinstance(self.range, ChoiceRange):
+            return self.range.label(value)
         text = f"{value:.3g} {self.unit}".strip()
         if self.name.endswith("bandwidth_gbytes_per_s"):
             text += f" ({8 * value:.3g} Gbit/s)"
@@ -90,7 +107,12 @@ def _merge(found: dict[str, Variable], var: Variable, source: str) -> None:
     if old is None:
         found[var.name] = var
         return
-    same = (old.range.low, old.range.high, old.range.spacing) == (var.range.low, var.range.high, var.range.spacing)
+    same = (old.range.low, old.range.high, old.range.spacing, old.choices) == (
+        var.range.low,
+        var.range.high,
+        var.range.spacing,
+        var.choices,
+    )
     if not same or not math.isclose(old.central, var.central, rel_tol=1e-12):
         raise ConfigError(
             source,
@@ -130,7 +152,10 @@ def latin_hypercube(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def oat_quantiles(var: Variable, points: int) -> list[float]:
-    """``points`` evenly spaced quantiles from 0 to 1, plus the central value's, sorted."""
+    """``points`` evenly spaced quantiles from 0 to 1, plus the central value's, sorted (a categorical variable:
+    one quantile per choice)."""
+    if var.choices:
+        return [var.range.quantile(i) for i in range(len(var.choices))]
     grid = {round(float(q), 12) for q in np.linspace(0.0, 1.0, points)}
     grid.add(round(min(1.0, max(0.0, var.central_quantile)), 12))
     return sorted(grid)
@@ -138,8 +163,13 @@ def oat_quantiles(var: Variable, points: int) -> list[float]:
 
 def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> HardwareProfile:
     """A copy of ``profile`` with each ranged figure set to its variable's value in ``values``
-    (a device ``speed`` multiplies every declared speed of the group); figures not named keep theirs."""
+    (a device ``speed`` multiplies every declared speed of the group, a choice index picks the choice); figures
+    not named keep theirs."""
     data: dict[str, Any] = profile.model_dump()
+    for field_name, choices in profile.ranges.items():
+        variable = choices.name or field_name
+        if variable in values:
+            data[field_name] = choices.label(min(choices.high, max(choices.low, float(values[variable]))))
 
     def set_link(link: dict[str, Any], prefix: str) -> None:
         for key, rng in link["ranges"].items():

@@ -54,7 +54,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Flip:
-    """Along one variable (others central) the verdict is ``below`` under ``value`` and ``above`` over it."""
+    """Along one variable (others central) the verdict is ``below`` under ``value`` and ``above`` over it (a
+    categorical variable: ``above`` at the choice of index ``value``, ``below`` at the choice listed before it)."""
 
     variable: str
     value: float
@@ -134,7 +135,10 @@ class SensitivityResult:
     def samples_frame(self) -> pd.DataFrame:
         """One row per LHS setting: variable values, then per claim its statistic and verdict."""
         frame = pd.DataFrame(
-            {v.name: [v.at(q) for q in self.quantiles[:, j]] for j, v in enumerate(self.space.variables)}
+            {
+                v.name: [v.describe(v.at(q)) if v.choices else v.at(q) for q in self.quantiles[:, j]]
+                for j, v in enumerate(self.space.variables)
+            }
         )
         for c in self.claims:
             frame[f"{c.claim_id}:statistic"] = [p.statistic for p in c.lhs]
@@ -197,6 +201,9 @@ def _flips(judge: Judge, space: Space, claim_id: str, name: str,
     for i in range(len(scan) - 1):
         (q0, a), (q1, b) = (qs[i], scan[i][1]), (qs[i + 1], scan[i + 1][1])
         if a.verdict == b.verdict:
+            continue
+        if var.choices:  # nothing lies between two choices: the flip is at the next one
+            out.append(Flip(name, scan[i + 1][0], a.verdict, b.verdict))
             continue
         lo, hi = q0, q1
         for _ in range(bisect):
@@ -266,8 +273,7 @@ def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int =
 
 def _heat(judge: Judge, space: Space, cid: str, x: str, y: str, n: int) -> Heat:
     central = space.central()
-    xs = [space[x].at(q) for q in np.linspace(0, 1, n)]
-    ys = [space[y].at(q) for q in np.linspace(0, 1, n)]
+    xs, ys = space[x].grid(n), space[y].grid(n)
     grid = [[judge({**central, x: a, y: b})[cid] for a in xs] for b in ys]
     return Heat(x, y, xs, ys, [[p.statistic for p in row] for row in grid], [[p.verdict for p in row] for row in grid])
 

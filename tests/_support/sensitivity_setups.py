@@ -109,16 +109,22 @@ FLIP_PAPER = {
 }  # fmt: skip
 
 
-def _flip_setup(profile: str) -> tuple[PaperInfo, Any, dict[str, Job]]:
+def _flip_setup(
+    profile: str, paper: dict[str, Any] | None = None, profile_name: str = "flip-sens", train_size: int = 96
+) -> tuple[PaperInfo, Any, dict[str, Job]]:
+    """Two arms of ``ar_sgd`` (batch 8 and 32 per rank, 512 samples) on ``profile``, as a tracked run table would
+    hold them, and ``paper`` (default :data:`FLIP_PAPER`) judging them (``train_size``: enough samples that every
+    rank's shard holds a batch of 32)."""
     jobs: dict[str, Job] = {}
     rows = []
     for arm, batch in (("small", 8), ("big", 32)):
         cfg = _config(
             profile, "ar_sgd", {"weighting": "equal", "overlap": False}, batch_size=batch, budget={"samples": 512}
         )
+        cfg["dataset"]["params"]["train_size"] = train_size
         job = jobs[f"{arm}-0"] = build_job(validate_config(cfg), 0)
         rows.append(
-            {"run_id": f"{arm}-0", "parent_run_id": f"c-{arm}", "method": "ar_sgd", "profile": "flip-sens", "seed": 0,
+            {"run_id": f"{arm}-0", "parent_run_id": f"c-{arm}", "method": "ar_sgd", "profile": profile_name, "seed": 0,
              "status": "FINISHED", "start_time": pd.Timestamp("2026-01-01", tz="UTC"), "campaign": arm,
              "final/emulated_s": simulate(job, Prober(job)).emulated_s, "final/val_accuracy": 0.5,
              "engine": "inprocess"}
@@ -127,4 +133,4 @@ def _flip_setup(profile: str) -> tuple[PaperInfo, Any, dict[str, Job]]:
     alloc = pd.DataFrame(columns=["run_id", "epoch", "rank", "share", "batch_size", "speed"])
     curves = pd.DataFrame(columns=["run_id", "step"])
     rs = RunSet("distrepro/flip", "sqlite:///nowhere.db", runs, curves, alloc, ["c-small", "c-big"])
-    return PaperInfo("flip", validate_paper(FLIP_PAPER)), rs, jobs
+    return PaperInfo("flip", validate_paper(paper or FLIP_PAPER)), rs, jobs

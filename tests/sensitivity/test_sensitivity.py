@@ -192,3 +192,29 @@ def test_learnt_patterns_give_the_times_of_probing_every_size(profiles: dict[str
                     compute=ComputeModel(p, c.workload_name, c.flops_per_sample, c.seed_parts))  # fmt: skip
         assert simulate(j, learning).emulated_s == simulate(j, probing).emulated_s
     assert learning.predicted > 0
+
+
+def test_a_run_the_replay_cannot_time_leaves_its_claims_unswept(
+    profiles: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decent-DP's overlapped AER rounds (non-blocking collectives of two groups at once) are not replayed: the sweep
+    lists the claims on such a run as not swept, with the reason, instead of stopping with an error."""
+    from distrepro.orchestration.job import Job
+    from distrepro.sensitivity import retime
+    from distrepro.sensitivity.analytic import Timing
+
+    real = retime.simulate
+
+    def simulate(job: Job, prober: Prober) -> Timing:
+        if job.config.batch_size == 32:
+            raise NotAnalysable("non-blocking collectives of two groups overlap in time (shared links)")
+        return real(job, prober)
+
+    monkeypatch.setattr(retime, "simulate", simulate)
+    info, rs, jobs = _flip_setup(profiles["flip-sens"])
+    result = sensitivity(info, rs, samples=8, job_for=lambda run_id, seed: jobs[run_id])
+    assert result is not None and result.claims == [] and result.space.variables == []
+    assert result.skipped["F1"] == (
+        "run big-0 (big) cannot be re-timed analytically: non-blocking collectives of two groups overlap in time "
+        "(shared links)"
+    )

@@ -109,6 +109,13 @@ def _unit_label(unit: str) -> str:
     return f"statistic ({named})" if named else "statistic"
 
 
+def _span(var: Any) -> str:
+    """``0.11–1.1 GB/s``, or ``auto / hierarchical`` for a categorical figure (low end first)."""
+    if var.choices:
+        return " / ".join(var.choices)
+    return f"{var.low:.3g}–{var.high:.3g} {var.unit}".strip()
+
+
 def tornado_figure(result: Any) -> Figure | None:
     """One panel per claim; bars: the statistic at each figure's low (blue) and high (orange) end."""
     claims = [c for c in result.claims if any(b.span > 0 for b in c.tornado)]
@@ -125,8 +132,7 @@ def tornado_figure(result: Any) -> Figure | None:
             for p, color in ((b.low, _LOW), (b.high, _HIGH)):
                 if math.isfinite(p.statistic):
                     ax.barh(i, p.statistic * k - mid, left=mid, color=color, height=0.6, alpha=0.9)
-        names = [f"{b.variable}\n[{space[b.variable].low:.3g}–{space[b.variable].high:.3g} {space[b.variable].unit}]"
-                 for b in bars]  # fmt: skip
+        names = [f"{b.variable}\n[{_span(space[b.variable])}]" for b in bars]
         ax.set_yticks(range(len(bars)), names, fontsize=FONT_PT)
         ax.set_ylim(len(bars) - 0.5, -0.5)
         ax.axvline(mid, color="black", lw=0.8)
@@ -162,13 +168,16 @@ def heatmap_figure(result: Any) -> Figure | None:
             ax.clabel(cs, fontsize=FONT_PT, fmt=lambda v, u=unit: f"{v:.3g}{u}")
         ax.plot([xv.central], [yv.central], marker="*", color="black", ms=9, ls="none")
         for var, axis, set_scale in ((xv, ax.xaxis, ax.set_xscale), (yv, ax.yaxis, ax.set_yscale)):
-            if var.range.spacing == "log":
+            if var.choices:  # categorical: one tick per choice, named
+                axis.set_major_locator(FixedLocator([float(i) for i in range(len(var.choices))]))
+                axis.set_major_formatter(FuncFormatter(lambda v, _, c=var.choices: c[round(v)]))
+            elif var.range.spacing == "log":
                 set_scale("log")
                 axis.set_major_locator(FixedLocator([float(f"{t:.2g}") for t in np.geomspace(var.low, var.high, 5)]))
                 axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.set_xlabel(f"{h.x} ({xv.unit})", fontsize=FONT_PT)
-        ax.set_ylabel(f"{h.y} ({yv.unit})", fontsize=FONT_PT)
+        ax.set_xlabel(f"{h.x} ({xv.unit})" if xv.unit else h.x, fontsize=FONT_PT)
+        ax.set_ylabel(f"{h.y} ({yv.unit})" if yv.unit else h.y, fontsize=FONT_PT)
         ax.tick_params(labelsize=FONT_PT)
         ax.set_title(f"{c.claim_id}: verdict, contours = statistic", fontsize=FONT_PT, loc="left")
     handles = [Patch(color=VERDICT_COLORS[v], alpha=0.55) for v in _VERDICTS]
