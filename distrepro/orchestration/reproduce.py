@@ -16,7 +16,9 @@ Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibli
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
 exist; ``mid`` the sibling ``.mid.yaml``: a CPU-sized run (<= 30 min per paper on 2 cores) that
 reaches the regime the paper's accuracy and convergence claims need (the claims' ``regime:``
-conditions check that it does).
+conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same claims on a recipe sized for one
+80 GB GPU in <= 1 hour per paper (``device: cuda``; CIFAR-10 and ResNet-18 from a local folder), priced by
+``distrepro plan`` and documented in each method's README.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.claims.schema import Scale, at_scale, claim_arms
+from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale, claim_arms
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.errors import ConfigError
 from distrepro.orchestration.campaign import CampaignResult, run_campaign
@@ -78,9 +80,9 @@ def reproduce(
         where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
     default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
-    if scale == "mid":  # only the arms of the claims the mid scale re-decides (accuracy and convergence)
-        mid = at_scale(info.spec, "mid", arms_at_scale(info, scale, root))
-        needed = {a for c in mid.claims if c.scale == "mid" for a in claim_arms(c)}
+    if scale in TRAINING_SCALES:  # only the arms of the claims these scales re-decide (accuracy and convergence)
+        moved = at_scale(info.spec, scale, arms_at_scale(info, scale, root))
+        needed = {a for c in moved.claims if c.scale == scale for a in claim_arms(c)}
         default = [name for name in default if name in needed]
     chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
