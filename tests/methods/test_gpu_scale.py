@@ -71,7 +71,11 @@ def test_gpu_recipe_validates_and_is_priced_by_plan(recipe: Path) -> None:
     plan = build_plan(recipe, [])  # no CIFAR-10 folder here: the plan describes the data without reading it
     assert plan["dataset"]["resolved_from"].startswith("declared shape")
     assert plan["dataset"]["train_size"] == 50_000 and plan["lr"]["total_steps"] > 100
-    assert isinstance(plan["time"]["total_s"], float) and plan["time"]["total_s"] > 0
+    time, training = plan["time"], plan["training"]
+    assert (isinstance(time["total_s"], float) and time["total_s"] > 0) or time["why"] == "asynchronous"
+    assert training["device"] == "cuda" and training["seeds"] == 5
+    assert 3.2e9 < training["train_flops_per_sample"] < 3.4e9  # ResNet-18 CIFAR: 3.33 GFLOP (workloads.yaml)
+    assert training["flops_all_seeds"] == pytest.approx(5 * training["flops_per_seed"])
 
 
 def test_gpu_reproductions_re_decide_accuracy_and_convergence_claims_on_gpu_arms_only() -> None:
