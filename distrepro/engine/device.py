@@ -11,8 +11,9 @@ says ``auto``, its tag ``distrepro.device`` what it got).
 
 Determinism on CUDA (:func:`deterministic_cuda`, entered for the whole run): ``torch.use_deterministic_algorithms
 (True, warn_only=True)`` picks the deterministic kernels where torch has one (cuDNN convolutions with
-``cudnn.deterministic``, no ``cudnn.benchmark`` autotuning), and ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` (set when
-the user has not set it, before the first cuBLAS call of the process) makes cuBLAS reductions repeatable, as
+``cudnn.deterministic``, no ``cudnn.benchmark`` autotuning), and ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` (set by
+:func:`resolve_device` when the user has not set it, before the run's first cuBLAS call; a process that used
+cuBLAS before keeps the workspace it started with) makes cuBLAS reductions repeatable, as
 torch's reproducibility notes require (docs.pytorch.org/docs/stable/notes/randomness.html). ``warn_only``: an
 operation with no deterministic CUDA kernel warns instead of failing the run; ResNet's ``AdaptiveAvgPool2d``
 backward is on torch's list, although for the 1x1 output the CIFAR ResNet uses every input gets exactly one
@@ -55,6 +56,8 @@ def resolve_device(setting: str, source: str | Path | None = None, field: str = 
         raise ConfigError(source, field, f"unknown device {setting!r}; use cpu, cuda or auto")
     absent = cuda_absent_reason()
     if absent is None:
+        # cuBLAS reads it once, when its first handle is made: set now, before the model or a batch touches the GPU
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
         return torch.device("cuda", torch.cuda.current_device())
     if setting == "auto":
         return torch.device("cpu")
