@@ -262,8 +262,20 @@ def claim_arms(claim: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-#: metrics of time and bytes: emulated from the hardware profile, so the mid scale (bigger *training*) adds nothing
-_TIMING_PREFIXES = ("final/emulated_s", "final/wall_s", "time/", "time_to_target", "final/idle", "comm/", "worker/")
+#: metrics of time and bytes: emulated from the hardware profile, so the mid and gpu scales (bigger *training*) add
+#: nothing; useful FLOPs per emulated second (C-ADP's FLOPS) and the share of time not computing (A²CiD²'s Fig. 2)
+#: are read off the emulated clock too
+_TIMING_PREFIXES = (
+    "final/emulated_s",
+    "final/wall_s",
+    "time/",
+    "time_to_target",
+    "final/idle",
+    "final/useful_flops",
+    "final/non_compute",
+    "comm/",
+    "worker/",
+)
 
 
 def judged_at_mid(claim: Any) -> bool:

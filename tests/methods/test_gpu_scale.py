@@ -85,8 +85,9 @@ def test_gpu_reproductions_re_decide_accuracy_and_convergence_claims_on_gpu_arms
         available = arms_at_scale(info, "gpu")
         moved = [c for c in at_scale(info.spec, "gpu", available).claims if c.scale == "gpu"]
         assert moved, f"{paper}: no claim re-decided at gpu scale"
-        for claim in moved:
+        for claim in moved:  # accuracy and convergence only: FLOPS per emulated second and idle shares stay
             assert claim.kind != "speedup" and set(claim_arms(claim)) <= available
+            assert not str(getattr(claim, "metric", "")).startswith(("final/useful_flops", "final/non_compute"))
         for arm in available:  # the sibling of the arm's proxy config
             path = arm_config_path(info.path, arm, info.spec.setup.arms[arm].config, "gpu", None)
             assert path.name.endswith(".gpu.yaml")
