@@ -54,9 +54,13 @@ class InProcessEngine:
         """Run ``job`` logging to ``logger`` (a :class:`distrepro.tracking.runlog.RunLogger`) as it trains."""
         from distrepro.orchestration.observer import Fanout, MlflowObserver
 
+        device = resolve_device(job.config.device, job.source)
         if logger is not None:  # what ``device: auto`` got, and the GPU's name
-            logger.set_tags({"distrepro.device": describe(resolve_device(job.config.device, job.source))})
-        return self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+            logger.set_tags({"distrepro.device": describe(device)})
+        result = self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+        if device.type != "cpu":  # a cell's result may be pickled to another process (--jobs): no GPU tensors in it
+            result.models = [m.cpu() for m in result.models]
+        return result
 
 
 class InProcessTransport:
