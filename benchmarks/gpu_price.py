@@ -91,9 +91,12 @@ def price_paper(paper: str) -> dict[str, Any]:
         sets = [f"paper={paper}", "scale=gpu", f"name={arm.campaign or name}", f"method={arm.method}"]
         plan = build_plan(path, [*sets, *_param_overrides(arm.params)])
         t, alloc = plan["training"], plan["allocation"]
-        calls = sum(
-            t["samples_per_seed"] * s / b for s, b in zip(alloc["shares"], alloc["batch_sizes"], strict=True) if b
-        )
+        mplan = plan["method_plan"] if isinstance(plan["method_plan"], dict) else {}
+        if "local_steps_per_round" in mplan:  # C-ADP: a step is a round of local micro-batch steps on every rank
+            calls = sum(mplan["local_steps_per_round"]) * mplan["rounds"]
+        else:  # one forward/backward of each rank's batch per step
+            pairs = zip(alloc["shares"], alloc["batch_sizes"], strict=True)
+            calls = sum(t["samples_per_seed"] * share / b for share, b in pairs if b)
         optimizer = plan["config"]["method_params"].get("optimizer") or {}
         rows.append(
             {

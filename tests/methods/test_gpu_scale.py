@@ -55,6 +55,7 @@ def _tiny(root: Path, device: str = "cpu") -> list[str]:
         "eval={times: 1, batch_size: 8}",
         "seeds=[0]",
         "scale=gpu",
+        "torch_threads=1",  # a width-4 ResNet on 2 images: more threads only wait on each other
     ]
 
 
@@ -70,7 +71,8 @@ def test_gpu_recipe_validates_and_is_priced_by_plan(recipe: Path) -> None:
     assert cfg.dataset.params.get("augment") is True and len(cfg.seeds) == 5
     plan = build_plan(recipe, [])  # no CIFAR-10 folder here: the plan describes the data without reading it
     assert plan["dataset"]["resolved_from"].startswith("declared shape")
-    assert plan["dataset"]["train_size"] == 50_000 and plan["lr"]["total_steps"] > 100
+    assert plan["dataset"]["train_size"] == 50_000 and plan["lr"]["total_steps"] >= 20  # C-ADP: one step a round
+    assert plan["training"]["epochs_per_seed"] >= 4  # the short QSR arms: 4.5 epochs; the others 14-20
     time, training = plan["time"], plan["training"]
     assert (isinstance(time["total_s"], float) and time["total_s"] > 0) or time["why"] == "asynchronous"
     assert training["device"] == "cuda" and training["seeds"] == 5
