@@ -16,7 +16,9 @@ evaluations, every seed). Wall time on a GPU is then estimated two ways, both pr
 * **launch floor**: eager PyTorch issues one kernel per aten op, so a forward/backward/optimizer step of a small
   batch costs at least (ops per step) x (seconds per op) of host time, whatever the GPU. The ops of one step of
   the trained model are counted here (``TorchDispatchMode`` on the CPU: forward, cross-entropy, backward,
-  ``optimizer.step``); ``--op-us`` (default 10 µs [E]) is the host cost of one op.
+  ``optimizer.step`` with the multi-tensor kernels CUDA gets by default); ``--op-us`` (default 10 µs [E]) is the
+  host cost of one op. Calls: one forward/backward per rank with data per step (C-ADP: its local micro-batch
+  steps per round).
 
 ``--augment-items N`` also times the CIFAR-10 augmentation path (the loader's per-image random crop + flip +
 normalise, on the CPU, one thread) on a generated folder in the real format: the images/s the data path can feed.
@@ -66,7 +68,11 @@ def ops_per_step(model_name: str, optimizer: str) -> int:
 
     model = build_model(model_name, 10, (3, 32, 32))
     params = list(model.parameters())
-    opt = torch.optim.Adam(params) if optimizer == "adam" else torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    # foreach: the multi-tensor kernels torch picks by default for CUDA tensors (not for CPU ones)
+    if optimizer == "adam":
+        opt: torch.optim.Optimizer = torch.optim.Adam(params, foreach=True)
+    else:
+        opt = torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=True)
     x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
     torch.nn.functional.cross_entropy(model(x), y).backward()
     opt.step()  # optimizer state exists: the step counted below is a steady-state one
@@ -94,9 +100,8 @@ def price_paper(paper: str) -> dict[str, Any]:
         mplan = plan["method_plan"] if isinstance(plan["method_plan"], dict) else {}
         if "local_steps_per_round" in mplan:  # C-ADP: a step is a round of local micro-batch steps on every rank
             calls = sum(mplan["local_steps_per_round"]) * mplan["rounds"]
-        else:  # one forward/backward of each rank's batch per step
-            pairs = zip(alloc["shares"], alloc["batch_sizes"], strict=True)
-            calls = sum(t["samples_per_seed"] * share / b for share, b in pairs if b)
+        else:  # one forward/backward per rank with data per step (asynchronous: steps = gradients / world size)
+            calls = plan["lr"]["total_steps"] * sum(1 for b in alloc["batch_sizes"] if b)
         optimizer = plan["config"]["method_params"].get("optimizer") or {}
         rows.append(
             {
