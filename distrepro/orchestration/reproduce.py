@@ -29,6 +29,7 @@ from typing import Any
 
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale, claim_arms
 from distrepro.config.run_config import RunConfig, load_config
+from distrepro.engine.device import resolve_device
 from distrepro.errors import ConfigError
 from distrepro.orchestration.campaign import CampaignResult, run_campaign
 
@@ -99,6 +100,9 @@ def reproduce(
         if seeds:
             sets.append(f"seeds=[{seeds}]")
         configs.append((name, path, load_config(path, sets)))
+    if _trains_here(executor):  # a device this host lacks (a gpu recipe on a laptop) is one line now, before the
+        for _, path, cfg in configs:  # reproduction's run is opened (a remote worker checks its own)
+            resolve_device(cfg.device, path)
     from distrepro.orchestration.observer import heartbeat, wants_bars
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
@@ -150,6 +154,21 @@ def reproduce(
                 )
     assert umbrella.run_id is not None
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+
+
+def _trains_here(executor: Any) -> bool:
+    """Whether the cells of ``executor`` (an :class:`~distrepro.orchestration.executors.selection.ExecutorSpec`, an
+    executor, or None) train on this machine: in this process, a local pool, a local Ray, submitit's local mode."""
+    if executor is None:
+        return True
+    if hasattr(executor, "remote"):  # an executor already made says so itself
+        return not executor.remote
+    kind = getattr(executor, "kind", "local")
+    return bool(
+        kind == "local"
+        or (kind == "ray" and not getattr(executor, "ray_address", None))
+        or (kind == "slurm" and getattr(executor, "slurm_cluster", None) == "local")
+    )
 
 
 def _say_estimate(paper: str, arms: list[tuple[str, RunConfig]], uri: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from clirun import run_cli
 from imagefolders import write_fake_cifar
 
 from distrepro.claims.papers import arm_config_path, arms_at_scale, find_paper
@@ -104,6 +105,20 @@ def test_one_gpu_arm_per_paper_trains_two_steps_on_the_cpu(
     result = InProcessEngine().run(build_job(cfg, 0))
     assert result.final.step == 2 and 0.0 <= result.final.metrics["val_accuracy"] <= 1.0
     assert all(next(m.parameters()).device.type == "cpu" for m in result.models)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA is absent")
+def test_reproducing_a_gpu_scale_without_cuda_is_one_line_and_logs_nothing(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = run_cli(["reproduce", "qsr", "--scale", "gpu", "--no-progress", "--no-report"], uri, ROOT)
+    assert done.rc != 0 and "Traceback" not in done.err and len(done.error_lines) == 1, done.err
+    line = done.error_lines[0]
+    assert ".gpu.yaml: field 'device'" in line and "device: cuda asks for a GPU" in line
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    assert not experiments or not client.search_runs(experiments)  # no umbrella run, no arm
 
 
 @pytest.mark.gpu
