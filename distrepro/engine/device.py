@@ -5,7 +5,8 @@ GPU only makes the *real* training faster; that is what lets a recipe sized for 
 ``*.gpu.yaml``) train ResNet-18 on CIFAR-10 in an hour where a CPU needs days. ``cpu`` is the default, and with it
 nothing changes: every existing run stays bitwise what it was. ``cuda`` asks for the current CUDA device and is a
 one-line :class:`~distrepro.errors.ConfigError` naming the config file and the field where there is none (checked
-when a campaign's jobs are built, before anything is logged, and again where the run trains). ``auto`` takes CUDA
+before anything is logged, by ``distrepro reproduce`` and when a campaign's jobs are built, and again where the
+run trains). ``auto`` takes CUDA
 where torch sees it and the CPU elsewhere (the same config on a laptop and on a GPU box; the run's logged config
 says ``auto``, its tag ``distrepro.device`` what it got).
 
