@@ -5,9 +5,10 @@ copy); ``download: true`` lets torchvision fetch the archive for users who have 
 
 Without augmentation, both splits are decoded once into normalised float32 tensors (600 MB for
 the training set) and served through the tensor fast path: gathering a batch is one indexing
-operation instead of 32 PIL round trips. With ``augment: true`` the training split goes through
-torchvision's ``transforms.v2`` per item (random crop with 4 px padding + horizontal flip, the
-standard CIFAR recipe); those transforms draw from torch's global RNG, which the harness seeds.
+operation instead of 32 PIL round trips. With ``augment: true`` every training item goes through
+torchvision's ``transforms.v2`` pipeline (random crop with 4 px padding + horizontal flip, the
+standard CIFAR recipe), restated on uint8 tensors (:class:`AugmentedSplit`: the pipeline's values bit
+for bit, without a PIL image per item); its draws come from torch's global RNG, which the harness seeds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict
-from torch.utils.data import TensorDataset
+from torch.utils.data import Dataset, TensorDataset
 
 from distrepro import api
 
@@ -30,6 +31,8 @@ BASE_FOLDER = "cifar-10-batches-py"
 #: per-channel statistics of the CIFAR-10 training set (the values used by kuangliu/pytorch-cifar)
 MEAN: tuple[float, float, float] = (0.4914, 0.4822, 0.4465)
 STD: tuple[float, float, float] = (0.2470, 0.2435, 0.2616)
+#: zero padding of the random crop (the standard CIFAR recipe: 4 px, then a 32 px crop)
+PAD = 4
 
 
 class Params(BaseModel):
@@ -145,6 +148,7 @@ def _to_tensors(data: Any, targets: list[int]) -> tuple[torch.Tensor, torch.Tens
 
 
 def _augment_transform() -> Any:
+    """torchvision's pipeline, which :class:`AugmentedSplit` restates (the tests compare the two)."""
     api.load_torchvision()
     from torchvision.transforms import v2
 
@@ -157,6 +161,40 @@ def _augment_transform() -> Any:
             v2.Normalize(list(MEAN), list(STD)),
         ]
     )
+
+
+class AugmentedSplit(Dataset[tuple[torch.Tensor, int]]):
+    """The training split with :func:`_augment_transform` applied per image, computed on uint8 tensors.
+
+    Why: torchvision's pipeline makes a PIL image per item and goes through five transforms; the GPU recipes
+    (``*.gpu.yaml``) read 15-25 million augmented images per paper, and at about 5,000 images per CPU-second
+    (BENCHMARKS.md "GPU recipes") the CPU would take longer than the GPU. Here the images are padded once (4 px
+    of zeros, uint8, 240 MB for 50,000) and an item is a slice, an optional flip and the normalisation. The
+    random draws are torchvision's, in its order, from the same global RNG (``RandomCrop``: the top, then the
+    left offset, ``torch.randint(0, 9, ())`` each; ``RandomHorizontalFlip``: a flip when ``torch.rand(1) < 0.5``)
+    and the arithmetic is its own (``x.to(float32).mul_(1/255)``, then ``sub(mean).div_(std)``), so every item
+    equals the pipeline's bit for bit (``tests/data/test_datasets.py`` compares them).
+    """
+
+    def __init__(self, data: np.ndarray, targets: list[int]) -> None:
+        images = torch.from_numpy(data).permute(0, 3, 1, 2)  # (N, 32, 32, 3) -> (N, 3, 32, 32), uint8
+        self.padded = torch.nn.functional.pad(images, (PAD, PAD, PAD, PAD))  # zeros, as RandomCrop's fill 0
+        self.targets = [int(y) for y in targets]
+        self.mean = torch.as_tensor(MEAN, dtype=torch.float32).view(-1, 1, 1)
+        self.std = torch.as_tensor(STD, dtype=torch.float32).view(-1, 1, 1)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        span = 2 * PAD + 1  # offsets 0..8 of a 32 px crop in the 40 px padded image
+        top = int(torch.randint(0, span, size=()))
+        left = int(torch.randint(0, span, size=()))
+        x = self.padded[index, :, top : top + 32, left : left + 32]
+        if torch.rand(1) < 0.5:
+            x = x.flip(-1)
+        x = x.to(torch.float32).mul_(1.0 / 255)
+        return x.sub(self.mean).div_(self.std), self.targets[index]
 
 
 def describe(params: Params) -> api.DatasetShape:
@@ -194,8 +232,7 @@ def build(params: Params, root: Path | None, seed: int) -> api.DatasetBundle:
     x_test, y_test = _to_tensors(raw_test.data, raw_test.targets)
     test_tensors = (x_test, y_test)
     if params.augment:
-        raw_train.transform = _augment_transform()
-        train: Any = raw_train
+        train: Any = AugmentedSplit(raw_train.data, raw_train.targets)
         train_tensors = None
     else:
         train_tensors = _to_tensors(raw_train.data, raw_train.targets)

@@ -4,7 +4,7 @@
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
     distrepro --version
     distrepro plan CONFIG [--set key.path=value ...] [--json]
-    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|paper] [--sensitivity] [--check]
+    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|gpu|paper] [--sensitivity] [--check]
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
@@ -248,7 +248,7 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
     rep.add_argument("--check", action="store_true", help="exit with status 1 if any claim FAILS")
     rep.add_argument(
         "--scale",
-        choices=["proxy", "mid", "paper"],
+        choices=["proxy", "mid", "gpu", "paper"],
         help="judge the claims on runs of this scale (default: the paper's)",
     )
     _add_sensitivity_args(rep)
@@ -267,7 +267,9 @@ def _add_report_parser(sub: argparse._SubParsersAction, parents: list[argparse.A
     sens.add_argument("--out", help="output folder (default: reports/PAPER)")
     sens.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
     sens.add_argument("--no-log", action="store_true", help="do not log the report files to MLflow")
-    sens.add_argument("--scale", choices=["proxy", "mid", "paper"], help="judge the claims on runs of this scale")
+    sens.add_argument(
+        "--scale", choices=["proxy", "mid", "gpu", "paper"], help="judge the claims on runs of this scale"
+    )
     _add_sensitivity_args(sens, always=True)
     sens.add_argument("--no-progress", action="store_true", help=_SWEEP_PROGRESS)
     sens.set_defaults(func=_cmd_report, sensitivity=True, baseline=None, check=False)
@@ -423,7 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
     rep.add_argument(
-        "--scale", choices=["proxy", "mid", "paper"], default="proxy", help="proxy (default), mid or paper scale"
+        "--scale",
+        choices=["proxy", "mid", "gpu", "paper"],
+        default="proxy",
+        help="proxy (default), mid, gpu or paper scale",
     )
     rep.add_argument("--seeds", help="comma-separated seed indices (default: each config's)")
     rep.add_argument("--arms", help="comma-separated arms to run (default: every arm not marked optional)")

@@ -91,8 +91,9 @@ def known_papers(root: Path | None = None) -> list[str]:
 
 def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
     """The run config of arm ``arm_name`` at ``scale``: its ``config`` beside the paper.yaml, else in the first
-    plugin root that has it (so a user's method may reuse a shipped config); at ``paper``/``mid`` scale the
-    sibling ``<name>.paper.yaml``/``<name>.mid.yaml``. A missing file is a :class:`ConfigError`."""
+    plugin root that has it (so a user's method may reuse a shipped config); at ``paper``/``mid``/``gpu`` scale
+    the sibling ``<name>.paper.yaml``/``<name>.mid.yaml``/``<name>.gpu.yaml``. A missing file is a
+    :class:`ConfigError`."""
     from distrepro.plugins.roots import as_roots
 
     if not config:
@@ -103,7 +104,7 @@ def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: 
             break
     else:
         raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
-    if scale in ("paper", "mid"):  # a sibling config: <arm>.paper.yaml (the paper's recipe), <arm>.mid.yaml
+    if scale in ("paper", "mid", "gpu"):  # a sibling: <arm>.paper.yaml (the paper's recipe), .mid.yaml, .gpu.yaml
         scaled = path.with_name(path.name.replace(".yaml", f".{scale}.yaml"))
         if not scaled.is_file():
             raise ConfigError(
@@ -116,8 +117,8 @@ def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: 
 def arms_at_scale(info: PaperInfo, scale: str, root: Path | None = None) -> set[str]:
     """The arms of the paper that have a run config at ``scale`` (every arm with a config at proxy scale).
 
-    The mid scale is for the accuracy and convergence claims only, so most timing arms have no
-    ``.mid.yaml``: a claim moves to the mid scale only when all its arms have one (:func:`at_scale`).
+    The mid and gpu scales are for the accuracy and convergence claims only, so most timing arms have no
+    ``.mid.yaml``/``.gpu.yaml``: a claim moves to such a scale only when all its arms have one (:func:`at_scale`).
     """
     if info.spec is None or info.path is None:
         return set()

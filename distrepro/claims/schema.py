@@ -43,7 +43,10 @@ Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
 Origin = Literal["paper", "derived", "reconstructed"]
 DecidedBy = Literal["measurement", "model_structure"]
-Scale = Literal["paper", "mid", "proxy"]
+Scale = Literal["paper", "mid", "gpu", "proxy"]
+#: scales that train bigger on the same emulated hardware: they re-decide accuracy and convergence claims only
+#: (mid: <= 30 min per paper on 2 CPU cores; gpu: <= 1 h per paper on one 80 GB GPU, ``device: cuda``)
+TRAINING_SCALES: tuple[str, ...] = ("mid", "gpu")
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 __all__ = ["CLAIM_KINDS", "Accept", "Claim", "PaperSpec", "acceptance_band", "claimed_bounds", "validate_paper"]
@@ -259,8 +262,20 @@ def claim_arms(claim: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-#: metrics of time and bytes: emulated from the hardware profile, so the mid scale (bigger *training*) adds nothing
-_TIMING_PREFIXES = ("final/emulated_s", "final/wall_s", "time/", "time_to_target", "final/idle", "comm/", "worker/")
+#: metrics of time and bytes: emulated from the hardware profile, so the mid and gpu scales (bigger *training*) add
+#: nothing; useful FLOPs per emulated second (C-ADP's FLOPS) and the share of time not computing (A²CiD²'s Fig. 2)
+#: are read off the emulated clock too
+_TIMING_PREFIXES = (
+    "final/emulated_s",
+    "final/wall_s",
+    "time/",
+    "time_to_target",
+    "final/idle",
+    "final/useful_flops",
+    "final/non_compute",
+    "comm/",
+    "worker/",
+)
 
 
 def judged_at_mid(claim: Any) -> bool:
@@ -275,13 +290,14 @@ def judged_at_mid(claim: Any) -> bool:
 def at_scale(spec: PaperSpec, scale: Scale, available: set[str] | None = None) -> PaperSpec:
     """``spec`` (resolved) judged at ``scale``: the claims at the paper's scale move to it (a claim
     pinned to another scale stays there); ideals computed for a scale other than their claim's are dropped.
-    At the mid scale only accuracy and convergence claims move (:func:`judged_at_mid`), and only those whose
-    arms are all in ``available`` (the arms with a ``.mid.yaml``); the others stay, and the report says so."""
+    At the mid and gpu scales (:data:`TRAINING_SCALES`) only accuracy and convergence claims move
+    (:func:`judged_at_mid`), and only those whose arms are all in ``available`` (the arms with a ``.mid.yaml`` /
+    ``.gpu.yaml``); the others stay, and the report says so."""
     claims = []
     for claim in spec.claims:
         moved = scale if claim.scale == spec.setup.scale else claim.scale
         stays = not judged_at_mid(claim) or (available is not None and not set(claim_arms(claim)) <= available)
-        if scale == "mid" and moved == scale and stays:
+        if scale in TRAINING_SCALES and moved == scale and stays:
             moved = claim.scale
         ideal = claim.ideal
         if ideal is not None and (ideal.scale or claim.scale) != moved:

@@ -179,7 +179,7 @@ class CheckpointConfig(_Strict):
 class RunConfig(_Strict):
     name: str = "run"
     paper: str | None = None  # MLflow experiment distrepro/<paper>; ad-hoc runs go to distrepro/adhoc
-    scale: Literal["proxy", "mid", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
+    scale: Literal["proxy", "mid", "gpu", "paper"] = "proxy"  # which scale of a paper's claims this run speaks to
     method: str
     method_params: dict[str, Any] = Field(default_factory=dict)
     profile: str = "homogeneous-4"
@@ -203,6 +203,10 @@ class RunConfig(_Strict):
     #: strict: YAML's ``true`` is not seed 1
     seeds: list[Annotated[int, Field(strict=True, ge=0, le=MAX_SEED_INDEX)]] = Field(default_factory=lambda: [0])
     engine: Literal["inprocess", "dist"] = "inprocess"
+    #: where the real training runs (distrepro.engine.device): cpu (default), cuda (an error where there is none)
+    #: or auto (cuda where torch sees one); emulated time never depends on it. The dist engine trains on the
+    #: rank's GPU whenever its backend is NCCL, whatever this says (NCCL carries only CUDA tensors)
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
     dist: DistConfig = Field(default_factory=DistConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

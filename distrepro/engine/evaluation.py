@@ -77,12 +77,17 @@ def consensus_distance(models: Sequence[torch.nn.Module]) -> float:
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: Iterable[Batch]) -> dict[str, float]:
-    """Mean cross-entropy and accuracy over ``batches``; restores the model's train/eval mode."""
+    """Mean cross-entropy and accuracy over ``batches`` (CPU batches are moved to the model's device, a GPU's
+    under ``device: cuda``); restores the model's train/eval mode. The metrics are Python floats."""
     was_training = model.training
     model.eval()
+    first = next(iter(model.parameters()), None)
+    device = first.device if first is not None else torch.device("cpu")
     total_loss, correct, count = 0.0, 0, 0
     try:
         for batch in batches:
+            if device.type != "cpu":
+                batch = Batch(batch.inputs.to(device), batch.targets.to(device))
             logits = model(batch.inputs)
             total_loss += float(F.cross_entropy(logits, batch.targets, reduction="sum"))
             correct += int((logits.argmax(dim=1) == batch.targets).sum())

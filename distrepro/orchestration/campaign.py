@@ -24,6 +24,7 @@ import yaml
 
 from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
+from distrepro.engine.device import resolve_device
 from distrepro.engine.results import RunResult
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.errors import ConfigError, StoreUnavailable
@@ -182,13 +183,18 @@ def prepare_campaign(
     resume: str | None,
     reproduction: str | None = None,
     system_metrics: bool = False,
+    trains_here: bool = True,
 ) -> PreparedCampaign:
     """Check ``resume``, build every job (so every input is validated) and plan each seed; nothing is logged.
 
     ``reproduction`` is the id of the ``reproduce`` run the campaign belongs to (tag ``distrepro.reproduction``);
-    ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run."""
+    ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run. ``trains_here``: the cells train
+    on this machine, so a ``device: cuda`` it cannot honour is refused now (a remote executor's workers check it
+    where they train: a SLURM login node has no GPU, its compute nodes do)."""
     if system_metrics:
         check_system_metrics()
+    if trains_here:
+        resolve_device(cfg.device, source)
     target = check_campaign(cfg, uri, resume) if resume else None
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []

@@ -18,6 +18,7 @@ that do not say what they send are "not estimated".
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,8 @@ def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) ->
 
 def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
     """The plan of ``config`` (keys ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``, ``method_plan``,
-    ``time``). A method's missing optional extra is reported, not an error: planning runs none of its code."""
+    ``time``, ``training``). A method's missing optional extra is reported, not an error: planning runs none of
+    its code."""
     cfg = load_config(config, overrides)
     bundle, dataset = _bundle(cfg, config)
     job = build_job(cfg, cfg.seeds[0], config, bundle=bundle, check_requires=False)
@@ -206,7 +208,47 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         "lr": lr,
         "method_plan": method_plan if method_plan is not None else NOT_ESTIMATED,
         "time": _time(job, setting, method_plan),
+        "training": _training(job, alloc),
     }
+
+
+def _training(job: Job, alloc: Any) -> dict[str, Any]:
+    """The real arithmetic of the run: what the CPU or GPU that trains it must compute, whatever the emulated
+    clock says (``time`` above is the emulated cluster's; this is the host's work). FLOPs are the trained model's
+    own count (:func:`distrepro.hardware.flops.train_flops_per_sample`, forward + backward, no optimizer), per seed
+    and for every seed of the config; evaluation is a forward pass (a third of a training sample's FLOPs) over
+    the test split at each scheduled evaluation. Divided by a device's sustained rate, this is a wall-time
+    estimate; the GPU recipes' READMEs do that with a cited rate."""
+    cfg = job.config
+    n = len(job.bundle.train)
+    per_sample = job.proxy_flops_per_sample
+    out: dict[str, Any] = {"device": cfg.device, "train_flops_per_sample": per_sample}
+    budget = cfg.budget
+    if budget.unit == "emulated_seconds":
+        out["samples_per_seed"] = NOT_ESTIMATED
+        return out
+    samples = budget.amount * n if budget.unit == "epochs" else budget.amount
+    if budget.unit == "steps":
+        samples = budget.amount * sum(alloc.batch_sizes)
+    epochs = samples / n
+    every = cfg.eval
+    if every.every_epochs:
+        evals = math.floor(epochs / every.every_epochs + 1e-9) + 1
+    elif every.every_steps and budget.unit == "steps":
+        evals = math.floor(budget.amount / every.every_steps) + 1
+    else:
+        evals = every.times
+    eval_flops = evals * len(job.bundle.test) * per_sample / 3
+    per_seed = samples * per_sample + eval_flops
+    out |= {
+        "samples_per_seed": samples,
+        "epochs_per_seed": epochs,
+        "evaluations_per_seed": evals,
+        "flops_per_seed": per_seed,
+        "seeds": len(cfg.seeds),
+        "flops_all_seeds": per_seed * len(cfg.seeds),
+    }
+    return out
 
 
 def _short(value: Any, limit: int = 12) -> str:
@@ -219,10 +261,10 @@ def render(plan: dict[str, Any]) -> str:
     """The plan for a person: one section per key, long lists cut."""
     lines = ["config:"]
     cfg = plan["config"]
-    for key in ("method", "method_params", "profile", "dataset", "model", "budget", "batch_size", "schedule"):
+    for key in ("method", "method_params", "profile", "dataset", "model", "budget", "batch_size", "schedule", "device"):
         lines.append(f"  {key}: {_short(cfg.get(key))}")
     lines.append(f"requires: {plan['requires']}")
-    for section in ("dataset", "allocation", "lr", "method_plan", "time"):
+    for section in ("dataset", "allocation", "lr", "method_plan", "time", "training"):
         value = plan[section]
         if not isinstance(value, dict):
             lines.append(f"{section}: {value}")

@@ -16,7 +16,9 @@ Scales: ``proxy`` (default) uses each arm's ``config``; ``paper`` uses the sibli
 ``.paper.yaml`` in place of ``.yaml`` (e.g. the real dataset and the paper's epochs), which must
 exist; ``mid`` the sibling ``.mid.yaml``: a CPU-sized run (<= 30 min per paper on 2 cores) that
 reaches the regime the paper's accuracy and convergence claims need (the claims' ``regime:``
-conditions check that it does).
+conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same claims on a recipe sized for one
+80 GB GPU in <= 1 hour per paper (``device: cuda``; CIFAR-10 and ResNet-18 from a local folder), priced by
+``distrepro plan`` and documented in each method's README.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.claims.schema import Scale, at_scale, claim_arms
+from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale, claim_arms
 from distrepro.config.run_config import RunConfig, load_config
+from distrepro.engine.device import resolve_device
 from distrepro.errors import ConfigError
 from distrepro.orchestration.campaign import CampaignResult, run_campaign
 
@@ -78,9 +81,9 @@ def reproduce(
         where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
     default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
-    if scale == "mid":  # only the arms of the claims the mid scale re-decides (accuracy and convergence)
-        mid = at_scale(info.spec, "mid", arms_at_scale(info, scale, root))
-        needed = {a for c in mid.claims if c.scale == "mid" for a in claim_arms(c)}
+    if scale in TRAINING_SCALES:  # only the arms of the claims these scales re-decide (accuracy and convergence)
+        moved = at_scale(info.spec, scale, arms_at_scale(info, scale, root))
+        needed = {a for c in moved.claims if c.scale == scale for a in claim_arms(c)}
         default = [name for name in default if name in needed]
     chosen = list(dict.fromkeys([*(arms or default), *(with_arms or [])]))
     unknown = [a for a in chosen if a not in info.spec.setup.arms]
@@ -97,6 +100,9 @@ def reproduce(
         if seeds:
             sets.append(f"seeds=[{seeds}]")
         configs.append((name, path, load_config(path, sets)))
+    if _trains_here(executor):  # a device this host lacks (a gpu recipe on a laptop) is one line now, before the
+        for _, path, cfg in configs:  # reproduction's run is opened (a remote worker checks its own)
+            resolve_device(cfg.device, path)
     from distrepro.orchestration.observer import heartbeat, wants_bars
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
@@ -148,6 +154,21 @@ def reproduce(
                 )
     assert umbrella.run_id is not None
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+
+
+def _trains_here(executor: Any) -> bool:
+    """Whether the cells of ``executor`` (an :class:`~distrepro.orchestration.executors.selection.ExecutorSpec`, an
+    executor, or None) train on this machine: in this process, a local pool, a local Ray, submitit's local mode."""
+    if executor is None:
+        return True
+    if hasattr(executor, "remote"):  # an executor already made says so itself
+        return not executor.remote
+    kind = getattr(executor, "kind", "local")
+    return bool(
+        kind == "local"
+        or (kind == "ray" and not getattr(executor, "ray_address", None))
+        or (kind == "slurm" and getattr(executor, "slurm_cluster", None) == "local")
+    )
 
 
 def _say_estimate(paper: str, arms: list[tuple[str, RunConfig]], uri: str) -> None:

@@ -28,7 +28,7 @@ from distrepro import metrics as M
 from distrepro.claims.evidence import group_of, tally
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
-from distrepro.claims.schema import PaperSpec, Scale, at_scale
+from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
 from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
@@ -386,7 +386,7 @@ def build_report(
     info = find_paper(paper, root)
     if info.spec is not None:
         judged = scale or info.spec.setup.scale
-        available = arms_at_scale(info, judged, root) if judged == "mid" else None
+        available = arms_at_scale(info, judged, root) if judged in TRAINING_SCALES else None
         info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
     claims = info.spec.claims if info.spec else []
     targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]

@@ -116,13 +116,17 @@ class Method(api.Method[Params]):
         with torch.no_grad():
             if p.init_spread > 0:
                 for q in self.params_list:
-                    q.add_(torch.randn(q.shape, generator=ctx.rng, dtype=q.dtype), alpha=p.init_spread)
+                    # drawn on the CPU from the worker's generator (the same numbers on every device), then moved
+                    noise = torch.randn(q.shape, generator=ctx.rng, dtype=q.dtype).to(q.device)
+                    q.add_(noise, alpha=p.init_spread)
             x = parameters_to_vector(self.params_list)
         self.shift = None
         if p.gradient_shift > 0:
             gen = torch.Generator().manual_seed(ctx.seed("acid-gradient-shift"))
             sigma = p.gradient_shift
-            self.shift = [sigma * torch.randn(q.shape, generator=gen, dtype=q.dtype) for q in self.params_list]
+            self.shift = [
+                (sigma * torch.randn(q.shape, generator=gen, dtype=q.dtype)).to(q.device) for q in self.params_list
+            ]
         self.x_tilde = x.clone() if p.apply_acid else None  # x̃ starts at x (the reference: after averaging inits)
         self.t_last: float | None = None  # virtual time of this worker's last event
         self.unit: float | None = None  # seconds per gradient: the ODE's time unit (EMA, as the reference)
@@ -219,4 +223,5 @@ class Method(api.Method[Params]):
         _, xt = state.pop("x_tilde", ("value", None))
         super().load_state_dict(state)
         if xt is not None:
-            self.x_tilde = torch.tensor(xt, dtype=self.params_list[0].dtype)
+            like = self.params_list[0]
+            self.x_tilde = torch.tensor(xt, dtype=like.dtype, device=like.device)

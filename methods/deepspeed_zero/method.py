@@ -69,11 +69,12 @@ class Method(api.Method[Params]):
         p = self.params
         k = ctx.world_size
         ctx.forward_backward(batch)
-        grads = torch.zeros(self.part * k)
+        on = self.p[0].device  # the run's device (cpu unless the config says cuda)
+        grads = torch.zeros(self.part * k, device=on)
         grads[: self.numel] = torch.cat([g.reshape(-1) for g in api.grads_of(ctx.model)])
-        grad_part = torch.zeros(self.part)
+        grad_part = torch.zeros(self.part, device=on)
         ctx.comm.reduce_scatter(grad_part, grads, op="mean")
-        params = torch.zeros(self.part * k)
+        params = torch.zeros(self.part * k, device=on)
         params[: self.numel] = torch.cat([q.detach().reshape(-1) for q in self.p])
         mine = params[ctx.rank * self.part : (ctx.rank + 1) * self.part].clone()
         # torch.optim.SGD semantics on the partition: d = g + wd·w; buf = μ·buf + d; w -= lr·buf
@@ -102,4 +103,4 @@ class Method(api.Method[Params]):
     def load_state_dict(self, state: dict) -> None:
         buf = state.pop("momentum_buf", ("value", None))[1]
         super().load_state_dict(state)
-        self.momentum_buf = None if buf is None else torch.tensor(buf)
+        self.momentum_buf = None if buf is None else torch.tensor(buf, device=self.p[0].device)

@@ -198,6 +198,29 @@ def test_cifar10_augmented_train_split_goes_through_transforms(tmp_path: Path) -
     assert int(y) == (1 * 4 + 3) % 10
 
 
+def test_cifar10_augmentation_is_torchvisions_pipeline_bit_for_bit(tmp_path: Path) -> None:
+    """The uint8 restatement draws what torchvision's RandomCrop + RandomHorizontalFlip draw, in their order,
+    and computes what ToDtype + Normalize compute: same seed, same items, equal tensors (and both flips seen)."""
+    write_fake_cifar(tmp_path, per_batch=8)
+    mod = plugin("cifar10")
+    bundle = build_dataset(mod, {"verify_checksums": False, "augment": True}, tmp_path, 0)
+    reference = mod._dataset_class(False)(str(tmp_path), train=True, transform=mod._augment_transform())
+    torch.manual_seed(3)
+    ours = [bundle.train[i % 40] for i in range(200)]
+    torch.manual_seed(3)
+    theirs = [reference[i % 40] for i in range(200)]
+    assert all(torch.equal(a[0], b[0]) and a[1] == b[1] for a, b in zip(ours, theirs, strict=True))
+    plain = build_dataset(mod, {"verify_checksums": False}, tmp_path, 0).train_tensors
+    assert plain is not None
+    torch.manual_seed(3)  # item 0 by hand: pad with the value a black pixel normalises to, crop, maybe flip
+    top, left, flip = int(torch.randint(0, 9, ())), int(torch.randint(0, 9, ())), bool(torch.rand(1) < 0.5)
+    black = torch.tensor([-m / s for m, s in zip(mod.MEAN, mod.STD, strict=True)]).view(3, 1, 1)
+    padded = black.expand(3, 40, 40).clone()
+    padded[:, 4:36, 4:36] = plain[0][0]
+    expected = padded[:, top : top + 32, left : left + 32]
+    assert torch.allclose(ours[0][0], expected.flip(-1) if flip else expected, atol=1e-5)
+
+
 def test_cifar10_checksums_fail_clearly_on_a_non_official_copy(tmp_path: Path) -> None:
     write_fake_cifar(tmp_path)
     with pytest.raises(ConfigError, match="verify_checksums: false") as info:

@@ -189,3 +189,17 @@ def test_plan_shows_compute_per_device_and_each_collectives_algorithm_and_cost()
     assert (collective["algorithm"], collective["protocol"]) == (how.algorithm, how.protocol) == ("ring", "simple")
     assert collective["seconds"] == pytest.approx(how.seconds)
     assert "all_reduce of 252.4 MB over 16 ranks: ring / simple" in render(plan)
+
+
+def test_training_section_counts_the_hosts_arithmetic_per_budget_unit() -> None:
+    """The real work a run asks of the machine that trains it (what a GPU recipe is priced by): samples from
+    the budget in any unit, the trained model's FLOPs per sample, evaluations as forward passes, every seed."""
+    steps = build_plan(ROOT / "methods/qsr/configs/qsr.gpu.yaml")["training"]  # budget in steps: 1,758 x 4 x 128
+    epochs = build_plan(ROOT / "methods/acid/configs/train16.gpu.yaml")["training"]  # budget in epochs: 14
+    assert steps["samples_per_seed"] == 1758 * 4 * 128 and epochs["samples_per_seed"] == 14 * 50_000
+    for t in (steps, epochs):
+        train = t["samples_per_seed"] * t["train_flops_per_sample"]
+        evals = t["evaluations_per_seed"] * 10_000 * t["train_flops_per_sample"] / 3
+        assert t["evaluations_per_seed"] == 4 and t["flops_per_seed"] == pytest.approx(train + evals)
+        assert t["flops_all_seeds"] == pytest.approx(5 * t["flops_per_seed"])
+    assert build_plan(ROOT / "configs/quickstart.yaml")["training"]["device"] == "cpu"

@@ -108,3 +108,15 @@ def test_the_no_report_help_says_products_are_skipped(capsys: pytest.CaptureFixt
         main(["reproduce", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--no-report train only: no report and no report products" in help_text
+
+
+def test_a_device_is_checked_before_the_reproduction_only_where_its_cells_train() -> None:
+    """``device: cuda`` on a host without CUDA is refused before the umbrella run opens when the cells train here;
+    a remote executor's workers check their own device (a SLURM login node has no GPU, its nodes do)."""
+    from distrepro.orchestration.executors.selection import ExecutorSpec
+    from distrepro.orchestration.reproduce import _trains_here
+
+    assert _trains_here(None) and _trains_here(ExecutorSpec()) and _trains_here(ExecutorSpec(kind="ray"))
+    assert _trains_here(ExecutorSpec(kind="slurm", slurm_cluster="local"))
+    assert not _trains_here(ExecutorSpec(kind="ray", ray_address="head:6379"))
+    assert not _trains_here(ExecutorSpec(kind="slurm"))

@@ -36,6 +36,7 @@ from distrepro.engine.run_setup import make_stream
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile, timed_speed
 from distrepro.engine.worker_slot import Slot
+from distrepro.errors import ConfigError
 from distrepro.orchestration.job import Job
 
 
@@ -81,8 +82,16 @@ class DistTransport:
         timeout = job.config.dist.timeout_s
         self.pg = dist.new_group(list(range(k)), timeout=timedelta(seconds=timeout))
         self.clock = VirtualClock(rank, job.config.timeline_spans_per_worker)
-        # NCCL carries only CUDA tensors: model, control tensors and buffers go to this rank's GPU
+        # NCCL carries only CUDA tensors: model, control tensors and buffers go to this rank's GPU. Under gloo
+        # the rank trains on the CPU: its reduce and gather carry CPU tensors only, so ``device: cuda`` needs NCCL
         nccl = dist.get_backend() == "nccl"
+        if job.config.device == "cuda" and not nccl:
+            raise ConfigError(
+                job.source,
+                "device",
+                "device: cuda on the dist engine needs the NCCL backend (dist.backend: nccl, or auto with a GPU "
+                "device for every rank in the profile); this run's backend is gloo",
+            )
         self.device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
         self.pacer: Pacer | None = None
         self.calibration: dict[str, Any] = {}
@@ -114,6 +123,7 @@ class DistTransport:
             group=self.pg,
             timeout=timedelta(seconds=timeout),
             gossip_group=gossip_pg,
+            device=self.device,
         )
         self.needs_clock_sync = (
             job.config.budget.unit == "emulated_seconds" or job.config.eval.every_emulated_seconds is not None
@@ -149,14 +159,17 @@ class DistTransport:
             return cfg.dilation
         # a fresh stream: calibrating must not consume the training data order
         batch = make_stream(self.job, alloc, 0, self.rank).next_batch()
-        probe = self.job.make_model()
+        probe = self.job.make_model().to(self.device)
+        inputs, targets = batch.inputs.to(self.device), batch.targets.to(self.device)
         ratios = [0.0]
         if len(batch):
             real = []
             for _ in range(cfg.calibration_steps + 1):
                 t = time.perf_counter()
                 probe.zero_grad()
-                torch.nn.functional.cross_entropy(probe(batch.inputs), batch.targets).backward()
+                torch.nn.functional.cross_entropy(probe(inputs), targets).backward()
+                if self.device.type == "cuda":  # the kernels' time, not their launch
+                    torch.cuda.synchronize(self.device)
                 real.append(time.perf_counter() - t)
             virtual = self.job.compute.nominal_step_seconds(self.rank, len(batch))
             ratios.append(sorted(real[1:])[len(real[1:]) // 2] / virtual)

@@ -24,6 +24,7 @@ import torch
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import Span, VirtualClock
+from distrepro.engine.device import describe, deterministic_cuda, resolve_device
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.inprocess_comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
@@ -53,23 +54,31 @@ class InProcessEngine:
         """Run ``job`` logging to ``logger`` (a :class:`distrepro.tracking.runlog.RunLogger`) as it trains."""
         from distrepro.orchestration.observer import Fanout, MlflowObserver
 
-        return self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+        device = resolve_device(job.config.device, job.source)
+        if logger is not None:  # what ``device: auto`` got, and the GPU's name
+            logger.set_tags({"distrepro.device": describe(device)})
+        result = self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+        if device.type != "cpu":  # a cell's result may be pickled to another process (--jobs): no GPU tensors in it
+            result.models = [m.cpu() for m in result.models]
+        return result
 
 
 class InProcessTransport:
     """All K workers in this process: greenlets, an in-memory fabric, engine events in virtual-time order."""
 
     reporter = True
-    device = torch.device("cpu")
 
     def __init__(self, job: Job) -> None:
         self.job = job
         k = job.world_size
         self.ranks = range(k)
+        #: the config's ``device`` (:mod:`distrepro.engine.device`): every replica, the evaluated model and the
+        #: batches live there; the clocks, the fabric's bookkeeping and every random stream stay on the CPU
+        self.device = resolve_device(job.config.device, job.source)
         self.clocks = [VirtualClock(r, job.config.timeline_spans_per_worker) for r in range(k)]
         self.sched = Scheduler(self.clocks)
         self.fabric = Fabric(self.sched, job.cost, job.bytes_scale)
-        base = job.make_model()
+        base = job.make_model().to(self.device)  # built on the CPU from the seed, then moved: the same initial model
         self.models = [copy.deepcopy(base) for _ in range(k)]
         self.eval_model = copy.deepcopy(base)
         self.wall_start = time.perf_counter()
@@ -85,7 +94,8 @@ class InProcessTransport:
         threads = torch.get_num_threads()
         torch.set_num_threads(resolve_threads(self.job.config.torch_threads)[0])
         try:
-            yield
+            with deterministic_cuda(self.device):
+                yield
         finally:
             torch.set_num_threads(threads)
 

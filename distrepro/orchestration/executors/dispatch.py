@@ -83,7 +83,10 @@ def run_campaigns(
     if start is not None:  # e.g. pool workers import torch and mlflow while the jobs are built
         start()
     try:
-        prepared = [prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction) for r in requests]
+        here = not executor.remote  # a remote worker checks its own device (prepare_campaign)
+        prepared = [
+            prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here) for r in requests
+        ]
     except BaseException:
         if close is not None:
             close()

@@ -1,0 +1,73 @@
+"""The run config's ``device`` (distrepro/engine/device.py): cpu by default and unchanged, ``auto`` falls back to
+the CPU, ``cuda`` without CUDA is one line naming the file and the field, before anything is logged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from clirun import TINY, run_cli, write_config
+
+from distrepro.config.run_config import load_config
+from distrepro.engine.device import deterministic_cuda, resolve_device
+from distrepro.engine.inprocess import InProcessEngine
+from distrepro.errors import ConfigError
+from distrepro.orchestration.job import build_job
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA is absent")
+
+
+def test_cpu_is_the_default_and_resolves_to_the_cpu(tmp_path: Path) -> None:
+    cfg = load_config(write_config(tmp_path))
+    assert cfg.device == "cpu" and resolve_device(cfg.device) == torch.device("cpu")
+
+
+def test_an_unknown_device_names_the_file_and_the_field(tmp_path: Path) -> None:
+    path = write_config(tmp_path, device="gpu")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert err.value.field == "device" and str(path) in str(err.value)
+
+
+@no_cuda
+def test_cuda_without_cuda_is_a_config_error_naming_file_and_field(tmp_path: Path) -> None:
+    path = write_config(tmp_path, device="cuda")
+    with pytest.raises(ConfigError) as err:
+        resolve_device("cuda", path)
+    text = str(err.value)
+    assert err.value.field == "device" and str(path) in text and "\n" not in text
+    assert "device: cuda asks for a GPU" in text and "device: cpu or auto" in text
+    job = build_job(load_config(path), 0)  # a plan or a remote executor may build it; training here may not
+    with pytest.raises(ConfigError, match="field 'device'"):
+        InProcessEngine().run(job)
+
+
+@no_cuda
+def test_auto_without_cuda_trains_exactly_as_the_cpu_default(tmp_path: Path) -> None:
+    default = InProcessEngine().run(build_job(load_config(write_config(tmp_path)), 0))
+    auto = InProcessEngine().run(build_job(load_config(write_config(tmp_path, device="auto")), 0))
+    assert auto.final.metrics == default.final.metrics and auto.final.step == TINY["budget"]["steps"]
+    for a, b in zip(auto.models, default.models, strict=True):
+        assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def test_deterministic_cuda_leaves_a_cpu_run_alone() -> None:
+    before = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
+    with deterministic_cuda(torch.device("cpu")):
+        assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark) == before
+    assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark) == before
+
+
+@no_cuda
+def test_cli_refuses_cuda_in_one_line_before_anything_is_logged(tmp_path: Path) -> None:
+    path = write_config(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = run_cli(["run", str(path), "--set", "device=cuda", "--no-progress"], uri, tmp_path)
+    assert done.rc != 0 and "Traceback" not in done.err and len(done.error_lines) == 1, done.err
+    assert "field 'device'" in done.error_lines[0] and str(path) in done.error_lines[0]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    experiments = client.search_experiments()
+    assert not client.search_runs([e.experiment_id for e in experiments]) if experiments else True
