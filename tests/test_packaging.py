@@ -66,6 +66,12 @@ def test_the_committed_lock_matches_pyproject() -> None:
 def test_sessions_install_from_the_lock_with_compiled_bytecode() -> None:
     nox_text = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert '"uv", "export", "--locked"' in nox_text and '"--compile-bytecode", *_constraints(session)' in nox_text
+    # uv compiles site-packages only: the editable checkout's packages are compiled by the session itself
+    assert '"compileall", "-q", *SOURCE_DIRS' in nox_text
+    from noxmodule import noxfile_module
+
+    dirs = noxfile_module().SOURCE_DIRS  # the package and the plugin folders a run imports from the checkout
+    assert set(dirs) == {"distrepro", "methods", "datasets"} and all(any((ROOT / d).rglob("*.py")) for d in dirs)
     docker = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert "UV_COMPILE_BYTECODE=1" in docker and "uv export --locked" in docker
     assert 'CMD ["distrepro", "reproduce", "cadp"' in docker

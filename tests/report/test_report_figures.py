@@ -293,3 +293,8 @@ def test_speedup_shows_every_profile_over_its_own_reference() -> None:
     small = [t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()
              and shown_pt(t.get_fontsize(), fig.get_figwidth()) < FONT_PT - 1e-9]  # fmt: skip
     assert small == []
+    budget_only = rs.runs.drop(columns=["time_to_target_s"])  # one column of panels (Chao: no target)
+    narrow = speedup_figure(budget_only, labels, style, "equal-1to2", {}, refs)
+    assert narrow is not None and len(narrow.axes) == 3
+    narrow.canvas.draw()
+    assert texts_cut_off(narrow, narrow.canvas.get_renderer()) == []  # the x label fits a single narrow column

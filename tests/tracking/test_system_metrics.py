@@ -100,3 +100,21 @@ def test_every_executor_gets_the_flag_in_its_tasks_and_a_worker_without_psutil_f
     )
     assert child.info.status == "FAILED" and "psutil" in child.data.tags[cell_task.FAILURE_TAG]
     assert client.get_run(result.parent_run_id).info.status == "FAILED"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("psutil") is None, reason="psutil not installed")
+def test_a_slurm_job_samples_its_cell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mlflow_uri: str) -> None:
+    """The SLURM path end to end (submitit's local cluster runs the very pickled job a cluster gets)."""
+    pytest.importorskip("submitit")
+    from distrepro.config.run_config import load_config
+    from distrepro.config.slurm_block import SlurmBlock
+    from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
+    from distrepro.orchestration.executors.slurm_executor import SlurmExecutor
+
+    monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.01")  # the job inherits the environment
+    cfg = load_config(write_config(tmp_path, budget={"steps": 4}, seeds=[0]))
+    executor = SlurmExecutor(SlurmBlock(folder=str(tmp_path / "jobs"), time_min=10), cluster="local")
+    (result,) = run_campaigns([CampaignRequest(cfg, system_metrics=True)], executor, False)
+    run = make_client(mlflow_uri).get_run(result.cells[0].run_id)
+    assert "(slurm)" in run.data.tags["distrepro.worker"] and run.info.status == "FINISHED"
+    assert any(k.startswith("system/cpu_utilization") for k in run.data.metrics), sorted(run.data.metrics)

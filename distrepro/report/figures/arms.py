@@ -8,6 +8,7 @@ black dots. Panels of one figure share the y axis, so a row reads across the fig
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -116,14 +117,18 @@ def speedup_figure(
     rows: dict[str, list[str]] = {}
     for arm in arms:  # profiles in report order, each with its arms
         rows.setdefault(group_of(arm, ""), []).append(arm)
-    fig, grid = _speedup_grid(rows, len(per))
+    width = _PANEL_IN * len(per)  # a title wraps to the panels' width: the figure is no wider than they are
+    missing = f"no arm set up as {baseline} ran here, so no bars"
+    titles = {
+        group: textwrap.fill(f"{group}: over {refs[group]}" if group in refs else f"{group}: {missing}",
+                             int(width * 72 / (FONT_PT * _CHAR_EM)))
+        for group in rows
+    } if len(rows) > 1 else {}  # fmt: skip
+    fig, grid = _speedup_grid(rows, len(per), {g: t.count("\n") + 1 for g, t in titles.items()})
     claimed_max = [0.0] * len(per)
     for group, axes in grid.items():
-        reference = refs.get(group)
-        if len(rows) > 1:
-            missing = f"no arm set up as {baseline} ran here, so no bars"
-            note = f"{group}: over {reference}" if reference else f"{group}: {missing}"
-            axes[0].set_title(note, loc="left", fontsize=FONT_PT)
+        if group in titles:
+            axes[0].set_title(titles[group], loc="left", fontsize=FONT_PT)
         for c, (ax, (what, values)) in enumerate(zip(axes, per.items(), strict=True)):
             _hbars(ax, values, rows[group], style, center=_gmean)
             ax.axvline(1.0, color="grey", lw=1)
@@ -133,17 +138,22 @@ def speedup_figure(
         if claimed_max[c] > 0:  # room for the label right of the rightmost claimed value
             bottom.set_xlim(right=max(bottom.get_xlim()[1], 1.35 * claimed_max[c]))
         over = f"vs {baseline}" if len(rows) == 1 else "over the profile's reference"
-        bottom.set_xlabel(f"speedup {over} (×), time {'for the budget' if what == 'budget' else 'to target'}")
+        bottom.set_xlabel(f"speedup {over} (×),\ntime {'for the budget' if what == 'budget' else 'to target'}")
     return fig
 
 
-def _speedup_grid(rows: Mapping[str, Sequence[str]], n_cols: int) -> tuple[Figure, dict[str, list[Any]]]:
-    """A row of ``n_cols`` panels per profile, as tall as its arm count: columns share x (a speedup reads the
-    same down the figure), a row's panels share its arms on y."""
+#: inches per panel of the speedup figure, and a character's average width in ems (DejaVu Sans), for wrapping titles
+_PANEL_IN, _CHAR_EM = 3.9, 0.6
+
+
+def _speedup_grid(
+    rows: Mapping[str, Sequence[str]], n_cols: int, title_lines: Mapping[str, int]
+) -> tuple[Figure, dict[str, list[Any]]]:
+    """A row of ``n_cols`` panels per profile, as tall as its arm count and title: columns share x (a speedup
+    reads the same down the figure), a row's panels share its arms on y."""
     label_in = 0.07 * max(len(a) for arms in rows.values() for a in arms) + 0.4
-    titled = len(rows) > 1
-    heights = [ROW_IN * len(arms) + (0.45 if titled else 0.0) for arms in rows.values()]
-    fig = new_figure(label_in + 3.9 * n_cols, max(2.6, 0.9 + sum(heights)))
+    heights = [ROW_IN * len(arms) + 0.25 * title_lines.get(g, 0) + 0.2 for g, arms in rows.items()]
+    fig = new_figure(label_in + _PANEL_IN * n_cols, max(2.6, 1.1 + sum(heights)))
     spec = fig.add_gridspec(len(rows), n_cols, height_ratios=heights)
     grid: dict[str, list[Any]] = {}
     first_in_col: list[Any] = []
