@@ -8,6 +8,9 @@ every machine. Constraints, not ``uv sync``: the lock pins ``torch==2.13.0``, wh
 satisfies, whereas syncing the lock would fetch PyPI's CUDA build and its ~3 GB of NVIDIA wheels.
 Packages are installed with compiled bytecode (``--compile-bytecode``): with ``PYTHONDONTWRITEBYTECODE``
 set, as in many CI and container images, every process would otherwise compile torch again (~6 s CPU).
+uv compiles only what lands in site-packages, not the editable checkout, so the session then compiles
+``distrepro/``, ``methods/`` and ``datasets/`` too (:data:`SOURCE_DIRS`; ~150 modules a ``distrepro run``
+would otherwise compile at every start, and every pool worker and test subprocess with it).
 
 This file imports only the standard library and nox: a new user has nothing but Python, ``uv`` and
 ``nox`` (``pip install uv nox``, pipx or ``uv tool``), so anything else would fail before the first
@@ -70,6 +73,12 @@ def _install(session: nox.Session, extras: str = "test", groups: tuple[str, ...]
     for group in groups:
         args += ["--group", f"pyproject.toml:{group}"]
     session.install(*args, "-e", f".[{extras}]")
+    # the editable source's bytecode (__pycache__/ is ignored by git); stale files are recompiled when edited
+    session.run("python", "-m", "compileall", "-q", *SOURCE_DIRS, silent=True)
+
+
+#: the checkout's own Python packages, compiled after an editable install (uv compiles site-packages only)
+SOURCE_DIRS = ("distrepro", "methods", "datasets")
 
 
 def _env() -> dict[str, str]:

@@ -67,7 +67,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 cfg, source=config, show_progress=shown, resume=args.resume, system_metrics=args.system_metrics
             )
         else:
-            result = run_campaigns([CampaignRequest(cfg, config, args.resume)], executor, shown)[0]
+            request = CampaignRequest(cfg, config, args.resume, system_metrics=args.system_metrics)
+            result = run_campaigns([request], executor, shown)[0]
     except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -348,7 +349,8 @@ def _add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--system-metrics",
         action="store_true",
-        help="log MLflow's system metrics (CPU, memory, disk, network, GPU) in every seed's run (needs psutil)",
+        help="log MLflow's system metrics (CPU, memory, disk, network, GPU) in every seed's run, sampled on the "
+        "machine that trains it (needs psutil there)",
     )
 
 

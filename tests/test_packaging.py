@@ -38,6 +38,23 @@ def test_runtime_dependencies_are_ranges_and_dev_tools_a_group() -> None:
     assert any(c.startswith("Programming Language :: Python :: 3.11") for c in PYPROJECT["project"]["classifiers"])
 
 
+#: hosts and path parts that mark an address someone meant to fill in later
+_PLACEHOLDER = re.compile(r"example\.(com|org)|localhost|your[-_]?(org|name|user)|<[^>]*>|TODO|xxx|owner/repo", re.I)
+
+
+def test_project_urls_are_real_addresses_or_absent() -> None:
+    """``[project.urls]`` is shown by pip/PyPI as the project's own pages: an address that does not exist (a
+    guessed repository, a placeholder) misleads every reader, so the table stays out until the pages exist, and
+    says so in a comment."""
+    urls = PYPROJECT["project"].get("urls", {})
+    for name, url in urls.items():
+        assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]{2,}(/\S*)?", url), (name, url)
+        assert not _PLACEHOLDER.search(url), (name, url)
+    if not urls:
+        text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+        assert "No [project.urls] on purpose" in text  # the reason stays beside the metadata it is about
+
+
 @pytest.mark.skipif(UV is None, reason="uv not installed")
 def test_the_committed_lock_matches_pyproject() -> None:
     proc = subprocess.run([UV, "lock", "--check", "--offline"], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -49,6 +66,12 @@ def test_the_committed_lock_matches_pyproject() -> None:
 def test_sessions_install_from_the_lock_with_compiled_bytecode() -> None:
     nox_text = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert '"uv", "export", "--locked"' in nox_text and '"--compile-bytecode", *_constraints(session)' in nox_text
+    # uv compiles site-packages only: the editable checkout's packages are compiled by the session itself
+    assert '"compileall", "-q", *SOURCE_DIRS' in nox_text
+    from noxmodule import noxfile_module
+
+    dirs = noxfile_module().SOURCE_DIRS  # the package and the plugin folders a run imports from the checkout
+    assert set(dirs) == {"distrepro", "methods", "datasets"} and all(any((ROOT / d).rglob("*.py")) for d in dirs)
     docker = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert "UV_COMPILE_BYTECODE=1" in docker and "uv export --locked" in docker
     assert 'CMD ["distrepro", "reproduce", "cadp"' in docker

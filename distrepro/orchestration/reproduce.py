@@ -124,7 +124,10 @@ def reproduce(
         if pool is not None:  # every arm's cells at once, so that no worker idles at the end of an arm
             from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
 
-            requests = [CampaignRequest(cfg, path, reproduction=umbrella.run_id) for _, path, cfg in configs]
+            requests = [
+                CampaignRequest(cfg, path, reproduction=umbrella.run_id, system_metrics=system_metrics)
+                for _, path, cfg in configs
+            ]
             done = run_campaigns(requests, pool, show_progress)
             campaigns = {name: result for (name, _, _), result in zip(configs, done, strict=True)}
         for name, path, cfg in configs if pool is None else []:

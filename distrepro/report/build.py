@@ -35,6 +35,7 @@ from distrepro.report import figures as figs
 from distrepro.report import sections as sec
 from distrepro.report.headline import first_screen, provenance
 from distrepro.report.html import render_html
+from distrepro.report.speedup_references import speedup_marks, speedup_references
 from distrepro.tracking.runlog import flatten_params
 
 _log = logging.getLogger(__name__)
@@ -109,19 +110,6 @@ def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, st
     return out
 
 
-def _speedup_marks(spec: PaperSpec | None, baseline: str | None) -> dict[str, list[tuple[str, str, float]]]:
-    """Claimed speedups the generic speedup figure can show: emulated budget time or logged time to
-    target, over the figure's baseline (a claim over another baseline would be drawn on the wrong bar)."""
-    marks: dict[str, list[tuple[str, str, float]]] = {}
-    for c in spec.claims if spec else []:
-        if c.kind != "speedup" or c.clock != "emulated" or c.target is not None or c.baseline != baseline:
-            continue
-        measure = "budget" if c.measure == "budget_time" else "to target"
-        values = c.claimed if isinstance(c.claimed, tuple) else (c.claimed,)
-        marks.setdefault(c.arm or "", []).extend((c.id, measure, float(v)) for v in values)
-    return marks
-
-
 def draw_figures(
     info: PaperInfo,
     rs: RunSet,
@@ -135,6 +123,7 @@ def draw_figures(
     spec = info.spec
     style = style or report_style(rs.runs, labels, spec)
     reps = _representatives(rs.runs, labels)
+    refs = speedup_references(spec, baseline, style)
     drawn = {
         "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
         "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
@@ -142,8 +131,8 @@ def draw_figures(
             rs.curves, labels, style, M.EMULATED_S, metrics=(M.CONSENSUS_DISTANCE,), log_y=True
         ),
         "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
-        "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, _speedup_marks(spec, baseline))
-        if baseline in set(labels.values())
+        "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, speedup_marks(spec, refs, style), refs)
+        if baseline and refs
         else None,
         "time": figs.time_figure(rs.runs, labels, style),
         "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, style),
@@ -182,8 +171,9 @@ _FIGURE_TEXT = {
     ),
     "speedup": (
         "Speedup vs the baseline",
-        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values. Arms that ran on another "
-        "profile than the baseline are left out.",
+        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values. One row per profile: its arms "
+        "over the arm there set up as the baseline (same method and params), named in the row's title; a profile "
+        "without one lists its arms without bars (a speedup across profiles would compare two clusters).",
     ),
     "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
     "timeline": (

@@ -120,3 +120,28 @@ def test_a_device_is_checked_before_the_reproduction_only_where_its_cells_train(
     assert _trains_here(ExecutorSpec(kind="slurm", slurm_cluster="local"))
     assert not _trains_here(ExecutorSpec(kind="ray", ray_address="head:6379"))
     assert not _trains_here(ExecutorSpec(kind="slurm"))
+
+
+def test_system_metrics_reach_every_arms_cells_on_an_executor(
+    paper_root: Path, mlflow_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``reproduce --system-metrics`` on an executor (``--jobs N``, Ray, SLURM): every arm's cells carry the flag
+    to the worker that trains them (it used to reach only the ``--jobs 1`` path)."""
+    from typing import Any
+
+    from distrepro.orchestration.executors.local_pool import LocalExecutor
+    from distrepro.tracking import runlog
+
+    seen: list[tuple[str, bool]] = []
+
+    class Recording(LocalExecutor):  # jobs=1: run_cell_task in this process, as a Ray task or SLURM job runs it
+        def run(self, tasks: Any, events: Any) -> Any:
+            seen.extend((t.key, t.system_metrics) for t in tasks)
+            return super().run(tasks, events)
+
+    monkeypatch.setattr(runlog, "start_system_metrics", lambda run_id, options: None)  # no sampler thread needed
+    result = reproduce(
+        "tinypaper", seeds="0", report=False, show_progress=False, root=paper_root, system_metrics=True,
+        executor=Recording(jobs=1, threads=1),
+    )  # fmt: skip
+    assert len(seen) == len(result.campaigns) >= 2 and all(flag for _, flag in seen), seen

@@ -249,3 +249,26 @@ def test_failed_plugins_are_reported_not_raised(tmp_path: Path) -> None:
     with pytest.raises(PluginError, match="unknown method 'nope'; available: tmp_ok_method"):
         registry.get_method("nope", root)
     assert registry.datasets(root) == {}
+
+
+def test_a_run_imports_only_its_own_method_and_errors_still_name_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get_method`` (what a ``run`` calls) imports the named plugin alone (start-up: not every shipped method and
+    its paper.yaml), the very class full discovery gives; a failing or unknown name says what discovery says."""
+    import sys
+
+    root = make_root(tmp_path)
+    for key in [k for k in sys.modules if k.startswith(f"{registry.METHOD_PACKAGE}.tmp_no_class")]:
+        monkeypatch.delitem(sys.modules, key)
+    plugin = registry.get_method("tmp_ok_method", root)
+    assert f"{registry.METHOD_PACKAGE}.tmp_no_class.method" not in sys.modules  # a sibling plugin, not imported
+    assert plugin.cls is registry.methods(root)["tmp_ok_method"].cls
+    assert f"{registry.METHOD_PACKAGE}.tmp_no_class.method" in sys.modules  # discovery (distrepro list) imports all
+    fresh = make_root(tmp_path / "again")  # errors on a root nothing was discovered in yet
+    with pytest.raises(PluginError, match=r"method 'tmp_broken' failed to load from .*broken on purpose"):
+        registry.get_method("tmp_broken", fresh)
+    with pytest.raises(PluginError, match="must define a class named Method"):
+        registry.get_method("tmp_no_class", fresh)
+    with pytest.raises(PluginError, match="unknown method 'nope'; available: tmp_ok_method"):
+        registry.get_method("nope", fresh)

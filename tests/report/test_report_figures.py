@@ -48,18 +48,20 @@ def _timeline(speeds: list[float]) -> str:
 
 
 def many_arms(n_arms: int, seeds: int = 3) -> tuple[PaperInfo, RunSet]:
-    """``n_arms`` arms ``<mode>-<scenario>``, three per emulated cluster, with every per-arm table filled."""
+    """``n_arms`` arms ``<mode>-<scenario>``, three per emulated cluster, with every per-arm table filled: one
+    method in three modes (``params``), each arm its own campaign, as Chao's are."""
     runs, curves, alloc, artifacts, arms = [], [], [], {}, {}
     for i in range(n_arms):
         scenario, mode = SCENARIOS[i // 3], MODES[i % 3]
         arm, profile, n_workers = f"{mode}-{scenario}", f"emu-{scenario}", WORKERS[i // 3]
-        arms[arm] = {"method": arm}
+        arms[arm] = {"method": "alloc", "params": {"mode": mode}, "campaign": arm}
         speeds = [1.0 + (r % 3) for r in range(n_workers)]
         total = 20.0 * (1 + i // 3) * (1.0 if mode == "equal" else 0.7 if mode == "static" else 0.55)
         for seed in range(seeds):
             run_id = f"{arm}-{seed}"
             row: dict[str, Any] = {
-                "run_id": run_id, "parent_run_id": f"campaign-{arm}", "method": arm, "profile": profile, "seed": seed,
+                "run_id": run_id, "parent_run_id": f"campaign-{arm}", "method": "alloc", "campaign": arm,
+                "params.method_params.mode": mode, "profile": profile, "seed": seed,
                 "status": "FINISHED", "start_time": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(minutes=seed),
                 "final/emulated_s": total * (1 + 0.02 * seed), "final/val_accuracy": 0.8 + 0.005 * seed,
                 "time_to_target_s": total / 2, "target_reached": 1.0, "comm/bytes_total": 4e6 * n_workers,
@@ -221,12 +223,14 @@ def test_figures_stay_readable_with_many_arms(
         for arm, c in arm_colors(fig).items():
             colors.setdefault(arm, set()).update(c)
             assert len(c) == 1, f"{name}: arm {arm} in colours {c}"
-    arms = {rs.runs.loc[i, "method"] for i in rs.runs.index}
+    arms = set(rs.runs["campaign"])
     assert set(colors) == arms  # every arm drawn in its colour somewhere
     assert all(len(c) == 1 for c in colors.values()), {a: c for a, c in colors.items() if len(c) > 1}
     assert len({next(iter(c)) for c in colors.values()}) == n_arms  # no two arms share a colour
     per_figure = {name: set(arm_colors(fig)) for name, (fig, _) in drawn.items()}
-    for name in ("time_per_arm", "comm_volume", "curves_emulated_time", "breakdown", "allocation", "timeline"):
+    every_arm = ("time_per_arm", "comm_volume", "curves_emulated_time", "breakdown", "allocation", "timeline")
+    every_arm += ("speedup",)  # each profile over its own reference arm
+    for name in every_arm:
         assert per_figure[name] == arms, name
 
 
@@ -252,3 +256,45 @@ def test_thirty_arms_get_thirty_distinct_colours() -> None:
     assert gaps.min() > 15  # CIELAB ΔE: clearly different hues or lightness, never two shades of one blue
     style = arm_style([f"arm-{i}" for i in range(30)])
     assert len(set(style.colors.values())) == 30 and colors[:10] == distinct_colors(10)  # the first ten never move
+
+
+def test_speedup_shows_every_profile_over_its_own_reference() -> None:
+    """Every arm gets a row, in its profile's panel, over the arm set up as the baseline on that profile (Chao's
+    ``equal-<scenario>``); a profile where no such arm ran lists its arms without bars; text stays >= 10 pt."""
+    from matplotlib.text import Text
+
+    from distrepro.report.build import arm_labels, report_style
+    from distrepro.report.figures import speedup_figure
+    from distrepro.report.figures.figure_style import FONT_PT, shown_pt
+    from distrepro.report.speedup_references import speedup_marks, speedup_references
+
+    info, rs = many_arms(9, seeds=2)  # 1to2, 1124 and slowdown: equal, static, adaptive on each
+    rs.runs = rs.runs[rs.runs["campaign"] != "equal-1124"].reset_index(drop=True)  # 1124 has no reference now
+    labels = arm_labels(rs.runs, info.spec)
+    style = report_style(rs.runs, labels, info.spec)
+    refs = speedup_references(info.spec, "equal-1to2", style)
+    assert refs == {"emu-1to2": "equal-1to2", "emu-slowdown": "equal-slowdown"}
+    fig = speedup_figure(rs.runs, labels, style, "equal-1to2", speedup_marks(info.spec, refs, style), refs)
+    assert fig is not None
+    rows = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() if t.get_visible() and t.get_text()]
+    assert sorted(rows) == sorted(set(labels.values()))  # every arm, each once (panels of a row share it)
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert titles == [
+        "emu-1to2: over equal-1to2",
+        "emu-1124: no arm set up as equal-1to2 ran here, so no bars",
+        "emu-slowdown: over equal-slowdown",
+    ]
+    budget = fig.axes[:: len(fig.axes) // 3]  # the first column (time for the budget), one panel per profile
+    bars = {str(p.get_gid())[4:]: p.get_width() for ax in budget for p in ax.patches if p.get_gid()}
+    assert bars["adaptive-slowdown"] == pytest.approx(1 / 0.55) and bars["static-1to2"] == pytest.approx(1 / 0.7)
+    assert bars["equal-slowdown"] == pytest.approx(1.0)  # the reference itself, at 1x
+    assert "static-1124" not in bars and "adaptive-1124" not in bars
+    assert any("claimed K1: 3×" in t.get_text() for t in fig.findobj(Text))  # adaptive-1to2 over equal-1to2
+    small = [t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()
+             and shown_pt(t.get_fontsize(), fig.get_figwidth()) < FONT_PT - 1e-9]  # fmt: skip
+    assert small == []
+    budget_only = rs.runs.drop(columns=["time_to_target_s"])  # one column of panels (Chao: no target)
+    narrow = speedup_figure(budget_only, labels, style, "equal-1to2", {}, refs)
+    assert narrow is not None and len(narrow.axes) == 3
+    narrow.canvas.draw()
+    assert texts_cut_off(narrow, narrow.canvas.get_renderer()) == []  # the x label fits a single narrow column

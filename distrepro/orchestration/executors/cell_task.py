@@ -57,6 +57,8 @@ class CellTask:
     roots: str = ""  # DISTREPRO_PATH of the submitting process: the user's plugin roots
     resume_from: str | None = None  # a complete checkpoint folder (dist engine) to continue from
     executor: str = "local"
+    #: ``--system-metrics``: the worker samples MLflow's ``system/*`` metrics into the run while the cell trains
+    system_metrics: bool = False
 
 
 @dataclass
@@ -116,7 +118,11 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     where = worker_name(task.executor)
     client = make_client(task.tracking_uri)
     client.update_run(task.run_id, status="RUNNING")
-    logger = RunLogger(client, task.run_id)
+    sampled = {"tracking_uri": task.tracking_uri} if task.system_metrics else None
+    try:  # the sampler runs here, beside the training, on whatever machine that is
+        logger = RunLogger(client, task.run_id, system_metrics=sampled)
+    except Exception as exc:  # e.g. no psutil on this worker: the campaign closes the run FAILED, saying why
+        return failed(task, f"{type(exc).__name__}: {exc}", wall_s=time.perf_counter() - t0)
     try:
         with logger:
             logger.set_tags({WORKER_TAG: where})

@@ -38,6 +38,7 @@ from distrepro.orchestration.executors.cell_progress import CellProgress
 from distrepro.orchestration.executors.cell_task import FAILURE_TAG, CellOutcome, CellTask
 from distrepro.orchestration.observer import progress_bars, wants_bars
 from distrepro.tracking.mlflow_client import resolve_tracking_uri
+from distrepro.tracking.runlog import check_system_metrics
 from distrepro.tracking.storeprobe import check_store, sqlite_path
 
 
@@ -47,13 +48,15 @@ class RemoteStoreError(DistreproError):
 
 @dataclass
 class CampaignRequest:
-    """One campaign to run: a resolved config, the file it came from, ``--resume`` if any, and the ``reproduce``
-    run it belongs to (tag ``distrepro.reproduction``) if any."""
+    """One campaign to run: a resolved config, the file it came from, ``--resume`` if any, the ``reproduce``
+    run it belongs to (tag ``distrepro.reproduction``) if any, and whether its cells sample MLflow's system
+    metrics (``--system-metrics``: in the worker that trains the cell, not here)."""
 
     cfg: Any  # RunConfig
     source: str | Path | None = None
     resume: str | None = None
     reproduction: str | None = None
+    system_metrics: bool = False
 
 
 def check_remote_store(uri: str, executor: Any) -> None:
@@ -79,6 +82,8 @@ def run_campaigns(
     uri = tracking_uri or resolve_tracking_uri()
     check_remote_store(uri, executor)
     check_store(uri)
+    if any(r.system_metrics for r in requests):  # no psutil here: one line before anything starts
+        check_system_metrics()
     start, close = getattr(executor, "start", None), getattr(executor, "close", None)
     if start is not None:  # e.g. pool workers import torch and mlflow while the jobs are built
         start()
@@ -96,7 +101,7 @@ def run_campaigns(
             for prep in prepared:
                 stack.enter_context(prep.campaign)
                 begin_campaign(prep)
-            tasks, loggers = _schedule(prepared, executor)
+            tasks, loggers = _schedule(prepared, executor, [r.system_metrics for r in requests])
             print(
                 f"distrepro: {len(tasks)} cell(s) of {len(prepared)} campaign(s) on {executor.describe()}",
                 file=sys.stderr,
@@ -116,9 +121,13 @@ def run_campaigns(
         ) from exc
 
 
-def _schedule(prepared: list[PreparedCampaign], executor: Any) -> tuple[list[CellTask], dict[str, tuple[int, Any]]]:
+def _schedule(
+    prepared: list[PreparedCampaign], executor: Any, system_metrics: list[bool]
+) -> tuple[list[CellTask], dict[str, tuple[int, Any]]]:
     """A child run per cell to train (SCHEDULED until a worker takes it), and its task; by task key, the
-    index of its campaign and this process's handle on its run."""
+    index of its campaign and this process's handle on its run. ``system_metrics[i]``: campaign ``i``'s cells
+    sample system metrics in their worker (this process's handles on the runs never sample: a cell waiting
+    in the queue would log the machine's load before it started)."""
     import os
 
     tasks: list[CellTask] = []
@@ -157,6 +166,7 @@ def _schedule(prepared: list[PreparedCampaign], executor: Any) -> tuple[list[Cel
                 roots=os.environ.get("DISTREPRO_PATH", ""),
                 resume_from=str(plan.checkpoint) if plan.reopen and plan.checkpoint else None,
                 executor=executor.name,
+                system_metrics=system_metrics[index],
             )
             tasks.append(task)
             loggers[task.key] = (index, logger)

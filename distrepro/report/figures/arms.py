@@ -8,6 +8,7 @@ black dots. Panels of one figure share the y axis, so a row reads across the fig
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from distrepro import metrics as M
-from distrepro.report.figures.figure_style import FONT_PT, arm_gid, bars_height, finished, new_figure, worker_frame
+from distrepro.report.figures.figure_style import (
+    FONT_PT,
+    ROW_IN,
+    arm_gid,
+    bars_height,
+    finished,
+    new_figure,
+    worker_frame,
+)
 from distrepro.report.figures.palette import ArmStyle
 
 _JITTER = np.array([0.0, -0.18, 0.18, -0.09, 0.09, -0.27, 0.27])
@@ -76,43 +85,105 @@ def speedup_figure(
     style: ArmStyle,
     baseline: str,
     marks: Mapping[str, list[tuple[str, str, float]]],
+    references: Mapping[str, str] | None = None,
 ) -> Figure | None:
-    """Speedup of every arm over ``baseline`` (paired by seed; bar = geometric mean), claimed values marked.
+    """Speedup of every arm over its profile's reference arm (paired by seed; bar = geometric mean), claimed
+    values marked; one row of panels per profile (``style.groups``), every arm of the report in one of them.
 
-    ``marks``: arm → (claim id, ``"budget"`` or ``"to target"``, claimed value), drawn on that bar.
+    ``references``: profile → the arm its arms are divided by (:func:`distrepro.report.build.speedup_references`:
+    ``baseline`` on its own profile, elsewhere the arm set up as it is); default ``baseline`` on its profile only.
+    A speedup across profiles would compare two emulated clusters, not two methods, so a profile without a
+    reference lists its arms without bars, and its panel title says why. ``marks``: arm → (claim id,
+    ``"budget"`` or ``"to target"``, claimed value), drawn on that bar.
     """
     done = finished(runs, labels)
-    if style.groups:  # a speedup over a baseline that ran on another emulated cluster compares two clusters
-        done = done[done["arm"].map(style.groups) == style.groups.get(baseline)]
+    if done.empty:
+        return None
+    group_of = style.groups.get
+    refs = dict(references) if references is not None else {group_of(baseline, ""): baseline}
     per: dict[str, dict[str, list[float]]] = {}
     for col, what in ((M.FINAL_EMULATED_S, "budget"), (M.TIME_TO_TARGET_S, "to target")):
         if col not in done:
             continue
-        base = done[done["arm"] == baseline].set_index("seed")[col]
-        for arm, g in done[done["arm"] != baseline].groupby("arm"):
-            for seed, t in g.set_index("seed")[col].items():
-                if seed in base.index and t > 0 and base[seed] > 0:
-                    per.setdefault(what, {}).setdefault(arm, []).append(float(base[seed] / t))
+        for group, ref in refs.items():
+            base = done[done["arm"] == ref].set_index("seed")[col]
+            for arm, g in done[done["arm"].map(lambda a: group_of(a, "")) == group].groupby("arm"):
+                for seed, t in g.set_index("seed")[col].items():
+                    if seed in base.index and t > 0 and base[seed] > 0:
+                        per.setdefault(what, {}).setdefault(str(arm), []).append(float(base[seed] / t))
     if not per:
         return None
-    arms = style.present({a for d in per.values() for a in d})
-    fig, axes = _bar_axes(len(per), arms)
-    for ax, (what, values) in zip(axes, per.items(), strict=True):
-        _hbars(ax, values, arms, style, center=_gmean)
-        ax.axvline(1.0, color="grey", lw=1)
-        claimed = []
-        for i, arm in enumerate(arms):
-            mine = [(cid, value) for cid, m, value in marks.get(arm, []) if m == what]
-            for k, (cid, value) in enumerate(mine):  # several claims on one bar: labels stacked in its row
-                y = i + (k - (len(mine) - 1) / 2) * 0.8 / len(mine)
-                ax.vlines(value, i - 0.42, i + 0.42, color="black", lw=2)
-                ax.text(value, y, f" claimed {cid}: {value:g}×", fontsize=FONT_PT, va="center", ha="left",
-                        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 0.5})  # fmt: skip
-                claimed.append((i, cid, value))
-        if claimed:  # room for the label right of the rightmost claimed value
-            ax.set_xlim(right=max(ax.get_xlim()[1], 1.35 * max(v for _, _, v in claimed)))
-        ax.set_xlabel(f"speedup vs {baseline} (×), time {'for the budget' if what == 'budget' else 'to target'}")
+    arms = style.present(done["arm"].unique())
+    rows: dict[str, list[str]] = {}
+    for arm in arms:  # profiles in report order, each with its arms
+        rows.setdefault(group_of(arm, ""), []).append(arm)
+    width = _PANEL_IN * len(per)  # a title wraps to the panels' width: the figure is no wider than they are
+    missing = f"no arm set up as {baseline} ran here, so no bars"
+    titles = {
+        group: textwrap.fill(f"{group}: over {refs[group]}" if group in refs else f"{group}: {missing}",
+                             int(width * 72 / (FONT_PT * _CHAR_EM)))
+        for group in rows
+    } if len(rows) > 1 else {}  # fmt: skip
+    fig, grid = _speedup_grid(rows, len(per), {g: t.count("\n") + 1 for g, t in titles.items()})
+    claimed_max = [0.0] * len(per)
+    for group, axes in grid.items():
+        if group in titles:
+            axes[0].set_title(titles[group], loc="left", fontsize=FONT_PT)
+        for c, (ax, (what, values)) in enumerate(zip(axes, per.items(), strict=True)):
+            _hbars(ax, values, rows[group], style, center=_gmean)
+            ax.axvline(1.0, color="grey", lw=1)
+            claimed_max[c] = max(claimed_max[c], _claim_marks(ax, rows[group], marks, what))
+    for c, (what, _) in enumerate(per.items()):
+        bottom = grid[list(rows)[-1]][c]
+        if claimed_max[c] > 0:  # room for the label right of the rightmost claimed value
+            bottom.set_xlim(right=max(bottom.get_xlim()[1], 1.35 * claimed_max[c]))
+        over = f"vs {baseline}" if len(rows) == 1 else "over the profile's reference"
+        bottom.set_xlabel(f"speedup {over} (×),\ntime {'for the budget' if what == 'budget' else 'to target'}")
     return fig
+
+
+#: inches per panel of the speedup figure, and a character's average width in ems (DejaVu Sans), for wrapping titles
+_PANEL_IN, _CHAR_EM = 3.9, 0.6
+
+
+def _speedup_grid(
+    rows: Mapping[str, Sequence[str]], n_cols: int, title_lines: Mapping[str, int]
+) -> tuple[Figure, dict[str, list[Any]]]:
+    """A row of ``n_cols`` panels per profile, as tall as its arm count and title: columns share x (a speedup
+    reads the same down the figure), a row's panels share its arms on y."""
+    label_in = 0.07 * max(len(a) for arms in rows.values() for a in arms) + 0.4
+    heights = [ROW_IN * len(arms) + 0.25 * title_lines.get(g, 0) + 0.2 for g, arms in rows.items()]
+    fig = new_figure(label_in + _PANEL_IN * n_cols, max(2.6, 1.1 + sum(heights)))
+    spec = fig.add_gridspec(len(rows), n_cols, height_ratios=heights)
+    grid: dict[str, list[Any]] = {}
+    first_in_col: list[Any] = []
+    for r, (group, arms) in enumerate(rows.items()):
+        axes: list[Any] = []
+        for c in range(n_cols):
+            ax = fig.add_subplot(spec[r, c], sharex=first_in_col[c] if r else None, sharey=axes[0] if axes else None)
+            if not r:
+                first_in_col.append(ax)
+            ax.grid(axis="y", visible=False)
+            ax.tick_params(labelbottom=r == len(rows) - 1, labelleft=c == 0)
+            axes.append(ax)
+        axes[0].set_yticks(range(len(arms)), arms, fontsize=FONT_PT)
+        axes[0].set_ylim(len(arms) - 0.5, -0.5)  # first arm on top
+        grid[group] = axes
+    return fig, grid
+
+
+def _claim_marks(ax: Any, arms: Sequence[str], marks: Mapping[str, list[tuple[str, str, float]]], what: str) -> float:
+    """Claimed values (``what``: budget or to target) on their arms' rows; the largest (0 if none), for the x range."""
+    largest = 0.0
+    for i, arm in enumerate(arms):
+        mine = [(cid, value) for cid, m, value in marks.get(arm, []) if m == what]
+        for k, (cid, value) in enumerate(mine):  # several claims on one bar: labels stacked in its row
+            y = i + (k - (len(mine) - 1) / 2) * 0.8 / len(mine)
+            ax.vlines(value, i - 0.42, i + 0.42, color="black", lw=2)
+            ax.text(value, y, f" claimed {cid}: {value:g}×", fontsize=FONT_PT, va="center", ha="left",
+                    bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 0.5})  # fmt: skip
+            largest = max(largest, value)
+    return largest
 
 
 def comm_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) -> Figure | None:
