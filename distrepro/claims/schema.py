@@ -259,8 +259,18 @@ def claim_arms(claim: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-#: metrics of time and bytes: emulated from the hardware profile, so the mid scale (bigger *training*) adds nothing
-_TIMING_PREFIXES = ("final/emulated_s", "final/wall_s", "time/", "time_to_target", "final/idle", "comm/", "worker/")
+#: metrics of time and bytes: emulated from the hardware profile, so the mid scale (bigger *training*) adds nothing;
+#: useful FLOPS per emulated second is the inverse of the emulated time for the same work (C-ADP's A-C1/A-C2)
+_TIMING_PREFIXES = (
+    "final/emulated_s",
+    "final/wall_s",
+    "final/useful_flops_per_emulated_s",
+    "time/",
+    "time_to_target",
+    "final/idle",
+    "comm/",
+    "worker/",
+)
 
 
 def judged_at_mid(claim: Any) -> bool:
