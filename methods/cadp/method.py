@@ -189,3 +189,4 @@ class Method(api.Method[Params]):
         weight = float(n) if p.aggregation == "samples" else (1.0 if n else 0.0)
         ctx.comm.ps_sync(api.state_tensors(ctx.model), weight=weight, receive=p.ps_receive)
         self.rounds += 1
+        ctx.record("rounds", self.rounds)  # delayed syncs so far: the mid scale's regime check (paper.yaml)
