@@ -132,10 +132,12 @@ def test_same_init_and_data_make_ddp_and_modelled_zero2_agree_without_sharing_se
 
 
 def test_configs_of_both_reproductions_run_five_seeds() -> None:
+    """Five paired seeds, except C-ADP's mid scale: ten, since five cannot resolve A-C5's 1-point margin."""
     root = Path(__file__).resolve().parents[2] / "methods"
     for path in [*root.glob("cadp/configs/*.yaml"), *root.glob("chao_alloc/configs/1m-*.yaml")]:
         if "dist" not in path.name:
-            assert yaml.safe_load(path.read_text())["seeds"] == [0, 1, 2, 3, 4], path
+            ten = path.parent.parent.name == "cadp" and path.name.endswith(".mid.yaml")
+            assert yaml.safe_load(path.read_text())["seeds"] == list(range(10 if ten else 5)), path
 
 
 def test_a_zero_byte_call_draws_no_link_noise() -> None:
