@@ -8,33 +8,7 @@ never require re-running anything.
   with errors that name the file and the field (``claims[2].direction``);
 * :mod:`distrepro.claims.runs` — runs read back from MLflow into tidy DataFrames;
 * :mod:`distrepro.claims.verdicts` — statistics over seeds and the PASS / FAIL / INCONCLUSIVE rules.
+
+The package re-exports nothing: importing one module (``intervals``, for the arms' aggregates at the end of every
+``run``) must not load the ``paper.yaml`` schema and the judging rules with it (start-up, issue 25).
 """
-
-from __future__ import annotations
-
-from distrepro.claims.papers import PaperInfo, find_paper
-from distrepro.claims.schema import (
-    CLAIM_KINDS,
-    Arm,
-    Claim,
-    PaperSpec,
-    Setup,
-    load_paper_file,
-    validate_paper,
-)
-from distrepro.claims.verdicts import Verdict, evaluate_claim, evaluate_claims
-
-__all__ = [
-    "CLAIM_KINDS",
-    "Arm",
-    "Claim",
-    "PaperInfo",
-    "PaperSpec",
-    "Setup",
-    "Verdict",
-    "evaluate_claim",
-    "evaluate_claims",
-    "find_paper",
-    "load_paper_file",
-    "validate_paper",
-]
