@@ -130,3 +130,21 @@ def sigint_as_at_a_terminal() -> None:
     A shell starts background jobs (``pytest ... &``) with SIGINT ignored, and children inherit that: the
     command would never see the test's Ctrl-C."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_interruptible(config: Path, cwd: Path, env: dict[str, str], *args: str) -> Any:
+    """``distrepro run CONFIG *args`` as a process a test can Ctrl-C: its own session (so ``os.killpg`` reaches
+    the command and every worker it starts), SIGINT as in a terminal, stdout and stderr as text pipes."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", "run", str(config), *args, "--no-progress"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
+    )

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from cellruns import (
     kill_running_cell,
     run_on,
     session_processes,
-    sigint_as_at_a_terminal,
+    start_interruptible,
     wait_for_line,
 )
 from clirun import cli_env, write_config
@@ -105,16 +103,7 @@ def test_a_killed_worker_fails_its_cell_only_and_resume_reruns_it(tmp_path: Path
 
 def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
     config = write_config(tmp_path, name="stopped", seeds=[0, 1, 2], budget={"steps": 200})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "distrepro.cli", "run", str(config), "--jobs", "2", "--no-progress"],
-        cwd=tmp_path,
-        env=cli_env(mlflow_uri),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=sigint_as_at_a_terminal,
-    )
+    proc = start_interruptible(config, tmp_path, cli_env(mlflow_uri), "--jobs", "2")
     try:
         wait_for_line(proc, ": running]")  # the campaign says when a cell starts
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group

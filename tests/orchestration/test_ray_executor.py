@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from cellruns import (
     kill_running_cell,
     run_on,
     session_processes,
-    sigint_as_at_a_terminal,
+    start_interruptible,
     wait_for_line,
 )
 from clirun import cli_env, run_cli, write_config
@@ -89,16 +87,7 @@ def test_remote_cluster_refuses_a_local_store(tmp_path: Path, mlflow_uri: str) -
 def test_ctrl_c_cancels_ray_tasks_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
     """A Ray started by the command (no session in the test process is used: a fresh CLI process)."""
     config = write_config(tmp_path, name="raystop", seeds=[0, 1, 2], budget={"steps": 200})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "distrepro.cli", "run", str(config), "--executor", "ray", "--no-progress"],
-        cwd=tmp_path,
-        env=cli_env(mlflow_uri),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=sigint_as_at_a_terminal,
-    )
+    proc = start_interruptible(config, tmp_path, cli_env(mlflow_uri), "--executor", "ray")
     try:
         wait_for_line(proc, ": running]")  # the campaign says when a cell starts
         os.killpg(proc.pid, signal.SIGINT)
