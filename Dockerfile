@@ -20,7 +20,10 @@ ENV PYTHONUNBUFFERED=1 \
 
 RUN pip install --no-cache-dir "uv>=0.8"
 
-WORKDIR /opt/distrepro
+# where the image keeps the build's sources and the lock's constraints (paths inside the image, not the host's)
+ARG SRC_DIR=/opt/distrepro
+ARG CONSTRAINTS=/tmp/constraints.txt
+WORKDIR ${SRC_DIR}
 COPY pyproject.toml uv.lock setup.py MANIFEST.in README.md ./
 COPY distrepro ./distrepro
 COPY methods ./methods
@@ -30,11 +33,11 @@ COPY configs ./configs
 
 # the versions of uv.lock, as constraints: the lock pins torch==2.13.0, and the CPU build (2.13.0+cpu, from
 # PyTorch's index) satisfies it without PyPI's CUDA build and its NVIDIA wheels
-RUN uv export --locked --no-hashes --no-emit-project --all-extras --all-groups -o /tmp/constraints.txt
+RUN uv export --locked --no-hashes --no-emit-project --all-extras --all-groups -o ${CONSTRAINTS}
 # CPU torch (drop on a CUDA base image, see above)
 RUN uv pip install --system --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" "torchvision==0.28.0"
 # distrepro itself, not editable: the wheel ships methods/, datasets/, hardware_profiles/, configs/ (setup.py)
-RUN uv pip install --system -c /tmp/constraints.txt . && distrepro --version
+RUN uv pip install --system -c ${CONSTRAINTS} . && distrepro --version
 
 WORKDIR /work
 CMD ["distrepro", "reproduce", "cadp", "--no-progress"]
