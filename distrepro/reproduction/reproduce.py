@@ -25,6 +25,7 @@ from distrepro.errors import ConfigError
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.executors.interface import Executor
 from distrepro.orchestration.executors.selection import ExecutorSpec
+from distrepro.report.results_inputs import INPUTS_TAG, inputs_digest
 from distrepro.reproduction.reporting import report_reproduction
 from distrepro.reproduction.selection import arm_configs, choose_arms
 from distrepro.reproduction.training import check_devices, say_estimate, train_arms
@@ -78,7 +79,12 @@ def reproduce(
     umbrella = Campaign(
         experiment_name(paper),
         f"reproduce {paper} ({scale})",
-        {"distrepro.paper": paper, "distrepro.reproduce": scale, "distrepro.arms": ",".join(chosen)},
+        {
+            "distrepro.paper": paper,
+            "distrepro.reproduce": scale,
+            "distrepro.arms": ",".join(chosen),
+            INPUTS_TAG: inputs_digest(info, root),  # RESULTS.md tells runs on other paper.yaml/configs apart
+        },
         tracking_uri=uri,
     )
     built = None

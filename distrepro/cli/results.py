@@ -1,0 +1,44 @@
+"""``distrepro results``: write RESULTS.md, every paper's current verdicts per scale, from the tracked runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    from distrepro.report.results_file import stale_papers, write_results
+
+    if args.check:  # compare the file with the checkout only: no store needed
+        problems = stale_papers(Path(args.out).read_text(encoding="utf-8"))
+        for line in problems:
+            print(f"{args.out} is stale: {line}")
+        return 1 if problems else 0
+    from distrepro.tracking.mlflow_client import resolve_tracking_uri
+    from distrepro.tracking.storeprobe import check_store
+
+    uri = args.tracking_uri or resolve_tracking_uri()
+    check_store(uri)
+    print(write_results(Path(args.out), uri))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    """The ``results`` subcommand."""
+    res = sub.add_parser(
+        "results",
+        parents=parents,
+        help="write RESULTS.md: every paper's current verdicts per scale, from the tracked runs (no training)",
+        description="Read, for every paper and scale, the newest finished `reproduce` run that holds a report in the "
+        "MLflow store (MLFLOW_TRACKING_URI, default sqlite:///./mlflow.db) and write its headline tally, every "
+        "claim's verdict and statistic, run time, commit and date, with a digest of the paper's paper.yaml and arm "
+        "configs. Papers without such a run are listed as not yet run.",
+    )
+    res.add_argument("--out", default="RESULTS.md", help="the file to write (default: RESULTS.md)")
+    res.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
+    res.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when the file's recorded inputs no longer match the paper.yaml and configs",
+    )
+    res.set_defaults(func=_cmd_results)

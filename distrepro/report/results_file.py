@@ -1,0 +1,231 @@
+"""``RESULTS.md``: the current verdicts of every paper, per scale, read from the tracked runs by one command.
+
+A reader wants one committed page that says how each paper fared, claim by claim, with the run it comes from;
+``reports/`` is generated and ignored, and BENCHMARKS.md documents how the numbers were made rather than stating
+them. ``distrepro results`` writes that page from the MLflow store: for each paper and scale, the newest finished
+``reproduce <paper> (<scale>)`` run that holds a report (its ``report/claims_verdict.json`` artifact), with the
+headline tally, every claim's verdict and statistic, the run time, the commit and the date. Nothing is judged
+again here: the verdicts are the report's.
+
+Each paper's section records the digest of its inputs (:mod:`distrepro.report.results_inputs`); :func:`stale_papers`
+compares them with the checkout, so a test fails when a ``paper.yaml`` or an arm config changed after the file was
+written. A run whose own inputs differ from the checkout's is marked in its row rather than passing for current.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distrepro.claims.papers import find_paper, known_papers
+from distrepro.report.results_inputs import INPUTS_TAG, SCALES, inputs_digest
+from distrepro.report.sections import table
+
+RESULTS_FILE = "RESULTS.md"
+REGENERATE = "MLFLOW_TRACKING_URI=<store with the runs> distrepro results"
+_INPUTS_MARK = re.compile(r"<!-- inputs paper=(?P<paper>\S+) digest=(?P<digest>[0-9a-f]+) -->")
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """The newest reported reproduction of one paper at one scale."""
+
+    scale: str
+    run_id: str
+    commit: str
+    dirty: bool
+    inputs: str  # the digest the run was made on ("" for runs older than the tag)
+    started_ms: int
+    ended_ms: int
+    verdict_file: dict[str, Any]
+
+
+def _utc(ms: int) -> str:
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _duration(ms: int) -> str:
+    s = round(ms / 1000)
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def _verdict_file(client: Any, run_id: str) -> dict[str, Any] | None:
+    """The report's ``claims_verdict.json`` logged on ``run_id``, or None when the run holds no report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = client.download_artifacts(run_id, "report/claims_verdict.json", tmp)
+        except Exception:  # no report logged (--no-report, or the run failed before it)
+            return None
+        data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        return data
+
+
+def latest_results(client: Any, paper: str) -> dict[str, ScaleResult]:
+    """Scale → the newest FINISHED ``reproduce`` run of ``paper`` at that scale that holds a report."""
+    from distrepro.tracking.mlflow_client import experiment_name
+
+    experiment = client.get_experiment_by_name(experiment_name(paper))
+    if experiment is None:
+        return {}
+    runs = client.search_runs(
+        [experiment.experiment_id],
+        filter_string="tags.`distrepro.reproduce` LIKE '%' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+    )
+    out: dict[str, ScaleResult] = {}
+    for run in runs:
+        tags = run.data.tags
+        scale = tags.get("distrepro.reproduce", "")
+        if scale in out or (data := _verdict_file(client, run.info.run_id)) is None:
+            continue
+        out[scale] = ScaleResult(
+            scale=scale,
+            run_id=run.info.run_id,
+            commit=tags.get("git.commit", "unknown"),
+            dirty=tags.get("git.dirty") == "true",
+            inputs=tags.get(INPUTS_TAG, ""),
+            started_ms=int(run.info.start_time or 0),
+            ended_ms=int(run.info.end_time or run.info.start_time or 0),
+            verdict_file=data,
+        )
+    return out
+
+
+def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
+    chosen = [v for v in verdicts if group is None or v.get("group", "headline") == group]
+    return " · ".join(f"{sum(v.get('verdict') == k for v in chosen)} {k}" for k in ("PASS", "FAIL", "INCONCLUSIVE"))
+
+
+def _number(x: Any) -> str:
+    return "–" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def _statistic(v: dict[str, Any]) -> str:
+    if v.get("statistic") is None:
+        return "–"
+    unit = v.get("unit") or ""
+    name = v.get("statistic_name") or ""
+    value = _number(v["statistic"]) + ("×" if unit == "x" else f" {unit}" if unit else "")
+    return f"{name} {value}".strip()
+
+
+def _interval(v: dict[str, Any]) -> str:
+    ci = v.get("ci")
+    return f"[{_number(ci[0])}, {_number(ci[1])}]" if ci else "–"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _run_note(result: ScaleResult, digest: str) -> str:
+    """Where the row comes from, and whether it was made on the inputs checked in now."""
+    commit = result.commit[:10] + (" (uncommitted changes)" if result.dirty else "")
+    if not result.inputs:
+        made = "inputs not recorded (a run older than the `distrepro.inputs` tag)"
+    elif result.inputs == digest:
+        made = "made on the current paper.yaml and configs"
+    else:
+        made = f"**made on other inputs ({result.inputs})**: paper.yaml or a config changed since; re-run it"
+    return f"run `{result.run_id}` at commit `{commit}`, {made}"
+
+
+def paper_section(paper: str, title: str, digest: str, results: dict[str, ScaleResult]) -> list[str]:
+    """One paper's section: the inputs mark, one summary row per scale, then every claim's verdict per scale."""
+    lines = [f"## {title} (`{paper}`)", "", f"<!-- inputs paper={paper} digest={digest} -->", ""]
+    if not results:
+        lines += [
+            f"Not yet run at this commit (inputs `{digest}`): `distrepro reproduce {paper}`, then `distrepro results`.",
+            "",
+        ]
+        return lines
+    rows = []
+    for scale in sorted(results, key=lambda s: SCALES.index(s) if s in SCALES else len(SCALES)):
+        r = results[scale]
+        verdicts = r.verdict_file.get("verdicts", [])
+        rows.append(
+            {
+                "scale": scale,
+                "headline (the paper's own claims)": r.verdict_file.get("headline") or "– (none judged)",
+                "all claims": _counts(verdicts) if verdicts else "no claims encoded",
+                "runs": str(r.verdict_file.get("n_runs", "–")),
+                "run time (wall)": _duration(r.ended_ms - r.started_ms),
+                "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else ""),
+                "date": _utc(r.ended_ms),
+            }
+        )
+    lines += [f"Inputs `{digest}` (paper.yaml and the arms' configs).", "", table(rows, list(rows[0])), ""]
+    for scale in [row["scale"] for row in rows]:
+        r = results[scale]
+        lines += [f"### {paper} at {scale} scale", "", _run_note(r, digest) + ".", ""]
+        claims = [
+            {
+                "claim": f"`{v['claim_id']}`",
+                "group": v.get("group", "headline"),
+                "verdict": v["verdict"],
+                "statistic": _statistic(v),
+                "95 % CI": _interval(v),
+                "seeds": str(v.get("n_seeds", "–")),
+                "reason": _cell(v.get("reason", "")),
+            }
+            for v in r.verdict_file.get("verdicts", [])
+        ]
+        lines += [table(claims, list(claims[0])) if claims else "_No claims judged at this scale._", ""]
+    return lines
+
+
+def render_results(papers: dict[str, tuple[str, str, dict[str, ScaleResult]]], uri: str) -> str:
+    """The whole file: ``papers`` maps a paper id to (title, inputs digest, results by scale)."""
+    store = re.sub(r"//[^/@]*@", "//", uri)  # never print credentials embedded in a server URI
+    head = [
+        "# Current results",
+        "",
+        "Generated by `distrepro results` from the tracked runs; do not edit by hand. Each paper's section gives, "
+        "per scale, the headline tally (the paper's own claims, each decided by a measurement on the emulated "
+        "hardware), every claim's verdict with its statistic and 95 % interval, the runs, the run's wall time, "
+        "commit and date. How the figures were made and what they mean: `BENCHMARKS.md`, `docs/claims.md`, "
+        "each paper's `reports/<paper>/report.html`.",
+        "",
+        f"Read from `{Path(store).name if store.startswith('sqlite') else store}` on "
+        f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d')}. Regenerate after a reproduction with "
+        f"`{REGENERATE}`; a test fails when a paper's `paper.yaml` or arm configs no longer match the inputs "
+        "recorded here.",
+        "",
+    ]
+    body: list[str] = []
+    for paper, (title, digest, results) in papers.items():
+        body += paper_section(paper, title, digest, results)
+    return "\n".join(head + body).rstrip() + "\n"
+
+
+def write_results(out: Path, tracking_uri: str | None = None, root: Path | None = None) -> Path:
+    """Read every known paper's newest reported reproductions from the store and write ``out``."""
+    from distrepro.tracking.mlflow_client import make_client, resolve_tracking_uri
+
+    uri = tracking_uri or resolve_tracking_uri()
+    client = make_client(uri)
+    papers: dict[str, tuple[str, str, dict[str, ScaleResult]]] = {}
+    for paper in known_papers(root):
+        info = find_paper(paper, root)
+        papers[paper] = (info.title, inputs_digest(info, root), latest_results(client, paper))
+    out.write_text(render_results(papers, uri), encoding="utf-8")
+    return out
+
+
+def stale_papers(text: str, root: Path | None = None) -> list[str]:
+    """What makes ``text`` (a RESULTS.md) out of date with the checkout: one line per paper, empty when current."""
+    recorded = {m["paper"]: m["digest"] for m in _INPUTS_MARK.finditer(text)}
+    problems = []
+    for paper in known_papers(root):
+        now = inputs_digest(find_paper(paper, root), root)
+        if paper not in recorded:
+            problems.append(f"{paper}: no section")
+        elif recorded[paper] != now:
+            problems.append(f"{paper}: inputs {recorded[paper]} recorded, {now} now (paper.yaml or a config changed)")
+    problems += [f"{p}: no such paper any more" for p in sorted(set(recorded) - set(known_papers(root)))]
+    return problems

@@ -1,0 +1,50 @@
+"""What a paper's results depend on in the repository: its ``paper.yaml`` and its arms' run configs, as one digest.
+
+``RESULTS.md`` records this digest per paper, and each ``distrepro reproduce`` tags its umbrella run with the digest
+it ran on (``distrepro.inputs``). A test recomputes the digests: when a claim, an arm or a config changes, the
+committed results no longer describe the code, and the test says which command regenerates them. A run made on
+other inputs shows as such in the file instead of passing for current.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from distrepro.claims.papers import PaperInfo, arm_config_path
+from distrepro.errors import ConfigError
+
+INPUTS_TAG = "distrepro.inputs"
+SCALES = ("proxy", "mid", "gpu", "paper")
+DIGEST_CHARS = 12
+
+
+def paper_inputs(info: PaperInfo, root: Path | None = None) -> list[Path]:
+    """``paper.yaml`` and every arm's run config at every scale that has one, each once, in a stable order."""
+    if info.path is None:
+        return []
+    files = [info.path]
+    arms = info.spec.setup.arms if info.spec is not None else {}
+    for name, arm in arms.items():
+        for scale in SCALES:
+            try:
+                files.append(arm_config_path(info.path, name, arm.config, scale, root))
+            except ConfigError:  # an arm without a config at this scale: nothing to hash there
+                continue
+    return list(dict.fromkeys(files))
+
+
+def inputs_digest(info: PaperInfo, root: Path | None = None) -> str:
+    """The first hex digits of a SHA-256 over each input's name and bytes (names keep a rename from hashing alike).
+
+    The names are taken relative to the paper's method folder's parent, so the digest does not depend on where the
+    checkout lives."""
+    h = hashlib.sha256()
+    base = info.path.parent.parent if info.path is not None else Path()
+    for path in paper_inputs(info, root):
+        try:
+            name = str(path.resolve().relative_to(base.resolve()))
+        except ValueError:  # a config shared from another plugin root
+            name = path.name
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:DIGEST_CHARS]

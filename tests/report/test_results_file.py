@@ -1,0 +1,56 @@
+"""RESULTS.md: generated from the tracked runs by ``distrepro results``, and checked against the checkout."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from distrepro.cli import main
+from distrepro.report.results_file import REGENERATE, stale_papers, write_results
+from distrepro.reproduction.reproduce import reproduce
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_results_file_matches_every_papers_inputs() -> None:
+    """A changed paper.yaml or arm config makes the committed verdicts describe other code: regenerate them."""
+    problems = stale_papers((REPO / "RESULTS.md").read_text(encoding="utf-8"))
+    assert not problems, (
+        "RESULTS.md is stale:\n  " + "\n  ".join(problems) + "\nre-run the changed papers "
+        f"(`distrepro reproduce PAPER`), then regenerate it from their store: `{REGENERATE}`"
+    )
+
+
+@pytest.mark.smoke
+def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
+    paper_root: Path, mlflow_uri: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "RESULTS.md"
+    write_results(out, mlflow_uri, paper_root)
+    assert "Not yet run" in out.read_text() and stale_papers(out.read_text(), paper_root) == []
+
+    done = reproduce("tinypaper", seeds="0,1", show_progress=False, root=paper_root)
+    write_results(out, mlflow_uri, paper_root)
+    text = out.read_text()
+    assert "Not yet run" not in text
+    tally = r"1 PASS · 0 FAIL · 0 INCONCLUSIVE\s*"
+    # its one claim is derived: no headline tally, one PASS among all claims, 2 arms x 2 seeds
+    assert re.search(rf"\| proxy\s*\| – \(none judged\)\s*\| {tally}\| 4\s*\|", text), text
+    assert re.search(r"\| `fewer-bytes`\s*\| derived\s*\| PASS\s*\| .*2×", text), text
+    assert done.run_id in text and "made on the current paper.yaml and configs" in text
+
+    paper = paper_root / "methods" / "tiny" / "paper.yaml"
+    paper.write_text(paper.read_text().replace("rel_tolerance: 0.2", "rel_tolerance: 0.25"))
+    (problem,) = stale_papers(text, paper_root)
+    assert problem.startswith("tinypaper: inputs ")
+    write_results(out, mlflow_uri, paper_root)
+    assert "**made on other inputs" in out.read_text()  # the old run no longer passes for current
+
+
+def test_the_check_flag_exits_1_on_a_stale_file(paper_root: Path, tmp_path: Path, capsys) -> None:
+    stale = tmp_path / "R.md"
+    stale.write_text("<!-- inputs paper=tinypaper digest=000000000000 -->\n")
+    assert main(["results", "--check", "--out", str(stale)]) == 1
+    assert "R.md is stale: tinypaper: inputs 000000000000 recorded" in capsys.readouterr().out
