@@ -61,13 +61,13 @@ def test_every_paper_yaml_in_the_repo_validates() -> None:
 
 
 def test_readme_examples_validate() -> None:
-    """The claims examples in reports/README.md are real, checked YAML."""
-    text = (ROOT / "reports" / "README.md").read_text(encoding="utf-8")
+    """The claims examples in docs/claims.md are real, checked YAML."""
+    text = (ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
     assert len(blocks) >= 2
     kinds = set()
     for block in blocks:
-        spec = validate_paper(yaml.safe_load(block), "reports/README.md")
+        spec = validate_paper(yaml.safe_load(block), "docs/claims.md")
         kinds |= {c.kind for c in spec.claims}
     assert kinds >= {"speedup", "relative_improvement", "ordering", "non_inferiority"}
 
