@@ -56,3 +56,16 @@ def test_the_readme_names_every_reproduced_paper() -> None:
     sentence = text.split("Reproduced so far:", 1)[1].split("BENCHMARKS.md", 1)[0]
     listed = set(re.findall(r"`([A-Za-z0-9_.-]+)` \(", sentence))
     assert listed == _nox_papers()
+
+
+def test_each_paper_section_opens_with_its_current_results() -> None:
+    """A reader finds the current figures first: each paper's section opens with ``### Current results`` (its
+    command, its run time, where the current verdicts are), and older runs go below it or to CHANGELOG.md."""
+    for title, body in _sections((REPO / "BENCHMARKS.md").read_text(encoding="utf-8")):
+        if not (own := REPRODUCTION.search(title)):
+            continue
+        subsections = re.findall(r"(?m)^### (.+)$", body)
+        assert subsections and subsections[0] == "Current results", f"'{title}' opens with {subsections[:1]}"
+        current = body.split("### Current results", 1)[1].split("\n### ", 1)[0]
+        assert f"reproduce-{own['paper']}" in current, f"'{title}': its current results give no command"
+        assert "RESULTS.md" in current and "Run time" in current, f"'{title}': no run time or RESULTS.md pointer"
