@@ -71,7 +71,14 @@ def reproduce(
     ``distrepro.reproduction`` and stays a top-level row of the runs table (its seeds are its children), so the
     arms' metric columns show without expanding anything. The umbrella ends FINISHED, FAILED or KILLED as the
     reproduction does."""
-    from distrepro.claims.papers import UnknownPaperError, arm_config_path, arms_at_scale, find_paper, known_papers
+    from distrepro.claims.papers import (
+        UnknownPaperError,
+        arm_config_path,
+        arms_at_scale,
+        find_paper,
+        known_papers,
+        scale_only,
+    )
     from distrepro.plugins.roots import repo_root
 
     info = find_paper(paper, root)
@@ -80,7 +87,11 @@ def reproduce(
     if info.spec is None or not info.spec.setup.arms:
         where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
-    default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
+    default = [
+        name
+        for name, arm in info.spec.setup.arms.items()
+        if not arm.optional and scale_only(arm.config) in (None, scale)  # a paper-only arm waits for --scale paper
+    ]
     if scale in TRAINING_SCALES:  # only the arms of the claims these scales re-decide (accuracy and convergence)
         moved = at_scale(info.spec, scale, arms_at_scale(info, scale, root))
         needed = {a for c in moved.claims if c.scale == scale for a in claim_arms(c)}
