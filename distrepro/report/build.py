@@ -312,7 +312,9 @@ def write_report(
         _, record = load_scale_record(info.path, spec.setup.scale)
         spec = apply_plan(spec, (record or {}).get("sequential"), spec.setup.scale)
         info = dataclasses.replace(info, spec=spec)
-        seeds = [int(x) for x in rs.runs.loc[rs.runs["status"] == "FINISHED", "seed"].dropna()] if len(rs.runs) else []
+        runs = rs.runs
+        has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
+        seeds = [int(x) for x in runs.loc[runs["status"] == "FINISHED", "seed"].dropna()] if has_seeds else []
         prereg = preregistration_section(spec, info.path, spec.setup.scale, seeds)
     verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     baseline = baseline or (spec.setup.baseline if spec else None)
