@@ -157,3 +157,15 @@ def test_preregister_command_writes_beside_the_paper_from_seed_100(paper_root: P
     assert rec["seeds"] == [CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + 1]  # tiny.yaml runs 2 seeds
     assert set(load_record(path)["claims"]) == {"fewer-bytes"}
     assert path.read_text().startswith("# Pre-registration of tinypaper at proxy scale")
+
+
+def test_committed_records_load_and_name_claims_of_their_paper() -> None:
+    root = Path(__file__).resolve().parents[2]
+    records = sorted(root.glob("methods/*/preregistration/*.yaml"))
+    assert records, "the reproductions' records are committed beside their paper.yaml"
+    for path in records:
+        rec = load_record(path)
+        assert rec is not None and rec["scale"] == path.stem
+        assert min(rec["seeds"]) >= CONFIRMATORY_FIRST_SEED  # confirmatory seeds never run before
+        ids = {c["id"] for c in yaml.safe_load((path.parent.parent / "paper.yaml").read_text())["claims"]}
+        assert set(rec["claims"]) <= ids, path
