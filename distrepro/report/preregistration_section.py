@@ -73,7 +73,7 @@ def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_
     notes = {cid: items for cid, items in marked.items() if items}
     if notes:
         lines += ["", "Choices made after the verdicts were seen (post hoc), per claim:", ""]
-        lines += [f"- `{cid}`: " + "; ".join(items) for cid, items in notes.items()]
+        lines += [f"- `{cid}`: " + "; ".join(i.rstrip(". ") for i in items) + "." for cid, items in notes.items()]
     else:
         lines += ["", "No claim judged here was chosen or changed after its verdicts were seen."]
     return "\n".join(lines) + "\n"

@@ -169,3 +169,18 @@ def test_committed_records_load_and_name_claims_of_their_paper() -> None:
         assert min(rec["seeds"]) >= CONFIRMATORY_FIRST_SEED  # confirmatory seeds never run before
         ids = {c["id"] for c in yaml.safe_load((path.parent.parent / "paper.yaml").read_text())["claims"]}
         assert set(rec["claims"]) <= ids, path
+
+
+def test_cli_parses_seed_ranges_and_refuses_a_second_record(paper_root: Path, capsys) -> None:  # noqa: F811
+    from distrepro.cli import main
+
+    assert main(["preregister", "tinypaper", "--scale", "proxy", "--seeds", "100-102,110"]) == 0
+    out = capsys.readouterr().out
+    assert "registered 1 claims of tinypaper at proxy scale" in out and "--seeds 100,101,102,110" in out
+    path = paper_root / "methods" / "tiny" / "preregistration" / "proxy.yaml"
+    assert load_record(path)["seeds"] == [100, 101, 102, 110]
+    assert main(["preregister", "tinypaper", "--scale", "proxy"]) == 2
+    assert "already registered" in capsys.readouterr().err
+    again = ["preregister", "tinypaper", "--scale", "proxy", "--looks", "2,4", "--seeds", "100-103", "--replace"]
+    assert main(again) == 0
+    assert load_record(path)["sequential"]["design"] == "pocock"
