@@ -172,7 +172,8 @@ def predict(case: Case, op: Op, rate_mbit: float | None, latency_s: float, algor
 
     profile = emulated_profile(case.layout, rate_mbit, latency_s)
     if op.kind == "all_reduce":
-        return CommCostModel(profile).collective("all_reduce", range(case.world), op.nbytes, algorithm=algorithm).seconds
+        ranks = range(case.world)
+        return CommCostModel(profile).collective("all_reduce", ranks, op.nbytes, algorithm=algorithm).seconds
     paths = Paths(profile)
     flows = []
     for a, b in op.pairs:
@@ -205,9 +206,9 @@ def worker(spec_path: str) -> int:
             w0, c0 = time.perf_counter(), time.process_time()
             if op["kind"] == "all_reduce":
                 dist.all_reduce(buf)
-            elif partner is not None:
-                reqs = [dist.isend(buf, partner), dist.irecv(recv, partner)]
-                for req in reqs:
+            elif partner is not None:  # as the engine's Comm.exchange does it
+                swap = [dist.P2POp(dist.isend, buf, partner), dist.P2POp(dist.irecv, recv, partner)]
+                for req in dist.batch_isend_irecv(swap):
                     req.wait()
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             stats = torch.tensor([wall, cpu], dtype=torch.float64)
@@ -231,9 +232,10 @@ def run_case(
     """Start the case's ranks in their namespaces, wait (bounded), return rank 0's per-op results."""
     if not 2 <= case.world <= MAX_RANKS:
         raise ValueError(f"a case has 2..{MAX_RANKS} ranks, got {case.world}")
-    with tempfile.TemporaryDirectory(prefix="distrepro-shaped-") as tmp, shaped_net.ShapedNetwork(
-        len(case.layout), rate_mbit, delay_ms=delay_ms, cpu_quota=cpu_quota
-    ) as net:
+    with (
+        tempfile.TemporaryDirectory(prefix="distrepro-shaped-") as tmp,
+        shaped_net.ShapedNetwork(len(case.layout), rate_mbit, delay_ms=delay_ms, cpu_quota=cpu_quota) as net,
+    ):
         spec = {
             "world": case.world,
             "init": f"file://{tmp}/rendezvous",
@@ -311,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for rate in args.rates:
         for case in cases(nbytes, args.quick):
-            for op, res in zip(case.ops, run_case(case, rate, args.reps, args.warmup, args.cpu_quota, args.delay_ms)):
+            results = run_case(case, rate, args.reps, args.warmup, args.cpu_quota, args.delay_ms)
+            for op, res in zip(case.ops, results, strict=True):
                 measured = statistics.median(res["wall_s"])
                 ring = predict(case, op, rate, latency_s)
                 row = {

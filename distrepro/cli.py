@@ -481,6 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lst.set_defaults(func=_cmd_list)
     _add_report_parser(sub, common)
+    from distrepro.training import calibration
+
+    calibration.add_parser(sub, common)
     return parser
 
 
