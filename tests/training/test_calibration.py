@@ -13,6 +13,16 @@ from distrepro.training import calibration
 from distrepro.training.calibration import parse_batches, resolve_device
 
 
+@pytest.fixture(autouse=True)
+def shipped_roots_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--root`` exports DISTREPRO_PATH: undone after each test (set before deleted, so there is an undo)."""
+    from distrepro.plugins import roots
+
+    for name in (roots.ROOT_ENV, roots.PATH_ENV, "DISTREPRO_PROFILES_DIR"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def small_architecture(monkeypatch: pytest.MonkeyPatch) -> None:
     """Time the 100k-parameter proxy CNN at the CIFAR workload's input: the same code path, a fraction of the CPU."""
