@@ -12,7 +12,8 @@ engine charges, before the profile is validated. Why this replaces chains of rat
 device itself needs no ratio between two other GPUs' speeds in a third source.
 
 **In batch.** Between two measured batches the step time is the line through both (the engine's own form
-``t0 + b/peak``, :mod:`distrepro.hardware.calibrate`, exact at both points). Outside the measured batches, or with
+``t0 + b/peak``, :mod:`distrepro.hardware.calibrate`, exact at both points; where the throughput falls between
+them, a line through both would need t0 < 0, and the fit through the origin is used instead). Outside the measured batches, or with
 one batch only, the charge is extrapolated and the sensitivity range of the group's speed widens to the physical
 bound: a throughput that saturates with the batch can be no higher at a smaller batch b than at the nearest
 measured b0, and no lower than linear scaling from it, so the speed factor lies in ``[b/b0, 1]`` below the
