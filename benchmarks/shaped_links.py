@@ -276,6 +276,152 @@ def run_case(
         return json.loads(Path(spec["out"]).read_text())
 
 
+# ---------------------------------------------------------------------- short training runs (--engine dist)
+
+#: the trained model: a CIFAR ResNet-18 at half width (2.8 M parameters, 11.2 MB of FP32 gradients per step, about
+#: a third of a second of one core per step at batch 16): communication and compute of the same order at 100-400
+#: Mbit/s
+TRAIN_MODEL = {"name": "resnet18_cifar", "params": {"width": 32}}
+TRAIN_BATCH = 16
+TRAIN_STEPS = 8
+
+
+def train_config(profile_path: Path, world: int) -> dict[str, Any]:
+    """AR-SGD (DDP with overlap, the method's default) on synthetic 32x32 images, ``TRAIN_STEPS`` steps."""
+    return {
+        "name": f"shaped-train-{world}",
+        "method": "ar_sgd",
+        "method_params": {"lr": 0.05, "momentum": 0.9},
+        "profile": str(profile_path),
+        "dataset": {"name": "synthetic", "params": {"image_size": 32, "train_size": 4096, "test_size": 16}},
+        "model": TRAIN_MODEL,
+        "batch_size": TRAIN_BATCH,  # per worker
+        "emulated_workload": None,
+        "budget": {"steps": TRAIN_STEPS},
+        "eval": {"times": 1},
+        "engine": "dist",
+        "dist": {"timeout_s": 600},
+        "torch_threads": 1,
+        "seeds": [0],
+    }
+
+
+def _worker_module() -> str:
+    """The engine's rank entry point (``python -m`` it), under its current or its earlier package name."""
+    import importlib.util
+
+    for name in ("distrepro.engine.multiprocess.worker", "distrepro.engine.dist.dist_worker"):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return name
+        except ModuleNotFoundError:
+            continue
+    raise RuntimeError("cannot find the distributed engine's worker module")
+
+
+def write_train_profile(path: Path, layout: tuple[int, ...], rate_mbit: float | None, latency_s: float,
+                        flops_per_s: float) -> None:  # fmt: skip
+    """The emulated profile of the shaped network, each rank a CPU as fast as the one-rank run measured."""
+    import yaml
+
+    data = emulated_profile(layout, rate_mbit, latency_s).to_yaml_dict()
+    data["name"] = path.stem
+    for node in data["nodes"]:
+        for group in node["devices"]:
+            group["effective_flops_per_s"] = flops_per_s
+            group["source"] = "[L] a one-rank run of the same training in a namespace, this machine, same run"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: float, flops_per_s: float,
+                 cpu_quota: float | None = None) -> dict[str, float]:  # fmt: skip
+    """One AR-SGD run of the distributed engine, each rank in its node's namespace: wall and emulated seconds."""
+    import pickle
+
+    world = sum(layout)
+    case = Case(layout, ())
+    with (
+        tempfile.TemporaryDirectory(prefix="distrepro-shaped-train-") as tmp,
+        shaped_net.ShapedNetwork(len(layout), rate_mbit, cpu_quota=cpu_quota) as net,
+    ):
+        out = Path(tmp)
+        profile = out / f"shaped-train-{world}.yaml"
+        write_train_profile(profile, layout, rate_mbit, latency_s, flops_per_s)
+        from distrepro.config.run_config import validate_config
+
+        cfg = validate_config(train_config(profile, world))
+        job = {"config": cfg.model_dump(mode="json"), "seed": 0, "source": None, "run_id": None,
+               "tracking_uri": None, "checkpoint_dir": None, "resume_from": None}  # fmt: skip
+        (out / "job.json").write_text(json.dumps(job))
+        env = {
+            **os.environ,
+            "GLOO_SOCKET_IFNAME": shaped_net.NODE_IFNAME,
+            "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
+        argv = [sys.executable, "-m", _worker_module(), "--job", str(out / "job.json"), "--out", str(out)]
+        procs: list[subprocess.Popen[bytes]] = []
+        cpu0 = os.times()
+        try:
+            for rank in range(world):
+                rank_argv = [*argv, "--rank", str(rank), "--world-size", str(world), "--init", f"file://{out}/rdv"]
+                procs.append(
+                    subprocess.Popen(net.command(case.node_of(rank), rank, rank_argv), env=env, start_new_session=True)
+                )
+            deadline = time.monotonic() + WORKER_TIMEOUT_S
+            for proc in procs:
+                if proc.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
+                    raise RuntimeError(f"a training rank of layout {layout} failed")
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=30)
+        cpu1 = os.times()
+        result = pickle.loads((out / "result.pkl").read_bytes())
+        return {
+            "wall_s": float(result.wall_s),
+            "emulated_s": float(result.emulated_s),
+            "cpu_s_all_ranks": (cpu1.children_user + cpu1.children_system)
+            - (cpu0.children_user + cpu0.children_system),
+        }
+
+
+def proxy_flops_per_sample() -> float:
+    """The training FLOPs per sample the engine charges the trained model itself (``emulated_workload: None``)."""
+    from distrepro.config.run_config import validate_config
+    from distrepro.orchestration.job import build_job
+
+    cfg = validate_config(train_config(REPO / "hardware_profiles" / "homogeneous-4.yaml", 1))
+    return float(build_job(cfg, 0).proxy_flops_per_sample)
+
+
+def training_rows(rates: list[float], latency_s: float, worlds: tuple[int, ...] = (2, 4)) -> list[dict[str, Any]]:
+    """Calibrate one rank's speed through the engine itself (one rank, one namespace), then train p ranks shaped."""
+    flops = proxy_flops_per_sample()
+    solo = run_training((1,), None, latency_s, 1e12)  # compute alone: no peer, nothing to send
+    flops_per_s = flops * TRAIN_BATCH * TRAIN_STEPS / solo["wall_s"]
+    rows = []
+    for rate in rates:
+        for world in worlds:
+            got = run_training((1,) * world, rate, latency_s, flops_per_s)
+            rows.append(
+                {
+                    "rate_mbit": rate,
+                    "case": f"AR-SGD training p={world} ({TRAIN_STEPS} steps)",
+                    "layout": [1] * world,
+                    "measured_s": got["wall_s"],
+                    "measured_min_s": got["wall_s"],
+                    "measured_max_s": got["wall_s"],
+                    "cpu_s_all_ranks": got["cpu_s_all_ranks"],
+                    "predicted_s": got["emulated_s"],
+                    "error": got["emulated_s"] / got["wall_s"] - 1,
+                    "solo_wall_s": solo["wall_s"],
+                }
+            )
+    return rows
+
+
 # ---------------------------------------------------------------------- the benchmark
 
 
@@ -296,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-quota", type=float, help="cap each rank at this many cores (cgroup v1)")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="one-way netem delay per node (needs netem)")
     parser.add_argument("--quick", action="store_true", help="one two-node ring only")
+    parser.add_argument("--no-training", action="store_true", help="collectives only, no AR-SGD training runs")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker)
@@ -331,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
                 if op.kind == "all_reduce" and len(case.layout) < case.world:
                     row["predicted_hierarchical_s"] = predict(case, op, rate, latency_s, "hierarchical")
                 rows.append(row)
+    if not args.quick and not args.no_training:
+        rows += training_rows(args.rates, latency_s)
     end = os.times()
     summary = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
