@@ -396,15 +396,18 @@ def proxy_flops_per_sample() -> float:
     return float(build_job(cfg, 0).proxy_flops_per_sample)
 
 
-def training_rows(rates: list[float], latency_s: float, worlds: tuple[int, ...] = (2, 4)) -> list[dict[str, Any]]:
-    """Calibrate one rank's speed through the engine itself (one rank, one namespace), then train p ranks shaped."""
+def training_rows(
+    rates: list[float], latency_s: float, worlds: tuple[int, ...] = (2, 4), cpu_quota: float | None = None
+) -> list[dict[str, Any]]:
+    """Calibrate one rank's speed through the engine itself (one rank, one namespace, the same CPU quota), then
+    train p ranks through the shaped network."""
     flops = proxy_flops_per_sample()
-    solo = run_training((1,), None, latency_s, 1e12)  # compute alone: no peer, nothing to send
+    solo = run_training((1,), None, latency_s, 1e12, cpu_quota)  # compute alone: no peer, nothing to send
     flops_per_s = flops * TRAIN_BATCH * TRAIN_STEPS / solo["wall_s"]
     rows = []
     for rate in rates:
         for world in worlds:
-            got = run_training((1,) * world, rate, latency_s, flops_per_s)
+            got = run_training((1,) * world, rate, latency_s, flops_per_s, cpu_quota)
             rows.append(
                 {
                     "rate_mbit": rate,
@@ -443,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay-ms", type=float, default=0.0, help="one-way netem delay per node (needs netem)")
     parser.add_argument("--quick", action="store_true", help="one two-node ring only")
     parser.add_argument("--no-training", action="store_true", help="collectives only, no AR-SGD training runs")
+    parser.add_argument("--no-collectives", action="store_true", help="AR-SGD training runs only")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker)
@@ -458,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     load0, wall0, cpu0 = os.getloadavg(), time.perf_counter(), os.times()
     latency_s = measure_latency(args.reps)
     rows = []
-    for rate in args.rates:
+    for rate in [] if args.no_collectives else args.rates:
         for case in cases(nbytes, args.quick):
             results = run_case(case, rate, args.reps, args.warmup, args.cpu_quota, args.delay_ms)
             for op, res in zip(case.ops, results, strict=True):
@@ -479,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                     row["predicted_hierarchical_s"] = predict(case, op, rate, latency_s, "hierarchical")
                 rows.append(row)
     if not args.quick and not args.no_training:
-        rows += training_rows(args.rates, latency_s)
+        rows += training_rows(args.rates, latency_s, cpu_quota=args.cpu_quota)
     end = os.times()
     summary = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
