@@ -60,7 +60,8 @@ WORKER_TIMEOUT_S = 300
 
 @dataclass(frozen=True)
 class Op:
-    """One timed operation: ``all_reduce`` over every rank, or concurrent ``pairs`` exchanging ``nbytes`` each way."""
+    """One timed operation: ``all_reduce`` over every rank, concurrent ``pairs`` exchanging ``nbytes`` each way, or
+    ``send``: the first rank of each pair sends ``nbytes`` to the second (one direction only)."""
 
     name: str
     kind: str
@@ -95,7 +96,14 @@ def cases(nbytes: int, quick: bool = False) -> list[Case]:
     pairs4 = ((0, 1), (2, 3))
     pairs8 = ((0, 1), (2, 3), (4, 5), (6, 7))
     return [
-        Case((1, 1), (Op("ring p=2", "all_reduce", nbytes), Op("shared NIC m=1", "pairs", nbytes, ((0, 1),)))),
+        Case(
+            (1, 1),
+            (
+                Op("ring p=2", "all_reduce", nbytes),
+                Op("one-way send", "send", nbytes, ((0, 1),)),
+                Op("shared NIC m=1", "pairs", nbytes, ((0, 1),)),
+            ),
+        ),
         Case((1,) * 4, (Op("ring p=4", "all_reduce", nbytes), Op("gossip pairs p=4", "pairs", nbytes, pairs4))),
         Case((1,) * 8, (Op("ring p=8", "all_reduce", nbytes), Op("gossip pairs p=8", "pairs", nbytes, pairs8))),
         Case(
@@ -174,6 +182,8 @@ def predict(case: Case, op: Op, rate_mbit: float | None, latency_s: float, algor
     if op.kind == "all_reduce":
         ranks = range(case.world)
         return CommCostModel(profile).collective("all_reduce", ranks, op.nbytes, algorithm=algorithm).seconds
+    if op.kind == "send":  # one message each way of a pair: α + S/B (Hockney)
+        return max(CommCostModel(profile).p2p(a, b, op.nbytes) for a, b in op.pairs)
     paths = Paths(profile)
     flows = []
     for a, b in op.pairs:
@@ -206,6 +216,11 @@ def worker(spec_path: str) -> int:
             w0, c0 = time.perf_counter(), time.process_time()
             if op["kind"] == "all_reduce":
                 dist.all_reduce(buf)
+            elif op["kind"] == "send" and partner is not None:  # the first of each pair sends, the second receives
+                if rank == op["pairs"][0][0]:
+                    dist.send(buf, partner)
+                else:
+                    dist.recv(recv, partner)
             elif partner is not None:  # as the engine's Comm.exchange does it
                 swap = [dist.P2POp(dist.isend, buf, partner), dist.P2POp(dist.irecv, recv, partner)]
                 for req in dist.batch_isend_irecv(swap):

@@ -82,3 +82,9 @@ def test_a_shaped_two_node_ring_takes_about_what_the_emulator_says() -> None:
     # the htb rate bounds it from below (nothing crosses faster than the shaped rate); gloo, TCP and two shared
     # cores may add time, but not a factor 2 on a 2-rank ring (BENCHMARKS.md: within 15 % on this machine)
     assert 0.9 * predicted <= measured <= 2.0 * predicted
+
+
+def test_a_one_way_send_is_one_message() -> None:
+    bandwidth = 100e6 / 8 * links.GOODPUT
+    case = links.Case((1, 1), (links.Op("send", "send", MIB4, ((0, 1),)),))
+    assert links.predict(case, case.ops[0], 100.0, latency_s=1e-4) == pytest.approx(1e-4 + MIB4 / bandwidth)
