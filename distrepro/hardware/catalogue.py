@@ -13,9 +13,9 @@ device itself needs no ratio between two other GPUs' speeds in a third source.
 
 **In batch.** Between two measured batches the step time is the line through both (the engine's own form
 ``t0 + b/peak``, :mod:`distrepro.hardware.calibrate`, exact at both points; where the throughput falls between
-them, a line through both would need t0 < 0, and the fit through the origin is used instead). Outside the measured batches, or with
-one batch only, the charge is extrapolated and the sensitivity range of the group's speed widens to the physical
-bound: a throughput that saturates with the batch can be no higher at a smaller batch b than at the nearest
+them, a line through both would need t0 < 0, and the fit through the origin is used instead). Outside the measured
+batches, or with one batch only, the charge is extrapolated and the sensitivity range of the group's speed widens to
+the physical bound: a throughput that saturates with the batch can be no higher at a smaller batch b than at the nearest
 measured b0, and no lower than linear scaling from it, so the speed factor lies in ``[b/b0, 1]`` below the
 measurements (``[1, b/b0]`` above them). No constant is fitted or invented for this.
 
