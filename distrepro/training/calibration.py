@@ -1,4 +1,4 @@
-"""``distrepro calibrate WORKLOAD``: measure one device's step time against per-device batch, write a profile entry.
+"""Measure one device's step time against per-device batch and write a profile entry (``distrepro calibrate``).
 
 The emulated workload's real architecture (torchvision ResNet/ViT at the emulated input size, or the CIFAR
 ResNet-18) trains on synthetic data on the device at hand, one full step (forward, backward, SGD with momentum)
@@ -8,19 +8,17 @@ per batch is fitted to the engine's own form ``t0 + b/peak`` (:mod:`distrepro.ha
 a one-device profile graded ``[M]``, naming the machine, the software versions, the date, the load average
 before and after and the CPU time beside the wall time, so a reader can judge the measurement.
 
-Where it goes: ``--out FILE`` (a calibrated profile there gains the workload), else the first ``--root``'s
-``hardware_profiles/``, else standard output. The shipped profiles are never written unless
-``--into-shipped`` says so.
+Where it goes (:func:`write_profile`): ``--out FILE`` (a calibrated profile there gains the workload), else the
+first ``--root``'s ``hardware_profiles/``, else standard output. The shipped profiles are never written unless
+``--into-shipped`` says so. The command line is :mod:`distrepro.cli.calibrate`.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import platform
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,15 +170,7 @@ def provenance(device: Any, precision: str, timings: list[BatchTiming], warmup: 
     )
 
 
-def _target(args: argparse.Namespace, name: str) -> Path | None:
-    if args.out:
-        return Path(args.out)
-    if args.root:
-        return Path(args.root[0]) / "hardware_profiles" / f"{name}.yaml"
-    return None
-
-
-def _dump(data: dict[str, Any]) -> str:
+def dump_yaml(data: dict[str, Any]) -> str:
     """YAML a reader can edit: keys in order, no anchors for the two placeholder links."""
     import yaml
 
@@ -208,44 +198,28 @@ def write_profile(path: Path, name: str, entry: dict[str, Any], into_shipped: bo
         except (KeyError, IndexError, TypeError):
             raise ConfigError(path, "nodes[0].devices[0]", "exists but holds no device group to extend") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_dump(data), encoding="utf-8")
+    path.write_text(dump_yaml(data), encoding="utf-8")
     return data
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    """The ``calibrate`` subcommand's arguments."""
-    cal = sub.add_parser(
-        "calibrate",
-        parents=parents,
-        help="measure step time against batch on this machine's CPU or GPU; write a profile entry graded [M]",
-        description="Time training steps of WORKLOAD's architecture at each --batches size on --device, fit "
-        "t0 + b/peak (the form the engine charges) and write a one-device profile: --out FILE, else the first "
-        "--root's hardware_profiles/, else standard output.",
-    )
-    cal.add_argument("workload", help="emulated workload (hardware_profiles/workloads.yaml)")
-    cal.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where to time (default cpu)")
-    cal.add_argument("--precision", choices=["fp32", "amp"], default="fp32", help="fp32, or amp (cuda only)")
-    cal.add_argument("--batches", default="1,2,4,8", help="per-device batch sizes, comma-separated (default 1,2,4,8)")
-    cal.add_argument("--warmup", type=int, default=3, help="discarded steps per batch (default 3)")
-    cal.add_argument("--repeats", type=int, default=5, help="timed steps per batch (default 5)")
-    cal.add_argument("--name", help="profile name (default calibrated-<host>-<device>)")
-    cal.add_argument("--out", metavar="FILE", help="write (or extend) this profile file")
-    cal.add_argument("--into-shipped", action="store_true", help="allow writing into the shipped profiles folder")
-    cal.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Measure, fit, write; print one summary line per batch and where the entry went."""
-    batches = parse_batches(args.batches)
-    if not 0 <= args.warmup <= MAX_REPEATS or not 1 <= args.repeats <= MAX_REPEATS:
+def calibrate(
+    workload: str,
+    device_name: str,
+    precision: str,
+    batches: list[int],
+    warmup: int,
+    repeats: int,
+    name: str | None,
+) -> tuple[str, dict[str, Any], StepFit, list[BatchTiming]]:
+    """Measure and fit: (profile name, the ``[M]`` device entry, the fit, the timings)."""
+    if not 0 <= warmup <= MAX_REPEATS or not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError("--repeats", None, f"--warmup 0..{MAX_REPEATS} and --repeats 1..{MAX_REPEATS}")
-    device = resolve_device(args.device, args.precision)
+    device = resolve_device(device_name, precision)
     load_before = os.getloadavg()
-    timings = time_steps(args.workload, device, batches, args.warmup, args.repeats, args.precision)
+    timings = time_steps(workload, device, batches, warmup, repeats, precision)
     load = (load_before, os.getloadavg())
-    fit: StepFit = fit_step_curve([(t.batch, t.median_wall_s) for t in timings])
-    name = args.name or f"calibrated-{platform.node() or 'host'}-{device.type}".lower()
-    memory = 0.0
+    fit = fit_step_curve([(t.batch, t.median_wall_s) for t in timings])
+    profile_name = name or f"calibrated-{platform.node() or 'host'}-{device.type}".lower()
     if device.type == "cuda":
         import torch
 
@@ -253,18 +227,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     kind = "gpu" if device.type == "cuda" else "cpu"
-    where = provenance(device, args.precision, timings, args.warmup, load)
-    entry = device_entry(args.workload, fit, f"{kind}-{platform.node() or 'host'}", kind, memory, where)
-    for t in timings:
-        print(
-            f"batch {t.batch}: {t.median_wall_s * 1e3:.2f} ms wall, {t.median_cpu_s * 1e3:.2f} ms CPU per step "
-            f"(median of {len(t.wall_s)})",
-            file=sys.stderr,
-        )
-    target = _target(args, name)
-    if target is None:
-        print(_dump(single_device_profile(name, entry)))
-        return 0
-    write_profile(target, name, entry, args.into_shipped)
-    print(f"t0 = {fit.t0_s * 1e3:.3f} ms, peak {fit.peak_samples_per_s:.2f} samples/s; written to {target}")
-    return 0
+    where = provenance(device, precision, timings, warmup, load)
+    entry = device_entry(workload, fit, f"{kind}-{platform.node() or 'host'}", kind, memory, where)
+    return profile_name, entry, fit, timings
