@@ -321,17 +321,8 @@ def train_config(profile_path: Path, world: int) -> dict[str, Any]:
     }
 
 
-def _worker_module() -> str:
-    """The engine's rank entry point (``python -m`` it), under its current or its earlier package name."""
-    import importlib.util
-
-    for name in ("distrepro.engine.multiprocess.worker", "distrepro.engine.dist.dist_worker"):
-        try:
-            if importlib.util.find_spec(name) is not None:
-                return name
-        except ModuleNotFoundError:
-            continue
-    raise RuntimeError("cannot find the distributed engine's worker module")
+#: the distributed engine's rank entry point, started with ``python -m`` as its launcher does
+WORKER_MODULE = "distrepro.engine.multiprocess.worker"
 
 
 def write_train_profile(path: Path, layout: tuple[int, ...], rate_mbit: float | None, latency_s: float,
@@ -374,7 +365,7 @@ def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: fl
             "OMP_NUM_THREADS": "1",
             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
         }
-        argv = [sys.executable, "-m", _worker_module(), "--job", str(out / "job.json"), "--out", str(out)]
+        argv = [sys.executable, "-m", WORKER_MODULE, "--job", str(out / "job.json"), "--out", str(out)]
         procs: list[subprocess.Popen[bytes]] = []
         cpu0 = os.times()
         try:

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from distrepro.config.safe_yaml import read_yaml_mapping
+from distrepro.safe_yaml import read_yaml_mapping
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.calibrate import fit_step_curve
 from distrepro.hardware.profile_parts import Source

@@ -183,7 +183,7 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def write_profile(path: Path, name: str, entry: dict[str, Any], into_shipped: bool) -> dict[str, Any]:
     """Write (or extend) the calibrated profile at ``path``; refuses the shipped profiles folder unless asked."""
-    from distrepro.config.safe_yaml import read_yaml_mapping
+    from distrepro.safe_yaml import read_yaml_mapping
     from distrepro.plugins.roots import shipped_root
 
     shipped = (shipped_root() / "hardware_profiles").resolve()
