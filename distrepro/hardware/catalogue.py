@@ -32,10 +32,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from distrepro.safe_yaml import read_yaml_mapping
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.calibrate import fit_step_curve
 from distrepro.hardware.profile_parts import Source
+from distrepro.safe_yaml import read_yaml_mapping
 
 #: the speed factor's range where a profile declares a workload unmeasured on a device [E]: a speed carried over
 #: from other GPUs through ratios has no measurement of this device to bound it; a factor 2 either way is the

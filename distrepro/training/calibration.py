@@ -183,8 +183,8 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def write_profile(path: Path, name: str, entry: dict[str, Any], into_shipped: bool) -> dict[str, Any]:
     """Write (or extend) the calibrated profile at ``path``; refuses the shipped profiles folder unless asked."""
-    from distrepro.safe_yaml import read_yaml_mapping
     from distrepro.plugins.roots import shipped_root
+    from distrepro.safe_yaml import read_yaml_mapping
 
     shipped = (shipped_root() / "hardware_profiles").resolve()
     if path.resolve().parent == shipped and not into_shipped:
