@@ -42,7 +42,7 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``distrepro`` parser: one subcommand per module of this package."""
-    from distrepro.cli import listing, plan, report, reproduce, results, run
+    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, results, run
 
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -55,9 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(sub, common)
     reproduce.add_parser(sub, common)
     plan.add_parser(sub, common)
+    preregister.add_parser(sub, common)
     listing.add_parser(sub, common)
     report.add_parser(sub, common)
     results.add_parser(sub, common)
+    calibrate.add_parser(sub, common)
     return parser
 
 
