@@ -350,10 +350,10 @@ def _check_references(spec: PaperSpec, source: str | Path | None, known_methods:
             if base == claim.arm:
                 raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
         stat = claim.accept.statistic
-        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form != "ratio")
+        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form == "difference")
         if stat == "geometric_mean" and signed:
             raise ConfigError(
-                source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"
+                source, f"{at}.accept.statistic", "geometric_mean is for positive ratios and fractions; use the mean"
             )
         if isinstance(claim, SpeedupClaim):
             if claim.measure == "budget_time" and claim.clock not in ("emulated", "wall"):

@@ -71,7 +71,7 @@ def test_paired_comparisons_say_so() -> None:
     t = _shared_arms(1.0)
     claim = {
         "id": "r", "kind": "relative_improvement", "arm": "a", "baseline": "b", "metric": "final/val_accuracy",
-        "direction": "max", "claimed": 0.05, "accept": {"abs_tolerance": 1.0},
+        "direction": "max", "form": "difference", "claimed": 0.05, "accept": {"abs_tolerance": 1.0},
     }  # fmt: skip
     v = judge(spec(claim), t)
     assert v.paired and v.statistic_name == "mean of per-seed values (paired by seed)"
