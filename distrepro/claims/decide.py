@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distrepro.claims.acceptance import acceptance_band, claimed_bounds
-from distrepro.claims.planning import one_sided_p, seeds_to_clear
+from distrepro.claims.planning import MAX_SEEDS, one_sided_p, seeds_to_clear
 from distrepro.claims.samples import interval_scale
 from distrepro.claims.stats import fmt, stat
 
@@ -88,7 +88,7 @@ def _more_seeds(claim: Any, v: Verdict, edges: list[float]) -> str:
     v.half_width = max(side)
     text = f"half-width {fmt(v.half_width, v.unit)} towards the edge"
     if any(n is None for n in needed):
-        return f"{text}; the statistic is too close to the edge for any planned number of seeds to clear it"
+        return f"{text}; {MORE_SEEDS} only past {MAX_SEEDS} seeds: the statistic is too close to the edge"
     v.seeds_needed = max(n for n in needed if n is not None)
     return (
         f"{text}; {MORE_SEEDS}: about {v.seeds_needed} seeds in a new run would clear it "

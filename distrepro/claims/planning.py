@@ -56,13 +56,13 @@ def seeds_to_clear(half: float, distance: float, n: int, level: float) -> int | 
 def one_sided_p(half: float, distance: float, n: int, level: float) -> float:
     """One-sided p-value of "the edge is not crossed" for a statistic ``distance`` beyond an edge (negative:
     short of it), from an interval of half-width ``half`` at ``n`` seeds: ``P(T_{n−1} ≥ t·distance/half)``."""
-    from scipy.stats import t
+    from scipy.special import stdtr  # the t distribution's CDF, as scipy.stats.t.sf evaluates it
 
     if n < 2 or not math.isfinite(half) or not math.isfinite(distance):
         return math.nan
     if half <= 0:
         return 0.0 if distance > 0 else 1.0
-    return float(t.sf(t_quantile(level, n - 1) * distance / half, n - 1))
+    return float(stdtr(n - 1, -t_quantile(level, n - 1) * distance / half))
 
 
 def how_computed() -> str:
