@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from test_verdicts import SRC, Table, judge, spec
 
-from distrepro.claims.evidence import tally
 from distrepro.claims.runs import derive_columns
 from distrepro.claims.schema import at_scale
+from distrepro.claims.tally import tally
 from distrepro.errors import ConfigError
 
 ACC = "final/val_accuracy"

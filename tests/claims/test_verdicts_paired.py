@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from test_verdicts import SRC, Table, judge, spec
 
-from distrepro.claims.evidence import group_of, tally
+from distrepro.claims.evidence import group_of
 from distrepro.claims.schema import validate_paper
+from distrepro.claims.tally import tally
 from distrepro.claims.verdicts import Verdict
 
 SHARED = {0: 10.0, 1: 50.0, 2: 30.0, 3: 70.0, 4: 20.0}  # what a seed gives every arm: init, data order
