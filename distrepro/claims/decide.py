@@ -45,7 +45,7 @@ def is_null_claim(claim: Any) -> bool:
     if bounds is None or claim.accept.sided != "two_sided" or claim.kind not in ("relative_improvement", "speedup"):
         return False
     null = 1.0 if claim.kind == "speedup" or claim.form == "ratio" else 0.0
-    return bounds[0] <= null <= bounds[1]
+    return bounds[0] == bounds[1] == null
 
 
 def miss(above: bool, claim: Any) -> str:
