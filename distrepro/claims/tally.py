@@ -59,7 +59,7 @@ def units(claims: Sequence[Any]) -> list[list[str]]:
 
     for c in claims:
         for other in (getattr(c, "same_as", None), getattr(c, "counts_with", None)):
-            if other in parent:
+            if isinstance(other, str) and other in parent:
                 parent[root(c.id)] = root(other)
     groups: dict[str, list[str]] = {}
     for c in claims:
@@ -88,8 +88,8 @@ def combine(ids: list[str], group: str, verdicts: Sequence[Any]) -> Unit:
         best = min(passed, key=lambda v: v.p_value if v.p_value is not None else math.inf)
         return Unit(ids, group, "PASS", p_value=best.p_value, depends_on=best.depends_on)
     if verdicts and all(v.verdict == "FAIL" for v in verdicts):
-        ps = [v.p_value for v in verdicts]
-        p = max(ps) if all(x is not None for x in ps) else None  # type: ignore[type-var]
+        ps = [v.p_value for v in verdicts if v.p_value is not None]
+        p = max(ps) if len(ps) == len(verdicts) else None
         exceeds = all(v.miss.startswith("exceeds") for v in verdicts)
         depends = next((v.depends_on for v in verdicts if v.depends_on), "")
         return Unit(ids, group, "FAIL", "exceeds" if exceeds else "falls short", p, depends)

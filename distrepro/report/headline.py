@@ -30,10 +30,10 @@ DETAILS_CLOSE = "</details>"
 def _measured(v: Verdict, claim: Any) -> str:
     level = claim.accept.ci
     if v.statistic is None or (isinstance(v.statistic, float) and math.isnan(v.statistic)):
-        seeds = {s for d in (*v.per_seed.values(), *v.censored.values()) for s in d}
-        if not seeds:
+        listed = {s for d in (*v.per_seed.values(), *v.censored.values()) for s in d}
+        if not listed:
             return "nothing measured"
-        usable = v.n_seeds or len(seeds)
+        usable = v.n_seeds or len(listed)
         need = claim.accept.min_seeds
         short = f", fewer than the {need} the claim needs" if need and usable < need else ""
         return f"{usable} seed{'s' if usable != 1 else ''} measured{short} (per-seed values in the claim details)"

@@ -34,8 +34,7 @@ def test_first_lines_say_each_headline_verdict_before_any_table(report) -> None:
     first = md[: md.index("## Claims")]
     assert (
         "**Of the paper's 3 headline claims: 2 hold, 1 does not hold (1 falling short, 0 exceeding it), "
-        "0 cannot be decided**"
-        in first
+        "0 cannot be decided**" in first
     )
     sentences = [ln for ln in first.splitlines() if ln.startswith("- **")]
     assert [s.split("**")[1] for s in sentences] == ["PASS", "PASS", "FAIL"]  # verdict first, headline only
