@@ -102,7 +102,8 @@ def test_only_the_papers_own_measured_claims_are_the_headline() -> None:
     t = tally(s.claims, verdicts)
     assert t.of("headline") == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0}
     assert t.all_claims() == {"PASS": 3, "FAIL": 2, "INCONCLUSIVE": 0}
-    assert t.summary() == (
-        "1 PASS · 1 FAIL · 0 INCONCLUSIVE of the paper's 2 claims (also judged: derived/reconstructed "
-        "2 PASS · 0 FAIL · 0 INCONCLUSIVE; decided by the model's structure 0 PASS · 1 FAIL · 0 INCONCLUSIVE)"
+    assert t.summary() == (  # hand-made verdicts carry no p-value: none can stand after Holm
+        "1 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE of the paper's 2 claims; 0 stand after Holm "
+        "(also judged: derived/reconstructed 2 PASS · 0 FAIL · 0 INCONCLUSIVE; decided by the model's structure "
+        "0 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE)"
     )
