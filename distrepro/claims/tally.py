@@ -99,8 +99,8 @@ def combine(ids: list[str], group: str, verdicts: Sequence[Any]) -> Unit:
 
 
 def holm(decided: list[Unit], m: int, alpha: float = ALPHA) -> list[Unit]:
-    """The decided units that stand after Holm's step-down over ``m`` hypotheses (a unit without a p-value, as
-    a deterministic rule: point claim, stands only if its p is known: it does not)."""
+    """The decided units that stand after Holm's step-down over ``m`` hypotheses. A unit without a p-value (a
+    ``rule: point`` decision, a censored convergence FAIL) has no error to control, so the procedure stops there."""
     ordered = sorted(decided, key=lambda u: u.p_value if u.p_value is not None else math.inf)
     stand = []
     for i, unit in enumerate(ordered):
@@ -156,6 +156,8 @@ class Tally:
     def holm_text(self) -> str:
         """How many headline decisions stand with the family-wise error held at 2.5 %."""
         decided = self.of("headline")["PASS"] + self.of("headline")["FAIL"]
+        if not decided:
+            return "each decision is a one-sided test at 2.5 %"
         return (
             f"each decision is a one-sided test at 2.5 %; {self.holm_stands} of the {decided} decided stand(s) after "
             f"Holm's step-down over the {self.holm_m} headline claims (family-wise 2.5 %)"
