@@ -121,7 +121,7 @@ def paired_sample(
     what = "ratios" if v.unit == "x" else ("differences" if claim.kind == "non_inferiority" else "values")
     v.statistic_name = f"{label} of per-seed {what} (paired by seed)"
     if via_ratio(claim):  # judged on the ratios' logs, shown as a fraction
-        v.statistic_name = f"fraction from the geometric mean of per-seed ratios (paired by seed; {label} of ratios)"
+        v.statistic_name = "fraction from the geometric mean of per-seed ratios (paired by seed)"
         ratios = (a / b) if claim.direction == "max" else (b / a)
         return _Sample(claim.accept.statistic, ratios[None, :], back=ratio_to_fraction(claim))
     return _Sample(claim.accept.statistic, derived[None, :])
