@@ -33,9 +33,9 @@ from distrepro.claims.acceptance import (
 from distrepro.claims.evidence import ORIGIN_OF
 from distrepro.claims.references import check_references
 from distrepro.claims.regime import RegimeCondition, condition_arms
+from distrepro.claims.sensitivity_spec import SensitivitySpec
 from distrepro.config.run_config import read_yaml
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
-from distrepro.sensitivity.spec import SensitivitySpec
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -95,7 +95,7 @@ class Setup(_Strict):
     baseline: str | None = None
     arms: dict[str, Arm] = Field(default_factory=dict)
     notes: str | None = None
-    #: ranges of reconstructed method assumptions and the sweep size (distrepro/sensitivity/spec.py)
+    #: ranges of reconstructed method assumptions and the sweep size (distrepro/claims/sensitivity_spec.py)
     sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
 
 

@@ -17,10 +17,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from distrepro.config.safe_yaml import read_yaml_mapping
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.profile_parts import Source
 from distrepro.hardware.profiles import profiles_dir
+from distrepro.safe_yaml import read_yaml_mapping
 
 _INPUT = re.compile(r"^[1-9][0-9]*(?:x[1-9][0-9]*)*$")
 

@@ -266,8 +266,9 @@ def _markdown(
 
 
 def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
-    """Sections a paper's method folders add (``report.py`` with ``section(info, fig_dir, out_dir)`` returning
-    markdown and its saved figures): what only the paper needs, e.g. QSR's period schedules from its plans.
+    """Sections a paper's method folders add (``report.py`` with ``section(ctx)`` returning markdown and its saved
+    figures; ``ctx`` a :class:`distrepro.api.ReportContext`): what only the paper needs, e.g. QSR's period
+    schedules from its plans.
     A section that fails is reported in its place rather than losing the whole report."""
     out = []
     for folder in info.method_dirs:
@@ -275,8 +276,11 @@ def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple
             continue
         try:
             from distrepro.plugins.registry import plugin_module
+            from distrepro.report.plugin_context import plugin_context
 
-            out.append(plugin_module(folder.name, "report").section(info, fig_dir, out_dir))
+            scale = info.spec.setup.scale if info.spec else "proxy"
+            ctx = plugin_context(out_dir, scale, info, fig_dir)
+            out.append(plugin_module(folder.name, "report").section(ctx))
         except Exception as exc:  # the claims and runs are still worth a report
             _log.warning("report section of %s failed: %s", folder.name, exc)
             out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
@@ -374,7 +378,7 @@ def build_report(
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
     (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
     minutes, so its progress goes to stderr as a campaign's training does
-    (:func:`distrepro.orchestration.observer.wants_bars`:
+    (:func:`distrepro.orchestration.progress.wants_bars`:
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
     per phase and quarter of it)."""
     info = find_paper(paper, root)
@@ -392,7 +396,7 @@ def build_report(
         raise UnknownPaperError(paper, known_papers(root)) from exc
     sens = None
     if sensitivity:
-        from distrepro.orchestration.observer import PhaseProgress, progress_bars, wants_bars
+        from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
         from distrepro.sensitivity.runner import sensitivity as sweep
 
         with progress_bars(wants_bars(show_progress)) as bars:

@@ -3,7 +3,7 @@
 Each worker has its own model replica, optimizer state (inside its Method instance), data
 stream and virtual clock. The training loop is the harness's (:mod:`distrepro.engine.loop`); this
 engine is its transport: every worker's loop runs as a greenlet under :class:`~distrepro.engine.
-scheduler.Scheduler`, communication is in memory (:mod:`distrepro.engine.inprocess.inprocess_comm`), and the
+scheduler.Scheduler`, communication is in memory (:mod:`distrepro.engine.inprocess.comm`), and the
 loop's end-of-step bookkeeping happens in zero-cost engine events: for lockstep methods once per
 iteration, when the last worker has arrived at the rendezvous; for asynchronous methods once per
 gradient step, applied in virtual-time order. Every per-rank value is already in this process,
@@ -23,19 +23,20 @@ import torch
 
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
-from distrepro.engine.clock import Span, VirtualClock
+from distrepro.engine.clock import VirtualClock
 from distrepro.engine.device import describe, deterministic_cuda, resolve_device
 from distrepro.engine.evaluation import average_into, consensus_distance
-from distrepro.engine.inprocess.inprocess_comm import Fabric
+from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.engine.loop import Harness
-from distrepro.engine.reports import RankReport
-from distrepro.engine.results import RunObserver, RunResult
+from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile
 from distrepro.engine.worker_slot import Slot
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
+from distrepro.spec.observer import RunObserver
+from distrepro.spec.results import RunResult, Span
 
 
 class InProcessEngine:
@@ -52,7 +53,8 @@ class InProcessEngine:
 
     def run_cell(self, job: Job, logger: Any, progress: RunObserver | None = None) -> RunResult:
         """Run ``job`` logging to ``logger`` (a :class:`distrepro.tracking.runlog.RunLogger`) as it trains."""
-        from distrepro.orchestration.observer import Fanout, MlflowObserver
+        from distrepro.spec.observer import Fanout
+        from distrepro.tracking.run_observer import MlflowObserver
 
         device = resolve_device(job.config.device, job.source)
         if logger is not None:  # what ``device: auto`` got, and the GPU's name

@@ -4,7 +4,7 @@
 a fresh temporary folder (no fixed port, so parallel runs and tests never collide);
 ``launcher: torchrun`` runs ``torchrun --standalone`` (which picks a free port) on this machine.
 For several machines see ``docs/multinode.md``: every node runs ``torchrun`` (under ``srun``)
-with the same ``python -m distrepro.engine.dist.dist_worker`` command.
+with the same ``python -m distrepro.engine.multiprocess.worker`` command.
 
 Faults: if a rank exits with an error, or dies, the launcher kills the others at once and raises
 :class:`~distrepro.errors.WorkerFailure` naming the rank; a rank that hangs makes its peers fail at
@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from distrepro.engine.results import EvalRecord, RunResult
 from distrepro.engine.torch_threads import default_threads
 from distrepro.errors import WorkerFailure
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
+from distrepro.spec.results import EvalRecord, RunResult
 
 #: a launcher line for the ranks (``torchrun ... --nproc-per-node=N``) that replaces ``dist.launcher``: the job
 #: script of a dist-engine cell under ``--executor slurm`` sets it, so the ranks start inside the job's allocation
@@ -40,7 +40,7 @@ TORCHRUN_ENV = "DISTREPRO_TORCHRUN"
 
 
 def _worker_cmd(job_file: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "distrepro.engine.dist.dist_worker", "--job", str(job_file), "--out", str(out)]
+    return [sys.executable, "-m", "distrepro.engine.multiprocess.worker", "--job", str(job_file), "--out", str(out)]
 
 
 def _read_status(out: Path, rank: int) -> dict[str, Any] | None:
@@ -162,7 +162,7 @@ class DistEngine:
                 cmd = [
                     *(shlex.split(prefix) if prefix else standalone),
                     "-m",
-                    "distrepro.engine.dist.dist_worker",
+                    "distrepro.engine.multiprocess.worker",
                     "--job",
                     str(job_file),
                     "--out",

@@ -2,9 +2,9 @@
 worker computes, as the A²CiD² reference's separate gossip process does.
 
 Each rank that asks for an agent gets one thread. While the interval's quota owes an averaging it asks the
-pairing coordinator (:mod:`distrepro.engine.dist.pairing`) for a ready neighbour and swaps the parameter vector with
-it over a process group of its own, really concurrently with the worker's forward and backward passes (gloo's
-send and receive run on this thread; the worker's thread keeps computing). The worker meets its agent at
+pairing coordinator (:mod:`distrepro.engine.multiprocess.pairing`) for a ready neighbour and swaps the parameter
+vector with it over a process group of its own, really concurrently with the worker's forward and backward passes
+(gloo's send and receive run on this thread; the worker's thread keeps computing). The worker meets its agent at
 ``sync`` (after its gradient) and at the barrier after each step, exactly as with the in-process agent.
 
 What differs from the in-process agent, and why:
@@ -33,12 +33,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+
 import torch
 
-from distrepro.engine.clock import VirtualClock
-from distrepro.engine.dist.pairing import SKIP, PairingClient
-from distrepro.errors import CommError
 from distrepro.api.gossip import GossipEndpoint
+from distrepro.engine.clock import VirtualClock
+from distrepro.engine.multiprocess.pairing import SKIP, PairingClient
+from distrepro.errors import CommError
 
 #: (peer, vector) → the peer's vector, moved for real (blocking, on the agent's thread)
 Swap = Callable[[int, torch.Tensor], torch.Tensor]

@@ -8,7 +8,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from distrepro.training.lr_schedule import LRSchedule, ScheduleConfig
+from distrepro.api.lr_schedule import LRSchedule, ScheduleConfig
 
 pytestmark = pytest.mark.smoke
 

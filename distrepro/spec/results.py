@@ -1,4 +1,4 @@
-"""What an engine reports: evaluation records, per-worker totals, the run result, observers.
+"""What an engine reports: timeline spans, evaluation records, per-worker totals, the run result.
 
 Engine-independent, so the MLflow logging and the progress display work the same for the
 in-process and the torch.distributed engines.
@@ -7,10 +7,22 @@ in-process and the torch.distributed engines.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal
 
 from distrepro.api.method import Allocation
-from distrepro.engine.clock import Span, VirtualClock
+
+SpanKind = Literal["compute", "comm", "idle"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One interval of a worker's timeline, in virtual seconds."""
+
+    rank: int
+    kind: SpanKind
+    start_s: float
+    end_s: float
+    step: int
 
 
 @dataclass(frozen=True)
@@ -25,19 +37,6 @@ class WorkerTotals:
     bytes_sent: int  # whole bytes (distrepro.engine.charges rounds each message)
     samples: int
     gradients: int
-
-    @staticmethod
-    def of(clock: VirtualClock, bytes_sent: int, worker: Any) -> WorkerTotals:
-        return WorkerTotals(
-            rank=clock.rank,
-            clock_s=clock.t,
-            compute_s=clock.compute_s,
-            comm_s=clock.comm_s,
-            idle_s=clock.idle_s,
-            bytes_sent=int(bytes_sent),
-            samples=int(worker.samples_computed),
-            gradients=int(worker.gradients),
-        )
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,3 @@ class RunResult:
     time_to_target_s: float | None
     step_to_target: int | None
     models: list[Any] = field(default_factory=list, repr=False)
-
-
-class RunObserver(Protocol):
-    """Receives progress while a run trains (MLflow logger, progress bar)."""
-
-    def on_allocation(self, epoch: int, allocation: Allocation) -> None: ...
-
-    def on_eval(self, record: EvalRecord) -> None: ...
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None: ...

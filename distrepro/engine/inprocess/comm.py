@@ -24,7 +24,7 @@ from distrepro.api.gossip import GossipEndpoint
 from distrepro.api.method import Comm, Group, ReduceOp
 from distrepro.engine import charges
 from distrepro.engine.charges import payload_bytes
-from distrepro.engine.inprocess.inprocess_agent import AgentHub, InProcessAgent
+from distrepro.engine.inprocess.agent import AgentHub, InProcessAgent
 from distrepro.engine.inprocess.lanes import InProcessWork, Lanes, Op
 from distrepro.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
 from distrepro.engine.inprocess.scheduler import Request, Scheduler
@@ -364,7 +364,7 @@ class InProcessComm(Comm):
         return int(self.fabric.bytes_sent[self.rank])
 
     def state_dict(self) -> dict[str, Any]:
-        """This rank's byte count (as :meth:`distrepro.engine.dist.dist_comm.DistComm.state_dict`)."""
+        """This rank's byte count (as :meth:`distrepro.engine.multiprocess.comm.DistComm.state_dict`)."""
         return {"bytes": self.bytes_sent}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

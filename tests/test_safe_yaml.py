@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from distrepro.config.safe_yaml import MAX_DEPTH, load_yaml, read_yaml_mapping
 from distrepro.errors import ConfigError
+from distrepro.safe_yaml import MAX_DEPTH, load_yaml, read_yaml_mapping
 
 pytestmark = pytest.mark.smoke
 

@@ -1,4 +1,4 @@
-"""How per-rank reports become one evaluation: the rules both engines share (distrepro/engine/reports.py)."""
+"""How per-rank reports become one evaluation: the rules both engines share (distrepro/engine/rank_reports.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from distrepro.engine.reports import Progress, RankReport, aggregate_records, assemble
-from distrepro.engine.results import WorkerTotals
+from distrepro.engine.rank_reports import Progress, RankReport, aggregate_records, assemble
+from distrepro.spec.results import WorkerTotals
 
 pytestmark = pytest.mark.smoke
 

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from distrepro.engine.reports import RankReport
+from distrepro.engine.rank_reports import RankReport
 
 #: called on rank 0 with the evaluated parameters (float64 flat), every rank's report and the consensus distance
 Complete = Callable[[torch.Tensor, list[RankReport], float], None]

@@ -10,8 +10,8 @@ slots (or taking their max) yields every member's clock, hence ``start = max``.
 Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
 into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
 Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
-coordinator thread on rank 0 that talks over the c10d store (:mod:`distrepro.engine.dist.pairing`); a gossip
-agent (:mod:`distrepro.engine.dist.dist_agent`) exchanges on a process group of its own, from its own thread.
+coordinator thread on rank 0 that talks over the c10d store (:mod:`distrepro.engine.multiprocess.pairing`); a gossip
+agent (:mod:`distrepro.engine.multiprocess.agent`) exchanges on a process group of its own, from its own thread.
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
 
@@ -35,14 +35,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from distrepro.api.gossip import GossipEndpoint, check_neighbors
 from distrepro.api.method import Comm, Group, ReduceOp
 from distrepro.engine import charges
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.dist.dist_agent import DistAgent
-from distrepro.engine.dist.pairing import PairingClient
-from distrepro.engine.dist.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
+from distrepro.engine.multiprocess.agent import DistAgent
+from distrepro.engine.multiprocess.pairing import PairingClient
+from distrepro.engine.multiprocess.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
 from distrepro.errors import CommError
-from distrepro.api.gossip import GossipEndpoint, check_neighbors
 from distrepro.timing.timemodel import CommCostModel
 
 Pace = Callable[[float], None]

@@ -3,23 +3,22 @@
 :class:`DistWork` completes an operation's math and its virtual times at ``wait()`` (``torch.distributed``
 semantics: inputs were taken at issue); :class:`PairWork` is a non-blocking gossip pairing's handle. The
 clock helpers pack a rank's float64 virtual clock into a collective's payload (see
-:mod:`distrepro.engine.dist.dist_comm`).
+:mod:`distrepro.engine.multiprocess.comm`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import torch
 
 from distrepro.engine.charges import payload_bytes
-
 from distrepro.engine.clock import VirtualClock
 
 
 class LaneOwner(Protocol):
-    """What a pending operation needs of the rank's ``DistComm`` (:mod:`distrepro.engine.dist.dist_comm`, which
+    """What a pending operation needs of the rank's ``DistComm`` (:mod:`distrepro.engine.multiprocess.comm`, which
     builds these operations, so they name it through this view): its clock, the last unresolved operation of each
     lane, the capture of charges, and applying a charge."""
 
@@ -53,7 +52,8 @@ class DistWork:
     its lane (its group, or its pair), so resolving its times first resolves the previous one's. The
     dist engine's times ignore flows of *other* lanes: a rank cannot know, without a global exchange, what
     flows other ranks have on a shared NIC, so here every flow runs at its own cap (the charge alone): a
-    lower bound where flows overlap (:mod:`distrepro.engine.dist.dist_comm`). Exact agreement with the in-process engine
+    lower bound where flows overlap (:mod:`distrepro.engine.multiprocess.comm`). Exact agreement with the in-process
+    engine
     holds whenever no two flows overlap on a resource.
     """
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from distrepro import metrics as M
-from distrepro.engine.results import EvalRecord, WorkerTotals
+from distrepro.spec.results import EvalRecord, WorkerTotals
 
 
 @dataclass(frozen=True)

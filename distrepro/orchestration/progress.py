@@ -1,21 +1,9 @@
-"""Observers of a training run (the MLflow logger and the progress display), and the same display for
-long work that trains nothing (:class:`PhaseProgress`, the sensitivity sweep).
+"""Progress of long work on stderr: the per-run display (:class:`ProgressObserver`, an engine's observer), the
+heartbeat under ``--no-progress``, and the same display for work that trains nothing (:class:`PhaseProgress`, the
+sensitivity sweep, the report).
 
-Progress goes to stderr: a live bar (:func:`progress_bars`) when stderr is a terminal and the user did not
-pass ``--no-progress`` (:func:`wants_bars`), otherwise a few plain lines that a CI log keeps.
-
-Metric names are the contract with the claims/report engine (``distrepro/claims``), which reads runs
-back from MLflow only; they are defined in :mod:`distrepro.metrics`:
-
-* per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
-  ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
-  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
-  ``method/<name>/rank<r>`` (see :meth:`distrepro.api.method.WorkerContext.record`);
-* the same quality metrics against emulated time: ``emu_ms/<name>`` at ``step`` = emulated ms;
-* the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
-  ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
-* summaries (``final/*``, ``time_to_target_s``, ``target_reached``) at step 0, written by
-  :mod:`distrepro.orchestration.campaign`.
+A live bar (:func:`progress_bars`) when stderr is a terminal and the user did not pass ``--no-progress``
+(:func:`wants_bars`), otherwise a few plain lines that a CI log keeps.
 """
 
 from __future__ import annotations
@@ -29,52 +17,7 @@ from typing import Any, Protocol
 
 from distrepro import metrics as M
 from distrepro.api.method import Allocation
-from distrepro.engine.results import EvalRecord
-
-
-def eval_metrics(rec: EvalRecord) -> dict[str, float]:
-    """The flat metric dict of one evaluation (names as in the module docstring)."""
-    out: dict[str, float] = dict(rec.metrics)
-    out.update(
-        {
-            M.EPOCH: rec.epoch,
-            M.SAMPLES: float(rec.samples),
-            M.EMULATED_S: rec.emulated_s,
-            M.WALL_S: rec.wall_s,
-            M.BYTES_TOTAL: sum(w.bytes_sent for w in rec.workers),
-        }
-    )
-    if rec.throttled_s is not None:
-        out[M.THROTTLED_S] = rec.throttled_s
-    for w in rec.workers:
-        for key in M.WORKER_FIELDS:
-            out[M.worker(w.rank, key)] = float(getattr(w, key))
-    for key, v in rec.method_records.items():
-        out[M.method(key)] = v
-    return out
-
-
-class MlflowObserver:
-    """Writes one run's progress through a buffered :class:`distrepro.tracking.runlog.RunLogger`."""
-
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
-        metrics: dict[str, float] = {}
-        for r, (share, b) in enumerate(zip(allocation.shares, allocation.batch_sizes, strict=True)):
-            metrics[M.alloc(r, "share")] = share
-            metrics[M.alloc(r, "batch_size")] = float(b)
-        for r, speed in enumerate(allocation.speeds or ()):
-            metrics[M.alloc(r, "speed")] = float(speed)
-        self.logger.log_metrics(metrics, step=epoch)
-
-    def on_eval(self, record: EvalRecord) -> None:
-        self.logger.log_metrics(eval_metrics(record), step=record.step)
-        self.logger.log_emulated(record.metrics, record.emulated_s)
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None:
-        pass
+from distrepro.spec.results import EvalRecord
 
 
 class ProgressObserver:
@@ -152,25 +95,6 @@ def heartbeat(
     finally:
         stop.set()
         thread.join(timeout=5)
-
-
-class Fanout:
-    """Forward every event to several observers."""
-
-    def __init__(self, *observers: Any) -> None:
-        self.observers = [o for o in observers if o is not None]
-
-    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
-        for o in self.observers:
-            o.on_allocation(epoch, allocation)
-
-    def on_eval(self, record: EvalRecord) -> None:
-        for o in self.observers:
-            o.on_eval(record)
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None:
-        for o in self.observers:
-            o.on_progress(fraction, emulated_s)
 
 
 def counted(n: int, noun: str) -> str:

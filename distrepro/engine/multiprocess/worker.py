@@ -1,6 +1,6 @@
-"""Entry point of one rank of the distributed engine: ``python -m distrepro.engine.dist.dist_worker``.
+"""Entry point of one rank of the distributed engine: ``python -m distrepro.engine.multiprocess.worker``.
 
-Started by the launcher (:mod:`distrepro.engine.dist.launch`), by ``torchrun`` or by ``srun``; reads
+Started by the launcher (:mod:`distrepro.engine.multiprocess.launch`), by ``torchrun`` or by ``srun``; reads
 its rank from ``--rank``/``--world-size`` or from the ``RANK``/``WORLD_SIZE`` variables that
 torchrun and the SLURM recipe set. Every rank builds the same job from the same config (data,
 partition and initial model are derived from seeds, so no rank needs to ship them to another),
@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 if TYPE_CHECKING:
-    from distrepro.engine.results import RunObserver
+    from distrepro.spec.observer import RunObserver
 
 
 def _status(out: Path, rank: int, **fields: object) -> None:
@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path(args.job).read_text())
     try:
         from distrepro.config.run_config import validate_config
-        from distrepro.engine.dist.pinning import pin_worker
-        from distrepro.orchestration.job import build_job
+        from distrepro.engine.multiprocess.pinning import pin_worker
+        from distrepro.spec.job import build_job
 
         cfg = validate_config(spec["config"], spec.get("source"))
         job = build_job(cfg, int(spec["seed"]), spec.get("source"))
@@ -81,20 +81,20 @@ def main(argv: list[str] | None = None) -> int:
             world_size=world,
             timeout=timedelta(seconds=cfg.dist.startup_timeout_s),
         )
-        from distrepro.engine.dist.dist_run import DistRun, store_of_default_group
+        from distrepro.engine.multiprocess.run import DistRun, store_of_default_group
 
         observer: RunObserver | None = None
         logger = None
         if rank == 0 and spec.get("run_id"):
-            from distrepro.orchestration.observer import MlflowObserver
             from distrepro.tracking.mlflow_client import RunLogger, make_client
+            from distrepro.tracking.run_observer import MlflowObserver
 
             logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
             logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
             observer = MlflowObserver(logger)
         if rank == 0:
-            from distrepro.engine.dist.launch import ProgressFile
-            from distrepro.orchestration.observer import Fanout
+            from distrepro.engine.multiprocess.launch import ProgressFile
+            from distrepro.spec.observer import Fanout
 
             observer = Fanout(observer, ProgressFile(out / "progress.json"))
         ckpt = Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None

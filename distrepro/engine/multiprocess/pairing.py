@@ -12,7 +12,7 @@ answer to rank ``r``'s ``k``-th request is ``pair/ans/<r>/<k>``. Every wait has 
 dead rank fails the run instead of hanging it. The coordinator sees requests in real arrival
 order (as a real system does); under time dilation that follows the virtual order.
 
-For gossip agents (:mod:`distrepro.engine.dist.dist_agent`) a request may also name ``avoid``, the partners of
+For gossip agents (:mod:`distrepro.engine.multiprocess.agent`) a request may also name ``avoid``, the partners of
 the worker's current gradient interval: a pair forms only where neither side avoids the other, unless the
 avoided one is the only neighbour left (the in-process hub's rule, README of ``methods/acid``: pairing).
 Agents say when their worker is ``parked`` at its barrier; when every worker still training is parked
@@ -148,7 +148,12 @@ class PairingCoordinator:
         rank = int(msg["rank"])
         for j in msg["neighbours"]:
             other = self.waiting.get(j)
-            if other is not None and rank in other["neighbours"] and self._allowed(msg, j) and self._allowed(other, rank):
+            if (
+                other is not None
+                and rank in other["neighbours"]
+                and self._allowed(msg, j)
+                and self._allowed(other, rank)
+            ):
                 del self.waiting[j]
                 t = max(float(msg["t"]), float(other["t"]))
                 self._answer(msg, j, t)

@@ -5,7 +5,7 @@ is its transport. Bookkeeping is computed locally where every rank can (global s
 lockstep iteration follow from the allocation all ranks share) and with uncharged control
 collectives where it must (evaluation, measured speeds, emulated-time budgets). Asynchronous
 methods count global progress through atomic counters in the c10d store and evaluate without a
-common step (:mod:`distrepro.engine.dist.evals`). Throttling paces every rank against its virtual clock.
+common step (:mod:`distrepro.engine.multiprocess.evals`). Throttling paces every rank against its virtual clock.
 """
 
 from __future__ import annotations
@@ -22,22 +22,23 @@ import torch.distributed as dist
 
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
-from distrepro.engine.clock import Span, VirtualClock
-from distrepro.engine.dist.dist_comm import DistComm
-from distrepro.engine.dist.evals import AsyncEvals, flat_state, load_flat
-from distrepro.engine.dist.pacing import Pacer, choose_dilation
-from distrepro.engine.dist.pairing import PairingClient, PairingCoordinator
+from distrepro.engine.clock import VirtualClock
 from distrepro.engine.evaluation import param_mask, param_vector
 from distrepro.engine.loop import Harness
+from distrepro.engine.multiprocess.comm import DistComm
+from distrepro.engine.multiprocess.evals import AsyncEvals, flat_state, load_flat
+from distrepro.engine.multiprocess.pacing import Pacer, choose_dilation
+from distrepro.engine.multiprocess.pairing import PairingClient, PairingCoordinator
 from distrepro.engine.partition import shard_sizes
-from distrepro.engine.reports import RankReport
-from distrepro.engine.results import RunObserver, RunResult
+from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.run_setup import make_stream
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile, timed_speed
 from distrepro.engine.worker_slot import Slot
 from distrepro.errors import ConfigError
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
+from distrepro.spec.observer import RunObserver
+from distrepro.spec.results import RunResult, Span
 
 
 class DistRun:
@@ -287,7 +288,7 @@ class DistTransport:
         members: tuple[int, ...] | None = None,
     ) -> None:
         """Blocking: average (uncharged) onto rank 0 and gather the reports there. Otherwise this rank
-        contributes without waiting (:mod:`distrepro.engine.dist.evals`)."""
+        contributes without waiting (:mod:`distrepro.engine.multiprocess.evals`)."""
         average = eval_on == "average"
         if not blocking:
             if members is not None:  # the non-blocking reduce sums every rank's distance
