@@ -160,6 +160,14 @@ class _ClaimBase(_Strict):
     same_as: str | None = None
     #: conditions on the deciding runs that put them in the paper's regime (suite/claims/regime.py)
     regime: list[RegimeCondition] = Field(default_factory=list)
+    #: choices about this claim made after its verdicts were seen (a seed count raised after an INCONCLUSIVE, a
+    #: threshold or metric changed after a FAIL); the report prints them beside the verdict (claims/preregistration.py)
+    post_hoc: list[str] = Field(default_factory=list)
+
+    @field_validator("post_hoc", mode="before")
+    @classmethod
+    def _one_note_is_a_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("claimed", check_fields=False)
     @classmethod

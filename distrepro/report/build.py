@@ -201,6 +201,7 @@ def _markdown(
     out: Path,
     root: Path,
     extra: str = "",
+    prereg: str = "",
 ) -> str:
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -210,6 +211,8 @@ def _markdown(
     if screen:
         parts += [screen]
     parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
+    if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
+        parts += ["", prereg]
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
@@ -307,6 +310,18 @@ def write_report(
     if baseline is not None and baseline not in set(labels.values()):
         known = ", ".join(report_style(rs.runs, labels, spec).order)
         raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
+    prereg = ""
+    if spec is not None:  # the scale's frozen record: its interval level (a declared sequential plan) and its stamp
+        from distrepro.claims.sequential import apply_plan
+        from distrepro.report.preregistration_section import load_scale_record, preregistration_section
+
+        _, record = load_scale_record(info.path, spec.setup.scale)
+        spec = apply_plan(spec, (record or {}).get("sequential"), spec.setup.scale)
+        info = dataclasses.replace(info, spec=spec)
+        runs = rs.runs
+        has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
+        seeds = [int(x) for x in runs.loc[runs["status"] == "FINISHED", "seed"].dropna()] if has_seeds else []
+        prereg = preregistration_section(spec, info.path, spec.setup.scale, seeds)
     verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     baseline = baseline or (spec.setup.baseline if spec else None)
     drawn = {
@@ -326,7 +341,7 @@ def write_report(
     for part, figures in method_sections(info, fig_dir, out_dir):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.claims.papers import PaperInfo, arm_config_path, arms_at_scale
+from distrepro.claims.papers import PaperInfo, arm_config_path, arms_at_scale, scale_only
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale, claim_arms
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.errors import ConfigError
@@ -39,7 +39,11 @@ def choose_arms(
     """The arms to train: ``arms`` if given, else every non-optional arm (at a training scale, those its claims
     need), plus ``with_arms``; an unknown name is an error naming ``setup.arms`` and the known ones."""
     assert info.spec is not None and info.path is not None  # the caller checked the paper declares arms
-    default = [name for name, arm in info.spec.setup.arms.items() if not arm.optional]
+    default = [
+        name
+        for name, arm in info.spec.setup.arms.items()
+        if not arm.optional and scale_only(arm.config) in (None, scale)  # a paper-only arm waits for --scale paper
+    ]
     if scale in TRAINING_SCALES:  # only the arms of the claims these scales re-decide (accuracy and convergence)
         moved = at_scale(info.spec, scale, arms_at_scale(info, scale, root))
         needed = {a for c in moved.claims if c.scale == scale for a in claim_arms(c)}
