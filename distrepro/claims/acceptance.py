@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Statistic = Literal["median", "mean", "geometric_mean", "olympic_mean"]
-CiMethod = Literal["t", "bca", "percentile"]
+CiMethod = Literal["t", "signflip", "bca", "percentile"]
 #: kinds whose statistic may be negative or zero (no geometric mean)
 SIGNED = {"final_metric", "ordering", "non_inferiority"}
 #: kinds compared with a baseline arm, paired by seed unless ``paired: false``
@@ -24,6 +24,10 @@ COMPARATIVE = ("speedup", "relative_improvement", "non_inferiority", "ordering")
 #: fewest seeds a claim needs by default: with 5 the t-interval is 2.78·s/√5 wide, with 3 it is
 #: 4.30·s/√3, so differences of a few accuracy points cannot be resolved with 3 seeds
 DEFAULT_MIN_SEEDS = 5
+#: fewest seeds at which a measured claim may be judged by its point statistic (``rule: point``) or by a
+#: bootstrap interval: below it a point says nothing about the next seeds, and percentile/BCa intervals of a
+#: handful of values cannot reach outside them and under-cover (Efron & Tibshirani 1993, ch. 14 and 22)
+MIN_SEEDS_POINT_OR_BOOTSTRAP = 10
 
 
 class Accept(BaseModel):
@@ -52,9 +56,11 @@ class Accept(BaseModel):
 
 
 def default_statistic(claim: Any) -> Statistic:
-    """Geometric mean for ratios (AlgoPerf's choice for speedups), the mean for everything else:
-    the statistics a t-interval is exact for, so the default CI has its stated coverage."""
-    if claim.kind == "speedup" or (claim.kind == "relative_improvement" and claim.form == "ratio"):
+    """Geometric mean for ratios (AlgoPerf's choice for speedups) and for fractions, which are judged through
+    their ratio (a log transform, :mod:`distrepro.claims.samples`); the mean for everything else: the statistics
+    a t-interval is exact for (on logs where the noise is multiplicative), so the default CI has its stated
+    coverage."""
+    if claim.kind == "speedup" or (claim.kind == "relative_improvement" and claim.form in ("ratio", "fraction")):
         return "geometric_mean"
     return "mean"
 
@@ -73,13 +79,33 @@ def default_ci_method(statistic: str, paired: bool, kind: str) -> CiMethod:
 def check_ci_method(claim: Any, paired: bool) -> str | None:
     """Why ``claim.accept.ci_method`` cannot be used with its statistic, or None."""
     acc = claim.accept
-    if acc.ci_method != "t":
+    if acc.ci_method not in ("t", "signflip"):
         return None
+    name = acc.ci_method
     if (acc.statistic or default_statistic(claim)) not in ("mean", "geometric_mean"):
-        return "ci_method t is an interval for a mean or geometric mean; use bca for a median or olympic mean"
+        return f"ci_method {name} is an interval for a mean or geometric mean; use bca for a median or olympic mean"
     if not (paired or claim.kind in ("final_metric", "convergence")):
-        return "ci_method t needs one sample of per-seed values (a paired or single-arm claim); use bca"
+        return f"ci_method {name} needs one sample of per-seed values (a paired or single-arm claim); use bca"
     return None
+
+
+def refused_below(claim: Any, n: int) -> str | None:
+    """Why a measured claim's rule cannot judge ``n`` seeds (``rule: point`` or a bootstrap interval below
+    :data:`MIN_SEEDS_POINT_OR_BOOTSTRAP`), or None. A claim decided by the model's structure is deterministic."""
+    if claim.decided_by != "measurement" or n >= MIN_SEEDS_POINT_OR_BOOTSTRAP:
+        return None
+    acc = claim.accept
+    if acc.rule == "point":
+        what = "rule: point (a point statistic, no interval)"
+    elif acc.ci_method in ("bca", "percentile"):
+        what = f"a {acc.ci_method} bootstrap interval"
+    else:
+        return None
+    return (
+        f"claim {claim.id!r}: {what} is refused below {MIN_SEEDS_POINT_OR_BOOTSTRAP} seeds for a measured claim "
+        f"(n={n}); judge it with rule: ci and a t or sign-flip interval on paired seeds, or run ≥ "
+        f"{MIN_SEEDS_POINT_OR_BOOTSTRAP} seeds"
+    )
 
 
 def claimed_bounds(claimed: float | tuple[float, float] | None) -> tuple[float, float] | None:

@@ -1,10 +1,13 @@
 """From a statistic and its CI to PASS / FAIL / INCONCLUSIVE, with a reason a reader can act on.
 
-Under ``rule: ci`` (the default) the CI decides: PASS when all of it lies in the acceptance band,
-FAIL when none of it does, INCONCLUSIVE otherwise, and the reason then says which edge of the
-band the interval straddles (and what lies beyond that edge: falling short of the claim or
-exceeding it), and that more seeds could decide. Under ``rule: point`` the statistic decides and
-the CI is only shown.
+Under ``rule: ci`` (the default) the CI decides, whatever its width: PASS when all of it lies in the
+acceptance band, FAIL when none of it does, INCONCLUSIVE otherwise. With a 95 % interval each of the
+two one-sided decisions errs at most 2.5 % at a band edge. An INCONCLUSIVE reason says which edge
+the interval straddles (and what lies beyond it: falling short of the claim or exceeding it), its
+half-width towards that edge and how many seeds a new run would need to clear it
+(:mod:`distrepro.claims.planning`). A decision records its one-sided p-value (t approximation on the
+interval's scale) for Holm's step-down over the headline claims. Under ``rule: point`` the statistic
+decides and the CI is only shown.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distrepro.claims.acceptance import acceptance_band
+from distrepro.claims.acceptance import acceptance_band, claimed_bounds
+from distrepro.claims.planning import MAX_SEEDS, one_sided_p, seeds_to_clear
+from distrepro.claims.samples import interval_scale
 from distrepro.claims.stats import fmt, stat
 
 if TYPE_CHECKING:
@@ -30,10 +35,83 @@ def higher_is_better(claim: Any) -> bool:
     return claim.kind != "convergence"
 
 
+FALLS_SHORT, EXCEEDS = "falls short of the claim", "exceeds the claim"
+
+
+def is_null_claim(claim: Any) -> bool:
+    """A claim of *no effect* (a tie: a difference or fraction of 0, a ratio of 1) judged two-sided: a result
+    beyond its band on either side contradicts it, and neither side "exceeds" it."""
+    bounds = claimed_bounds(getattr(claim, "claimed", None))
+    if bounds is None or claim.accept.sided != "two_sided" or claim.kind not in ("relative_improvement", "speedup"):
+        return False
+    null = 1.0 if claim.kind == "speedup" or claim.form == "ratio" else 0.0
+    return bounds[0] == bounds[1] == null
+
+
 def miss(above: bool, claim: Any) -> str:
     """Which way a result outside the band missed, in the paper's terms: a time cut of 95% against a
-    claimed 72% is a FAIL of the claim as stated, but in the paper's favour, and the reader must see that."""
-    return "exceeds the claim" if above == higher_is_better(claim) else "falls short of the claim"
+    claimed 72% is a FAIL of the claim as stated, but in the paper's favour, and the reader must see that.
+    A claimed tie is contradicted either way, never exceeded."""
+    better = above == higher_is_better(claim)
+    if is_null_claim(claim):
+        return f"departs from the claimed tie (the arm is {'better' if better else 'worse'})"
+    return EXCEEDS if better else FALLS_SHORT
+
+
+def _scaled(claim: Any, v: Verdict) -> Any:
+    """The statistic, its CI and a mapper to the interval's own scale (logs for ratios: distrepro.claims.samples)."""
+    assert v.statistic is not None and v.ci is not None
+    scale = interval_scale(claim)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return scale(v.statistic), scale(v.ci[0]), scale(v.ci[1]), scale
+
+
+def _towards(claim: Any, v: Verdict, edge: float) -> tuple[float, float]:
+    """``(half-width towards edge, signed distance from the statistic to the edge, positive on the statistic's
+    side)`` on the interval's scale."""
+    point, lo, hi, scale = _scaled(claim, v)
+    e = scale(edge)
+    return (point - lo, point - e) if e <= point else (hi - point, e - point)
+
+
+def _more_seeds(claim: Any, v: Verdict, edges: list[float]) -> str:
+    """ "more seeds could decide: about N …" for the edges the interval must clear; sets ``v.seeds_needed``."""
+    needed, halves = [], []
+    for edge in edges:
+        half, distance = _towards(claim, v, edge)
+        halves.append((half, edge))
+        if distance <= 0 or not math.isfinite(distance):
+            return f"the statistic sits on the edge {fmt(edge, v.unit)}: no number of seeds decides it"
+        needed.append(seeds_to_clear(half, distance, v.n_seeds, claim.accept.ci))
+    assert v.ci is not None and v.statistic is not None
+    side = [v.statistic - v.ci[0] if e <= v.statistic else v.ci[1] - v.statistic for _, e in halves]
+    v.half_width = max(side)
+    text = f"half-width {fmt(v.half_width, v.unit)} towards the edge"
+    if any(n is None for n in needed):
+        return f"{text}; {MORE_SEEDS} only past {MAX_SEEDS} seeds: the statistic is too close to the edge"
+    v.seeds_needed = max(n for n in needed if n is not None)
+    return (
+        f"{text}; {MORE_SEEDS}: about {v.seeds_needed} seeds in a new run would clear it "
+        "(n ≈ (t·s/d)², s the per-seed spread, d the distance to the edge)"
+    )
+
+
+def _p_pass(claim: Any, v: Verdict, edges: list[float]) -> None:
+    """One-sided p of a PASS: the largest over the finite edges it clears (an intersection-union test)."""
+    ps = []
+    for edge in edges:
+        if math.isfinite(edge):
+            half, distance = _towards(claim, v, edge)
+            ps.append(one_sided_p(half, distance, v.n_seeds, claim.accept.ci))
+    v.p_value = max(ps) if ps else None
+
+
+def _p_fail(claim: Any, v: Verdict, edge: float) -> None:
+    """One-sided p of a FAIL: the interval lies beyond ``edge``; the distance is measured past it."""
+    point, lo, hi, scale = _scaled(claim, v)
+    e = scale(edge)
+    half, distance = (hi - point, e - point) if point < e else (point - lo, point - e)
+    v.p_value = one_sided_p(half, distance, v.n_seeds, claim.accept.ci)
 
 
 def _ci_text(v: Verdict) -> str:
@@ -71,11 +149,17 @@ def _non_inferiority(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) 
     worse = hi < -margin if claim.accept.rule == "ci" else s < -margin
     if lo >= -margin:
         v.verdict, v.reason = "PASS", f"{text}: CI lower bound ≥ −{fmt(margin)}"
+        _p_pass(claim, v, [-margin])
     elif worse:
         what = "the whole CI is" if claim.accept.rule == "ci" else "the difference is"
-        v.verdict, v.reason = "FAIL", f"{text}: {what} below the margin −{fmt(margin)}"
+        v.verdict, v.miss = "FAIL", FALLS_SHORT
+        v.reason = f"{text}: {what} below the margin −{fmt(margin)}"
+        _p_fail(claim, v, -margin)
     else:
-        v.reason = f"{text}: the CI straddles the margin −{fmt(margin)} (its lower end is below it); {MORE_SEEDS}"
+        v.reason = (
+            f"{text}: the CI straddles the margin −{fmt(margin)} (its lower end is below it); "
+            f"{_more_seeds(claim, v, [-margin])}"
+        )
     return v
 
 
@@ -90,12 +174,15 @@ def _ordering(claim: Any, v: Verdict, arms: dict[str, dict[int, float]]) -> Verd
     text = f"smallest adjacent gap {_ci_text(v)}"
     if lower > claim.margin:
         v.verdict, v.reason = "PASS", f"{text} > {fmt(claim.margin)}; observed {observed}"
+        _p_pass(claim, v, [claim.margin])
     elif upper <= claim.margin:
-        v.verdict, v.reason = "FAIL", f"{text} ≤ {fmt(claim.margin)}; observed {observed}"
+        v.verdict, v.miss = "FAIL", FALLS_SHORT
+        v.reason = f"{text} ≤ {fmt(claim.margin)}; observed {observed}"
+        _p_fail(claim, v, claim.margin)
     else:
         v.reason = (
             f"{text}: the CI straddles the margin {fmt(claim.margin)} (the order may or may not hold); "
-            f"{MORE_SEEDS}; observed {observed}"
+            f"{_more_seeds(claim, v, [claim.margin])}; observed {observed}"
         )
     return v
 
@@ -133,20 +220,23 @@ def _band(claim: Any, v: Verdict) -> Verdict:
             v.reason += f": {v.miss}"
     elif a <= lo and hi <= b:
         v.verdict, v.reason = "PASS", f"CI of {_ci_text(v)} inside the acceptance band {band_text}"
+        _p_pass(claim, v, [a, b])
     elif hi < a or lo > b:
         v.verdict, v.miss = "FAIL", miss(lo > b, claim)
         v.reason = f"CI of {_ci_text(v)} entirely outside the acceptance band {band_text}: {v.miss}"
+        _p_fail(claim, v, b if lo > b else a)
     elif lo < a and hi > b:
         v.reason = (
             f"CI of {_ci_text(v)} is wider than the acceptance band {band_text}: it reaches past both edges; "
-            f"{MORE_SEEDS}"
+            f"{_more_seeds(claim, v, [a, b] if a <= s <= b else [b if s > b else a])}"
         )
     else:
         low_side = lo < a
         edge = a if low_side else b
         v.reason = (
             f"CI of {_ci_text(v)} straddles the {'lower' if low_side else 'upper'} edge {fmt(edge, v.unit)} of the "
-            f"acceptance band {band_text} (beyond it the result {miss(not low_side, claim)}); {MORE_SEEDS}"
+            f"acceptance band {band_text} (beyond it the result {miss(not low_side, claim)}); "
+            f"{_more_seeds(claim, v, [edge])}"
         )
     return v
 
@@ -165,7 +255,7 @@ def censored_convergence(
     if len(values) >= need:
         bound = float(stat(np.array(list(values.values())), claim.accept.statistic))
         if bound > band[1]:
-            v.verdict, v.statistic, v.miss = "FAIL", bound, "falls short of the claim"
+            v.verdict, v.statistic, v.miss = "FAIL", bound, FALLS_SHORT
             v.statistic_name = f"lower bound of the {label}"
             v.reason = (
                 f"target never reached within the budget ({text}); even counting those seeds at their "

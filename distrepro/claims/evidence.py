@@ -7,13 +7,12 @@ number twice (once as stated, once per derived reading) and counts claims that t
 decides by construction (a modelled ZeRO-2 costs exactly one all-reduce, so it ties DDP) as if
 they were measurements. So every claim carries ``origin`` (paper / derived / reconstructed) and
 ``decided_by`` (measurement / model_structure, with a ``why``), and the *headline* tally counts
-only the paper's own claims that a measurement decided; the rest are reported beside it.
+only the paper's own claims that a measurement decided; the rest are reported beside it
+(the counting itself: :mod:`distrepro.claims.tally`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,56 +52,3 @@ def group_of(claim: Any) -> str:
     if claim.decided_by == "model_structure":
         return "structural"
     return "headline" if claim.origin == "paper" else "derived"
-
-
-@dataclass
-class Tally:
-    """Verdict counts per group (see :func:`group_of`), in the order a reader needs them."""
-
-    counts: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: per group, INCONCLUSIVE verdicts whose runs were outside the paper's regime (or tied): counted apart
-    outside: dict[str, int] = field(default_factory=dict)
-
-    def out_of_regime_total(self, group: str | None = None) -> int:
-        return sum(n for g, n in self.outside.items() if group is None or g == group)
-
-    def of(self, group: str) -> dict[str, int]:
-        return self.counts.get(group, dict.fromkeys(VERDICTS, 0))
-
-    def total(self, group: str | None = None) -> int:
-        groups = [group] if group else list(self.counts)
-        return sum(sum(self.of(g).values()) for g in groups)
-
-    @staticmethod
-    def text(counts: dict[str, int]) -> str:
-        return " · ".join(f"{counts.get(k, 0)} {k}" for k in VERDICTS)
-
-    def all_claims(self) -> dict[str, int]:
-        return {k: sum(self.of(g)[k] for g in self.counts) for k in VERDICTS}
-
-    def summary(self) -> str:
-        """One line, headline first: what the CLI prints and the campaign tag holds."""
-        head = f"{self.text(self.of('headline'))} of the paper's {self.total('headline')} claims"
-        if self.out_of_regime_total("headline"):
-            head += f" ({self.out_of_regime_total('headline')} INCONCLUSIVE outside the paper's regime)"
-        rest = []
-        if self.total("derived"):
-            out = self.out_of_regime_total("derived")
-            where = f", {out} outside the paper's regime" if out else ""
-            rest.append(f"derived/reconstructed {self.text(self.of('derived'))}{where}")
-        if self.total("structural"):
-            rest.append(f"decided by the model's structure {self.text(self.of('structural'))}")
-        return head + (f" (also judged: {'; '.join(rest)})" if rest else "")
-
-
-def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
-    """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id)."""
-    by_id = {c.id: c for c in claims}
-    out: dict[str, dict[str, int]] = {}
-    outside: dict[str, int] = {}
-    for v in verdicts:
-        group = group_of(by_id[v.claim_id])
-        out.setdefault(group, dict.fromkeys(VERDICTS, 0))[v.verdict] += 1
-        if getattr(v, "out_of_regime", False):
-            outside[group] = outside.get(group, 0) + 1
-    return Tally(out, outside)

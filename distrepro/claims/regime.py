@@ -16,9 +16,12 @@ Three checks, a closed set like the claim kinds:
   ``a`` at least as good as ``b`` on ``metric`` in the mean over paired seeds, within ``margin``);
   when the reference ordering fails, the proxy is not where the paper is and an ordering between
   the arms under test says nothing;
-* ``detectable``: the minimum detectable effect, the half-width of the t-interval of the claim's
-  paired per-seed values, must be smaller than the paper's ``effect`` (default: the claimed value),
-  otherwise no number of PASS/FAIL at this seed count can be read as evidence about that effect.
+* ``detectable``: a *planning figure*, not a gate: the half-width of the t-interval of the claim's
+  paired per-seed values beside the paper's ``effect`` (default: the claimed value), with the seeds
+  that would resolve that effect (:mod:`distrepro.claims.planning`). It is printed and never changes a
+  verdict: an interval wholly beyond the band is evidence whatever its width, and gating on the
+  observed spread keeps just the samples whose spread happens to be small, on which the interval
+  under-covers (the post-hoc power fallacy; Hoenig & Heisey, The American Statistician 55(1), 2001).
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ class RegimeCheck:
     def text(self) -> str:
         value = "not measured" if self.measured is None else f"measured {fmt(self.measured)}"
         state = {True: "met", False: "NOT met", None: "unknown"}[self.met]
+        if self.detail.startswith("planning figure"):
+            state = "below the effect" if self.met else "not below the effect"
         return f"{self.what} ({self.required}): {value}, {state}" + (f"; {self.detail}" if self.detail else "")
 
 
@@ -146,15 +151,22 @@ def check_control(
 def check_detectable(
     cond: RegimeCondition, points: dict[int, float], effect: float | None, level: float
 ) -> RegimeCheck:
-    """The half-width of the t-interval of the claim's per-seed values against the paper's effect."""
+    """The half-width of the t-interval of the claim's per-seed values against the paper's effect (reported,
+    never a gate: :func:`first_unmet` skips it)."""
     size = cond.effect if cond.effect is not None else effect
     required = f"t-interval half-width of the paired values < {fmt(size)}" if size is not None else "an effect size"
     x = np.array(list(points.values()), dtype=float)
     if size is None or x.size < 2 or not np.all(np.isfinite(x)):
         why = "no effect size (set 'effect')" if size is None else "fewer than two finite per-seed values"
         return RegimeCheck(cond.id, cond.what, cond.source, required, None, None, why)
-    half = t_quantile(level, x.size - 1) * float(np.std(x, ddof=1)) / math.sqrt(x.size)
-    return RegimeCheck(cond.id, cond.what, cond.source, required, half, half < abs(size))
+    spread = float(np.std(x, ddof=1))
+    half = t_quantile(level, x.size - 1) * spread / math.sqrt(x.size)
+    from distrepro.claims.planning import seeds_for_spread
+
+    seeds = seeds_for_spread(spread, abs(size), level)
+    plan = f"about {seeds} seeds resolve an effect of {fmt(abs(size))}" if seeds else "no seed count resolves it"
+    detail = f"planning figure, not a gate: {plan} (n ≈ (t·s/effect)²)"
+    return RegimeCheck(cond.id, cond.what, cond.source, required, half, half < abs(size), detail)
 
 
 def run_checks(claim: Any, values_of: Callable[[str, str], dict[int, float] | None]) -> list[RegimeCheck]:
@@ -175,6 +187,8 @@ def run_checks(claim: Any, values_of: Callable[[str, str], dict[int, float] | No
 def first_unmet(checks: list[RegimeCheck]) -> str | None:
     """The INCONCLUSIVE reason for the first condition not met or not measurable, or None when all hold."""
     for c in checks:
+        if c.detail.startswith("planning figure"):
+            continue
         if c.met is False:
             return f"{OUTSIDE}: {c.what}, measured {fmt(c.measured)} (needs {c.required}; {c.source})"
         if c.met is None:

@@ -6,7 +6,7 @@ Claims are a *closed set of kinds* (MLPerf's checker power without its ``eval``'
 each kind fixes how a number is computed from the runs, so a claims file can be linted, diffed
 and trusted. Every claim states its metric's ``direction`` (MLPerf #162: direction inferred from
 a metric's name broke a checker), where in the paper it comes from, and how much of it is the
-paper's own words (``evidence``). See ``reports/README.md`` for the field reference and examples.
+paper's own words (``evidence``). See ``docs/claims.md`` for the field reference and examples.
 
 The acceptance rules and their defaults live in :mod:`distrepro.claims.acceptance` (re-exported here).
 
@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from distrepro.claims.acceptance import (
     DEFAULT_MIN_SEEDS,
-    SIGNED,
     Accept,
     acceptance_band,
     claimed_bounds,
@@ -31,13 +30,12 @@ from distrepro.claims.acceptance import (
     default_paired,
     default_statistic,
 )
-from distrepro.claims.evidence import ORIGIN_OF, check_evidence_and_accept
+from distrepro.claims.evidence import ORIGIN_OF
+from distrepro.claims.references import check_references
 from distrepro.claims.regime import RegimeCondition, condition_arms
 from distrepro.claims.sensitivity_spec import SensitivitySpec
 from distrepro.config.run_config import read_yaml
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
-from distrepro.errors import ConfigError
-from distrepro.metrics import unknown_metric
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -156,6 +154,10 @@ class _ClaimBase(_Strict):
     ideal: Ideal | None = None
     notes: str | None = None
     conflicts_with: list[str] = Field(default_factory=list)
+    #: counted once with another claim in the tallies: the two cannot both hold (an inconsistent pair, e.g. a
+    #: FLOPS ratio and a time cut that imply different speedups) or restate one number (``same_as``)
+    counts_with: str | None = None
+    same_as: str | None = None
     #: conditions on the deciding runs that put them in the paper's regime (suite/claims/regime.py)
     regime: list[RegimeCondition] = Field(default_factory=list)
     #: choices about this claim made after its verdicts were seen (a seed count raised after an INCONCLUSIVE, a
@@ -315,102 +317,6 @@ def at_scale(spec: PaperSpec, scale: Scale, available: set[str] | None = None) -
     return spec.model_copy(update={"setup": setup, "claims": claims})
 
 
-def _check_references(spec: PaperSpec, source: str | Path | None, known_methods: set[str] | None) -> None:
-    """Cross-field rules pydantic cannot see: unique ids, arms that exist, required baselines."""
-    arms = set(spec.setup.arms)
-    optional = {name for name, arm in spec.setup.arms.items() if arm.optional}
-
-    def arm_ok(name: str, where: str) -> None:
-        if name in optional:  # a default reproduction does not run it: its claims would stay INCONCLUSIVE
-            raise ConfigError(source, where, f"arm {name!r} is optional (run only on request) and cannot carry a claim")
-        if name in arms or known_methods is None or name in known_methods:
-            return
-        raise ConfigError(source, where, f"unknown arm {name!r}: define it under setup.arms or name a method folder")
-
-    for name, arm in spec.setup.arms.items():
-        if known_methods is not None and arm.method not in known_methods:
-            raise ConfigError(source, f"setup.arms.{name}.method", f"unknown method {arm.method!r}")
-    if spec.setup.baseline is not None:
-        arm_ok(spec.setup.baseline, "setup.baseline")
-    ids = [c.id for c in spec.claims]
-    for i, claim in enumerate(spec.claims):
-        at = f"claims[{i}]"
-        if ids.index(claim.id) != i:
-            raise ConfigError(source, f"{at}.id", f"duplicate claim id {claim.id!r}")
-        _check_metric(claim, at, source)
-        for j, other in enumerate(claim.conflicts_with):
-            if other not in ids or other == claim.id:
-                raise ConfigError(source, f"{at}.conflicts_with[{j}]", f"no other claim with id {other!r}")
-        if isinstance(claim, OrderingClaim):
-            if len(set(claim.arms)) != len(claim.arms):
-                raise ConfigError(source, f"{at}.arms", "an arm is listed twice")
-            for j, name in enumerate(claim.arms):
-                arm_ok(name, f"{at}.arms[{j}]")
-        else:
-            if claim.arm is None:
-                raise ConfigError(source, f"{at}.arm", f"a {claim.kind} claim needs the arm it is about")
-            arm_ok(claim.arm, f"{at}.arm")
-        if hasattr(claim, "baseline"):
-            base = claim.baseline or spec.setup.baseline
-            if base is None:
-                raise ConfigError(source, f"{at}.baseline", "needs a baseline arm (here or in setup.baseline)")
-            arm_ok(base, f"{at}.baseline")
-            if base == claim.arm:
-                raise ConfigError(source, f"{at}.baseline", "the baseline must differ from the arm")
-        stat = claim.accept.statistic
-        signed = claim.kind in SIGNED or (isinstance(claim, RelativeImprovementClaim) and claim.form != "ratio")
-        if stat == "geometric_mean" and signed:
-            raise ConfigError(
-                source, f"{at}.accept.statistic", "geometric_mean is for positive ratios; use median or mean"
-            )
-        if isinstance(claim, SpeedupClaim):
-            if claim.measure == "budget_time" and claim.clock not in ("emulated", "wall"):
-                raise ConfigError(source, f"{at}.clock", "budget_time is measured on the emulated or wall clock only")
-            if claim.measure == "budget_time" and claim.target is not None:
-                raise ConfigError(source, f"{at}.target", "a target needs measure: time_to_target")
-            if claim.measure == "time_to_target" and claim.target is None and claim.clock != "emulated":
-                raise ConfigError(
-                    source, f"{at}.target", f"clock {claim.clock!r} needs an explicit target (curves are read)"
-                )
-        _check_regime(claim, at, source, arm_ok)
-        check_evidence_and_accept(spec.setup.min_seeds, claim, at, source)
-        bounds = claimed_bounds(getattr(claim, "claimed", None))
-        positive = claim.kind in ("speedup", "convergence") or (
-            isinstance(claim, RelativeImprovementClaim) and claim.form == "ratio"
-        )
-        if positive and bounds is not None and bounds[0] <= 0:
-            raise ConfigError(source, f"{at}.claimed", "must be positive for this kind")
-
-
-def _check_regime(claim: Claim, at: str, source: str | Path | None, arm_ok: Any) -> None:
-    """Regime conditions name arms that exist and metrics some writer logs, once each."""
-    seen: set[str] = set()
-    for j, cond in enumerate(claim.regime):
-        where = f"{at}.regime[{j}]"
-        if cond.id in seen:
-            raise ConfigError(source, f"{where}.id", f"duplicate regime condition id {cond.id!r}")
-        seen.add(cond.id)
-        for name in condition_arms(claim, cond):
-            arm_ok(name, f"{where}.{'arms' if cond.check == 'control' else 'arm'}")
-        why = unknown_metric(cond.metric) if cond.metric is not None else None
-        if why is not None:
-            raise ConfigError(source, f"{where}.metric", f"claim {claim.id!r}: {why}")
-        if cond.check == "detectable" and cond.effect is None and getattr(claim, "claimed", None) is None:
-            raise ConfigError(source, f"{where}.effect", "a claim without a claimed value needs the paper's effect")
-
-
-def _check_metric(claim: Claim, at: str, source: str | Path | None) -> None:
-    """A claim names a metric some writer logs (:mod:`distrepro.metrics`); a typo would only ever be INCONCLUSIVE."""
-    named = [("metric", getattr(claim, "metric", None))]
-    target = getattr(claim, "target", None)
-    if target is not None:
-        named.append(("target.metric", target.metric))
-    for field, name in named:
-        why = unknown_metric(name) if name is not None else None
-        if why is not None:
-            raise ConfigError(source, f"{at}.{field}", f"claim {claim.id!r}: {why}")
-
-
 def _resolve(spec: PaperSpec) -> PaperSpec:
     """Fill every claim's defaults from ``setup`` so the engine never has to look twice."""
     claims = []
@@ -449,7 +355,7 @@ def validate_paper(
         spec = PaperSpec.model_validate(data)
     except ValidationError as exc:
         raise pydantic_error(source, exc) from None
-    _check_references(spec, source, known_methods)
+    check_references(spec, source, known_methods)
     return _resolve(spec)
 
 

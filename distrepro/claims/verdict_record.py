@@ -33,11 +33,24 @@ class Verdict:
     ci_method: str = ""  # t, bca or percentile (see distrepro.claims.intervals)
     regime: list[RegimeCheck] = field(default_factory=list)  # the claim's regime checks (distrepro.claims.regime)
     out_of_regime: bool = False  # INCONCLUSIVE because the runs are outside the paper's regime (or arms tie)
+    arm_profiles: dict[str, list[str]] = field(default_factory=dict)  # arm → the profiles its deciding runs used
+    skew: float | None = None  # adjusted skewness of the per-seed values on the interval's scale (a diagnostic)
+    seeds_needed: int | None = None  # a straddling interval: seeds to clear the edge (distrepro.claims.planning)
+    half_width: float | None = None  # a straddling interval: its half-width towards the edge, in the statistic's unit
+    p_value: float | None = None  # one-sided p of the decision taken (PASS/FAIL), t approximation on the CI's scale
+    holm: str = ""  # "stands" / "not after Holm" for a decided headline claim (distrepro.claims.tally)
+    depends_on: str = ""  # a timing verdict that flips over the plausible hardware: the figure it depends on
+    pass_share: float | None = None  # share of the plausible hardware settings in which the claim PASSes
+
+    @property
+    def across_profiles(self) -> bool:
+        """Arms compared on different profiles (emulated clusters): a seed index then pairs different runs."""
+        return len({tuple(p) for p in self.arm_profiles.values()}) > 1
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["regime"] = [c.to_dict() for c in self.regime]
-        for key in ("statistic", "ci", "band"):
+        for key in ("statistic", "ci", "band", "skew", "half_width", "p_value"):
             out[key] = json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}
         for key in ("per_seed", "censored"):

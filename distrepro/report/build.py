@@ -25,12 +25,14 @@ import pandas as pd
 
 import distrepro
 from distrepro import metrics as M
-from distrepro.claims.evidence import group_of, tally
+from distrepro.claims.evidence import group_of
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
+from distrepro.claims.tally import mark_dependence, tally
 from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
 from distrepro.plugins.roots import repo_root
+from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
 from distrepro.report.headline import first_screen, provenance
@@ -219,11 +221,11 @@ def _markdown(
     if spec is None or not spec.claims:
         parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
     else:
-        parts += [sec.tally_text(spec, verdicts), "", sec.grouped_claims_tables(spec, verdicts)]
-        conflicts = sec.conflicts_section(spec)
+        parts += [claims_sec.tally_text(spec, verdicts), "", claims_sec.grouped_claims_tables(spec, verdicts)]
+        conflicts = claims_sec.conflicts_section(spec)
         if conflicts:
             parts += ["### Claims that cannot all hold", "", conflicts]
-        parts += ["### Claim details", "", sec.claim_details(spec, verdicts)]
+        parts += ["### Claim details", "", claims_sec.claim_details(spec, verdicts)]
     if extra:  # e.g. the sensitivity of the timing verdicts (distrepro/report/sensitivity_section.py)
         parts += [extra]
     parts += ["## Runs", "", sec.runs_table(rs.runs, labels)]
@@ -327,8 +329,10 @@ def write_report(
         for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
     }
     extra = ""
-    if sensitivity is not None:
+    if sensitivity is not None:  # a timing verdict that flips over the plausible hardware depends on an assumption
         from distrepro.report import sensitivity_section as sens
+
+        mark_dependence(verdicts, {c.claim_id: (c.share("PASS"), c.decisive() or "") for c in sensitivity.claims})
 
         sens_figs = sens.draw(sensitivity, fig_dir)
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
@@ -346,7 +350,7 @@ def write_report(
     payload: dict[str, Any] = {
         "paper": info.id,
         "title": info.title,
-        "headline": t.text(t.of("headline")) if t and t.total("headline") else None,
+        "headline": t.text(t.of("headline"), "headline") if t and t.total("headline") else None,
         "n_runs": len(rs.runs),
         "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "experiment": rs.experiment,

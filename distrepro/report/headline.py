@@ -16,9 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from distrepro.claims.evidence import group_of, tally
+from distrepro.claims.evidence import group_of
+from distrepro.claims.tally import tally
 from distrepro.claims.verdicts import Verdict, fmt
-from distrepro.report.sections import claimed_text, source_text
+from distrepro.report.claims_sections import claimed_text, qualifier, source_text, where_decided
 
 #: the verdict, said as a reader would say it
 SAID = {"PASS": "holds", "FAIL": "does not hold", "INCONCLUSIVE": "cannot be decided"}
@@ -26,9 +27,16 @@ DETAILS_OPEN = "<details><summary>{summary}</summary>"
 DETAILS_CLOSE = "</details>"
 
 
-def _measured(v: Verdict, level: float) -> str:
+def _measured(v: Verdict, claim: Any) -> str:
+    level = claim.accept.ci
     if v.statistic is None or (isinstance(v.statistic, float) and math.isnan(v.statistic)):
-        return "nothing measured"
+        listed = {s for d in (*v.per_seed.values(), *v.censored.values()) for s in d}
+        if not listed:
+            return "nothing measured"
+        usable = v.n_seeds or len(listed)
+        need = claim.accept.min_seeds
+        short = f", fewer than the {need} the claim needs" if need and usable < need else ""
+        return f"{usable} seed{'s' if usable != 1 else ''} measured{short} (per-seed values in the claim details)"
     lower = "≥ " if v.statistic_name.startswith("lower bound") else ""
     text = f"measured {lower}{fmt(v.statistic, v.unit)}"
     seeds = f"{v.n_seeds} seed{'s' if v.n_seeds != 1 else ''}"
@@ -43,9 +51,13 @@ _EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
 def claim_sentence(claim: Any, v: Verdict) -> str:
     """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
     what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
-    text = f"**{v.verdict}** · {SAID[v.verdict]}: *{what}* ({claim.id}; {source_text(claim)}): "
-    text += f"{_measured(v, claim.accept.ci)} against claimed {claimed_text(claim)}"
-    text += f"; decided at {claim.scale} scale on profile `{claim.profile or 'any'}`"
+    said = "depends on an assumption" if v.depends_on else SAID[v.verdict]
+    text = f"**{v.verdict}** · {said}: *{what}* ({claim.id}; {source_text(claim)}): "
+    text += f"{_measured(v, claim)} against claimed {claimed_text(claim)}"
+    text += f"; decided at {claim.scale} scale on {where_decided(claim, v)}"
+    extra = qualifier(v)
+    if extra:
+        text += f" ({extra})"
     if v.verdict != "PASS":
         text += f" — {v.reason}"
     return text.replace("\n", " ").rstrip(".") + "."
@@ -63,11 +75,19 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
     heads = [c for c in spec.claims if group_of(c) == "headline" and c.id in by_id]
     t = tally(spec.claims, verdicts)
     counts = t.of("headline")
+    split = t.fails.get("headline", {})
+    fail = _count(counts["FAIL"], "does not hold", "do not hold")
+    if counts["FAIL"]:
+        fail += f" ({split.get('falls short', 0)} falling short, {split.get('exceeds', 0)} exceeding it)"
+    depends = t.depends.get("headline", 0)
+    dep = f", {_count(depends, 'depends', 'depend')} on an assumed hardware figure" if depends else ""
+    n_units = t.total("headline")
+    merged = f" (counted once per claim the paper makes: {len(heads)} rows)" if n_units != len(heads) else ""
     lines = [
-        f"**Of the paper's {_count(len(heads), 'headline claim', 'headline claims')}: "
-        f"{_count(counts['PASS'], 'holds', 'hold')}, {_count(counts['FAIL'], 'does not hold', 'do not hold')}, "
-        f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}** on the emulated hardware "
-        "(the claims tables and evidence follow).",
+        f"**Of the paper's {_count(n_units, 'headline claim', 'headline claims')}{merged}: "
+        f"{_count(counts['PASS'], 'holds', 'hold')}, {fail}, "
+        f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}{dep}** on the emulated "
+        f"hardware (the claims tables and evidence follow). {t.holm_text()[0].upper()}{t.holm_text()[1:]}.",
         "",
     ]
     lines += [f"- {claim_sentence(c, by_id[c.id])}" for c in heads]

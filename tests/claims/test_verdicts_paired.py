@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from test_verdicts import SRC, Table, judge, spec
 
-from distrepro.claims.evidence import group_of, tally
+from distrepro.claims.evidence import group_of
 from distrepro.claims.schema import validate_paper
+from distrepro.claims.tally import tally
 from distrepro.claims.verdicts import Verdict
 
 SHARED = {0: 10.0, 1: 50.0, 2: 30.0, 3: 70.0, 4: 20.0}  # what a seed gives every arm: init, data order
@@ -71,7 +72,7 @@ def test_paired_comparisons_say_so() -> None:
     t = _shared_arms(1.0)
     claim = {
         "id": "r", "kind": "relative_improvement", "arm": "a", "baseline": "b", "metric": "final/val_accuracy",
-        "direction": "max", "claimed": 0.05, "accept": {"abs_tolerance": 1.0},
+        "direction": "max", "form": "difference", "claimed": 0.05, "accept": {"abs_tolerance": 1.0},
     }  # fmt: skip
     v = judge(spec(claim), t)
     assert v.paired and v.statistic_name == "mean of per-seed values (paired by seed)"
@@ -101,7 +102,8 @@ def test_only_the_papers_own_measured_claims_are_the_headline() -> None:
     t = tally(s.claims, verdicts)
     assert t.of("headline") == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0}
     assert t.all_claims() == {"PASS": 3, "FAIL": 2, "INCONCLUSIVE": 0}
-    assert t.summary() == (
-        "1 PASS · 1 FAIL · 0 INCONCLUSIVE of the paper's 2 claims (also judged: derived/reconstructed "
-        "2 PASS · 0 FAIL · 0 INCONCLUSIVE; decided by the model's structure 0 PASS · 1 FAIL · 0 INCONCLUSIVE)"
+    assert t.summary() == (  # hand-made verdicts carry no p-value: none can stand after Holm
+        "1 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE of the paper's 2 claims; 0 stand after Holm "
+        "(also judged: derived/reconstructed 2 PASS · 0 FAIL · 0 INCONCLUSIVE; decided by the model's structure "
+        "0 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE)"
     )

@@ -185,6 +185,8 @@ claims:
     direction: min
     claimed: [0.33, 0.5]
     accept: {abs_tolerance: 0.03, sided: one_sided, rule: point}  # 2 seeds: t(0.975, 1) = 12.7 would decide nothing
+    decided_by: model_structure  # a point rule on 2 seeds is refused for a measured claim: this checks the pipeline
+    why: "two smoke seeds on a noiseless emulated clock: the reduction is a function of the profile's speeds"
     ideal: {value: 0.6, label: "1 - n*min(v)/sum(v) at 1:4"}
     source: {kind: abstract, quote: "nearly one-third to half"}
     evidence: verbatim

@@ -151,7 +151,7 @@ def test_difference_form_is_arm_minus_base_signed_by_direction() -> None:
     """Accuracy claims are paired differences in points (``form: difference``), not relative fractions."""
     import numpy as np
 
-    from distrepro.claims.verdicts import _relative
+    from distrepro.claims.samples import relative as _relative
 
     a, b = np.array([0.81, 0.80]), np.array([0.79, 0.80])
     assert _relative("difference", "max")(a, b).tolist() == pytest.approx([0.02, 0.0])

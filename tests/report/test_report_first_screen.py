@@ -32,7 +32,10 @@ def report(tmp_path_factory: pytest.TempPathFactory):
 def test_first_lines_say_each_headline_verdict_before_any_table(report) -> None:
     md = report.markdown.read_text()
     first = md[: md.index("## Claims")]
-    assert "**Of the paper's 3 headline claims: 2 hold, 1 does not hold, 0 cannot be decided**" in first
+    assert (
+        "**Of the paper's 3 headline claims: 2 hold, 1 does not hold (1 falling short, 0 exceeding it), "
+        "0 cannot be decided**" in first
+    )
     sentences = [ln for ln in first.splitlines() if ln.startswith("- **")]
     assert [s.split("**")[1] for s in sentences] == ["PASS", "PASS", "FAIL"]  # verdict first, headline only
     s3 = sentences[2]
@@ -85,7 +88,7 @@ def test_index_lists_each_paper_with_its_tally(report) -> None:
     (other / "claims_verdict.json").write_text(json.dumps({"paper": "other", "verdicts": []}))
     index = write_index(root)
     md = (root / "index.md").read_text()
-    assert "[synth](synth/report.html)" in md and "2 PASS · 1 FAIL · 0 INCONCLUSIVE" in md
+    assert "[synth](synth/report.html)" in md and "2 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE" in md
     assert "2 PASS · 1 FAIL · 1 INCONCLUSIVE" in md  # all four claims
     assert "[other](other/report.html)" in md and "no claims encoded" in md
     assert 'href="synth/report.html"' in index.read_text()

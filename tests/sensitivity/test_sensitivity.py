@@ -134,6 +134,12 @@ def test_the_report_renders_the_sensitivity_section(profiles: dict[str, str], tm
             assert f"figures/{name}" in md
     assert not (tmp_path / "flip" / "figures" / "sensitivity_heatmap.png").exists()
     assert "Central verdicts differ" not in md  # the sweep at central values agrees with the report
+    # a verdict that flips over the plausible hardware depends on that figure and leaves the PASS/FAIL tally
+    f1 = next(v for v in report.verdicts if v.claim_id == "F1")
+    share = next(c for c in result.claims if c.claim_id == "F1").share("PASS")
+    assert 0.05 < share < 0.95 and f1.pass_share == share
+    assert f1.depends_on == "network.inter_node.bandwidth_gbytes_per_s"
+    assert "1 depends on an assumption" in md and "depends on network.inter_node.bandwidth_gbytes_per_s" in md
     html = report.html.read_text()
     assert html.count('<img src="data:image/png;base64,') >= 2
     frame = pd.read_csv(tmp_path / "flip" / "sensitivity_samples.csv")

@@ -1,0 +1,133 @@
+"""Evidence gathering: from a tidy run table (and curves) to per-seed values of each arm a claim reads.
+
+Per seed, the newest FINISHED run counts (a rerun replaces an earlier one). A claim with an explicit
+quality ``target`` reads the per-evaluation curves (the first evaluation that meets it); the others
+read one summary column per run. Nothing here decides anything: :mod:`distrepro.claims.verdicts`
+turns what this module gathers into a verdict, and the sensitivity sweep re-uses the selection.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from distrepro import metrics as M
+from distrepro.claims.schema import PaperSpec
+from distrepro.tracking.runlog import flatten_params
+
+#: claim unit → curve column
+UNIT_COLUMN = {
+    "emulated": M.EMULATED_S,
+    "emulated_s": M.EMULATED_S,
+    "wall": M.WALL_S,
+    "steps": "step",
+    "epochs": M.EPOCH,
+    "samples": M.SAMPLES,
+}
+_TARGET_SUMMARIES = {M.TIME_TO_TARGET_S, M.STEP_TO_TARGET}
+
+
+def _same(logged: Any, wanted: Any) -> bool:
+    if logged is None or (isinstance(logged, float) and math.isnan(logged)):
+        return False
+    if str(logged) == str(wanted):
+        return True
+    try:
+        return math.isclose(float(logged), float(wanted))
+    except (TypeError, ValueError):
+        return False
+
+
+def select_arm(runs: pd.DataFrame, spec: PaperSpec, name: str, profile: str | None, scale: str | None) -> pd.DataFrame:
+    """Rows of ``runs`` that belong to arm ``name`` on ``profile`` (any profile if ``None``)."""
+    arm = spec.arm(name)
+    mask = runs["method"] == arm.method
+    if profile is not None:
+        mask &= runs["profile"] == profile
+    if scale is not None and "scale" in runs:  # runs that do not record a scale are taken as the claim's
+        mask &= runs["scale"].fillna(scale).replace("", scale) == scale
+    if arm.campaign is not None:
+        mask &= runs.get("campaign", pd.Series(None, index=runs.index)) == arm.campaign
+    for key, wanted in (flatten_params({"method_params": arm.params}) if arm.params else {}).items():
+        col = f"params.{key}"
+        mask &= runs[col].map(lambda x, w=wanted: _same(x, w)) if col in runs else False
+    return runs[mask]
+
+
+def latest_per_seed(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none."""
+    order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
+    picked, bad = [], {}
+    for seed, group in order.groupby("seed", sort=True):
+        done = group[group["status"] == "FINISHED"]
+        if len(done):
+            picked.append(done.iloc[-1])
+        else:
+            bad[int(seed)] = str(group["status"].iloc[-1])
+    frame = pd.DataFrame(picked).set_index("seed", drop=False) if picked else rows.iloc[0:0]
+    return frame, bad
+
+
+# ---------------------------------------------------------------- per-seed values
+
+
+def metric_column(runs: pd.DataFrame, metric: str) -> str | None:
+    """``metric`` if the table has it, else ``final/<metric>`` (so ``val_accuracy`` means the final one)."""
+    for col in (metric, M.final(metric)):
+        if col in runs.columns:
+            return col
+    return None
+
+
+def crossing(curve: pd.DataFrame, metric: str, value: float, direction: str, unit_col: str) -> tuple[float, bool]:
+    """``(unit value at the first evaluation meeting the target, True)``; else ``(last unit value, False)``."""
+    curve = curve.sort_values("step")
+    hit = curve[metric] >= value if direction == "max" else curve[metric] <= value
+    if hit.any():
+        return float(curve.loc[hit.idxmax(), unit_col]), True
+    return float(curve[unit_col].max()), False
+
+
+def seed_values(
+    claim: Any, rows: pd.DataFrame, curves: pd.DataFrame | None, metric: str | None
+) -> tuple[dict[int, float], dict[int, float], list[int]]:
+    """``(values, censored, missing)`` per seed: reached values, lower bounds of unreached ones, seeds without data."""
+    values: dict[int, float] = {}
+    censored: dict[int, float] = {}
+    missing: list[int] = []
+    target = getattr(claim, "target", None)
+    if target is not None:  # read the curves: convergence, or speedup to an explicit target
+        unit_col = UNIT_COLUMN[getattr(claim, "unit", None) or claim.clock]
+        for seed, row in rows.iterrows():
+            curve = None if curves is None else curves[curves["run_id"] == row["run_id"]]
+            if curve is None or curve.empty or target.metric not in curve or unit_col not in curve:
+                missing.append(int(seed))
+                continue
+            curve = curve.dropna(subset=[target.metric, unit_col])
+            if curve.empty:
+                missing.append(int(seed))
+                continue
+            v, ok = crossing(curve, target.metric, target.value, target.direction, unit_col)
+            (values if ok else censored)[int(seed)] = v
+        return values, censored, missing
+    col = metric_column(rows, metric) if metric else None
+    for seed, row in rows.iterrows():
+        cell = row.get(col) if col else None
+        reached = row.get(M.TARGET_REACHED)
+        if col in _TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
+            censored[int(seed)] = math.inf
+        elif cell is None or pd.isna(cell):
+            missing.append(int(seed))
+        else:
+            values[int(seed)] = float(cell)
+    return values, censored, missing
+
+
+def claim_metric(claim: Any) -> str | None:
+    if claim.kind == "speedup" and claim.target is None:
+        if claim.measure == "time_to_target":
+            return M.TIME_TO_TARGET_S
+        return M.FINAL_EMULATED_S if claim.clock == "emulated" else M.FINAL_WALL_S
+    return getattr(claim, "metric", None)

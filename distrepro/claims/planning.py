@@ -1,0 +1,73 @@
+"""How many seeds an interval needs to clear an edge, and the one-sided p-value of a decision.
+
+One computation serves two moments. *Before the runs*, a pilot's per-seed spread ``s`` (on seeds that
+are then discarded) and the smallest distance worth resolving ``d`` (a margin, half the paper's gap)
+give the seeds to plan for: the smallest n with ``t_{n−1, 1−α/2} · s / √n < d``, i.e. n ≈ (t·s/d)²
+solved with the t quantile of that n (:func:`seeds_for_spread`). *After the runs*, an interval that
+straddles an edge gives the same figure from its own half-width ``h`` at n seeds: the spread it implies
+is ``s = h·√n / t_{n−1}`` (:func:`seeds_to_clear`). That second figure is a plan for a *new*
+confirmatory run, not a licence to add seeds and look again (two looks at the nominal level err more
+often than 2.5 %; a group-sequential plan or fresh seed indices avoid it).
+
+Everything is on the interval's own scale: the log scale for a geometric mean (ratios, speedups),
+the log-ratio scale for a fraction judged through its ratio (see :mod:`distrepro.claims.samples`).
+Bootstrap and sign-flip intervals are read through the same t approximation (their half-width stands
+in for ``t·s/√n``), which the report says.
+"""
+
+from __future__ import annotations
+
+import math
+
+from distrepro.claims.intervals import t_quantile
+
+#: give up beyond this many seeds: a distance that small is not worth resolving by seeds
+MAX_SEEDS = 100_000
+
+
+def seeds_for_spread(spread: float, distance: float, level: float = 0.95, start: int = 2) -> int | None:
+    """Smallest n ≥ ``start`` with ``t_{n−1}(level) · spread / √n < distance``; None when the distance is 0
+    or more than :data:`MAX_SEEDS` would be needed. ``spread`` is the per-seed standard deviation."""
+    if not (math.isfinite(spread) and math.isfinite(distance)) or distance <= 0:
+        return None
+    if spread <= 0:
+        return max(start, 2)
+    n = max(start, 2, math.ceil((1.959963984540054 * spread / distance) ** 2))  # the normal bound: t is larger
+    while n <= MAX_SEEDS:
+        if t_quantile(level, n - 1) * spread / math.sqrt(n) < distance:
+            return n
+        n += 1 if n < 1000 else max(1, n // 100)
+    return None
+
+
+def implied_spread(half: float, n: int, level: float) -> float:
+    """The per-seed spread a t-interval of half-width ``half`` at ``n`` seeds implies: ``half·√n / t_{n−1}``."""
+    return half * math.sqrt(n) / t_quantile(level, n - 1)
+
+
+def seeds_to_clear(half: float, distance: float, n: int, level: float) -> int | None:
+    """Seeds an interval of half-width ``half`` (towards the edge) at ``n`` seeds would need for that half-width
+    to fall below ``distance`` (the statistic's distance to the edge), the spread held at its estimate."""
+    if n < 2 or not math.isfinite(half):
+        return None
+    return seeds_for_spread(implied_spread(half, n, level), distance, level, start=n + 1)
+
+
+def one_sided_p(half: float, distance: float, n: int, level: float) -> float:
+    """One-sided p-value of "the edge is not crossed" for a statistic ``distance`` beyond an edge (negative:
+    short of it), from an interval of half-width ``half`` at ``n`` seeds: ``P(T_{n−1} ≥ t·distance/half)``."""
+    from scipy.special import stdtr  # the t distribution's CDF, as scipy.stats.t.sf evaluates it
+
+    if n < 2 or not math.isfinite(half) or not math.isfinite(distance):
+        return math.nan
+    if half <= 0:
+        return 0.0 if distance > 0 else 1.0
+    return float(stdtr(n - 1, -t_quantile(level, n - 1) * distance / half))
+
+
+def how_computed() -> str:
+    """The sentence a report prints beside a seeds figure."""
+    return (
+        "n ≈ (t·s/d)²: the smallest n with t_{n−1}·s/√n below the distance d from the statistic to the edge, "
+        "s the per-seed spread the interval implies (half-width·√n/t), on the interval's scale"
+    )

@@ -1,0 +1,216 @@
+"""The tallies a report leads with: evidence about the paper, counted once, each decision's error stated.
+
+What the headline counts (the paper's own claims decided by measurement, :func:`distrepro.claims.evidence.group_of`):
+
+* **once per claim the paper makes**: claims that restate one number (``same_as``: Decent-DP's F7 = 1 − 1/F6)
+  or that cannot both hold (``counts_with``: C-ADP's FLOPS ratio and its time cut, one the reciprocal of
+  the other's complement) form one *unit*, counted once. A unit holds when any of its claims holds (the
+  paper's statement, read either way, is borne out), fails when all fail, and is undecided otherwise;
+  the table still lists every claim;
+* **not when an assumption decides it**: a timing verdict that PASSes in more than 5 % and fewer than 95 %
+  of the plausible hardware settings (the sensitivity sweep) *depends on* the estimated figure that flips
+  it; it is counted apart, with its share, not as PASS or FAIL;
+* **FAIL split by direction**: a result beyond the claim in the paper's favour (``exceeds``) is not the
+  same finding as one that ``falls short``; a claimed tie contradicted either way counts as falling short;
+* **with its error**: each decision is a one-sided test at 2.5 % (the 95 % interval wholly on one side of
+  an edge). Over the m headline units, Holm's step-down procedure (Holm 1979, Scand. J. Statist. 6(2))
+  keeps the family-wise error at 2.5 %: sorted ascending, the i-th p-value must be ≤ 0.025/(m − i + 1),
+  and the first that is not stops the procedure. Each decided verdict records whether it ``stands``
+  after Holm; the tally gives both counts. (p-values: :mod:`distrepro.claims.planning`.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from distrepro.claims.evidence import VERDICTS, group_of
+
+#: one-sided error of each decision (a two-sided 95 % interval wholly past one edge)
+ALPHA = 0.025
+#: PASS shares over the plausible hardware within which a timing verdict depends on an assumption
+FIRM_BELOW, FIRM_ABOVE = 0.05, 0.95
+STANDS, NOT_AFTER_HOLM = "stands", "not after Holm"
+
+
+def mark_dependence(verdicts: Iterable[Any], shares: Mapping[str, tuple[float, str]]) -> None:
+    """Record each swept claim's PASS share (``shares``: claim id → (share, the decisive figure)) and mark
+    ``depends_on`` where the share is strictly between 5 % and 95 %."""
+    for v in verdicts:
+        if v.claim_id not in shares:
+            continue
+        share, figure = shares[v.claim_id]
+        v.pass_share = share
+        if FIRM_BELOW < share < FIRM_ABOVE:
+            v.depends_on = figure or "the estimated hardware figures"
+
+
+def units(claims: Sequence[Any]) -> list[list[str]]:
+    """Claim ids grouped by ``same_as``/``counts_with`` links (connected components), in file order."""
+    parent = {c.id: c.id for c in claims}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for c in claims:
+        for other in (getattr(c, "same_as", None), getattr(c, "counts_with", None)):
+            if isinstance(other, str) and other in parent:
+                parent[root(c.id)] = root(other)
+    groups: dict[str, list[str]] = {}
+    for c in claims:
+        groups.setdefault(root(c.id), []).append(c.id)
+    return list(groups.values())
+
+
+@dataclass
+class Unit:
+    """One claim of the paper as counted: its member claims' verdicts combined."""
+
+    ids: list[str]
+    group: str
+    verdict: str
+    miss: str = ""
+    p_value: float | None = None
+    depends_on: str = ""
+    out_of_regime: bool = False
+
+
+def combine(ids: list[str], group: str, verdicts: Sequence[Any]) -> Unit:
+    """PASS if any member PASSes, FAIL if all FAIL, else INCONCLUSIVE; a unit depends on an assumption if a
+    member whose verdict it takes does."""
+    passed = [v for v in verdicts if v.verdict == "PASS"]
+    if passed:
+        best = min(passed, key=lambda v: v.p_value if v.p_value is not None else math.inf)
+        return Unit(ids, group, "PASS", p_value=best.p_value, depends_on=best.depends_on)
+    if verdicts and all(v.verdict == "FAIL" for v in verdicts):
+        ps = [v.p_value for v in verdicts if v.p_value is not None]
+        p = max(ps) if len(ps) == len(verdicts) else None
+        exceeds = all(v.miss.startswith("exceeds") for v in verdicts)
+        depends = next((v.depends_on for v in verdicts if v.depends_on), "")
+        return Unit(ids, group, "FAIL", "exceeds" if exceeds else "falls short", p, depends)
+    depends = next((v.depends_on for v in verdicts if v.depends_on), "")
+    outside = any(getattr(v, "out_of_regime", False) for v in verdicts if v.verdict == "INCONCLUSIVE")
+    return Unit(ids, group, "INCONCLUSIVE", depends_on=depends, out_of_regime=outside)
+
+
+def holm(decided: list[Unit], m: int, alpha: float = ALPHA) -> list[Unit]:
+    """The decided units that stand after Holm's step-down over ``m`` hypotheses. A unit without a p-value (a
+    ``rule: point`` decision, a censored convergence FAIL) has no error to control, so the procedure stops there."""
+    ordered = sorted(decided, key=lambda u: u.p_value if u.p_value is not None else math.inf)
+    stand = []
+    for i, unit in enumerate(ordered):
+        if unit.p_value is None or unit.p_value > alpha / (m - i):
+            break
+        stand.append(unit)
+    return stand
+
+
+@dataclass
+class Tally:
+    """Verdict counts per group (see :func:`group_of`), one per unit, in the order a reader needs them."""
+
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per group, INCONCLUSIVE units whose runs were outside the paper's regime (or tied): counted apart
+    outside: dict[str, int] = field(default_factory=dict)
+    #: per group, FAIL units split: {"falls short": n, "exceeds": n}
+    fails: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per group, units whose verdict depends on an assumed hardware figure (not in PASS/FAIL/INCONCLUSIVE)
+    depends: dict[str, int] = field(default_factory=dict)
+    holm_m: int = 0  # headline units tested
+    holm_stands: int = 0  # headline decisions (PASS or FAIL) that stand after Holm
+    merged: int = 0  # claims counted inside another's unit (same_as / counts_with)
+
+    def out_of_regime_total(self, group: str | None = None) -> int:
+        return sum(n for g, n in self.outside.items() if group is None or g == group)
+
+    def of(self, group: str) -> dict[str, int]:
+        return self.counts.get(group, dict.fromkeys(VERDICTS, 0))
+
+    def total(self, group: str | None = None) -> int:
+        groups = [group] if group else list(self.counts)
+        return sum(sum(self.of(g).values()) + self.depends.get(g, 0) for g in groups)
+
+    def text(self, counts: dict[str, int], group: str | None = None) -> str:
+        """``2 PASS · 3 FAIL (2 fall short, 1 exceeds) · 1 INCONCLUSIVE · 1 depends on an assumption``."""
+        parts = []
+        for k in VERDICTS:
+            part = f"{counts.get(k, 0)} {k}"
+            split = self.fails.get(group or "", {}) if k == "FAIL" and group else {}
+            if k == "FAIL" and counts.get("FAIL", 0) and split:
+                short, over = split.get("falls short", 0), split.get("exceeds", 0)
+                part += f" ({short} fall{'s' if short == 1 else ''} short, {over} exceed{'s' if over == 1 else ''})"
+            parts.append(part)
+        dep = self.depends.get(group or "", 0) if group else 0
+        if dep:
+            parts.append(f"{dep} depend{'s' if dep == 1 else ''} on an assumption")
+        return " · ".join(parts)
+
+    def all_claims(self) -> dict[str, int]:
+        return {k: sum(self.of(g)[k] for g in self.counts) for k in VERDICTS}
+
+    def holm_text(self) -> str:
+        """How many headline decisions stand with the family-wise error held at 2.5 %."""
+        decided = self.of("headline")["PASS"] + self.of("headline")["FAIL"]
+        if not decided:
+            return "each decision is a one-sided test at 2.5 %"
+        return (
+            f"each decision is a one-sided test at 2.5 %; {self.holm_stands} of the {decided} decided stand(s) after "
+            f"Holm's step-down over the {self.holm_m} headline claims (family-wise 2.5 %)"
+        )
+
+    def summary(self) -> str:
+        """One line, headline first: what the CLI prints and the campaign tag holds."""
+        head = f"{self.text(self.of('headline'), 'headline')} of the paper's {self.total('headline')} claims"
+        if self.out_of_regime_total("headline"):
+            head += f" ({self.out_of_regime_total('headline')} INCONCLUSIVE outside the paper's regime)"
+        if self.of("headline")["PASS"] + self.of("headline")["FAIL"]:
+            head += f"; {self.holm_stands} stand after Holm"
+        rest = []
+        if self.total("derived"):
+            out = self.out_of_regime_total("derived")
+            where = f", {out} outside the paper's regime" if out else ""
+            rest.append(f"derived/reconstructed {self.text(self.of('derived'), 'derived')}{where}")
+        if self.total("structural"):
+            rest.append(f"decided by the model's structure {self.text(self.of('structural'), 'structural')}")
+        return head + (f" (also judged: {'; '.join(rest)})" if rest else "")
+
+
+def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
+    """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id), one per unit; sets each
+    decided headline verdict's ``holm`` (and leaves the others' empty)."""
+    by_id = {c.id: c for c in claims}
+    judged = {v.claim_id: v for v in verdicts}
+    t = Tally()
+    headline: list[tuple[Unit, list[Any]]] = []
+    for ids in units([c for c in claims if c.id in judged]):
+        members = [judged[i] for i in ids]
+        groups = [group_of(by_id[i]) for i in ids]
+        group = "headline" if "headline" in groups else groups[0]
+        unit = combine(ids, group, members)
+        t.merged += len(ids) - 1
+        if unit.depends_on:
+            t.depends[group] = t.depends.get(group, 0) + 1
+        else:
+            t.counts.setdefault(group, dict.fromkeys(VERDICTS, 0))[unit.verdict] += 1
+            if unit.verdict == "FAIL":
+                split = t.fails.setdefault(group, {"falls short": 0, "exceeds": 0})
+                split[unit.miss] += 1
+            if unit.out_of_regime:
+                t.outside[group] = t.outside.get(group, 0) + 1
+        if group == "headline" and not unit.depends_on:
+            headline.append((unit, members))
+    t.holm_m = len(headline)
+    decided = [u for u, _ in headline if u.verdict in ("PASS", "FAIL")]
+    stand = {id(u) for u in holm(decided, t.holm_m)}
+    t.holm_stands = len(stand)
+    for unit, members in headline:
+        if unit.verdict in ("PASS", "FAIL"):
+            for v in members:
+                if v.verdict == unit.verdict:
+                    v.holm = STANDS if id(unit) in stand else NOT_AFTER_HOLM
+    return t
