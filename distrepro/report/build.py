@@ -29,12 +29,20 @@ from distrepro.claims.evidence import group_of, tally
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
-from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
+from distrepro.claims.verdicts import Verdict, select_arm
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
 from distrepro.report.headline import first_screen, provenance
 from distrepro.report.html import render_html
+from distrepro.report.scales import (
+    ScaledVerdicts,
+    judge_across_scales,
+    latest_runs,
+    run_scales,
+    scale_table,
+    tallies_by_scale,
+)
 from distrepro.report.speedup_references import speedup_marks, speedup_references
 from distrepro.tracking.runlog import flatten_params
 
@@ -106,7 +114,8 @@ def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, st
     done = runs[runs["status"] == "FINISHED"].sort_values(["seed", "start_time"])
     out: dict[str, str] = {}
     for run_id in done["run_id"]:
-        out.setdefault(labels[run_id], run_id)
+        if run_id in labels:  # the figures' labels cover one scale's runs
+            out.setdefault(labels[run_id], run_id)
     return out
 
 
@@ -199,6 +208,7 @@ def _markdown(
     out: Path,
     root: Path,
     extra: str = "",
+    scaled: ScaledVerdicts | None = None,
 ) -> str:
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -217,6 +227,17 @@ def _markdown(
         parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
     else:
         parts += [sec.tally_text(spec, verdicts), "", sec.grouped_claims_tables(spec, verdicts)]
+        by_scale = scale_table(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled else ""
+        if by_scale:
+            parts += [
+                "### Verdicts by scale",
+                "",
+                "Each claim judged at every scale the store has runs for; a row above shows the largest scale that "
+                "decided it (PASS or FAIL), else the paper's own scale. Each (arm config, seed) counts once: its "
+                "newest finished run.",
+                "",
+                by_scale,
+            ]
         conflicts = sec.conflicts_section(spec)
         if conflicts:
             parts += ["### Claims that cannot all hold", "", conflicts]
@@ -292,24 +313,35 @@ def write_report(
     baseline: str | None = None,
     root: Path | None = None,
     sensitivity: Any | None = None,
+    scale: Scale | None = None,
 ) -> Report:
     """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
 
+    Every claim is judged at each scale ``rs`` has runs for and at ``scale`` (default: the paper's), and each
+    (arm config, seed) counts once (:mod:`distrepro.report.scales`); ``info.spec`` is the paper's as written.
+    The figures show the runs of ``scale`` (the paper's own by default), so an arm's bar never mixes scales.
     ``sensitivity``: a :class:`distrepro.sensitivity.sweep.SensitivityResult` to report as its own section."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
         stale.unlink()
+    rs = dataclasses.replace(rs, runs=latest_runs(rs.runs))
+    scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
+    if scaled is not None:
+        info = dataclasses.replace(info, spec=scaled.spec)
     spec = info.spec
     labels = arm_labels(rs.runs, spec)
     if baseline is not None and baseline not in set(labels.values()):
         known = ", ".join(report_style(rs.runs, labels, spec).order)
         raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
-    verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
+    verdicts = scaled.verdicts if scaled else []
     baseline = baseline or (spec.setup.baseline if spec else None)
+    shown = scale or (spec.setup.scale if spec else "proxy")
+    at_shown = run_scales(rs.runs, shown) == shown
+    fig_labels = {r: lab for r, lab in labels.items() if r in set(rs.runs.loc[at_shown, "run_id"])} or labels
     drawn = {
         k: figs.save(f, fig_dir / FIGURE_FILES[k])
-        for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
+        for k, f in draw_figures(info, rs, fig_labels, verdicts, baseline).items()
     }
     extra = ""
     if sensitivity is not None:
@@ -322,7 +354,7 @@ def write_report(
     for part, figures in method_sections(info, fig_dir, out_dir):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, scaled)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
@@ -337,7 +369,12 @@ def write_report(
         "experiment": rs.experiment,
         "campaigns": rs.campaigns,
         "claims_file": str(info.path) if info.path else None,
-        "verdicts": [{**v.to_dict(), "group": group_of(by_id[v.claim_id])} for v in verdicts] if spec else [],
+        "verdicts": [
+            {**v.to_dict(), "group": group_of(by_id[v.claim_id]), "scale": by_id[v.claim_id].scale} for v in verdicts
+        ]
+        if spec
+        else [],
+        "by_scale": tallies_by_scale(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled and spec else {},
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
     (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
@@ -366,11 +403,16 @@ def build_report(
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
     show_progress: bool | None = None,
+    log_campaigns: list[str] | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
 
-    ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``);
+    ``campaigns`` restricts the report to those campaign runs; by default it reads every run of the paper, so a
+    run at one scale or of a subset of arms adds to the report and never erases what other runs decided
+    (:mod:`distrepro.report.scales`). The report's files and verdict tags go to ``log_campaigns`` (default: the
+    campaigns read, after the newest-run-per-(arm, seed) rule).
+    ``scale`` also judges the claims at that scale (beside every scale the runs hold) and picks the figures' runs;
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
     (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
     minutes, so its progress goes to stderr as a campaign's training does
@@ -378,10 +420,11 @@ def build_report(
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
     per phase and quarter of it)."""
     info = find_paper(paper, root)
+    judged_info = info  # the spec moved to the scale asked for: what the sensitivity sweep re-times
     if info.spec is not None:
         judged = scale or info.spec.setup.scale
         available = arms_at_scale(info, judged, root) if judged in TRAINING_SCALES else None
-        info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
+        judged_info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
     claims = info.spec.claims if info.spec else []
     targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
     try:
@@ -390,15 +433,18 @@ def build_report(
         if info.method_dirs or paper == "adhoc":
             raise
         raise UnknownPaperError(paper, known_papers(root)) from exc
+    kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
+    parents = sorted({p for p in kept["parent_run_id"].dropna()})
+    rs = dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))
     sens = None
     if sensitivity:
         from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
         from distrepro.sensitivity.runner import sensitivity as sweep
 
         with progress_bars(wants_bars(show_progress)) as bars:
-            sens = sweep(info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
+            sens = sweep(judged_info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
     out = Path(out_dir) if out_dir else Path("reports") / paper
-    report = write_report(info, rs, out, baseline, root, sens)
+    report = write_report(info, rs, out, baseline, root, sens, scale)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index
 
