@@ -31,6 +31,12 @@ def _roots_parser() -> argparse.ArgumentParser:
     # SUPPRESS: not given after the command, it keeps the value given before it (``distrepro --debug run``)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="a line at every evaluation of every run (default: each run's last; a live bar on a terminal)",
+    )
+    common.add_argument(
         "--root",
         action="append",
         metavar="DIR",
@@ -69,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
+    if getattr(args, "verbose", False):
+        os.environ["DISTREPRO_VERBOSE"] = "1"  # workers, ranks and SLURM jobs inherit it
     if debug:
         os.environ["DISTREPRO_DEBUG"] = "1"  # the distributed engine's ranks and launcher say more too
     with termination_as_interrupt():  # SIGTERM (SLURM, timeout) takes Ctrl-C's path below

@@ -229,12 +229,15 @@ def _markdown(
         parts += [sec.tally_text(spec, verdicts), "", sec.grouped_claims_tables(spec, verdicts)]
         by_scale = scale_table(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled else ""
         if by_scale:
+            several = len(scaled.by_scale) > 1 if scaled else False
             parts += [
-                "### Verdicts by scale",
+                "### Verdicts by scale" if several else "### Partial runs",
                 "",
                 "Each claim judged at every scale the store has runs for; a row above shows the largest scale that "
                 "decided it (PASS or FAIL), else the paper's own scale. Each (arm config, seed) counts once: its "
-                "newest finished run.",
+                "newest finished run."
+                if several
+                else "Some arms the claims read have no runs here (their claims say *arm missing*):",
                 "",
                 by_scale,
             ]

@@ -37,11 +37,14 @@ _CONFIG_TAG = "tags.distrepro.config_sha256"
 def latest_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One run per (arm config, seed): its newest FINISHED run, else its newest (the module's first rule).
 
-    Runs without a config digest (older stores) are keyed by method, profile, variant and scale instead."""
+    Runs without a config digest (older stores) are keyed by their campaign name, method, profile, variant, scale
+    and params instead."""
     if runs.empty:
         return runs
     key = runs[_CONFIG_TAG] if _CONFIG_TAG in runs else pd.Series(None, index=runs.index, dtype=object)
-    fallback = runs.reindex(columns=["method", "profile", "profile_variant", "scale"]).astype(str).agg("|".join, axis=1)
+    named = ["campaign", "method", "profile", "profile_variant", "scale"]
+    fields = runs.reindex(columns=named + sorted(c for c in runs if c.startswith("params."))).fillna("").astype(str)
+    fallback = fields.agg("|".join, axis=1)
     identity = key.where(key.notna() & (key.astype(str) != ""), fallback).astype(str) + "#" + runs["seed"].astype(str)
     rank = runs.assign(
         _identity=identity,
@@ -141,24 +144,24 @@ def _arms_with_runs(runs: pd.DataFrame, spec: PaperSpec, scale: str) -> set[str]
 
 
 def scale_table(scaled: ScaledVerdicts, groups: Mapping[str, str]) -> str:
-    """Markdown: one row per claim, one column per scale judged (``–``: the claim is not judged there), and a
-    line per partial scale naming the arms it lacks."""
+    """Markdown: with several scales judged, one row per claim and one column per scale (``–``: the claim is not
+    judged there); then a line per partial scale naming the arms it lacks (empty when there is nothing to say)."""
     from distrepro.report.sections import table
 
     scales = list(scaled.by_scale)
-    if len(scales) < 2 and not scaled.missing:
-        return ""
-    rows = []
-    for claim in scaled.spec.claims:
-        row = {"claim": claim.id, "group": groups.get(claim.id, "headline")}
-        for s in scales:
-            v = scaled.by_scale[s].get(claim.id)
-            row[_heading(scaled, s)] = v.verdict if v else "–"
-        rows.append(row)
-    lines = [table(rows, ["claim", "group", *(_heading(scaled, s) for s in scales)]), ""]
+    lines = []
+    if len(scales) > 1:
+        rows = []
+        for claim in scaled.spec.claims:
+            row = {"claim": claim.id, "group": groups.get(claim.id, "headline")}
+            for s in scales:
+                v = scaled.by_scale[s].get(claim.id)
+                row[_heading(scaled, s)] = v.verdict if v else "–"
+            rows.append(row)
+        lines += [table(rows, ["claim", "group", *(_heading(scaled, s) for s in scales)]), ""]
     for s, arms in scaled.missing.items():
         lines.append(f"- *{s} (partial)*: no runs at this scale of {', '.join(f'`{a}`' for a in arms)}.")
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(lines).rstrip() + "\n" if lines else ""
 
 
 def _heading(scaled: ScaledVerdicts, scale: str) -> str:
