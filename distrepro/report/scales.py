@@ -28,6 +28,7 @@ import pandas as pd
 from distrepro.claims.papers import PaperInfo, arms_at_scale
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale, claim_arms
 from distrepro.claims.verdicts import Verdict, evaluate_claims
+from distrepro.report.next_steps import with_next_steps
 
 #: larger scales first: the one whose decision a row shows when several decided
 SCALE_ORDER: tuple[Scale, ...] = ("paper", "gpu", "mid", "proxy")
@@ -129,6 +130,7 @@ def judge_across_scales(
             verdict = dataclasses.replace(verdict, reason=_join(verdict.reason, f"at other scales {', '.join(others)}"))
         chosen_claims.append(claims_at[scale][claim.id])
         chosen.append(verdict)
+    chosen = with_next_steps(info, chosen_claims, chosen, root)  # every INCONCLUSIVE names what would decide it
     merged = base.model_copy(update={"claims": chosen_claims})
     return ScaledVerdicts(merged, chosen, by_scale, {s: m for s, m in missing.items() if m})
 

@@ -15,6 +15,7 @@ conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same clai
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,12 @@ def reproduce(
     chosen = choose_arms(info, scale, arms, with_arms, root)
     configs = arm_configs(info, chosen, scale, seeds, overrides, root)
     check_devices(configs, executor)
+    if seeds is not None:  # below a claim's min_seeds: said now, not after the training
+        from distrepro.report.next_steps import seed_warnings
+
+        fewest = min(len(arm.config.seeds) for arm in configs)
+        for line in seed_warnings(info, chosen, scale, fewest, root):
+            print(line, file=sys.stderr, flush=True)
     uri = resolve_tracking_uri()
     check_store(uri)
     say_estimate(paper, configs, uri)
