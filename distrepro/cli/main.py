@@ -92,6 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
         except Exception as exc:
             return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+        finally:
+            drop_exit_hooks()  # torch may have been imported by the command
+
+
+def drop_exit_hooks() -> None:
+    """torch's dynamo registers an exit hook that formats its compile times with ``tabulate`` (imported then:
+    0.3 s of CPU at every exit) even when nothing was compiled and its log is off; distrepro compiles nothing."""
+    import atexit
+
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    hook = getattr(dynamo, "dump_compile_times", None)
+    if hook is not None:
+        atexit.unregister(hook)
 
 
 def _fail(line: str, status: int, debug: bool) -> int:

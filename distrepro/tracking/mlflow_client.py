@@ -102,6 +102,19 @@ def resolve_tracking_uri() -> str:
     return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
+#: loggers whose INFO lines a new store prints once ("Creating initial MLflow database tables...", alembic's
+#: migrations): bookkeeping, not news; their warnings and errors still show
+_FIRST_USE_LOGGERS = ("mlflow.store.db.utils", "alembic", "alembic.runtime.migration")
+
+
+def quiet_first_use() -> None:
+    """Raise the first-use loggers of MLflow's SQL store to WARNING (once per process is enough; idempotent)."""
+    import logging
+
+    for name in _FIRST_USE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def make_client(tracking_uri: str | None = None) -> MlflowClient:
     """An ``MlflowClient`` for ``tracking_uri`` (default :func:`resolve_tracking_uri`), guarded.
 
@@ -114,6 +127,7 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
     deprecation warning fires once, at import, and a process-wide filter alone does not help
     when the caller (pytest ``-W error``, ``warnings.catch_warnings``) has put ``error`` first.
     """
+    quiet_first_use()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_NOLOAD_WARNING)
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
