@@ -34,7 +34,7 @@ from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
 from distrepro.report.headline import first_screen, provenance
-from distrepro.report.html import render_html
+from distrepro.report.html import contents, render_html
 from distrepro.report.scales import (
     ScaledVerdicts,
     judge_across_scales,
@@ -217,7 +217,8 @@ def _markdown(
     screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]
-    parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
+    parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
+    parts += ["", _CONTENTS]  # filled in once every section is known
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
@@ -274,6 +275,13 @@ def _markdown(
             continue
         title, caption = _FIGURE_TEXT[key]
         parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
+    products = sorted(out.glob("*.png"))  # what the paper's products hook wrote beside the report (Fig. 6's grid)
+    if products:
+        parts += ["## Products beyond the arms", ""]
+        for path in products:
+            data = path.with_suffix(".csv")
+            where = f"; its numbers: `{data.name}`" if data.is_file() else ""
+            parts += [f"![{path.stem}]({path.name})", "", f"_{_product_caption(path.stem)}{where}._", ""]
     parts += ["## Environment", "", sec.environment(rs.runs, labels)]
     parts += ["## Known deviations", ""]
     reps = _representatives(rs.runs, labels)
@@ -284,7 +292,21 @@ def _markdown(
         )
         parts += [f"### {method}", ""]
         parts += [f"_README {origin}._", "", sec.deviations(text)] if text else ["_No README found._", ""]
-    return "\n".join(parts).rstrip() + "\n"
+    text = "\n".join(parts).rstrip() + "\n"
+    return text.replace(_CONTENTS, contents(text), 1)
+
+
+#: where the table of contents goes on the first screen (replaced once the report's sections are known)
+_CONTENTS = "<!-- contents -->"
+
+
+def _product_caption(stem: str) -> str:
+    if stem == "fig6":
+        return (
+            "Decent-DP Fig. 6 as the emulator predicts it: emulated milliseconds per iteration (Transformer-base, "
+            "25K tokens per iteration) by GPU count, per method, on three emulated clusters"
+        )
+    return f"`{stem}.png`, written by the paper's products hook (`products.py` in its method folder)"
 
 
 def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
