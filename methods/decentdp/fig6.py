@@ -226,9 +226,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
         ax.set_xlabel("GPUs")
         ax.set_title(LABELS[setup], fontsize=9)
     axes[0].set_ylabel("emulated ms / iteration")
-    axes[0].legend(fontsize=7)
+    handles, names = axes[0].get_legend_handles_labels()  # below the panels: a legend inside one hid a bar
+    fig.legend(handles, names, loc="lower center", ncol=len(METHODS), fontsize=8, frameon=False)
     fig.suptitle("Decent-DP Fig. 6 as predicted by the emulator (Transformer-base, 25K tokens/iteration)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
