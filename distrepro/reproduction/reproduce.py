@@ -73,15 +73,15 @@ def reproduce(
     chosen = choose_arms(info, scale, arms, with_arms, root)
     configs = arm_configs(info, chosen, scale, seeds, overrides, root)
     check_devices(configs, executor)
+    uri = resolve_tracking_uri()
+    check_store(uri)
+    say_estimate(paper, configs, uri)
     if seeds is not None:  # below a claim's min_seeds: said now, not after the training
         from distrepro.report.next_steps import seed_warnings
 
         fewest = min(len(arm.config.seeds) for arm in configs)
         for line in seed_warnings(info, chosen, scale, fewest, root):
             print(line, file=sys.stderr, flush=True)
-    uri = resolve_tracking_uri()
-    check_store(uri)
-    say_estimate(paper, configs, uri)
     umbrella = Campaign(
         experiment_name(paper),
         f"reproduce {paper} ({scale})",

@@ -182,15 +182,19 @@ MODEL_TRAINING_KIND = "custom_model_development"
 VIEW_KEY = "distrepro"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 #: the metric columns of that view: each arm's mean over seeds and its interval (tracking/aggregates.py), time to target
+#: (short names that stay apart when a header truncates: orchestration/arm_summary.py's SHORT)
 VIEW_METRICS = (
-    "final/val_accuracy",
-    "final/val_accuracy/ci95_low",
-    "final/val_accuracy/ci95_high",
-    "final/emulated_s",
-    "final/emulated_s/ci95_low",
-    "final/emulated_s/ci95_high",
+    "acc_mean",
+    "acc_lo95",
+    "acc_hi95",
+    "emu_s_mean",
+    "emu_s_lo95",
+    "emu_s_hi95",
     "time_to_target_s",
     "seeds_finished",
+    "headline_pass",
+    "headline_fail",
+    "headline_inconclusive",
 )
 
 
