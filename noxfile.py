@@ -1,7 +1,8 @@
 """nox sessions: one ``reproduce-<paper>`` per paper (the main job), tests, smoke, lint, ui, report, demo.
 
 Every session installs distrepro into its own virtualenv with uv (the ``reproduce-<paper>`` sessions share
-one, ``.nox/reproduce``: each runs ``nox -s reproduce -- <paper>``, so five papers cost one ~1 GB install) (about 5 s on a warm cache; pip
+one, ``.nox/reproduce``: each runs ``nox -s reproduce -- <paper>``, so five papers cost one ~1 GB install)
+(about 5 s on a warm cache; pip
 takes minutes here), at the versions pinned in ``uv.lock``: ``uv export --locked`` turns the lock into
 pip constraints, so a session fails if pyproject.toml and the lock disagree, and gets the same versions on
 every machine. Constraints, not ``uv sync``: the lock pins ``torch==2.13.0``, which the local CPU wheel

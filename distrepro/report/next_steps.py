@@ -81,10 +81,10 @@ def next_step(info: PaperInfo, claim: Any, verdict: Verdict, root: Path | None =
         scale = "" if claim.scale == "proxy" else f" --scale {claim.scale}"
         return f"next step: `distrepro reproduce {paper}{scale} --seeds {_seeds_arg(need)}` ({need} seeds decide it)"
     if verdict.out_of_regime:
-        scale = _decides_at(info, claim, root)
-        if scale is not None:
-            where = "on CPU, see `distrepro plan`" if scale == "mid" else "see `distrepro plan` for its time"
-            return f"next step: `distrepro reproduce {paper} --scale {scale}` decides it ({where})"
+        larger = _decides_at(info, claim, root)
+        if larger is not None:
+            where = "on CPU, see `distrepro plan`" if larger == "mid" else "see `distrepro plan` for its time"
+            return f"next step: `distrepro reproduce {paper} --scale {larger}` decides it ({where})"
         return "no scale the paper ships reaches its regime: it stays undecided here"
     n = _seeds_for_spread(verdict, claim)
     if n is not None and n > verdict.n_seeds:
