@@ -100,3 +100,13 @@ def test_other_scales_and_subset_runs_add_to_the_report(paper_root: Path, mlflow
     assert "mid:" in index and "proxy:" in index
     again = build_report("tinypaper", show_progress=False, root=paper_root)  # `distrepro report` on the same store
     assert [v.verdict for v in again.verdicts] == [v.verdict for v in subset.report.verdicts]
+
+
+def test_a_subset_rerun_keeps_the_other_arms_verdicts(paper_root: Path, mlflow_uri: str) -> None:  # noqa: F811
+    quiet = {"show_progress": False, "root": paper_root}
+    reproduce("tinypaper", report=False, **quiet)
+    subset = reproduce("tinypaper", arms=["sync"], seeds="0", **quiet)  # `local` not trained, seed 0 of sync twice
+    (verdict,) = subset.report.verdicts
+    assert verdict.verdict == "PASS", verdict.reason  # read from the earlier session's runs, not "arm missing"
+    runs = pd.read_csv("reports/tinypaper/runs.csv")
+    assert len(runs) == 4 and runs.groupby(["campaign", "seed"]).size().max() == 1  # one run per (arm, seed)
