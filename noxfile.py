@@ -1,6 +1,8 @@
 """nox sessions: one ``reproduce-<paper>`` per paper (the main job), tests, smoke, lint, ui, report, demo.
 
-Every session installs distrepro into its own virtualenv with uv (about 5 s on a warm cache; pip
+Every session installs distrepro into its own virtualenv with uv (the ``reproduce-<paper>`` sessions share
+one, ``.nox/reproduce``: each runs ``nox -s reproduce -- <paper>``, so five papers cost one ~1 GB install)
+(about 5 s on a warm cache; pip
 takes minutes here), at the versions pinned in ``uv.lock``: ``uv export --locked`` turns the lock into
 pip constraints, so a session fails if pyproject.toml and the lock disagree, and gets the same versions on
 every machine. Constraints, not ``uv sync``: the lock pins ``torch==2.13.0``, which the local CPU wheel
@@ -132,27 +134,52 @@ def demo(session: nox.Session) -> None:
     session.run("distrepro", "run", "configs/quickstart.yaml", *session.posargs, env=_env())
 
 
+def _ui_port(posargs: list[str]) -> str:
+    """``--port N`` or ``--port=N`` among the session's arguments, else 5000."""
+    for a, b in itertools.pairwise([*posargs, ""]):
+        if a == "--port" and b:
+            return b
+        if a.startswith("--port="):
+            return a.split("=", 1)[1]
+    return "5000"
+
+
+def _without_port(posargs: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in posargs:
+        if skip:
+            skip = False
+        elif a == "--port":
+            skip = True
+        elif not a.startswith("--port="):
+            out.append(a)
+    return out
+
+
 @nox.session(python=PYTHON)
 def ui(session: nox.Session) -> None:
-    """The MLflow UI on http://127.0.0.1:5000 over ./mlflow.db (or MLFLOW_TRACKING_URI)."""
+    """The MLflow UI on http://127.0.0.1:5000 over ./mlflow.db (or MLFLOW_TRACKING_URI); nox -s ui -- --port N."""
     _install(session)
     session.log(
         "runs: choose 'Model training' at the top left, then an experiment distrepro/<paper> "
         "(or open the address distrepro printed after its run)"
     )
     uri = os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{ROOT / 'mlflow.db'}")
+    port = _ui_port(session.posargs)
+    rest = _without_port(session.posargs)
+    session.log(f"serving on http://127.0.0.1:{port} (another port: nox -s ui -- --port N)")
     session.run(
         "mlflow",
         "ui",
         "--host",
         "127.0.0.1",
         "--port",
-        "5000",
+        port,
         "--workers",
         "1",
         "--backend-store-uri",
         uri,
-        *session.posargs,
+        *rest,
         env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
     )
 
@@ -237,23 +264,36 @@ def _executor_extra(posargs: list[str]) -> list[str]:
     return []
 
 
-def _make_reproduce(paper: str, title: str):
-    def reproduce(session: nox.Session) -> None:
-        args = session.posargs
-        mid = "--scale=mid" in args or any(a == "--scale" and b == "mid" for a, b in itertools.pairwise(args))
-        _install(session, "test,mnist1d" if mid else "test")  # the mid scale trains on MNIST-1D (the mnist1d extra)
-        arms = _requested_arms(session.posargs)
-        extras = _executor_extra(session.posargs)
-        if arms:  # an optional arm may need a pip extra; paper.yaml says which (read by distrepro itself)
-            out = session.run("distrepro", "extras", paper, *arms, silent=True, env=_env())
-            extras += [e for e in (out or "").split() if e]
-        if extras:
-            _install(session, ",".join(["test", *extras]))
-        session.run("distrepro", "reproduce", paper, *session.posargs, env=_env())
+@nox.session(python=PYTHON)
+def reproduce(session: nox.Session) -> None:
+    """Reproduce a paper: nox -s reproduce -- <paper> [distrepro reproduce options]. Every reproduce-<paper>
+    session runs this one, so all papers share one virtualenv (.nox/reproduce: ~1 GB, created once)."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("name the paper: nox -s reproduce -- <paper> [options], or nox -s reproduce-<paper>")
+    paper, *args = session.posargs
+    mid = "--scale=mid" in args or any(a == "--scale" and b == "mid" for a, b in itertools.pairwise(args))
+    _install(session, "test,mnist1d" if mid else "test")  # the mid scale trains on MNIST-1D (the mnist1d extra)
+    arms = _requested_arms(args)
+    extras = _executor_extra(args)
+    if arms:  # an optional arm may need a pip extra; paper.yaml says which (read by distrepro itself)
+        out = session.run("distrepro", "extras", paper, *arms, silent=True, env=_env())
+        extras += [e for e in (out or "").split() if e]
+    if extras:
+        _install(session, ",".join(["test", *extras]))
+    session.run("distrepro", "reproduce", paper, *args, env=_env())
 
-    reproduce.__doc__ = f"Reproduce {title} (the main job: every arm, every seed, then the report)."
-    return reproduce
+
+def _make_reproduce(paper: str, title: str):
+    def reproduce_paper(session: nox.Session) -> None:
+        # no virtualenv of its own: the shared session's, through a nested nox (this file, same interpreter)
+        session.run(
+            sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", "reproduce", "--", paper,
+            *session.posargs, external=True,
+        )  # fmt: skip
+
+    reproduce_paper.__doc__ = f"Reproduce {title} (the main job: every arm, every seed, then the report)."
+    return reproduce_paper
 
 
 for _paper, _title in _papers().items():
-    nox.session(python=PYTHON, name=f"reproduce-{_paper}")(_make_reproduce(_paper, _title))
+    nox.session(python=PYTHON, name=f"reproduce-{_paper}", venv_backend="none")(_make_reproduce(_paper, _title))

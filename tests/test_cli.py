@@ -113,3 +113,28 @@ def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) 
         main([])
     assert info.value.code == 2  # argparse: a command is required
     assert "required" in capsys.readouterr().err
+
+
+def _python(code: str, tmp_path: Path, *flags: str) -> str:
+    """stderr of ``code`` in a fresh interpreter with this checkout first on the path."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=300, check=True)  # fmt: skip
+    return done.stderr
+
+
+def test_no_exit_hook_imports_tabulate(tmp_path: Path) -> None:
+    code = "import torch._dynamo.utils\nfrom distrepro.cli.main import drop_exit_hooks\ndrop_exit_hooks()"
+    assert "tabulate" not in _python(code, tmp_path, "-X", "importtime")
+    assert "tabulate" in _python("import torch._dynamo.utils", tmp_path, "-X", "importtime")  # the hook it drops
+
+
+def test_a_new_store_prints_no_info_lines(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'new.db'}"
+    code = f"from distrepro.tracking.mlflow_client import make_client\nmake_client({uri!r}).search_experiments()"
+    err = _python(code, tmp_path)
+    assert "INFO" not in err and (tmp_path / "new.db").is_file()

@@ -81,3 +81,23 @@ def test_reproduce_installs_the_extra_of_requested_optional_arms(arms, extras) -
 @pytest.mark.smoke
 def test_the_method_template_gets_no_session(noxfile) -> None:
     assert "my-paper" not in noxfile._papers()  # methods/_template/paper.yaml: a template, not a paper
+
+
+@pytest.mark.smoke
+def test_the_reproduce_sessions_share_one_virtualenv(noxfile) -> None:
+    import nox.registry
+
+    sessions = nox.registry.get()
+    per_paper = [name for name in sessions if name.startswith("reproduce-")]
+    assert "reproduce-cadp" in per_paper and "reproduce" in sessions
+    assert all(sessions[name].venv_backend == "none" for name in per_paper)  # no virtualenv of their own
+    assert sessions["reproduce"].venv_backend in (None, "uv")  # the one that installs
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("posargs", "port", "rest"),
+    [([], "5000", []), (["--port", "5001"], "5001", []), (["--port=8080", "--x"], "8080", ["--x"])],
+)
+def test_the_ui_takes_a_port(noxfile, posargs, port, rest) -> None:
+    assert noxfile._ui_port(posargs) == port and noxfile._without_port(posargs) == rest

@@ -51,7 +51,8 @@ class ReportContext(Protocol):
         ...
 
     def train(self, config: Mapping[str, Any]) -> list[EvalPoint]:
-        """Train a run config (a mapping in the run-config format) for its first seed; its evaluations in order."""
+        """Train a run config (a mapping in the run-config format) for its first seed; its evaluations in order.
+        The run is logged to ``distrepro/<config's paper>`` and prints nothing: the hook shows its own progress."""
         ...
 
     def save_figure(self, figure: Any, path: Path) -> Path:

@@ -31,6 +31,12 @@ def _roots_parser() -> argparse.ArgumentParser:
     # SUPPRESS: not given after the command, it keeps the value given before it (``distrepro --debug run``)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="a line at every evaluation of every run (default: each run's last; a live bar on a terminal)",
+    )
+    common.add_argument(
         "--root",
         action="append",
         metavar="DIR",
@@ -72,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
+    if getattr(args, "verbose", False):
+        os.environ["DISTREPRO_VERBOSE"] = "1"  # workers, ranks and SLURM jobs inherit it
     if debug:
         os.environ["DISTREPRO_DEBUG"] = "1"  # the distributed engine's ranks and launcher say more too
     with termination_as_interrupt():  # SIGTERM (SLURM, timeout) takes Ctrl-C's path below
@@ -87,6 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
         except Exception as exc:
             return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+        finally:
+            drop_exit_hooks()  # torch may have been imported by the command
+
+
+def drop_exit_hooks() -> None:
+    """torch's dynamo registers an exit hook that formats its compile times with ``tabulate`` (imported then:
+    0.3 s of CPU at every exit) even when nothing was compiled and its log is off; distrepro compiles nothing."""
+    import atexit
+
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    hook = getattr(dynamo, "dump_compile_times", None)
+    if hook is not None:
+        atexit.unregister(hook)
 
 
 def _fail(line: str, status: int, debug: bool) -> int:

@@ -21,6 +21,26 @@ from distrepro import metrics as M
 LEVEL = 0.95
 LOW, HIGH = "/ci95_low", "/ci95_high"
 SEEDS_FINISHED = "seeds_finished"
+#: short names of the columns the runs-table view shows: ``final/val_accuracy/ci95_low`` and ``…/ci95_high`` both
+#: truncate to ``final/val_accura…`` in a column header, ``acc_lo95`` and ``acc_hi95`` do not. Their values are
+#: rounded to :data:`SHOWN_DIGITS` significant digits (a column of 0.718749999 reads as noise)
+SHORT = {"final/val_accuracy": "acc", "final/emulated_s": "emu_s"}
+SHOWN_DIGITS = 4
+
+
+def shown(value: float, digits: int = SHOWN_DIGITS) -> float:
+    """``value`` to ``digits`` significant digits."""
+    return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+
+
+def short_columns(summary: Mapping[str, float]) -> dict[str, float]:
+    """``acc_mean``, ``acc_lo95``, ``acc_hi95`` (and ``emu_s_*``) from the long keys of ``summary``, rounded."""
+    out = {}
+    for key, short in SHORT.items():
+        for suffix, name in (("", "mean"), (LOW, "lo95"), (HIGH, "hi95")):
+            if key + suffix in summary:
+                out[f"{short}_{name}"] = shown(summary[key + suffix])
+    return out
 
 
 def is_summary(key: str) -> bool:
@@ -30,7 +50,8 @@ def is_summary(key: str) -> bool:
 
 def aggregate(per_seed: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """Mean and 95 % t-interval bounds of every summary metric present in all of ``per_seed`` (one
-    mapping per finished seed). One seed gives the mean only: an interval needs a spread."""
+    mapping per finished seed), and their short, rounded copies (:data:`SHORT`). One seed gives the mean only: an
+    interval needs a spread."""
     from distrepro.claims.intervals import t_interval
 
     if not per_seed:
@@ -44,7 +65,7 @@ def aggregate(per_seed: Sequence[Mapping[str, float]]) -> dict[str, float]:
         out[key] = sum(values) / len(values)
         if len(values) > 1:
             out[key + LOW], out[key + HIGH] = t_interval(values, LEVEL)
-    return out
+    return {**out, **short_columns(out)}
 
 
 def describe_parent(arm: str, n_seeds: int) -> str:

@@ -308,7 +308,8 @@ def _run_cell(
     if plan.finished:
         print(f"seed {job.seed}: finished in run {plan.finished}, skipped", file=sys.stderr)
         return None
-    label = f"{cfg.method} · {job.profile.name} · seed {job.seed}"
+    arm = f"{cfg.name} ({cfg.method})" if cfg.name and cfg.name != cfg.method else cfg.method
+    label = f"{arm} · {job.profile.name} · seed {job.seed}"  # the arm's name: several arms share a method
     task = progress.add_task(label, total=1000) if progress is not None else None
     logger = open_cell(campaign, job, engine.name, plan, params)
     with logger:

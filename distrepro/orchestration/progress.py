@@ -9,6 +9,7 @@ A live bar (:func:`progress_bars`) when stderr is a terminal and the user did no
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -19,12 +20,38 @@ from distrepro import metrics as M
 from distrepro.api.method import Allocation
 from distrepro.spec.results import EvalRecord
 
+#: set by ``--verbose`` (and inherited by workers, ranks and SLURM jobs): every evaluation gets a line
+VERBOSE_ENV = "DISTREPRO_VERBOSE"
+_silenced = 0  # > 0 inside :func:`silenced`
+
+
+def verbose() -> bool:
+    """Whether every evaluation prints a line (``--verbose``), not only each run's last."""
+    return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """No evaluation lines at all while the block runs: short runs a report trains (Decent-DP's Fig. 6 cells) show
+    one progress line per cell instead, printed by whoever runs them."""
+    global _silenced
+    _silenced += 1
+    try:
+        yield
+    finally:
+        _silenced -= 1
+
 
 class ProgressObserver:
-    """Shows progress: a live bar on a terminal, one line per evaluation otherwise (CI logs)."""
+    """Shows progress: a live bar on a terminal; otherwise (CI logs) a line at each run's final evaluation, and at
+    every evaluation with ``--verbose`` (early evaluations of a short proxy run sit near chance and read as a
+    failure; the heartbeat and the cell counter show the run is alive)."""
 
-    def __init__(self, label: str, progress: Any | None, task: Any | None, stream: Any = None) -> None:
+    def __init__(
+        self, label: str, progress: Any | None, task: Any | None, stream: Any = None, verbose: bool | None = None
+    ) -> None:
         self.label = label
+        self.verbose = verbose
         self.progress = progress
         self.task = task
         self.stream = stream or sys.stderr
@@ -37,7 +64,8 @@ class ProgressObserver:
 
     def on_eval(self, record: EvalRecord) -> None:
         self.last_acc = record.metrics.get(M.VAL_ACCURACY)
-        if self.progress is None:
+        wanted = record.final or (self.verbose if self.verbose is not None else verbose())
+        if self.progress is None and wanted and not _silenced:
             print(
                 f"[{self.label}] step {record.step} epoch {record.epoch:.2f} emulated {record.emulated_s:.3f}s "
                 f"val_acc {record.metrics[M.VAL_ACCURACY]:.4f} val_loss {record.metrics[M.VAL_LOSS]:.4f}"

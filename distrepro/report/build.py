@@ -30,13 +30,21 @@ from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale,
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
 from distrepro.claims.tally import mark_dependence, tally
-from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
+from distrepro.claims.verdicts import Verdict, select_arm
 from distrepro.plugins.roots import repo_root
 from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
 from distrepro.report.headline import first_screen, provenance
-from distrepro.report.html import render_html
+from distrepro.report.html import contents, render_html
+from distrepro.report.scales import (
+    ScaledVerdicts,
+    judge_across_scales,
+    latest_runs,
+    run_scales,
+    scale_table,
+    tallies_by_scale,
+)
 from distrepro.report.speedup_references import speedup_marks, speedup_references
 from distrepro.tracking.runlog import flatten_params
 
@@ -108,7 +116,8 @@ def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, st
     done = runs[runs["status"] == "FINISHED"].sort_values(["seed", "start_time"])
     out: dict[str, str] = {}
     for run_id in done["run_id"]:
-        out.setdefault(labels[run_id], run_id)
+        if run_id in labels:  # the figures' labels cover one scale's runs
+            out.setdefault(labels[run_id], run_id)
     return out
 
 
@@ -202,6 +211,7 @@ def _markdown(
     root: Path,
     extra: str = "",
     prereg: str = "",
+    scaled: ScaledVerdicts | None = None,
 ) -> str:
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -210,9 +220,10 @@ def _markdown(
     screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]
-    parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
+    parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
     if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
         parts += ["", prereg]
+    parts += ["", _CONTENTS]  # filled in once every section is known
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
@@ -222,6 +233,20 @@ def _markdown(
         parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
     else:
         parts += [claims_sec.tally_text(spec, verdicts), "", claims_sec.grouped_claims_tables(spec, verdicts)]
+        by_scale = scale_table(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled else ""
+        if by_scale:
+            several = len(scaled.by_scale) > 1 if scaled else False
+            parts += [
+                "### Verdicts by scale" if several else "### Partial runs",
+                "",
+                "Each claim judged at every scale the store has runs for; a row above shows the largest scale that "
+                "decided it (PASS or FAIL), else the paper's own scale. Each (arm config, seed) counts once: its "
+                "newest finished run."
+                if several
+                else "Some arms the claims read have no runs here (their claims say *arm missing*):",
+                "",
+                by_scale,
+            ]
         conflicts = claims_sec.conflicts_section(spec)
         if conflicts:
             parts += ["### Claims that cannot all hold", "", conflicts]
@@ -255,6 +280,13 @@ def _markdown(
             continue
         title, caption = _FIGURE_TEXT[key]
         parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
+    products = sorted(out.glob("*.png"))  # what the paper's products hook wrote beside the report (Fig. 6's grid)
+    if products:
+        parts += ["## Products beyond the arms", ""]
+        for path in products:
+            data = path.with_suffix(".csv")
+            where = f"; its numbers: `{data.name}`" if data.is_file() else ""
+            parts += [f"![{path.stem}]({path.name})", "", f"_{_product_caption(path.stem)}{where}._", ""]
     parts += ["## Environment", "", sec.environment(rs.runs, labels)]
     parts += ["## Known deviations", ""]
     reps = _representatives(rs.runs, labels)
@@ -265,7 +297,21 @@ def _markdown(
         )
         parts += [f"### {method}", ""]
         parts += [f"_README {origin}._", "", sec.deviations(text)] if text else ["_No README found._", ""]
-    return "\n".join(parts).rstrip() + "\n"
+    text = "\n".join(parts).rstrip() + "\n"
+    return text.replace(_CONTENTS, contents(text), 1)
+
+
+#: where the table of contents goes on the first screen (replaced once the report's sections are known)
+_CONTENTS = "<!-- contents -->"
+
+
+def _product_caption(stem: str) -> str:
+    if stem == "fig6":
+        return (
+            "Decent-DP Fig. 6 as the emulator predicts it: emulated milliseconds per iteration (Transformer-base, "
+            "25K tokens per iteration) by GPU count, per method, on three emulated clusters"
+        )
+    return f"`{stem}.png`, written by the paper's products hook (`products.py` in its method folder)"
 
 
 def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
@@ -290,6 +336,19 @@ def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple
     return out
 
 
+def _preregistration(info: PaperInfo, rs: RunSet, scale: str) -> str:
+    """The scale's frozen record stamped into the report (:mod:`distrepro.report.preregistration_section`): which
+    verdicts a record fixed in advance decided, which seeds it named, and every choice made after seeing them."""
+    from distrepro.report.preregistration_section import preregistration_section
+
+    assert info.spec is not None
+    runs = rs.runs
+    has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
+    at = run_scales(runs, info.spec.setup.scale) == scale if has_seeds else None
+    done = runs.loc[(runs["status"] == "FINISHED") & at, "seed"].dropna() if has_seeds else []
+    return preregistration_section(info.spec, info.path, scale, [int(x) for x in done])
+
+
 def write_report(
     info: PaperInfo,
     rs: RunSet,
@@ -297,36 +356,36 @@ def write_report(
     baseline: str | None = None,
     root: Path | None = None,
     sensitivity: Any | None = None,
+    scale: Scale | None = None,
 ) -> Report:
     """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
 
+    Every claim is judged at each scale ``rs`` has runs for and at ``scale`` (default: the paper's), and each
+    (arm config, seed) counts once (:mod:`distrepro.report.scales`); ``info.spec`` is the paper's as written.
+    The figures show the runs of ``scale`` (the paper's own by default), so an arm's bar never mixes scales.
     ``sensitivity``: a :class:`distrepro.sensitivity.sweep.SensitivityResult` to report as its own section."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
         stale.unlink()
+    rs = dataclasses.replace(rs, runs=latest_runs(rs.runs))
+    scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
+    if scaled is not None:
+        info = dataclasses.replace(info, spec=scaled.spec)
     spec = info.spec
     labels = arm_labels(rs.runs, spec)
     if baseline is not None and baseline not in set(labels.values()):
         known = ", ".join(report_style(rs.runs, labels, spec).order)
         raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
-    prereg = ""
-    if spec is not None:  # the scale's frozen record: its interval level (a declared sequential plan) and its stamp
-        from distrepro.claims.sequential import apply_plan
-        from distrepro.report.preregistration_section import load_scale_record, preregistration_section
-
-        _, record = load_scale_record(info.path, spec.setup.scale)
-        spec = apply_plan(spec, (record or {}).get("sequential"), spec.setup.scale)
-        info = dataclasses.replace(info, spec=spec)
-        runs = rs.runs
-        has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
-        seeds = [int(x) for x in runs.loc[runs["status"] == "FINISHED", "seed"].dropna()] if has_seeds else []
-        prereg = preregistration_section(spec, info.path, spec.setup.scale, seeds)
-    verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
+    verdicts = scaled.verdicts if scaled else []
     baseline = baseline or (spec.setup.baseline if spec else None)
+    shown = scale or (spec.setup.scale if spec else "proxy")
+    prereg = _preregistration(info, rs, shown) if spec is not None else ""
+    at_shown = run_scales(rs.runs, shown) == shown
+    fig_labels = {r: lab for r, lab in labels.items() if r in set(rs.runs.loc[at_shown, "run_id"])} or labels
     drawn = {
         k: figs.save(f, fig_dir / FIGURE_FILES[k])
-        for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
+        for k, f in draw_figures(info, rs, fig_labels, verdicts, baseline).items()
     }
     extra = ""
     if sensitivity is not None:  # a timing verdict that flips over the plausible hardware depends on an assumption
@@ -341,7 +400,7 @@ def write_report(
     for part, figures in method_sections(info, fig_dir, out_dir):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg, scaled)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
@@ -356,7 +415,12 @@ def write_report(
         "experiment": rs.experiment,
         "campaigns": rs.campaigns,
         "claims_file": str(info.path) if info.path else None,
-        "verdicts": [{**v.to_dict(), "group": group_of(by_id[v.claim_id])} for v in verdicts] if spec else [],
+        "verdicts": [
+            {**v.to_dict(), "group": group_of(by_id[v.claim_id]), "scale": by_id[v.claim_id].scale} for v in verdicts
+        ]
+        if spec
+        else [],
+        "by_scale": tallies_by_scale(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled and spec else {},
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
     (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
@@ -385,11 +449,16 @@ def build_report(
     sensitivity: bool = False,
     sensitivity_samples: int | None = None,
     show_progress: bool | None = None,
+    log_campaigns: list[str] | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
 
-    ``scale`` judges the claims on the runs of that scale (default: the paper's ``setup.scale``);
+    ``campaigns`` restricts the report to those campaign runs; by default it reads every run of the paper, so a
+    run at one scale or of a subset of arms adds to the report and never erases what other runs decided
+    (:mod:`distrepro.report.scales`). The report's files and verdict tags go to ``log_campaigns`` (default: the
+    campaigns read, after the newest-run-per-(arm, seed) rule).
+    ``scale`` also judges the claims at that scale (beside every scale the runs hold) and picks the figures' runs;
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
     (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
     minutes, so its progress goes to stderr as a campaign's training does
@@ -397,10 +466,11 @@ def build_report(
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
     per phase and quarter of it)."""
     info = find_paper(paper, root)
+    judged_info = info  # the spec moved to the scale asked for: what the sensitivity sweep re-times
     if info.spec is not None:
         judged = scale or info.spec.setup.scale
         available = arms_at_scale(info, judged, root) if judged in TRAINING_SCALES else None
-        info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
+        judged_info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
     claims = info.spec.claims if info.spec else []
     targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
     try:
@@ -409,15 +479,18 @@ def build_report(
         if info.method_dirs or paper == "adhoc":
             raise
         raise UnknownPaperError(paper, known_papers(root)) from exc
+    kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
+    parents = sorted({p for p in kept["parent_run_id"].dropna()})
+    rs = dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))
     sens = None
     if sensitivity:
         from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
         from distrepro.sensitivity.runner import sensitivity as sweep
 
         with progress_bars(wants_bars(show_progress)) as bars:
-            sens = sweep(info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
+            sens = sweep(judged_info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
     out = Path(out_dir) if out_dir else Path("reports") / paper
-    report = write_report(info, rs, out, baseline, root, sens)
+    report = write_report(info, rs, out, baseline, root, sens, scale)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index
 

@@ -29,7 +29,7 @@ td.verdict { font-weight: 700; white-space: nowrap; }
 td.pass { color: #1b5e20; background: #e8f5e9 !important; }
 td.fail { color: #b71c1c; background: #ffebee !important; }
 td.inconclusive { color: #7a5900; background: #fff8e1 !important; }
-img { max-width: 100%; border: 1px solid #eee; margin: .4rem 0; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; margin: .4rem 0; }
 code { background: #f6f8fa; padding: 0 .2rem; border-radius: 3px; font-size: .9em; }
 strong.badge { padding: .05rem .4rem; border-radius: 3px; }
 strong.pass { color: #1b5e20; background: #e8f5e9; }
@@ -49,6 +49,28 @@ _HEADLINE_VERDICT = re.compile(r"<li><strong>(PASS|FAIL|INCONCLUSIVE)</strong>")
 _VERDICT_CELL = re.compile(r'<td(?: style="[^"]*")?>(PASS|FAIL|INCONCLUSIVE)</td>')
 
 
+_H23 = re.compile(r"<h([23])>(.*?)</h\1>")
+_TAG = re.compile(r"<[^>]+>")
+
+
+def slug(heading: str) -> str:
+    """The anchor of a heading, as GitHub makes it (lower case, punctuation dropped, spaces to hyphens), so the
+    report's contents links work in the HTML file and in a Markdown viewer alike."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def contents(markdown: str) -> str:
+    """A one-paragraph table of contents of ``markdown``'s second-level headings (links to their anchors)."""
+    heads = [line[3:].strip() for line in markdown.splitlines() if line.startswith("## ")]
+    return "**Contents:** " + " · ".join(f"[{h}](#{slug(h)})" for h in heads) if heads else ""
+
+
+def _anchor(m: re.Match[str]) -> str:
+    text = html.unescape(_TAG.sub("", m.group(2)))
+    return f'<h{m.group(1)} id="{html.escape(slug(text))}">{m.group(2)}</h{m.group(1)}>'
+
+
 def _inline_images(body: str, base: Path) -> str:
     def repl(m: re.Match[str]) -> str:
         src = m.group(1)
@@ -66,6 +88,7 @@ def render_html(markdown: str, base: Path, title: str) -> str:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
     body = md.render(markdown)
     body = _inline_images(body, base)
+    body = _H23.sub(_anchor, body)  # anchors for the table of contents (distrepro.report.html.contents)
     body = _DETAILS_OPEN.sub(r"<details><summary>\1</summary>", body)
     body = _DETAILS_CLOSE.sub("</details>", body)
     body = _HEADLINE_VERDICT.sub(

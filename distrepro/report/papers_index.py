@@ -23,6 +23,18 @@ def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
     return " · ".join(f"{n} {k}" for k, n in out.items())
 
 
+def _per_scale(by_scale: dict[str, Any]) -> str:
+    """``proxy: 2 PASS · 0 FAIL · 1 INCONCLUSIVE; mid (partial): …`` over the headline claims judged at each scale."""
+    parts = []
+    for scale, t in by_scale.items():
+        counts = t.get("headline") or {}
+        if not sum(counts.values()):
+            counts = t.get("all") or {}
+        label = f"{scale} (partial)" if t.get("partial") else scale
+        parts.append(f"{label}: " + " · ".join(f"{counts.get(k, 0)} {k}" for k in ("PASS", "FAIL", "INCONCLUSIVE")))
+    return "; ".join(parts) or "–"
+
+
 def _row(folder: Path, data: dict[str, Any]) -> dict[str, str]:
     verdicts = data.get("verdicts", [])
     link = f"[{data.get('paper', folder.name)}]({folder.name}/report.html)"
@@ -32,6 +44,7 @@ def _row(folder: Path, data: dict[str, Any]) -> dict[str, str]:
         "title": data.get("title", ""),
         "headline claims (the paper's own)": headline,
         "all claims": _counts(verdicts) if verdicts else "–",
+        "by scale (headline, else all)": _per_scale(data.get("by_scale") or {}),
         "runs": str(data.get("n_runs", "–")),
         "generated": data.get("generated", "–"),
     }
@@ -45,14 +58,16 @@ def write_index(reports_dir: Path) -> Path:
             rows.append(_row(path.parent, json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError) as exc:  # one unreadable report must not hide the others
             rows.append({"paper": path.parent.name, "title": f"unreadable claims_verdict.json: {exc}"})
-    cols = ["paper", "title", "headline claims (the paper's own)", "all claims", "runs", "generated"]
+    cols = ["paper", "title", "headline claims (the paper's own)", "all claims", "by scale (headline, else all)"]
+    cols += ["runs", "generated"]
     text = "\n".join(
         [
             "# distrepro reports",
             "",
             "One row per paper reproduced here. *Headline*: the paper's own claims as it states them, each decided "
             "by a measurement on the emulated hardware; *all claims* adds the derived, reconstructed and structural "
-            "readings. Each report opens with one sentence per headline claim.",
+            "readings; *by scale*: the claims judged at each scale the paper's runs cover (*partial*: some arm has no "
+            "runs there). Each report opens with one sentence per headline claim.",
             "",
             table(rows, cols) if rows else "_No reports yet: run `distrepro reproduce PAPER`._",
         ]

@@ -33,8 +33,10 @@ class HarnessReportContext:
     def train(self, config: Mapping[str, Any]) -> list[EvalPoint]:
         from distrepro.config.run_config import RunConfig
         from distrepro.orchestration.campaign import run_campaign
+        from distrepro.orchestration.progress import silenced
 
-        result = run_campaign(RunConfig.model_validate(dict(config)), show_progress=False)
+        with silenced():  # the hook prints its own progress line per run (e.g. Fig. 6's cell counter)
+            result = run_campaign(RunConfig.model_validate(dict(config)), show_progress=False)
         run = result.cells[0].result
         return [EvalPoint(e.step, e.emulated_s, dict(e.metrics)) for e in run.evals]
 

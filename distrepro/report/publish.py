@@ -2,16 +2,20 @@
 
 ``distrepro reproduce`` runs its arms under one umbrella run, so the report (megabytes: its figures are
 inlined in the HTML) is logged there once rather than on each of up to 18 arm runs; a campaign from a
-plain ``distrepro run`` holds its own copy. Each arm's campaign run gets the tally and one
-``verdict.<claim id>`` tag per claim it takes part in, so the runs table can show and filter them.
+plain ``distrepro run`` holds its own copy. Each arm's campaign run gets the tally, one tag ``distrepro.verdicts``
+with every claim it takes part in and its verdict, and a ``verdict.<claim id>`` tag per *headline* claim (a column
+per claim of every kind left the runs table with 16 sparse columns); the reproduction's run gets the headline tally
+as metrics (``headline_pass``, ``headline_fail``, ``headline_inconclusive``).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
+from distrepro.claims.evidence import group_of
 from distrepro.claims.runs import RunSet
 from distrepro.tracking.mlflow_client import REPRODUCTION_TAG, VIEW_TAG, view_state
 
@@ -30,6 +34,7 @@ def verdict_tags(rs: RunSet, report: Any, labels: dict[str, str]) -> dict[str, d
     """Campaign run id → ``verdict.<claim id>`` tags for the claims its arm takes part in, so the MLflow runs
     table can show (and filter on) each arm's verdicts."""
     by_id = {v.claim_id: v.verdict for v in report.verdicts}
+    headline = {c.id for c in report.claims if group_of(c) == "headline"}
     arms_of: dict[str, set[str]] = {}
     for run_id, parent in zip(rs.runs["run_id"], rs.runs["parent_run_id"], strict=True):
         if isinstance(parent, str):
@@ -37,12 +42,24 @@ def verdict_tags(rs: RunSet, report: Any, labels: dict[str, str]) -> dict[str, d
     out: dict[str, dict[str, str]] = {}
     for parent in rs.campaigns:
         arms = arms_of.get(parent, set())
-        out[parent] = {
-            "verdict." + _TAG_UNSAFE.sub("_", c.id): by_id[c.id]
-            for c in report.claims
-            if c.id in by_id and claim_arms(c) & arms
-        }
+        mine = [c for c in report.claims if c.id in by_id and claim_arms(c) & arms]
+        out[parent] = {"verdict." + _TAG_UNSAFE.sub("_", c.id): by_id[c.id] for c in mine if c.id in headline}
+        if mine:  # every claim of the arm in one column: a column per claim left the table sparse
+            out[parent][ALL_VERDICTS_TAG] = " · ".join(f"{c.id} {by_id[c.id]}" for c in mine)
     return out
+
+
+#: one tag with every claim the arm takes part in and its verdict (``A-C1 PASS · A-C3 FAIL``)
+ALL_VERDICTS_TAG = "distrepro.verdicts"
+
+
+def tally_metrics(report: Any) -> dict[str, float]:
+    """The headline tally as metrics of the reproduction's run (``headline_pass`` …), so its row has numbers."""
+    counts = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}
+    for v in report.verdicts:
+        if report.group(v) == "headline":
+            counts[v.verdict] += 1
+    return {f"headline_{k.lower()}": float(n) for k, n in counts.items()}
 
 
 def _umbrella(rs: RunSet, campaign: str) -> str | None:
@@ -82,6 +99,12 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
         try:
             rs.client.log_artifacts(run_id, str(report.out_dir), artifact_path="report")
             rs.client.set_tag(run_id, "distrepro.report.verdicts", report.summary())
+            if run_id not in rs.campaigns:  # the reproduction's own run: its row shows the headline tally
+                from mlflow.entities import Metric
+
+                now = int(time.time() * 1000)
+                metrics = [Metric(k, v, now, 0) for k, v in tally_metrics(report).items()]
+                rs.client.log_batch(run_id, metrics=metrics)
             logged.append(run_id)
         except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
             _log.warning("could not log the report to run %s: %s", run_id, exc)

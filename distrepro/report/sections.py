@@ -108,6 +108,20 @@ def _values(runs: pd.DataFrame, col: str) -> str:
     return vals[0] if len(vals) == 1 else "several: " + ", ".join(vals)
 
 
+def caveats(runs: pd.DataFrame) -> str:
+    """The first screen's one paragraph on what the verdicts rest on: what was real, what was emulated."""
+    profiles = ", ".join(f"`{p}`" for p in sorted(runs["profile"].dropna().astype(str).unique())) or "–"
+    charged = _values(runs, "tags.time.charged_workload")
+    return (
+        f"**What these verdicts rest on.** Training ran for real on this machine (accuracy and loss are measured on "
+        f"a small proxy model); time and bytes are *emulated* on the hardware profile(s) {profiles}, built from "
+        f"public specifications, with compute charged as {charged}. Timing verdicts therefore depend on those "
+        "profiles: a zero-width interval on a timing claim means the emulated clock is deterministic, not that the "
+        "verdict is certain; `distrepro report --sensitivity` shows which hardware assumption would flip it. "
+        "Details: [Environment](#environment)."
+    )
+
+
 def environment(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
     """What produced these runs, and the split between what was measured and what was emulated."""
     rows: list[dict[str, str]] = []

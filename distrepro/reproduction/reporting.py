@@ -1,4 +1,4 @@
-"""The report half of a reproduction: the paper's products, then its report, restricted to the arms' campaigns.
+"""The report half of a reproduction: the paper's products, then its report over every run of the paper.
 
 Training and judging stay separate: the report reads only what the runs logged. A method folder may also ship
 ``products.py`` (outputs beyond the arms, such as a figure's grid), built with the report and skipped with it
@@ -44,12 +44,14 @@ def report_reproduction(
     sensitivity_samples: int | None,
     show_progress: bool | None,
 ) -> Any:
-    """Build the products and the report of the arms' campaigns (a heartbeat line under ``--no-progress``)."""
+    """Build the products and the paper's report (a heartbeat line under ``--no-progress``): the report reads every
+    run of the paper in the store, so this session's arms add to what earlier sessions (other scales, other arms)
+    decided; its files and verdict tags go to this session's campaigns."""
     with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
         build_products(method_dirs, paper, scale, root)
         return build_report(
             paper,
-            campaigns=[c.parent_run_id for c in campaigns.values()],
+            log_campaigns=[c.parent_run_id for c in campaigns.values()],  # reads every run: other scales stay
             tracking_uri=uri,
             root=root,
             scale=scale,

@@ -15,6 +15,7 @@ conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same clai
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,12 @@ def reproduce(
     uri = resolve_tracking_uri()
     check_store(uri)
     say_estimate(paper, configs, uri)
+    if seeds is not None:  # below a claim's min_seeds: said now, not after the training
+        from distrepro.report.next_steps import seed_warnings
+
+        fewest = min(len(arm.config.seeds) for arm in configs)
+        for line in seed_warnings(info, chosen, scale, fewest, root):
+            print(line, file=sys.stderr, flush=True)
     umbrella = Campaign(
         experiment_name(paper),
         f"reproduce {paper} ({scale})",

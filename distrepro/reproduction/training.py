@@ -8,6 +8,7 @@ recipe on a laptop) is refused where the cells would train here, and the estimat
 from __future__ import annotations
 
 import sys
+import time
 
 from distrepro.config.run_config import RunConfig
 from distrepro.engine.device import resolve_device
@@ -76,8 +77,32 @@ def train_arms(
         ]
         done = run_campaigns(requests, pool, show_progress)
         return {arm.name: result for arm, result in zip(arms, done, strict=True)}
-    return {
-        arm.name: run_campaign(
+    return _one_after_the_other(arms, uri, umbrella_run_id, show_progress, system_metrics)
+
+
+def _clock(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _one_after_the_other(
+    arms: list[ArmConfig], uri: str, umbrella_run_id: str, show_progress: bool | None, system_metrics: bool
+) -> dict[str, CampaignResult]:
+    """The arms here, in order, each announced with the cell counter, the arm's name and an ETA (the mean wall time
+    of the cells so far times the cells left), as the executors' cell lines say it."""
+    total = sum(len(arm.config.seeds) for arm in arms)
+    start, done, out = time.perf_counter(), 0, {}
+    for k, arm in enumerate(arms, 1):
+        n = len(arm.config.seeds)
+        elapsed = time.perf_counter() - start
+        eta = f"ETA {_clock(elapsed / done * (total - done))}" if done else "ETA – (after the first arm)"
+        print(
+            f"[arm {k}/{len(arms)} {arm.name}] cells {done + 1}–{done + n} of {total} · {_clock(elapsed)} elapsed"
+            f" · {eta}",
+            file=sys.stderr,
+            flush=True,
+        )
+        out[arm.name] = run_campaign(
             arm.config,
             source=arm.path,
             show_progress=show_progress,
@@ -85,5 +110,5 @@ def train_arms(
             reproduction=umbrella_run_id,
             system_metrics=system_metrics,
         )
-        for arm in arms
-    }
+        done += n
+    return out

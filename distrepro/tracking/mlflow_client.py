@@ -102,6 +102,19 @@ def resolve_tracking_uri() -> str:
     return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
+#: loggers whose INFO lines a new store prints once ("Creating initial MLflow database tables...", alembic's
+#: migrations): bookkeeping, not news; their warnings and errors still show
+_FIRST_USE_LOGGERS = ("mlflow.store.db.utils", "alembic", "alembic.runtime.migration")
+
+
+def quiet_first_use() -> None:
+    """Raise the first-use loggers of MLflow's SQL store to WARNING (once per process is enough; idempotent)."""
+    import logging
+
+    for name in _FIRST_USE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def make_client(tracking_uri: str | None = None) -> MlflowClient:
     """An ``MlflowClient`` for ``tracking_uri`` (default :func:`resolve_tracking_uri`), guarded.
 
@@ -114,6 +127,7 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
     deprecation warning fires once, at import, and a process-wide filter alone does not help
     when the caller (pytest ``-W error``, ``warnings.catch_warnings``) has put ``error`` first.
     """
+    quiet_first_use()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_NOLOAD_WARNING)
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
@@ -168,15 +182,19 @@ MODEL_TRAINING_KIND = "custom_model_development"
 VIEW_KEY = "distrepro"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 #: the metric columns of that view: each arm's mean over seeds and its interval (tracking/aggregates.py), time to target
+#: (short names that stay apart when a header truncates: orchestration/arm_summary.py's SHORT)
 VIEW_METRICS = (
-    "final/val_accuracy",
-    "final/val_accuracy/ci95_low",
-    "final/val_accuracy/ci95_high",
-    "final/emulated_s",
-    "final/emulated_s/ci95_low",
-    "final/emulated_s/ci95_high",
+    "acc_mean",
+    "acc_lo95",
+    "acc_hi95",
+    "emu_s_mean",
+    "emu_s_lo95",
+    "emu_s_hi95",
     "time_to_target_s",
     "seeds_finished",
+    "headline_pass",
+    "headline_fail",
+    "headline_inconclusive",
 )
 
 

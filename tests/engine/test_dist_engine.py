@@ -298,7 +298,7 @@ def test_rank0_evaluations_reach_the_launchers_log_lines(tmp_path):
         return EvalRecord(step, step / 10, step * 8, step * 0.5, 0.1, metrics, workers=[], final=final)
 
     path, out = tmp_path / "progress.json", io.StringIO()
-    shown_to = ProgressObserver("m · p · seed 0", None, None, stream=out)
+    shown_to = ProgressObserver("m · p · seed 0", None, None, stream=out, verbose=True)
     writer = ProgressFile(path)
     writer.on_eval(record(5, 0.25))
     shown = _forward_progress(path, shown_to)

@@ -147,3 +147,16 @@ def test_system_metrics_reach_every_arms_cells_on_an_executor(
         executor=Recording(jobs=1, threads=1),
     )  # fmt: skip
     assert len(seen) == len(result.campaigns) >= 2 and all(flag for _, flag in seen), seen
+
+
+def test_arms_trained_here_say_the_cell_count_arm_and_eta(paper_root: Path, mlflow_uri: str, capsys) -> None:
+    reproduce("tinypaper", seeds="0", report=False, show_progress=False, root=paper_root)
+    err = capsys.readouterr().err
+    warned = err.index("warning: 1 seed cannot decide claim fewer-bytes (it needs 2: --seeds 0,1)")
+    assert warned < err.index("[arm 1/2 sync]")  # said before any training
+    assert "[arm 1/2 sync] cells 1–1 of 2 · 0:00:0" in err and "ETA – (after the first arm)" in err
+    second = next(line for line in err.splitlines() if line.startswith("[arm 2/2 local]"))
+    assert "cells 2–2 of 2" in second and "ETA 0:" in second  # from the first arm's wall time
+    assert "[sync (ar_sgd) · hetero-2fast-2slow · seed 0]" in err  # the arm's name, not only its method
+    steps = [line for line in err.splitlines() if "] step " in line]
+    assert steps and all(line.endswith("(final)") for line in steps)  # per-step lines only with --verbose

@@ -25,18 +25,27 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
     assert umbrella.info.run_name == "reproduce tinypaper (proxy)"
     assert "mlflow.note.content" in umbrella.data.tags
     assert [a.path for a in client.list_artifacts(result.run_id, "report")], "the report is on the umbrella run"
+    tally = umbrella.data.metrics
+    assert {k: tally[k] for k in ("headline_pass", "headline_fail", "headline_inconclusive")} == {
+        "headline_pass": 0.0,
+        "headline_fail": 0.0,
+        "headline_inconclusive": 0.0,
+    }  # its one claim is derived
     for arm, campaign in result.campaigns.items():
         run = client.get_run(campaign.parent_run_id)
         assert run.data.tags["distrepro.reproduction"] == result.run_id
         assert "mlflow.parentRunId" not in run.data.tags  # a top-level row: its metric columns show at once
         assert client.list_artifacts(campaign.parent_run_id, "report") == []  # not once per arm
-        assert run.data.tags["verdict.fewer-bytes"] == "PASS"  # both arms take part in the claim
+        assert run.data.tags["distrepro.verdicts"] == "fewer-bytes PASS"  # both arms take part in the claim
+        assert "verdict.fewer-bytes" not in run.data.tags  # a derived claim: no column of its own
         metrics = run.data.metrics
         assert metrics["seeds_finished"] == 2
         seeds = [client.get_run(c.run_id).data.metrics["final/val_accuracy"] for c in campaign.cells]
         assert metrics["final/val_accuracy"] == pytest.approx(sum(seeds) / 2)
         assert metrics["final/val_accuracy/ci95_low"] <= metrics["final/val_accuracy"]
         assert metrics["final/val_accuracy/ci95_high"] >= metrics["final/val_accuracy"]
+        assert metrics["acc_lo95"] <= metrics["acc_mean"] <= metrics["acc_hi95"]  # short names for the table
+        assert metrics["acc_mean"] == float(f"{metrics['final/val_accuracy']:.4g}")  # rounded to what reads
         names = sorted(client.get_run(c.run_id).info.run_name for c in campaign.cells)
         assert names == [f"{arm}/s0", f"{arm}/s1"]
         child = client.get_run(campaign.cells[0].run_id)

@@ -70,7 +70,7 @@ def test_runs_table_charts_and_compare_view(served: tuple[str, Reproduction], tm
     exp = result.experiment_id
     table = _dom(ui_url(exp, base), tmp_path / "table")
     assert "shared view" in table  # distrepro's view, from the experiment tag
-    for column in ("final/val_accuracy", "final/emulated_s", "seeds_finished", "verdict.fewer-bytes"):
+    for column in ("acc_mean", "acc_lo95", "emu_s_mean", "seeds_finished", "distrepro.verdicts"):
         assert column in table, column
     assert ">sync<" in table and ">local<" in table and "reproduce tinypaper (proxy)" in table
 

@@ -75,6 +75,12 @@ def time_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmStyle) 
     return fig
 
 
+def _per_seed(rows: pd.DataFrame, col: str) -> pd.Series:
+    """``col`` by seed, the newest run's value where a seed has several."""
+    order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
+    return order.groupby("seed")[col].last()
+
+
 def _gmean(x: np.ndarray) -> float:
     return float(np.exp(np.log(x).mean()))
 
@@ -106,9 +112,11 @@ def speedup_figure(
         if col not in done:
             continue
         for group, ref in refs.items():
-            base = done[done["arm"] == ref].set_index("seed")[col]
+            # one value per seed even if a seed ran twice (the report keeps one run per arm and seed; a caller
+            # that does not is not a crash): the newest run's
+            base = _per_seed(done[done["arm"] == ref], col)
             for arm, g in done[done["arm"].map(lambda a: group_of(a, "")) == group].groupby("arm"):
-                for seed, t in g.set_index("seed")[col].items():
+                for seed, t in _per_seed(g, col).items():
                     if seed in base.index and t > 0 and base[seed] > 0:
                         per.setdefault(what, {}).setdefault(str(arm), []).append(float(base[seed] / t))
     if not per:

@@ -1,0 +1,73 @@
+"""Decent-DP's Fig. 6 grid (methods/decentdp/fig6.py): computed once per code and profile version, in its own
+experiment, and rebuilding it leaves the committed csv, and so the checkout, as it was."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distrepro.api.report_context import EvalPoint
+from distrepro.plugins.registry import plugin_module
+from distrepro.report.plugin_context import HarnessReportContext, plugin_context
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "reports" / "decentdp" / "fig6.csv"
+
+
+def _committed() -> dict[str, float]:
+    with COMMITTED.open(newline="") as fh:
+        return {f"fig6-{r['setup']}-{r['gpus']}-{r['method']}": float(r["ms_per_iter"]) for r in csv.DictReader(fh)}
+
+
+@pytest.fixture
+def replayed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """``ctx.train`` answers each cell with the committed ms/iteration (no training); the configs it got."""
+    fig6, ms, seen = plugin_module("decentdp", "fig6"), _committed(), []
+
+    def train(self: HarnessReportContext, config: dict[str, Any]) -> list[EvalPoint]:
+        seen.append(config)
+        steps = config["budget"]["steps"]
+        return [EvalPoint(fig6.WARMUP, 0.0), EvalPoint(steps, ms[config["name"]] / 1000 * (steps - fig6.WARMUP))]
+
+    monkeypatch.setattr(HarnessReportContext, "train", train)
+    return seen
+
+
+def test_rebuilding_the_grid_leaves_the_checkout_clean(tmp_path: Path, monkeypatch, replayed, capsys) -> None:
+    repo = tmp_path / "checkout"  # the committed csv and the ignore rules, in a repository of their own
+    (repo / "reports" / "decentdp").mkdir(parents=True)
+    shutil.copy(COMMITTED, repo / "reports" / "decentdp" / "fig6.csv")
+    shutil.copy(REPO / ".gitignore", repo / ".gitignore")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-f", ".gitignore", "reports/decentdp/fig6.csv"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "grid"], cwd=repo, check=True)
+    monkeypatch.chdir(repo)
+    products = plugin_module("decentdp", "products")
+    made = products.build(plugin_context(Path("reports/decentdp"), "proxy"))
+    assert {p.name for p in made} == {"fig6.csv", "fig6.png"}
+    assert len(replayed) == 36 and {c["paper"] for c in replayed} == {"decentdp-fig6"}  # its own experiment
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("Fig. 6 grid: cell ")]
+    assert len(lines) == 36 and lines[-1].startswith("Fig. 6 grid: cell 36/36") and "ETA" in lines[-1]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
+    assert status.stdout == ""  # no wall time in the csv; the key and the png are ignored
+    products.build(plugin_context(Path("reports/decentdp"), "proxy"))  # same code and profiles: nothing trains
+    assert len(replayed) == 36
+    assert "unchanged" in capsys.readouterr().err
+
+
+def test_the_grid_key_follows_the_code_and_profiles(tmp_path: Path, monkeypatch) -> None:
+    fig6 = plugin_module("decentdp", "fig6")
+    sources = fig6._key_sources()
+    assert {"fig6.py", "a40-25gbe-16.yaml", "network.py"} <= {p.name for p in sources}  # code, profiles, clock
+    before = fig6.grid_key()
+    assert fig6.grid_key() == before  # stable: one grid per version
+    edited = tmp_path / "a40-25gbe-16.yaml"
+    edited.write_text((REPO / "hardware_profiles" / "a40-25gbe-16.yaml").read_text() + "# a changed profile\n")
+    monkeypatch.setattr(fig6, "_key_sources", lambda: [*sources, edited])
+    assert fig6.grid_key() != before

@@ -1,0 +1,69 @@
+"""Every INCONCLUSIVE names what would decide it (distrepro/report/next_steps.py), and a --seeds below a claim's
+minimum is said before training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
+
+from distrepro.claims.papers import find_paper
+from distrepro.claims.verdicts import Verdict
+from distrepro.report import next_steps
+
+ACCURACY_CLAIM = """\
+  - id: as-accurate
+    kind: relative_improvement
+    arm: local
+    baseline: sync
+    metric: final/val_accuracy
+    direction: max
+    form: ratio
+    claimed: 1.0
+    accept: {statistic: median, rel_tolerance: 0.5}
+    source: {kind: text, quote: "as accurate as synchronous training"}
+    evidence: derived
+"""
+
+
+def _info(root: Path, mid: bool):
+    folder = root / "methods" / "tiny"
+    (folder / "paper.yaml").write_text(PAPER + ACCURACY_CLAIM)
+    if mid:
+        (folder / "tiny.mid.yaml").write_text((folder / "tiny.yaml").read_text())
+    info = find_paper("tinypaper", root)
+    return info, {c.id: c for c in info.spec.claims}
+
+
+def _undecided(claim_id: str, reason: str, out_of_regime: bool = False) -> Verdict:
+    return Verdict(claim_id, "relative_improvement", "INCONCLUSIVE", reason, out_of_regime=out_of_regime)
+
+
+def test_too_few_seeds_names_the_seeds_that_decide(paper_root: Path) -> None:  # noqa: F811
+    info, claims = _info(paper_root, mid=False)
+    step = next_steps.next_step(info, claims["fewer-bytes"], _undecided("fewer-bytes", "too few seeds: 1"))
+    assert step == "next step: `distrepro reproduce tinypaper --seeds 0,1` (2 seeds decide it)"
+
+
+def test_outside_the_regime_names_the_scale_that_meets_it(paper_root: Path) -> None:  # noqa: F811
+    verdict = _undecided("as-accurate", "outside the paper's regime: saturated", out_of_regime=True)
+    info, claims = _info(paper_root, mid=False)
+    assert "no scale the paper ships" in next_steps.next_step(info, claims["as-accurate"], verdict, paper_root)
+    info, claims = _info(paper_root, mid=True)  # the accuracy claim moves to mid once its arms have configs there
+    step = next_steps.next_step(info, claims["as-accurate"], verdict, paper_root)
+    assert "`distrepro reproduce tinypaper --scale mid` decides it" in step
+    timing = _undecided("fewer-bytes", "outside the paper's regime: x", out_of_regime=True)
+    assert "--scale mid" not in next_steps.next_step(info, claims["fewer-bytes"], timing, paper_root)  # bytes stay
+
+
+def test_decided_verdicts_get_no_next_step(paper_root: Path) -> None:  # noqa: F811
+    info, claims = _info(paper_root, mid=False)
+    passed = Verdict("fewer-bytes", "relative_improvement", "PASS", "")
+    assert next_steps.with_next_steps(info, claims.values(), [passed], paper_root) == [passed]
+
+
+def test_seeds_below_a_claims_minimum_warn(paper_root: Path) -> None:  # noqa: F811
+    info, _ = _info(paper_root, mid=False)
+    lines = next_steps.seed_warnings(info, ["sync", "local"], "proxy", 1, paper_root)
+    assert len(lines) == 2 and "cannot decide claim fewer-bytes (it needs 2: --seeds 0,1)" in lines[0]
+    assert next_steps.seed_warnings(info, ["sync", "local"], "proxy", 2, paper_root) == []
