@@ -99,9 +99,8 @@ def read_table(path: Path) -> LayerTable:
     layers = []
     for i, row in enumerate(rows, start=1):
         try:
-            layer = Layer(
-                row["name"], row["kind"], int(row["params"]), float(row["forward_flops"]), float(row["activation_bytes"])
-            )
+            flops, act = float(row["forward_flops"]), float(row["activation_bytes"])
+            layer = Layer(row["name"], row["kind"], int(row["params"]), flops, act)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(path, f"row {i}", f"expected columns {', '.join(_FIELDS)} with numbers: {exc}") from None
         if layer.params < 0 or not math.isfinite(layer.forward_flops) or layer.forward_flops < 0:

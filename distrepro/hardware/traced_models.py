@@ -56,7 +56,9 @@ class GPT2(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(ctx, d)
-        block = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+        block = nn.TransformerEncoderLayer(
+            d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
         self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
         self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
