@@ -98,14 +98,21 @@ def bucketed_step_overhead_s(device: Any, layers: Any) -> float:
 
 def expected_max_factor(p: int, cv: float = STEP_CV) -> float:
     """E[max of p mean-1 lognormal factors of coefficient of variation ``cv``]: what a synchronous step pays for
-    per-step jitter on p workers. Blom's approximation of the expected largest of p standard normals,
-    Φ⁻¹((p − 0.375)/(p + 0.25)) (Blom 1958; within 1 % of the exact value for p ≤ 1000), through the lognormal.
-    1 for p = 1 or no jitter."""
+    per-step jitter on p workers. The density of the largest of p standard normals is p·φ(z)·Φ(z)^(p−1); the
+    expectation of exp(σz − σ²/2) under it is integrated numerically (Simpson, z in [−8, 8], 1,600 intervals:
+    exact to 1e-9 here). 1 for p = 1 or no jitter."""
     if p <= 1 or cv <= 0:
         return 1.0
     sigma = math.sqrt(math.log1p(cv * cv))
-    z = _STD_NORMAL.inv_cdf((p - 0.375) / (p + 0.25))
-    return math.exp(sigma * z - 0.5 * sigma * sigma)
+    n, lo, hi = 1600, -8.0, 8.0
+    h = (hi - lo) / n
+    total = 0.0
+    for i in range(n + 1):
+        z = lo + i * h
+        weight = 1 if i in (0, n) else (4 if i % 2 else 2)
+        density = p * _STD_NORMAL.pdf(z) * _STD_NORMAL.cdf(z) ** (p - 1)
+        total += weight * density * math.exp(sigma * z - 0.5 * sigma * sigma)
+    return total * h / 3
 
 
 def contention_s(overlapped_s: float, factor: float = CONTENTION) -> float:
@@ -126,13 +133,10 @@ def ddp_step_s(
     done. ``contention=0`` and ``overhead_s=0`` give the emulator's earlier rule."""
     forward = (1 - backward_fraction) * compute_s
     backward = backward_fraction * compute_s + overhead_s
-    end = forward
-    comm_end = 0.0
-    overlapped = 0.0
+    comm_end = delay = 0.0
     for ready, seconds in buckets:
-        at = forward + backward * ready
-        start = max(at, comm_end)
+        start = max(forward + backward * ready + delay, comm_end)
         comm_end = start + seconds
-        overlapped += max(0.0, min(comm_end, forward + backward) - start)
-    end = forward + backward + contention_s(overlapped, contention)
-    return max(end, comm_end)
+        backward_end = forward + backward + delay
+        delay += contention_s(min(comm_end, backward_end) - start, contention)  # later buckets are ready later
+    return max(forward + backward + delay, comm_end)

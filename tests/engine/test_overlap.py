@@ -95,5 +95,5 @@ def test_bucket_plan_deals_the_proxys_parameters_by_bytes_with_the_emulated_read
     groups, fractions = bucket_plan(model, SCALE, table)
     assert [[id(p) for p in g] for g in groups] == [[id(model[1].weight)], [id(model[0].weight)]]
     assert fractions == pytest.approx([0.01, 1.0])  # the FC bytes ready early, the conv stack at the end
-    proxy_groups, proxy_fractions = bucket_plan(model, SCALE, None)
+    _proxy_groups, proxy_fractions = bucket_plan(model, SCALE, None)
     assert proxy_fractions == pytest.approx([0.5, 1.0])  # the proxy's counts: half and half

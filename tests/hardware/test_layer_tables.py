@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_ready_points_rise_to_one_in_backward_order() -> None:
     assert table is not None
     points = table.ready_points()
     assert points[-1] == pytest.approx((1.0, 1.0))
-    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(points, points[1:], strict=False))
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(points))
     # the fc layer (last in forward) is ready first, having cost ~nothing: ResNet-50's fc holds 0.9 % of compute
     assert points[0][0] < 0.01 and points[0][1] > 0.005
 
