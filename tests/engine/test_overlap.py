@@ -94,6 +94,37 @@ def test_bucket_plan_deals_the_proxys_parameters_by_bytes_with_the_emulated_read
     table = _table((1_000_000, 99e9), (20_000_000, 0.5e9), (10_000_000, 0.5e9))
     groups, fractions = bucket_plan(model, SCALE, table)
     assert [[id(p) for p in g] for g in groups] == [[id(model[1].weight)], [id(model[0].weight)]]
-    assert fractions == pytest.approx([0.01, 1.0])  # the FC bytes ready early, the conv stack at the end
+    # the FC bytes ready after 0.5 % of backward; the conv stack's bytes ride with the last proxy tensor, at the end
+    assert fractions == pytest.approx([0.005, 1.0])
     _proxy_groups, proxy_fractions = bucket_plan(model, SCALE, None)
     assert proxy_fractions == pytest.approx([0.5, 1.0])  # the proxy's counts: half and half
+
+
+def test_the_engine_charges_the_emulated_buckets_and_the_reducers_cost(tmp_path: Path) -> None:
+    """The hand-computed case above (two ranks, 1 GB/s, compute 1 s, backward 0.5, two 25 MiB buckets), now with a
+    layer table whose first bucket is ready after 0.5 % of backward and a reducer cost of 0.1 s (added to backward):
+    backward runs 0.5 → 1.1 s; bucket 0 is ready at 0.5 + 0.6 x 0.005 = 0.503 s and ends at 0.5292 s; bucket 1 is
+    ready at 1.1 s and ends at 1.1262144 s. The clock's compute includes the reducer's 0.1 s."""
+    net = Net(tmp_path, 2, bytes_scale=SCALE)
+    table = _table((1_000_000, 99e9), (20_000_000, 0.5e9), (10_000_000, 0.5e9))
+
+    def body(rank: int, comm: Any, clock: Any) -> None:
+        model = _model()
+        ctx = HarnessWorker(
+            rank,
+            2,
+            model,
+            comm,
+            clock,
+            lambda r, n, s, t: 1.0,
+            ("t",),
+            bytes_scale=SCALE,
+            backward_fraction=0.5,
+            layers=table,
+            framework_s=0.1,
+        )
+        all_reduce_overlapped(ctx, Batch(torch.randn(4, 8), torch.randint(0, 8, (4,))), "equal")
+
+    net.run(body)
+    assert [c.t for c in net.clocks] == pytest.approx([1.1 + 26_214_400 / 1e9] * 2, rel=1e-12)
+    assert [c.compute_s for c in net.clocks] == pytest.approx([1.1, 1.1], rel=1e-12)
