@@ -34,8 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         table = trace(build, sample, source)
         write_table(table, args.out / f"{name}.csv", f"python tools/trace_layers.py {name}")
-        print(f"{name}: {len(table.layers)} layers, {table.params / 1e6:.2f} M params, "
-              f"{table.forward_flops / 1e9:.3f} GFLOP forward")
+        print(
+            f"{name}: {len(table.layers)} layers, {table.params / 1e6:.2f} M params, "
+            f"{table.forward_flops / 1e9:.3f} GFLOP forward"
+        )
     return 0
 
 
