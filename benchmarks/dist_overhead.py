@@ -8,12 +8,12 @@ all-reduce overlapped with backward). distrepro's AR-SGD runs as users run it: `
 the method's default (``true`` since Harness v2: DDP's 25 MB buckets in reverse parameter order, each a
 non-blocking packed all-reduce with the virtual-clock slots appended, launched at the bucket's emulated
 ready time and waited for before the optimizer step; see ``distrepro/api/overlap.py`` and
-``distrepro/engine/dist/dist_comm.py``), plus the harness's per-step bookkeeping. In real time the buckets are
+``distrepro/engine/multiprocess/comm.py``), plus the harness's per-step bookkeeping. In real time the buckets are
 all-reduced after the real backward (only their *virtual* times overlap it). ``--overlap on|off`` pins
 the parameter instead; each rank records the resolved method parameters and its bucket count.
 
 How distrepro's step time is measured without changing the engine: ``--worker`` mode is the
-engine's own rank entry point (``distrepro/engine/dist/dist_worker.py``) step for step (``build_job``,
+engine's own rank entry point (``distrepro/engine/multiprocess/worker.py``) step for step (``build_job``,
 ``pin_worker``, ``init_process_group``, ``DistRun(...).run()``) except that rank 0 gets an observer
 whose ``on_progress`` (called by ``DistRun`` once per lockstep iteration, after the step's
 all-reduce and bookkeeping) stamps ``time.perf_counter()``; no MLflow logger. The plain script
@@ -132,17 +132,17 @@ class StampObserver:
 
 
 def worker_main(args: argparse.Namespace) -> int:
-    """One rank, as ``distrepro.engine.dist.dist_worker.main`` does it, with a stamping observer on rank 0."""
+    """One rank, as ``distrepro.engine.multiprocess.worker.main`` does it, with a stamping observer on rank 0."""
     from datetime import timedelta
 
     import torch.distributed as dist
 
     from distrepro.api.overlap import buckets
     from distrepro.config.run_config import validate_config
-    from distrepro.engine.dist.dist_run import DistRun, store_of_default_group
-    from distrepro.engine.dist.dist_worker import choose_backend
-    from distrepro.engine.dist.pinning import pin_worker
-    from distrepro.orchestration.job import build_job
+    from distrepro.engine.multiprocess.pinning import pin_worker
+    from distrepro.engine.multiprocess.run import DistRun, store_of_default_group
+    from distrepro.engine.multiprocess.worker import choose_backend
+    from distrepro.spec.job import build_job
 
     spec = json.loads(Path(args.job).read_text())
     cfg = validate_config(spec["config"])
@@ -242,8 +242,8 @@ def read_ranks(template: str, world: int) -> dict[str, Any]:
 def run_e2e(args: argparse.Namespace, world: int, steps: int) -> float:
     """``RunResult.wall_s`` of a run through the real launcher (``DistEngine.run_cell``), no logger."""
     from distrepro.config.run_config import validate_config
-    from distrepro.engine.dist.launch import DistEngine
-    from distrepro.orchestration.job import build_job
+    from distrepro.engine.multiprocess.launch import DistEngine
+    from distrepro.spec.job import build_job
 
     job = build_job(validate_config(make_config(args, world, steps)), 0)
     return DistEngine().run_cell(job, None).wall_s
@@ -262,8 +262,8 @@ def packing_micro(models: list[str], image_size: int) -> list[dict[str, Any]]:
 
     from distrepro.config.run_config import validate_config
     from distrepro.engine.clock import VirtualClock
-    from distrepro.engine.dist.dist_comm import DistComm
-    from distrepro.orchestration.job import build_job
+    from distrepro.engine.multiprocess.comm import DistComm
+    from distrepro.spec.job import build_job
 
     torch.set_num_threads(1)
     tmp = tempfile.mkdtemp(prefix="dist-overhead-micro-")

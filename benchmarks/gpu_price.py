@@ -43,7 +43,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from distrepro.claims.papers import arm_config_path, arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms
 from distrepro.orchestration.plan import build_plan
-from distrepro.orchestration.reproduce import _param_overrides
+from distrepro.reproduction.selection import param_overrides as _param_overrides
 
 PAPERS = ("qsr", "decentdp", "acid", "cadp", "chao")
 RESNET50_FLOP = 24.30e9  # hardware_profiles/workloads.yaml, resnet50_in1k_224

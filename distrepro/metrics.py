@@ -1,7 +1,7 @@
 """Every metric name a run logs: the one contract between the writers and the readers of a run.
 
-Writers are the engines' evaluation (:mod:`distrepro.engine.evaluation`, :mod:`distrepro.engine.reports`,
-:mod:`distrepro.engine.loop`), the MLflow observer (:mod:`distrepro.orchestration.observer`,
+Writers are the engines' evaluation (:mod:`distrepro.engine.evaluation`, :mod:`distrepro.engine.rank_reports`,
+:mod:`distrepro.engine.loop`), the MLflow observer (:mod:`distrepro.tracking.run_observer`,
 :mod:`distrepro.tracking.runlog`) and the
 campaign's summaries (:mod:`distrepro.orchestration.campaign`); readers are the claims engine (:mod:`distrepro.claims`),
 the report and its figures (:mod:`distrepro.report`), the sensitivity sweeps (:mod:`distrepro.sensitivity`)

@@ -1,4 +1,4 @@
-"""Write the job JSON that ``python -m distrepro.engine.dist.dist_worker --job JOB --out OUT`` reads.
+"""Write the job JSON that ``python -m distrepro.engine.multiprocess.worker --job JOB --out OUT`` reads.
 
 ``distrepro run`` with ``engine: dist`` writes this file itself (``DistEngine.run_cell``) and starts
 the ranks on this machine. To start the ranks yourself (torchrun on several nodes, SLURM), write
@@ -6,13 +6,13 @@ the file with this script, copy it (or put it on a shared filesystem) where ever
 it, and start every node's ranks with the same command (``docs/multinode.md``)::
 
     python scripts/make_job.py configs/quickstart.yaml --set engine=dist -o job.json
-    torchrun --standalone --nproc-per-node=4 -m distrepro.engine.dist.dist_worker --job job.json --out OUT
+    torchrun --standalone --nproc-per-node=4 -m distrepro.engine.multiprocess.worker --job job.json --out OUT
 
 The file holds the validated config (every field resolved, overrides applied), the seed, and
 optionally the MLflow run that rank 0 logs to:
 
 * without ``--mlflow``: nothing is logged; rank 0 writes ``OUT/result.pkl`` (a
-  :class:`distrepro.engine.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
+  :class:`distrepro.spec.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
 * with ``checkpoint.every_steps`` set, every rank writes checkpoints below
   ``checkpoint.dir/<run id>`` (``job-<name of the job file>`` without ``--mlflow``), which must be
   on a filesystem all nodes share; ``--resume-from checkpoint.dir/<run>/step…`` continues from one;
@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 def job_spec(config: Path, overrides: list[str], seed: int | None) -> tuple[dict[str, Any], Any]:
     """The job dict (as ``DistEngine.run_cell`` writes it, without a run) and the built job."""
     from distrepro.config.run_config import load_config
-    from distrepro.orchestration.job import build_job
+    from distrepro.spec.job import build_job
 
     cfg = load_config(config, overrides)
     if seed is None:
@@ -108,7 +108,7 @@ def finish(out: Path, job_file: Path) -> int:
     """Log the result rank 0 left in ``out`` to the job's MLflow run and close the run."""
     from distrepro.config.run_config import validate_config
     from distrepro.orchestration.campaign import evals_table, summary_metrics, timeline_table
-    from distrepro.orchestration.job import build_job
+    from distrepro.spec.job import build_job
     from distrepro.tracking.mlflow_client import make_client
     from distrepro.tracking.runlog import RunLogger
 
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"start {job.world_size} ranks in total, e.g. on one machine:")
     print(
-        f"  torchrun --standalone --nproc-per-node={job.world_size} -m distrepro.engine.dist.dist_worker "
+        f"  torchrun --standalone --nproc-per-node={job.world_size} -m distrepro.engine.multiprocess.worker "
         f"--job {args.output} --out OUT"
     )
     return 0

@@ -29,12 +29,12 @@ from distrepro.cli import main
 from distrepro.config.run_config import load_config, validate_config
 from distrepro.data.loading import build_dataset
 from distrepro.engine import charges
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.errors import ConfigError
 from distrepro.hardware.profiles import load_profile
 from distrepro.orchestration.campaign import run_campaign
-from distrepro.orchestration.job import build_job
 from distrepro.plugins import registry
+from distrepro.spec.job import build_job
 from distrepro.timing.timemodel import CommCostModel
 
 TINY: dict[str, Any] = {
@@ -266,7 +266,7 @@ def test_inprocess_bytes_are_whole_numbers() -> None:
 
 @pytest.mark.distributed
 def test_both_engines_log_the_same_whole_bytes() -> None:
-    from distrepro.engine.dist.launch import DistEngine
+    from distrepro.engine.multiprocess.launch import DistEngine
 
     cfg = _bytes_cfg()
     a = InProcessEngine().run(build_job(cfg, 0))

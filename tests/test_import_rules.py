@@ -61,12 +61,29 @@ def test_a_cycle_is_found_and_shown_as_a_chain() -> None:
     assert finding.startswith("import cycle among 3 modules: distrepro.a -> distrepro.b -> distrepro.c -> distrepro.a")
 
 
-def test_a_module_name_used_twice_and_a_crowded_top_level_are_found(tmp_path: Path) -> None:
+def test_a_stuttering_module_name_and_a_crowded_top_level_are_found(tmp_path: Path) -> None:
     check = _checker()
     package = tmp_path / "distrepro"
-    for rel in ("x/run.py", "y/run.py", *(f"m{i}.py" for i in range(check.MAX_TOP_LEVEL + 1))):
+    names = ("x/run.py", "y/run.py", "dist/dist_comm.py", *(f"m{i}.py" for i in range(check.MAX_TOP_LEVEL + 1)))
+    for rel in names:
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         (package / rel).write_text("")
     found = check.naming_findings(tmp_path)
-    assert found[0] == "module name run.py is used 2 times: distrepro/x/run.py, distrepro/y/run.py"
+    assert found[0] == "distrepro/dist/dist_comm.py: the module name repeats its package's (dist/); drop the prefix"
     assert found[1].startswith(f"distrepro/ holds {check.MAX_TOP_LEVEL + 1} modules at its top level")
+    assert len(found) == 2  # two engines may each have a run.py: the folder tells them apart
+
+
+def test_the_layers_contract_names_every_part_of_the_package_and_lists_no_exception() -> None:
+    """The one ``layers`` contract covers every subpackage and top-level module of ``distrepro`` (a new package
+    cannot escape the stack by being left out) and ignores no import."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    assert "ignore_imports" not in layers and "unmatched_ignore_imports_alerting" not in layers
+    named = {part.strip() for layer in layers["layers"] for part in layer.split("|")}
+    package = REPO / "distrepro"
+    parts = {f"distrepro.{p.name}" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    parts |= {f"distrepro.{p.stem}" for p in package.glob("*.py") if p.name != "__init__.py"}
+    assert named == parts

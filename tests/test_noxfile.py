@@ -10,7 +10,7 @@ import pytest
 import yaml
 from noxmodule import noxfile_module
 
-from distrepro.orchestration.reproduce import arm_extras
+from distrepro.reproduction.selection import arm_extras
 
 REPO = Path(__file__).resolve().parents[1]
 

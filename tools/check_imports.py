@@ -5,8 +5,11 @@
    the package can change without breaking a user's plugin.
 2. **No import cycle between modules** of ``distrepro`` (function-level imports included: a lazy import is still a
    dependency). Found with grimp, the graph library import-linter is built on; each cycle is printed as a chain.
-3. **One module, one name**: no two modules share a file name, and the package's top level holds at most
-   ``MAX_TOP_LEVEL`` modules beside its subpackages, so a newcomer finds a thing by its name.
+3. **Names without stutter**: a module's name does not repeat its package's (``inprocess/comm.py``, not
+   ``inprocess/inprocess_comm.py``: the path already says it), and the package's top level holds at most
+   ``MAX_TOP_LEVEL`` modules beside its subpackages, so a newcomer finds a thing by its folder, then its name.
+   Two engines may each have a ``comm.py``: the folder tells them apart, as ``torch.distributed`` and
+   ``torch.multiprocessing`` do.
 
 Exit status 1 with one line per finding; 0 and a summary when the rules hold.
 """
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections import Counter
 from pathlib import Path
 
 import grimp
@@ -115,11 +117,10 @@ def cycle_findings(graph: grimp.ImportGraph) -> list[str]:
 def naming_findings(root: Path = ROOT) -> list[str]:
     package = root / PACKAGE
     files = [p for p in package.rglob("*.py") if p.name != "__init__.py" and "_shipped" not in p.parts]
-    counts = Counter(p.name for p in files)
     out = [
-        f"module name {name} is used {n} times: " + ", ".join(str(p.relative_to(root)) for p in files if p.name == name)
-        for name, n in sorted(counts.items())
-        if n > 1
+        f"{p.relative_to(root)}: the module name repeats its package's ({p.parent.name}/); drop the prefix"
+        for p in sorted(files)
+        if p.stem.startswith(p.parent.name + "_") or p.stem == p.parent.name
     ]
     top = sorted(p.name for p in package.glob("*.py") if p.name != "__init__.py")
     if len(top) > MAX_TOP_LEVEL:
@@ -136,7 +137,7 @@ def main() -> int:
     if findings:
         return 1
     n = len([m for m in graph.modules if m.startswith(PACKAGE)])
-    print(f"imports: {n} modules, no cycle; plugins import only {SURFACE}; module names unique")
+    print(f"imports: {n} modules, no cycle; plugins import only {SURFACE}; no module name repeats its package's")
     return 0
 
 

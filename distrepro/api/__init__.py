@@ -14,18 +14,16 @@ plugin outside the repository is type-checked against these names. What is here:
 * for dataset plugins: :class:`DatasetBundle`, :class:`DatasetShape`, ImageNet normalisation and transforms,
   :func:`load_torchvision` (torchvision through the harness's CPU shim);
 * errors a plugin raises (:class:`ConfigError`, :class:`CommError`) and seeded generators (:func:`generator`);
-* for a method's report hooks and products (``report.py``, ``products.py``): :func:`build_plan`,
-  :func:`run_campaign`, :class:`RunConfig` and the report's :mod:`figures` helpers, imported on first use (they
-  pull in MLflow and matplotlib, which a training process does not need).
+* for a method's report hooks and products (``report.py``: ``section(ctx)``, ``products.py``: ``build(ctx)``):
+  :class:`ReportContext`, which the harness passes in (its folders, the claims as :class:`ClaimView`, a config's
+  plan, a short training run as :class:`EvalPoint` records, saving a figure), so a hook never imports the runner.
+
+Nothing here imports the harness: this package is the contract and can be no larger than it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from distrepro.api.method import (
-    PEAK_LR,
     Allocation,
     Batch,
     ClockView,
@@ -54,7 +52,9 @@ from distrepro.api.method import (
     WorkerContext,
 )
 from distrepro.api.overlap import all_reduce_overlapped
-from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, sgd, state_tensors
+from distrepro.api.params import PEAK_LR, method_optimizer
+from distrepro.api.report_context import ClaimView, EvalPoint, ReportContext
+from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, set_lr, sgd, state_tensors
 from distrepro.data.loading import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -67,41 +67,13 @@ from distrepro.data.torchvision_shim import load as load_torchvision
 from distrepro.errors import CommError, ConfigError
 from distrepro.seeding import generator
 
-if TYPE_CHECKING:
-    from distrepro.config.run_config import RunConfig
-    from distrepro.orchestration.campaign import run_campaign
-    from distrepro.orchestration.plan import build_plan
-    from distrepro.report import figures
-    from distrepro.training.ingredients import method_optimizer
-    from distrepro.training.optimizers import set_lr
-
-#: names imported on first use: module -> attribute (None: the module itself)
-_LAZY: dict[str, tuple[str, str | None]] = {
-    "RunConfig": ("distrepro.config.run_config", "RunConfig"),
-    "run_campaign": ("distrepro.orchestration.campaign", "run_campaign"),
-    "build_plan": ("distrepro.orchestration.plan", "build_plan"),
-    "figures": ("distrepro.report.figures", None),
-    "method_optimizer": ("distrepro.training.ingredients", "method_optimizer"),
-    "set_lr": ("distrepro.training.optimizers", "set_lr"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'distrepro.api' has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    loaded = importlib.import_module(module)
-    value = loaded if attribute is None else getattr(loaded, attribute)
-    globals()[name] = value
-    return value
-
-
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "PEAK_LR",
     "Allocation",
     "Batch",
+    "ClaimView",
     "ClockView",
     "ClusterLayout",
     "ClusterView",
@@ -111,6 +83,7 @@ __all__ = [
     "DatasetBundle",
     "DatasetShape",
     "DeviceView",
+    "EvalPoint",
     "GossipAgent",
     "GossipEndpoint",
     "Group",
@@ -127,14 +100,12 @@ __all__ = [
     "PositiveFloat",
     "PositiveInt",
     "ReduceOp",
-    "RunConfig",
+    "ReportContext",
     "WeightDecay",
     "Work",
     "WorkerContext",
     "all_reduce_overlapped",
     "broadcast_buffers",
-    "build_plan",
-    "figures",
     "float_buffers",
     "generator",
     "grads_of",
@@ -142,7 +113,6 @@ __all__ = [
     "load_image",
     "load_torchvision",
     "method_optimizer",
-    "run_campaign",
     "set_lr",
     "sgd",
     "state_tensors",

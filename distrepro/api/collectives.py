@@ -1,8 +1,8 @@
 """The communication contract of the method API: :class:`Comm`, its non-blocking :class:`Work` and groups.
 
 Part of the method API (:mod:`distrepro.api.method` re-exports every name here; plugins import them from there).
-Each engine implements :class:`Comm` (:mod:`distrepro.engine.inprocess.inprocess_comm`,
-:mod:`distrepro.engine.dist.dist_comm`),
+Each engine implements :class:`Comm` (:mod:`distrepro.engine.inprocess.comm`,
+:mod:`distrepro.engine.multiprocess.comm`),
 and a method talks to other workers only through it, so that every byte is counted and charged.
 """
 

@@ -10,8 +10,8 @@ finish before its quota of averagings is done"; reference ``p2p_averaging.py``, 
 A method cannot express that with blocking calls made between its gradients, so the engine offers a
 :class:`GossipAgent` (``Comm.gossip_agent``): it pairs, exchanges and applies averagings on the worker's behalf
 at their own virtual times, calling the method's :class:`GossipEndpoint` back. Both engines have one: in-process
-an actor in virtual time (:mod:`distrepro.engine.inprocess.inprocess_agent`), on the dist engine a thread per rank that
-exchanges while the worker computes (:mod:`distrepro.engine.dist.dist_agent`). An engine without one returns None.
+an actor in virtual time (:mod:`distrepro.engine.inprocess.agent`), on the dist engine a thread per rank that
+exchanges while the worker computes (:mod:`distrepro.engine.multiprocess.agent`). An engine without one returns None.
 """
 
 from __future__ import annotations

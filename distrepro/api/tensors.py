@@ -51,3 +51,9 @@ def broadcast_buffers(comm: Comm, buffers: list[torch.Tensor], src: int = 0, gro
     for b in buffers:
         b.copy_(flat[offset : offset + b.numel()].view_as(b))
         offset += b.numel()
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set every param group's LR: how the harness applies its schedule before a step."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr

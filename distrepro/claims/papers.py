@@ -89,6 +89,15 @@ def known_papers(root: Path | None = None) -> list[str]:
     return sorted(ids)
 
 
+def scale_only(config: str | None) -> str | None:
+    """The one scale an arm runs at when its ``config`` names a scaled recipe itself (``r152_qsr2.paper.yaml``:
+    a paper-scale arm with no proxy), else None (the arm runs at proxy scale and at each scale with a sibling)."""
+    for scale in ("paper", "mid", "gpu"):
+        if config and config.endswith(f".{scale}.yaml"):
+            return scale
+    return None
+
+
 def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: str, root: Path | None) -> Path:
     """The run config of arm ``arm_name`` at ``scale``: its ``config`` beside the paper.yaml, else in the first
     plugin root that has it (so a user's method may reuse a shipped config); at ``paper``/``mid``/``gpu`` scale
@@ -104,6 +113,11 @@ def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: 
             break
     else:
         raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
+    only = scale_only(config)
+    if only is not None:  # an arm with no proxy: its config is already the recipe of the one scale it runs at
+        if only != scale:
+            raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"'{config}' runs at --scale {only} only")
+        return path
     if scale in ("paper", "mid", "gpu"):  # a sibling: <arm>.paper.yaml (the paper's recipe), .mid.yaml, .gpu.yaml
         scaled = path.with_name(path.name.replace(".yaml", f".{scale}.yaml"))
         if not scaled.is_file():

@@ -5,7 +5,7 @@ histories through an ``MlflowClient``; artifacts only for the timeline and the m
 that a run logged), never from files a trainer wrote on disk, so a report can be rebuilt anywhere
 the store is reachable and always describes exactly what was tracked.
 
-Tables (column names follow :mod:`distrepro.orchestration.observer`'s metric-name contract):
+Tables (column names follow :mod:`distrepro.tracking.run_observer`'s metric-name contract):
 
 * ``runs`` — one row per cell run (a child run tagged ``distrepro.method``): identity columns
   (``run_id, parent_run_id, campaign, paper, method, profile, profile_variant, seed, status,

@@ -33,11 +33,11 @@ from distrepro.claims.acceptance import (
 )
 from distrepro.claims.evidence import ORIGIN_OF, check_evidence_and_accept
 from distrepro.claims.regime import RegimeCondition, condition_arms
+from distrepro.claims.sensitivity_spec import SensitivitySpec
 from distrepro.config.run_config import read_yaml
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from distrepro.errors import ConfigError
 from distrepro.metrics import unknown_metric
-from distrepro.sensitivity.spec import SensitivitySpec
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -97,7 +97,7 @@ class Setup(_Strict):
     baseline: str | None = None
     arms: dict[str, Arm] = Field(default_factory=dict)
     notes: str | None = None
-    #: ranges of reconstructed method assumptions and the sweep size (distrepro/sensitivity/spec.py)
+    #: ranges of reconstructed method assumptions and the sweep size (distrepro/claims/sensitivity_spec.py)
     sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
 
 
@@ -158,6 +158,14 @@ class _ClaimBase(_Strict):
     conflicts_with: list[str] = Field(default_factory=list)
     #: conditions on the deciding runs that put them in the paper's regime (suite/claims/regime.py)
     regime: list[RegimeCondition] = Field(default_factory=list)
+    #: choices about this claim made after its verdicts were seen (a seed count raised after an INCONCLUSIVE, a
+    #: threshold or metric changed after a FAIL); the report prints them beside the verdict (claims/preregistration.py)
+    post_hoc: list[str] = Field(default_factory=list)
+
+    @field_validator("post_hoc", mode="before")
+    @classmethod
+    def _one_note_is_a_list(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @field_validator("claimed", check_fields=False)
     @classmethod

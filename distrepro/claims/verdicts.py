@@ -18,7 +18,7 @@ Per seed, the newest FINISHED run counts (a rerun replaces an earlier one). Stat
 mean (default), the geometric mean (default for ratios, AlgoPerf's choice for speedups), the median
 or the olympic mean (MLPerf: drop min and max), over seeds. Comparisons are *paired by seed* by
 default: a seed index gives every arm the same initial model and data order (common random
-numbers, :mod:`distrepro.orchestration.job`), so per-seed ratios or differences (per-seed gaps, for an ordering)
+numbers, :mod:`distrepro.spec.job`), so per-seed ratios or differences (per-seed gaps, for an ordering)
 cancel what the arms share and the CI reflects the method, not the draw. CIs are Student-t
 intervals on those per-seed values (their logs for a geometric mean), or BCa bootstraps for
 medians and unpaired comparisons, whose generator is seeded from the paper and claim id

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from distrepro.config.safe_yaml import load_yaml, read_yaml_mapping
+from distrepro.api.lr_schedule import ScheduleConfig
+from distrepro.api.optimizer_config import OptimizerConfig
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error
-from distrepro.training.lr_schedule import ScheduleConfig
-from distrepro.training.optimizer_config import OptimizerConfig
+from distrepro.safe_yaml import load_yaml, read_yaml_mapping
 
 if TYPE_CHECKING:
     from distrepro.api.method import MethodParams
@@ -190,7 +190,7 @@ class RunConfig(_Strict):
     batch_size: int | list[int] | Literal["profile"] = 32
     budget: Budget = Field(default_factory=lambda: Budget(steps=100))
     eval: EvalSchedule = Field(default_factory=EvalSchedule)
-    #: the learning-rate schedule the harness applies (distrepro.training.lr_schedule); None: the method's LR, constant
+    #: the learning-rate schedule the harness applies (distrepro.api.lr_schedule); None: the method's LR, constant
     schedule: ScheduleConfig | None = None
     #: the optimizer of a method that builds its own through ``ctx.build_optimizer`` (distrepro.training.optimizers);
     #: the fields given here replace the method's own choice, the others stay the method's
@@ -289,7 +289,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Read a YAML mapping (``{}`` if empty) through the suite's one YAML reader (:mod:`distrepro.config.safe_yaml`):
+    """Read a YAML mapping (``{}`` if empty) through the suite's one YAML reader (:mod:`distrepro.safe_yaml`):
     errors name the file and the line, duplicate keys, alias bombs and deep nesting included."""
     return read_yaml_mapping(path, "file", empty_ok=True)
 

@@ -28,11 +28,11 @@ import torch
 
 from distrepro.api.method import Allocation
 from distrepro.engine.budget_schedule import TrainingSchedule
-from distrepro.engine.results import EvalRecord
 from distrepro.engine.run_setup import TargetTracker
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
+from distrepro.spec.results import EvalRecord
 
 MARKER = "COMPLETE"
 #: version of a rank file's layout: every piece's own state_dict() since 2

@@ -9,20 +9,9 @@ report can show who computed, who talked and who waited (a Gantt chart of a few 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-SpanKind = Literal["compute", "comm", "idle"]
-
-
-@dataclass(frozen=True)
-class Span:
-    """One interval of a worker's timeline, in virtual seconds."""
-
-    rank: int
-    kind: SpanKind
-    start_s: float
-    end_s: float
-    step: int
+from distrepro.spec.results import Span, SpanKind
 
 
 @dataclass

@@ -42,7 +42,8 @@ def param_vector(model: torch.nn.Module) -> torch.Tensor:
 
 
 def param_mask(model: torch.nn.Module) -> torch.Tensor:
-    """Which entries of :func:`distrepro.engine.dist.evals.flat_state` (floating state_dict order) are parameters.
+    """Which entries of :func:`distrepro.engine.multiprocess.evals.flat_state` (floating state_dict order) are
+    parameters.
 
     The asynchronous distributed evaluation reduces the whole floating state; the consensus distance
     takes its parameter entries from that same mean vector rather than reducing a second one.

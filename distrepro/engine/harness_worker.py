@@ -85,7 +85,7 @@ class HarnessWorker:
     def build_optimizer(
         self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
     ) -> torch.optim.Optimizer:
-        from distrepro.training.ingredients import overlay
+        from distrepro.api.params import overlay
         from distrepro.training.optimizers import build_optimizer
 
         return self.register_optimizer(build_optimizer(parameters, overlay(default, self.optimizer_override)))

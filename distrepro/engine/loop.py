@@ -25,13 +25,14 @@ from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.eval_modes import ReplicaScorer, recalibrate_evaluated, replica_stats
 from distrepro.engine.evaluation import evaluate
 from distrepro.engine.harness_worker import HarnessWorker, cluster_layout
-from distrepro.engine.reports import Progress, RankReport, assemble
-from distrepro.engine.results import EvalRecord, RunObserver, RunResult
+from distrepro.engine.rank_reports import Progress, RankReport, assemble
 from distrepro.engine.run_setup import TargetTracker, make_stream
 from distrepro.engine.streams import iterate_eval
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
+from distrepro.spec.observer import RunObserver
+from distrepro.spec.results import EvalRecord, RunResult
 from distrepro.timing.framework import bucketed_step_overhead_s
 from distrepro.training.ingredients import LRPlan
 

@@ -8,8 +8,8 @@ from distrepro.api.method import Allocation, Batch
 from distrepro.config.run_config import Target
 from distrepro.engine.partition import full_shuffle, iid_shards
 from distrepro.engine.streams import WorkerStream
-from distrepro.orchestration.job import Job
 from distrepro.seeding import generator
+from distrepro.spec.job import Job
 
 
 class EmptyStream:

@@ -30,9 +30,10 @@ import torch
 
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
-from distrepro.engine.clock import Span, VirtualClock
-from distrepro.engine.reports import Progress, RankReport
+from distrepro.engine.clock import VirtualClock
+from distrepro.engine.rank_reports import Progress, RankReport
 from distrepro.engine.worker_slot import Slot
+from distrepro.spec.results import Span
 
 
 class HarnessView(Protocol):

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from distrepro.api.method import Batch
 from distrepro.engine.streams import WorkerStream
-from distrepro.orchestration.job import Job
+from distrepro.spec.job import Job
 
 #: passes run before timing starts on real hardware: first-call allocations, kernel selection, caches
 UNTIMED_PASSES = 5

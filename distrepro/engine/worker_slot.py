@@ -9,15 +9,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from distrepro.api.method import Method
+from distrepro.engine.clock import VirtualClock
 from distrepro.engine.harness_worker import HarnessWorker
-from distrepro.engine.reports import Progress, RankReport
-from distrepro.engine.results import WorkerTotals
+from distrepro.engine.rank_reports import Progress, RankReport
 from distrepro.engine.run_setup import EmptyStream
 from distrepro.engine.streams import WorkerStream
+from distrepro.spec.results import WorkerTotals
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Slot:
     def report(self, progress: Progress) -> RankReport:
         """This rank's part of an evaluation; its training-loss sums start over."""
         w = self.worker
-        totals = WorkerTotals.of(w.clock, w.comm.bytes_sent, w)
+        totals = worker_totals(w.clock, w.comm.bytes_sent, w)
         replica = None
         if self.score_replica is not None:
             started = time.perf_counter()
@@ -46,3 +48,17 @@ class Slot:
         out = RankReport(totals, dict(w.records), self.loss_sum, self.loss_count, progress, replica)
         self.loss_sum, self.loss_count = 0.0, 0
         return out
+
+
+def worker_totals(clock: VirtualClock, bytes_sent: int, worker: Any) -> WorkerTotals:
+    """One worker's totals at an evaluation, read off its clock and its counters."""
+    return WorkerTotals(
+        rank=clock.rank,
+        clock_s=clock.t,
+        compute_s=clock.compute_s,
+        comm_s=clock.comm_s,
+        idle_s=clock.idle_s,
+        bytes_sent=int(bytes_sent),
+        samples=int(worker.samples_computed),
+        gradients=int(worker.gradients),
+    )

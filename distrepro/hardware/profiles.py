@@ -29,7 +29,6 @@ from pydantic import (
     model_validator,
 )
 
-from distrepro.config.safe_yaml import read_yaml_mapping
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
@@ -45,6 +44,7 @@ from distrepro.hardware.profile_parts import (
 )
 from distrepro.hardware.profile_ranges import ChoiceRange, check_profile_ranges, unranged_estimates
 from distrepro.plugins.roots import RESERVED_PROFILE_NAMES
+from distrepro.safe_yaml import read_yaml_mapping
 
 #: file stems in the profiles folder that are not profiles
 

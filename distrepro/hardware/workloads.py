@@ -23,11 +23,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from distrepro.config.safe_yaml import read_yaml_mapping
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.layer_tables import LayerTable, read_table
 from distrepro.hardware.profile_parts import Source
 from distrepro.hardware.profiles import profiles_dir
+from distrepro.safe_yaml import read_yaml_mapping
 
 _INPUT = re.compile(r"^[1-9][0-9]*(?:x[1-9][0-9]*)*$")
 

@@ -25,14 +25,15 @@ import yaml
 from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
 from distrepro.engine.device import resolve_device
-from distrepro.engine.results import RunResult
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.errors import ConfigError, StoreUnavailable
+from distrepro.orchestration.arm_summary import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.orchestration.budget_check import check_budget
-from distrepro.orchestration.job import Job, build_job, warn_time_fallbacks
-from distrepro.orchestration.observer import ProgressObserver, eval_metrics, heartbeat, progress_bars, wants_bars
+from distrepro.orchestration.progress import ProgressObserver, heartbeat, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
-from distrepro.tracking.aggregates import CHILD_DESCRIPTION, describe_parent, log_arm_summary
+from distrepro.spec.job import Job, build_job, warn_time_fallbacks
+from distrepro.spec.observer import eval_metrics
+from distrepro.spec.results import RunResult
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
     REPRODUCTION_TAG,
@@ -63,11 +64,11 @@ class CampaignResult:
 
 def get_engine(name: str) -> Any:
     if name == "inprocess":
-        from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+        from distrepro.engine.inprocess.run import InProcessEngine
 
         return InProcessEngine()
     if name == "dist":
-        from distrepro.engine.dist.launch import DistEngine
+        from distrepro.engine.multiprocess.launch import DistEngine
 
         return DistEngine()
     raise ConfigError(None, "engine", f"unknown engine '{name}'; use 'inprocess' or 'dist'")
@@ -243,7 +244,7 @@ def begin_campaign(prep: PreparedCampaign) -> None:
 
 
 def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
-    """The arm's aggregates on the parent (:mod:`distrepro.tracking.aggregates`: the runs table's metric columns);
+    """The arm's aggregates on the parent (:mod:`distrepro.orchestration.arm_summary`: the runs table's metric columns);
     the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run."""
     log_arm_summary(prep.campaign)
     finished = {p.seed for p in prep.plan.seeds.values() if p.finished} | trained

@@ -30,8 +30,8 @@ from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import ConfigError, PluginError
 from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.budget_check import check_budget
-from distrepro.orchestration.job import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.plugins.registry import get_dataset
+from distrepro.spec.job import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.timing.framework import bucketed_step_overhead_s, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
 

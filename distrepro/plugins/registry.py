@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import Method
-from distrepro.config.safe_yaml import read_yaml_mapping
 from distrepro.errors import PluginError
 from distrepro.plugins.roots import RootArg, as_roots, defined_twice
+from distrepro.safe_yaml import read_yaml_mapping
 
 #: private parent package of method plugins in ``sys.modules``
 METHOD_PACKAGE = "_distrepro_methods"

@@ -199,6 +199,7 @@ def _markdown(
     out: Path,
     root: Path,
     extra: str = "",
+    prereg: str = "",
 ) -> str:
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -208,6 +209,8 @@ def _markdown(
     if screen:
         parts += [screen]
     parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
+    if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
+        parts += ["", prereg]
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
@@ -264,8 +267,9 @@ def _markdown(
 
 
 def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
-    """Sections a paper's method folders add (``report.py`` with ``section(info, fig_dir, out_dir)`` returning
-    markdown and its saved figures): what only the paper needs, e.g. QSR's period schedules from its plans.
+    """Sections a paper's method folders add (``report.py`` with ``section(ctx)`` returning markdown and its saved
+    figures; ``ctx`` a :class:`distrepro.api.ReportContext`): what only the paper needs, e.g. QSR's period
+    schedules from its plans.
     A section that fails is reported in its place rather than losing the whole report."""
     out = []
     for folder in info.method_dirs:
@@ -273,8 +277,11 @@ def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple
             continue
         try:
             from distrepro.plugins.registry import plugin_module
+            from distrepro.report.plugin_context import plugin_context
 
-            out.append(plugin_module(folder.name, "report").section(info, fig_dir, out_dir))
+            scale = info.spec.setup.scale if info.spec else "proxy"
+            ctx = plugin_context(out_dir, scale, info, fig_dir)
+            out.append(plugin_module(folder.name, "report").section(ctx))
         except Exception as exc:  # the claims and runs are still worth a report
             _log.warning("report section of %s failed: %s", folder.name, exc)
             out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
@@ -301,6 +308,18 @@ def write_report(
     if baseline is not None and baseline not in set(labels.values()):
         known = ", ".join(report_style(rs.runs, labels, spec).order)
         raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
+    prereg = ""
+    if spec is not None:  # the scale's frozen record: its interval level (a declared sequential plan) and its stamp
+        from distrepro.claims.sequential import apply_plan
+        from distrepro.report.preregistration_section import load_scale_record, preregistration_section
+
+        _, record = load_scale_record(info.path, spec.setup.scale)
+        spec = apply_plan(spec, (record or {}).get("sequential"), spec.setup.scale)
+        info = dataclasses.replace(info, spec=spec)
+        runs = rs.runs
+        has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
+        seeds = [int(x) for x in runs.loc[runs["status"] == "FINISHED", "seed"].dropna()] if has_seeds else []
+        prereg = preregistration_section(spec, info.path, spec.setup.scale, seeds)
     verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     baseline = baseline or (spec.setup.baseline if spec else None)
     drawn = {
@@ -318,7 +337,7 @@ def write_report(
     for part, figures in method_sections(info, fig_dir, out_dir):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
+    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
@@ -370,7 +389,7 @@ def build_report(
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
     (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
     minutes, so its progress goes to stderr as a campaign's training does
-    (:func:`distrepro.orchestration.observer.wants_bars`:
+    (:func:`distrepro.orchestration.progress.wants_bars`:
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
     per phase and quarter of it)."""
     info = find_paper(paper, root)
@@ -388,7 +407,7 @@ def build_report(
         raise UnknownPaperError(paper, known_papers(root)) from exc
     sens = None
     if sensitivity:
-        from distrepro.orchestration.observer import PhaseProgress, progress_bars, wants_bars
+        from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
         from distrepro.sensitivity.runner import sensitivity as sweep
 
         with progress_bars(wants_bars(show_progress)) as bars:

@@ -3,7 +3,7 @@
 Emulated time depends on the profile (speeds, links), on the allocation the method picks *for that
 profile* (C-ADP's solver and Chao's proportional split read the device speeds), on the step
 counts and on the bytes, never on the values of the gradients. :func:`simulate` therefore walks
-the same schedule as :class:`distrepro.engine.inprocess.inprocess_run.InProcessEngine` for a lockstep method:
+the same schedule as :class:`distrepro.engine.inprocess.run.InProcessEngine` for a lockstep method:
 
 * the method's own ``warmup_steps``/``allocate`` (profiled speeds charged by the clock, re-solved
   at every epoch boundary from the speeds measured over the previous epoch);
@@ -35,8 +35,8 @@ from distrepro.engine import charges
 from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.partition import shard_sizes
 from distrepro.engine.warmup import emulated_profile
-from distrepro.orchestration.job import Job
 from distrepro.sensitivity.probe import Call, Event, NotAnalysable, Prober
+from distrepro.spec.job import Job
 from distrepro.timing.framework import bucketed_step_overhead_s
 
 

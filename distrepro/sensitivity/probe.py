@@ -34,9 +34,9 @@ from distrepro.engine import charges
 from distrepro.engine.charges import payload_bytes
 from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import DistreproError
-from distrepro.orchestration.job import Job
 from distrepro.seeding import derive_seed, generator
 from distrepro.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
+from distrepro.spec.job import Job
 from distrepro.timing.timemodel import CommCostModel
 
 
@@ -192,7 +192,7 @@ class _ProbeContext:
     def build_optimizer(
         self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
     ) -> torch.optim.Optimizer:
-        from distrepro.training.ingredients import overlay
+        from distrepro.api.params import overlay
         from distrepro.training.optimizers import build_optimizer
 
         return build_optimizer(parameters, overlay(default, self._optimizer_override))

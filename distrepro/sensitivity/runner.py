@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distrepro.claims.papers import PaperInfo
-from distrepro.orchestration.observer import NoPhases, Phases, counted
+from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.sensitivity.collect import JobSource, MlflowJobs, arms_by_run, collect
 from distrepro.sensitivity.retime import Retimer, check_central
 from distrepro.sensitivity.space import Space, build_space, profile_variables
@@ -35,7 +35,7 @@ def sensitivity(
     """Sweep ``info``'s timing claims over the runs of ``rs`` (a RunSet: ``runs``, ``curves``,
     ``artifact_text``); ``None`` for a paper without claims. ``samples`` overrides the paper's size.
 
-    ``progress`` (e.g. :class:`distrepro.orchestration.observer.PhaseProgress`) is told each phase and closed at
+    ``progress`` (e.g. :class:`distrepro.orchestration.progress.PhaseProgress`) is told each phase and closed at
     the end: a
     paper's sweep takes minutes (about 8 for ``chao``), with nothing else on the screen meanwhile."""
     spec = info.spec

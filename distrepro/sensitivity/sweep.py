@@ -27,7 +27,7 @@ import pandas as pd
 from distrepro import metrics as M
 from distrepro.claims.schema import PaperSpec
 from distrepro.claims.verdicts import evaluate_claim
-from distrepro.orchestration.observer import NoPhases, Phases, counted
+from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.seeding import derive_seed
 from distrepro.sensitivity.retime import Retimer
 from distrepro.sensitivity.space import Space, latin_hypercube, oat_quantiles

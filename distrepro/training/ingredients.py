@@ -3,7 +3,7 @@
 Why the harness and not each method: a paper's recipe (warm-up, cosine or step decay, AdamW) must
 reach every arm of a comparison identically, and a schedule written inside one plugin (a step-decay
 loop reading ``train_state["epoch"]``) silently differs from the next plugin's. Here a run's schedule
-is resolved once from its config, as a pure function of the step index (:mod:`distrepro.training.lr_schedule`), so
+is resolved once from its config, as a pure function of the step index (:mod:`distrepro.api.lr_schedule`), so
 both engines, a resumed run and ``distrepro plan`` compute the same LR for every step.
 
 How a method takes part (``distrepro.api.method.WorkerContext``):
@@ -19,7 +19,7 @@ How a method takes part (``distrepro.api.method.WorkerContext``):
 The peak LR is declared, never found by a field's name: the method's params field typed ``api.PeakLR`` (whatever
 its name), replaced by the ``lr`` of its ``api.OptimizerConfig`` field and then by the run config's
 ``optimizer.lr`` where those are given (:func:`distrepro.api.method.declared_peak_lr`). A run's plan
-(:class:`LRPlan`) is bound once, when its job is built (:attr:`distrepro.orchestration.job.Job.lr_plan`), and
+(:class:`LRPlan`) is bound once, when its job is built (:attr:`distrepro.spec.job.Job.lr_plan`), and
 read from there by both engines and ``distrepro plan``.
 """
 
@@ -30,37 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distrepro.api.method import MethodParams, declared_peak_lr, optimizer_field, peak_lr_field
+from distrepro.api.lr_schedule import LRSchedule, ScheduleConfig
+from distrepro.api.params import MethodParams, declared_peak_lr
 from distrepro.config.run_config import RunConfig
 from distrepro.errors import ConfigError
-from distrepro.training.lr_schedule import LRSchedule, ScheduleConfig
-from distrepro.training.optimizer_config import OptimizerConfig
 
 #: stands in for the length of an ``emulated_seconds`` budget, whose steps are not known in advance
 UNBOUNDED_STEPS = 2**62
-
-
-def overlay(base: OptimizerConfig, override: OptimizerConfig | None) -> OptimizerConfig:
-    """``base`` with the fields ``override`` sets explicitly (a config's ``{name: adamw}`` keeps the method's lr)."""
-    if override is None:
-        return base
-    return base.model_copy(update={k: getattr(override, k) for k in override.model_fields_set})
-
-
-def method_optimizer(params: MethodParams) -> OptimizerConfig:
-    """The optimizer a method's params describe: SGD at the declared peak LR (``api.PeakLR``) with the params'
-    ``momentum``/``weight_decay``/``nesterov`` fields where it has them, and its ``api.OptimizerConfig`` field
-    (if it has one) overlaid."""
-    field = peak_lr_field(type(params))
-    opt_field = optimizer_field(type(params))
-    base = OptimizerConfig(
-        name="sgd",
-        lr=float(getattr(params, field)) if field is not None else OptimizerConfig().lr,
-        momentum=float(getattr(params, "momentum", 0.0)),
-        weight_decay=float(getattr(params, "weight_decay", 0.0)),
-        nesterov=bool(getattr(params, "nesterov", False)),
-    )
-    return overlay(base, None if opt_field is None else getattr(params, opt_field))
 
 
 def peak_lr(cfg: RunConfig, params: MethodParams) -> float | None:

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from distrepro.training.optimizer_config import OptimizerConfig
+from distrepro.api.optimizer_config import OptimizerConfig
 
-__all__ = ["AccumAdam", "OptimizerConfig", "build_optimizer", "set_lr"]
+__all__ = ["AccumAdam", "OptimizerConfig", "build_optimizer"]
 
 
 def build_optimizer(
@@ -41,12 +41,6 @@ def build_optimizer(
         return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     decoupled = cfg.name == "accum_adamw"
     return AccumAdam(params, cfg.lr, cfg.betas, cfg.eps, cfg.weight_decay, cfg.accum_iter, decoupled=decoupled)
-
-
-def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
-    """Set every param group's LR: how the harness applies its schedule before a step."""
-    for group in optimizer.param_groups:
-        group["lr"] = lr
 
 
 class AccumAdam(torch.optim.Optimizer):

@@ -15,7 +15,7 @@ weigh them wrongly. Periods: 1 (AllReduce), 2 (AER), log2 n (the one-peer expone
 SGP (Exp)).
 
 ``python -m`` is not needed: ``distrepro reproduce decentdp`` calls :func:`build` after the arms (the plugin's
-``products`` hook), and ``build(out_dir)`` can be called by hand.
+``products`` hook) with the harness's :class:`distrepro.api.ReportContext`, which trains each cell.
 """
 
 from __future__ import annotations
@@ -62,34 +62,32 @@ def cell_steps(method: str, gpus: int) -> int:
 
 def cell_config(
     setup: str, gpus: int, method: str, steps: int, workload: str = WORKLOAD, batch_per_gpu: int | None = None
-) -> Any:
+) -> dict[str, Any]:
     """The run config of one cell (a proxy CNN on 8x8 synthetic images, time charged as ``workload``, by default
     Transformer-base with the 25K-token global batch split evenly; ``batch_per_gpu`` overrides the split)."""
 
     plugin, params = METHODS[method]
-    return api.RunConfig.model_validate(
-        {
-            "name": f"fig6-{setup}-{gpus}-{method}",
-            "paper": "decentdp",
-            "method": plugin,
-            "method_params": params,
-            "profile": f"{setup}-{gpus}",
-            "dataset": {
-                "name": "synthetic",
-                "params": {"num_classes": 4, "image_size": 8, "train_size": 4096, "test_size": 64},
-            },
-            "model": {"name": "small_cnn"},
-            "batch_size": batch_per_gpu or GLOBAL_BATCH // gpus,
-            "emulated_workload": workload,
-            "budget": {"steps": steps},
-            "eval": {"every_steps": 1, "batch_size": 64},
-            "seeds": [0],
-            "torch_threads": 1,
-        }
-    )
+    return {
+        "name": f"fig6-{setup}-{gpus}-{method}",
+        "paper": "decentdp",
+        "method": plugin,
+        "method_params": params,
+        "profile": f"{setup}-{gpus}",
+        "dataset": {
+            "name": "synthetic",
+            "params": {"num_classes": 4, "image_size": 8, "train_size": 4096, "test_size": 64},
+        },
+        "model": {"name": "small_cnn"},
+        "batch_size": batch_per_gpu or GLOBAL_BATCH // gpus,
+        "emulated_workload": workload,
+        "budget": {"steps": steps},
+        "eval": {"every_steps": 1, "batch_size": 64},
+        "seeds": [0],
+        "torch_threads": 1,
+    }
 
 
-def ms_per_iter(evals: list[Any]) -> float:
+def ms_per_iter(evals: list[api.EvalPoint]) -> float:
     """Emulated milliseconds per step between the evaluation after the warm-up and the last one."""
     first = next(e for e in evals if e.step == WARMUP)
     last = evals[-1]
@@ -97,6 +95,7 @@ def ms_per_iter(evals: list[Any]) -> float:
 
 
 def run_cell(
+    ctx: api.ReportContext,
     setup: str,
     gpus: int,
     method: str,
@@ -108,20 +107,20 @@ def run_cell(
 
     wall = time.perf_counter()
     steps = steps or cell_steps(method, gpus)
-    result = api.run_campaign(cell_config(setup, gpus, method, steps, workload, batch_per_gpu), show_progress=False)
-    run = result.cells[0].result
-    return ms_per_iter(run.evals), time.perf_counter() - wall
+    evals = ctx.train(cell_config(setup, gpus, method, steps, workload, batch_per_gpu))
+    return ms_per_iter(evals), time.perf_counter() - wall
 
 
-def build(out_dir: str | Path) -> list[Path]:
-    """Run the 36 cells; write ``fig6.csv`` (setup, gpus, method, ms_per_iter, steps, wall_s) and ``fig6.png``."""
-    out = Path(out_dir)
+def build(ctx: api.ReportContext) -> list[Path]:
+    """Run the 36 cells; write ``fig6.csv`` (setup, gpus, method, ms_per_iter, steps, wall_s) and ``fig6.png`` into
+    the report's folder."""
+    out = ctx.out_dir
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for setup, sizes in SETUPS.items():
         for gpus in sizes:
             for method in METHODS:
-                ms, wall = run_cell(setup, gpus, method)
+                ms, wall = run_cell(ctx, setup, gpus, method)
                 rows.append(
                     {
                         "setup": setup,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from distrepro import api
+
 from . import fig6
 
 
-def build(out_dir: Path, scale: str) -> list[Path]:
+def build(ctx: api.ReportContext) -> list[Path]:
     """``reports/decentdp/fig6.csv`` and ``fig6.png``; the grid is the same at every scale (time is emulated)."""
-    return fig6.build(out_dir)
+    return fig6.build(ctx)

@@ -14,6 +14,7 @@ every round's H, and the analytical time of declared speeds + alpha-beta network
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,8 @@ PROXY_ARMS = ("const", "qsr", "linear", "gamma3", "postlocal")
 TIMING = (("16 GPUs", "qsr-16gpu", 256), ("64 GPUs", "qsr-64gpu", 64))
 
 
-def _plan(config: Path, overrides: list[str] | None = None) -> dict[str, Any]:
-
-    return api.build_plan(config, overrides or [])
+def _plan(ctx: api.ReportContext, config: Path, overrides: list[str] | None = None) -> Mapping[str, Any]:
+    return ctx.plan(config, overrides or [])
 
 
 def _steps(lengths: list[int]) -> tuple[list[int], list[int]]:
@@ -39,7 +39,7 @@ def _steps(lengths: list[int]) -> tuple[list[int], list[int]]:
     return [*starts, t], [*lengths, lengths[-1]]
 
 
-def schedule_figure(plans: dict[str, dict[str, Any]], title: str) -> Any:
+def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,14 +59,14 @@ def schedule_figure(plans: dict[str, dict[str, Any]], title: str) -> Any:
     return fig
 
 
-def _timing_rows(tolerance: dict[str, float]) -> list[dict[str, Any]]:
+def _timing_rows(ctx: api.ReportContext, tolerance: dict[str, float]) -> list[dict[str, Any]]:
     claimed = {"16 GPUs": (26.7, 20.2, "Q1"), "64 GPUs": (8.6, 5.5, "Q2")}
     rows = []
     for label, profile, batch in TIMING:
         sets = [f"profile={profile}", f"batch_size={batch}"]
         hours = {}
         for arm in ("parallel", "const", "qsr"):
-            total = _plan(HERE / "configs" / f"{arm}.paper.yaml", sets)["time"]["total_s"]
+            total = _plan(ctx, HERE / "configs" / f"{arm}.paper.yaml", sets)["time"]["total_s"]
             hours[arm] = total / 3600 if isinstance(total, float) else float("nan")
         par, qsr_h, cid = claimed[label]
         predicted = hours["parallel"] / hours["qsr"]
@@ -93,16 +93,17 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return str(pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)) + "\n"
 
 
-def section(info: Any, fig_dir: Path, out_dir: Path) -> tuple[str, dict[str, Path]]:
+def section(ctx: api.ReportContext) -> tuple[str, dict[str, Path]]:
     """Markdown of the section and the figures it saved (keyed by name)."""
+    fig_dir, out_dir = ctx.fig_dir, ctx.out_dir
 
-    proxy = {arm: _plan(HERE / "configs" / f"{arm}.yaml") for arm in PROXY_ARMS}
-    vit = {arm: _plan(HERE / "configs" / f"{arm}.paper.yaml") for arm in ("const", "qsr")}
+    proxy = {arm: _plan(ctx, HERE / "configs" / f"{arm}.yaml") for arm in PROXY_ARMS}
+    vit = {arm: _plan(ctx, HERE / "configs" / f"{arm}.paper.yaml") for arm in ("const", "qsr")}
     saved = {
-        "h_schedule_proxy": api.figures.save(
+        "h_schedule_proxy": ctx.save_figure(
             schedule_figure(proxy, "H per round, proxy arms"), fig_dir / "h_schedule_proxy.png"
         ),
-        "h_schedule_vit": api.figures.save(
+        "h_schedule_vit": ctx.save_figure(
             schedule_figure(
                 {"constant H = 4": vit["const"], "QSR (H_base 4, α 0.0175)": vit["qsr"]}, "ViT-B/16 recipe"
             ),
@@ -124,7 +125,7 @@ def section(info: Any, fig_dir: Path, out_dir: Path) -> tuple[str, dict[str, Pat
                     "last round": mp["last_round"],
                 }
             )
-    tolerance = {c.id: getattr(c.accept, "rel_tolerance", 0.1) for c in (info.spec.claims if info.spec else [])}
+    tolerance = {c.id: c.accept.get("rel_tolerance", 0.1) for c in ctx.claims}
     rel = {k: p.relative_to(out_dir).as_posix() for k, p in saved.items()}
     parts = [
         "## Synchronization schedules (from `distrepro plan`)",
@@ -146,6 +147,6 @@ def section(info: Any, fig_dir: Path, out_dir: Path) -> tuple[str, dict[str, Pat
         "round (Local), lockstep, no overlap. Hardware figures are graded in `hardware_profiles/qsr-*.yaml`; "
         "none is fitted to the hours. The claims Q1/Q2 stay INCONCLUSIVE until paper-scale runs exist.",
         "",
-        _table(_timing_rows(tolerance)),
+        _table(_timing_rows(ctx, tolerance)),
     ]
     return "\n".join(parts), saved

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import Fabric, InProcessComm
+from distrepro.engine.inprocess.comm import Fabric, InProcessComm
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.hardware.profiles import load_profile
 from distrepro.timing.timemodel import CommCostModel

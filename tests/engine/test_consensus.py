@@ -13,11 +13,11 @@ import torch
 
 from distrepro.claims.schema import validate_paper
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.evals import flat_state
 from distrepro.engine.evaluation import consensus_distance, param_mask
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
-from distrepro.engine.results import RunResult
-from distrepro.orchestration.job import build_job
+from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.engine.multiprocess.evals import flat_state
+from distrepro.spec.job import build_job
+from distrepro.spec.results import RunResult
 
 
 def _replica(weight: list[float], bias: float) -> torch.nn.Module:

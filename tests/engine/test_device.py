@@ -13,7 +13,7 @@ from distrepro.config.run_config import load_config
 from distrepro.engine.device import deterministic_cuda, resolve_device
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.errors import ConfigError
-from distrepro.orchestration.job import build_job
+from distrepro.spec.job import build_job
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA is absent")
 

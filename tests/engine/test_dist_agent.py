@@ -1,5 +1,6 @@
-"""The dist engine's gossip agent (:mod:`distrepro.engine.dist.dist_agent`) and the coordinator's agent rules
-(:mod:`distrepro.engine.dist.pairing`), in one process: agents are real threads, the coordinator a real thread on
+"""The dist engine's gossip agent (:mod:`distrepro.engine.multiprocess.agent`) and the coordinator's agent rules
+(:mod:`distrepro.engine.multiprocess.pairing`),
+in one process: agents are real threads, the coordinator a real thread on
 an in-memory c10d store, exchanges swap through queues; each "gradient" really sleeps while the agent works.
 
 Each worker's vector is one number; the endpoint (the in-process agent tests') averages (x ← (x + peer)/2) and
@@ -21,8 +22,8 @@ import torch.distributed as dist
 from test_gossip_agent import Endpoint
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.dist.dist_agent import DistAgent
-from distrepro.engine.dist.pairing import SKIP, PairingClient, PairingCoordinator
+from distrepro.engine.multiprocess.agent import DistAgent
+from distrepro.engine.multiprocess.pairing import SKIP, PairingClient, PairingCoordinator
 
 pytestmark = pytest.mark.smoke
 

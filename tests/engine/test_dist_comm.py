@@ -1,4 +1,4 @@
-"""The distributed engine's non-blocking point-to-point lanes (``distrepro/engine/dist/dist_comm.py``) on real
+"""The distributed engine's non-blocking point-to-point lanes (``distrepro/engine/multiprocess/comm.py``) on real
 processes.
 
 ``exchange(peer, tensor, async_op=True)`` and ``pair(neighbors, async_op=True)`` must have
@@ -110,9 +110,9 @@ def _worker(rank: int, rendezvous: str, folder: str) -> None:
     import torch.distributed as dist
 
     from distrepro.engine.clock import VirtualClock
-    from distrepro.engine.dist.dist_comm import DistComm
-    from distrepro.engine.dist.dist_run import store_of_default_group
-    from distrepro.engine.dist.pairing import PairingClient, PairingCoordinator
+    from distrepro.engine.multiprocess.comm import DistComm
+    from distrepro.engine.multiprocess.pairing import PairingClient, PairingCoordinator
+    from distrepro.engine.multiprocess.run import store_of_default_group
     from distrepro.hardware.profiles import load_profile
     from distrepro.timing.timemodel import CommCostModel
 

@@ -14,9 +14,9 @@ import torch
 from conftest import PAIR_PROFILE
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.launch import DistEngine, diagnose
-from distrepro.engine.dist.pacing import Pacer, choose_dilation
-from distrepro.engine.dist.pairing import PairingCoordinator
+from distrepro.engine.multiprocess.launch import DistEngine, diagnose
+from distrepro.engine.multiprocess.pacing import Pacer, choose_dilation
+from distrepro.engine.multiprocess.pairing import PairingCoordinator
 from distrepro.errors import WorkerFailure
 from distrepro.orchestration.campaign import run_campaign
 
@@ -67,7 +67,7 @@ def _faulty_root(tmp_path: Path) -> Path:
 
 def _leftover_workers(job_marker: str) -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "distrepro.engine.dist.dist_worker" in line and job_marker in line]
+    return [line for line in out.splitlines() if "distrepro.engine.multiprocess.worker" in line and job_marker in line]
 
 
 @pytest.mark.distributed
@@ -265,7 +265,7 @@ def test_resumed_adaptive_optimizer_state_reaches_the_uninterrupted_parameters(
 
 @pytest.mark.smoke
 def test_rank0_progress_reaches_the_launchers_display(tmp_path):
-    from distrepro.engine.dist.launch import ProgressFile, _forward_progress
+    from distrepro.engine.multiprocess.launch import ProgressFile, _forward_progress
 
     seen: list[tuple[float, float]] = []
 
@@ -289,9 +289,9 @@ def test_rank0_evaluations_reach_the_launchers_log_lines(tmp_path):
     """Without a live bar, a distributed run prints one line per evaluation, as an in-process run does."""
     import io
 
-    from distrepro.engine.dist.launch import ProgressFile, _forward_progress
-    from distrepro.engine.results import EvalRecord
-    from distrepro.orchestration.observer import ProgressObserver
+    from distrepro.engine.multiprocess.launch import ProgressFile, _forward_progress
+    from distrepro.orchestration.progress import ProgressObserver
+    from distrepro.spec.results import EvalRecord
 
     def record(step: int, acc: float, final: bool = False) -> EvalRecord:
         metrics = {"val_accuracy": acc, "val_loss": 1.0}

@@ -2,7 +2,7 @@
 
 Synchronous methods agree to float tolerance on parameters, clocks, bytes, evaluations, records
 and allocations (clocks: because no two flows share a link at once here; where they do, the distributed
-engine charges each as if alone, a lower bound, see ``distrepro/engine/dist/dist_comm.py``).
+engine charges each as if alone, a lower bound, see ``distrepro/engine/multiprocess/comm.py``).
 Asynchronous ones interleave by real time under torch.distributed, so they agree on the contract:
 the model evaluated (``evaluated_on``), the recorded keys, the bytes of each exchange, every rank in every
 evaluation. Two ranks (``pair-2``: the second at half speed), a few steps,
@@ -20,16 +20,16 @@ import pytest
 import torch
 
 from distrepro.config.run_config import RunConfig, validate_config
-from distrepro.engine.dist.launch import DistEngine
 from distrepro.engine.evaluation import average_into, evaluate
 from distrepro.engine.harness_worker import cluster_layout
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
-from distrepro.engine.reports import aggregate_records
-from distrepro.engine.results import EvalRecord, RunResult
+from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.engine.multiprocess.launch import DistEngine
+from distrepro.engine.rank_reports import aggregate_records
 from distrepro.engine.streams import iterate_eval
 from distrepro.hardware.profiles import load_profile
-from distrepro.orchestration.job import build_job
 from distrepro.plugins.registry import get_method, methods
+from distrepro.spec.job import build_job
+from distrepro.spec.results import EvalRecord, RunResult
 
 pytestmark = pytest.mark.distributed
 

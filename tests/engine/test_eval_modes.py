@@ -14,13 +14,13 @@ from torch import nn
 
 from distrepro.api.method import Batch
 from distrepro.config.run_config import RunConfig, validate_config
-from distrepro.engine.dist.launch import DistEngine
 from distrepro.engine.eval_modes import recalibrate_bn, recalibration_batches, replica_stats
 from distrepro.engine.evaluation import average_into, evaluate
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
-from distrepro.engine.results import RunResult
+from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.engine.multiprocess.launch import DistEngine
 from distrepro.engine.streams import iterate_eval
-from distrepro.orchestration.job import build_job
+from distrepro.spec.job import build_job
+from distrepro.spec.results import RunResult
 
 BN_MODEL = {"name": "resnet18_cifar", "params": {"width": 2}}
 

@@ -1,4 +1,4 @@
-"""In-process gossip agents (:mod:`distrepro.engine.inprocess.inprocess_agent`) on hand-computed cases.
+"""In-process gossip agents (:mod:`distrepro.engine.inprocess.agent`) on hand-computed cases.
 
 One GPU per node, 1 GB/s NICs, no latency (``lanenet``); each worker's vector is one number, charged as
 ``SECONDS`` GB so one exchange takes ``SECONDS`` s. The endpoint averages (x ← (x + peer)/2) and logs
@@ -16,7 +16,7 @@ import torch
 from lanenet import G, Net
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import InProcessComm
+from distrepro.engine.inprocess.comm import InProcessComm
 
 pytestmark = pytest.mark.smoke
 

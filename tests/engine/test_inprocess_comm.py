@@ -17,7 +17,7 @@ import torch
 
 from distrepro.api.method import Work
 from distrepro.engine.clock import Span, VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import Fabric, InProcessComm
+from distrepro.engine.inprocess.comm import Fabric, InProcessComm
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.hardware.profiles import load_profile
 from distrepro.plugins.registry import get_method

@@ -15,7 +15,7 @@ import torch
 from lanenet import G, Net
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import InProcessComm
+from distrepro.engine.inprocess.comm import InProcessComm
 from distrepro.hardware.profiles import load_profile
 from distrepro.timing.network import Flow, max_min_rates, simulate
 

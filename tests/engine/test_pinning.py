@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.dist_worker import choose_backend
-from distrepro.engine.dist.pinning import cpu_core_sets
-from distrepro.orchestration.job import build_job
+from distrepro.engine.multiprocess.pinning import cpu_core_sets
+from distrepro.engine.multiprocess.worker import choose_backend
+from distrepro.spec.job import build_job
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_nccl_only_when_every_rank_has_a_gpu():
 
 @pytest.mark.smoke
 def test_multi_node_pins_only_the_ranks_on_this_host(cadp_job):
-    from distrepro.engine.dist.pinning import local_ranks
+    from distrepro.engine.multiprocess.pinning import local_ranks
 
     # node 2 of a 2-ranks-per-node launch holds global ranks 4 and 5 (the two 4-core CPU boxes)
     here = local_ranks(rank=5, local_rank=1, local_world=2)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import Fabric
+from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.errors import DeadlockError, DistreproError, WorkerFailure
 from distrepro.hardware.profiles import load_profile

@@ -8,10 +8,10 @@ import torch
 from quiet import quiet_job
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.launch import DistEngine
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.engine.multiprocess.launch import DistEngine
 from distrepro.engine.warmup import emulated_speed, paced_elapsed, timed_speed, warmup_batch
-from distrepro.orchestration.job import build_job
+from distrepro.spec.job import build_job
 
 DECLARED_CADP = (1600.0,) * 4 + (12.0, 12.0, 39.0, 22.0)  # cadp-ijcai25, resnet18_in100_224
 

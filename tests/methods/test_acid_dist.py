@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.launch import DistEngine
-from distrepro.orchestration.job import build_job
+from distrepro.engine.multiprocess.launch import DistEngine
+from distrepro.spec.job import build_job
 
 pytestmark = pytest.mark.distributed
 

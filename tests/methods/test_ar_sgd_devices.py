@@ -16,13 +16,13 @@ from sensitivity_setups import TINY_PROFILE, _config
 
 from distrepro.api.method import ClusterView, DeviceView
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.launch import DistEngine
 from distrepro.engine.evaluation import consensus_distance
 from distrepro.engine.inprocess import InProcessEngine
-from distrepro.orchestration.job import build_job
+from distrepro.engine.multiprocess.launch import DistEngine
 from distrepro.plugins.registry import get_method
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
+from distrepro.spec.job import build_job
 
 
 def _profiles(tmp_path: Path) -> tuple[str, str]:

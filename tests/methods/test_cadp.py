@@ -16,13 +16,13 @@ from distrepro.api.tensors import state_tensors
 from distrepro.config.run_config import validate_config
 from distrepro.data.loading import load_dataset_plugin
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import Fabric
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.engine.inprocess.comm import Fabric
+from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.hardware.profiles import load_profile
-from distrepro.orchestration.job import build_job
-from distrepro.orchestration.reproduce import reproduce
 from distrepro.plugins.registry import get_method
+from distrepro.reproduction.reproduce import reproduce
+from distrepro.spec.job import build_job
 from distrepro.timing.timemodel import CommCostModel
 
 REPO = Path(__file__).resolve().parents[2]

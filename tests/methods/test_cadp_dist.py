@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.dist.launch import DistEngine
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
-from distrepro.orchestration.job import build_job
+from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.engine.multiprocess.launch import DistEngine
+from distrepro.spec.job import build_job
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:

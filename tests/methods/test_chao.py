@@ -11,9 +11,9 @@ import pytest
 
 from distrepro.api.method import Allocation, ClusterView, DeviceView
 from distrepro.config.run_config import load_config, validate_config
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
-from distrepro.orchestration.job import build_job
+from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.plugins.registry import get_method, plugin_module
+from distrepro.spec.job import build_job
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "methods" / "chao_alloc"
@@ -153,7 +153,7 @@ def test_unweighted_toggle_changes_the_update_only_when_batches_differ() -> None
 @pytest.mark.distributed
 def test_dist_throttled_resplit_follows_the_profile_speed_ratio() -> None:
     """Two real processes, throttled: the wall-clock (dilated) speeds alone drive the re-split to 1:4."""
-    from distrepro.engine.dist.launch import DistEngine
+    from distrepro.engine.multiprocess.launch import DistEngine
 
     cfg = load_config(PLUGIN / "configs" / "adaptive-dist.yaml")
     assert cfg.engine == "dist" and cfg.throttle.enabled
@@ -193,7 +193,7 @@ claims:
 
 @pytest.mark.smoke
 def test_reproduce_smoke_judges_the_reduction(tmp_path: Path, monkeypatch, mlflow_uri: str) -> None:
-    from distrepro.orchestration.reproduce import reproduce
+    from distrepro.reproduction.reproduce import reproduce
 
     root = tmp_path / "root"
     folder = root / "methods" / "chao_alloc"

@@ -27,19 +27,21 @@ CLAIMS = {c.id: c for c in SPEC.claims}
 ARMS = SPEC.setup.arms
 
 
-def test_the_sentence_as_worded_is_a_paper_claim_against_static_allocation() -> None:
-    worded = [
-        c
-        for c in SPEC.claims
-        if c.origin == "paper" and c.kind == "relative_improvement" and ARMS[c.baseline].params == {"mode": "static"}
-    ]
-    assert {c.profile for c in worded} == {"chao-1m-1to2", "chao-2m-1124"}
-    for c in worded:
-        assert ARMS[c.arm].params == {"mode": "adaptive"} and c.claimed == (0.33, 0.5)
+def test_the_headline_reads_equal_shares_and_the_static_reading_is_structural() -> None:
+    headline = [c for c in SPEC.claims if c.origin == "paper" and c.kind == "relative_improvement"]
+    assert {c.id for c in headline} == {"B-C1-1124", "B-C1-1to2"}
+    for c in headline:
+        assert ARMS[c.baseline].params == {"mode": "equal"} and ARMS[c.arm].params == {"mode": "adaptive"}
+        assert c.claimed == (0.33, 0.5) and c.decided_by == "measurement"
+        assert "B-C7" in (c.notes or "")  # the ambiguity is stated where the headline is
+    # the static reading (true and mis-declared speeds) cannot come out otherwise as emulated: no evidence
+    static = [c for c in SPEC.claims if c.id.startswith("B-C7-")]
+    assert {c.profile for c in static} == {"chao-1m-1to2", "chao-2m-1124"} and len(static) == 4
+    for c in static:
+        assert ARMS[c.baseline].params["mode"] == "static" and c.origin == "reconstructed"
+        assert c.decided_by == "model_structure" and c.why and c.post_hoc
+        assert c.ideal is not None and c.ideal.value < c.claimed[0]  # its own ideal lies below the claim
         assert "compared to the same proportional allocation" in c.source.quote
-    # the equal-shares reading is kept, as ours
-    equal = [c for c in SPEC.claims if c.id.startswith("B-C1-") and ARMS[c.baseline].params == {"mode": "equal"}]
-    assert len(equal) == 3 and {c.origin for c in equal} == {"reconstructed"}
 
 
 @pytest.mark.parametrize(("arm", "exact"), [("static-mis-1to2", "static-1to2"), ("static-mis-1124", "static-1124")])

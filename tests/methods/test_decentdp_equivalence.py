@@ -17,13 +17,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from distrepro.api.method import ClusterLayout
+from distrepro.api.optimizer_config import OptimizerConfig
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.inprocess.inprocess_comm import Fabric
+from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.hardware.profiles import load_profile
 from distrepro.plugins.registry import get_method, plugin_module
 from distrepro.timing.timemodel import CommCostModel
-from distrepro.training.optimizer_config import OptimizerConfig
 from distrepro.training.optimizers import build_optimizer
 
 decent_topo = pytest.importorskip("decent_dp.topo")

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distrepro.plugins.registry import plugin_module
+from distrepro.report.plugin_context import plugin_context
 
 pytestmark = pytest.mark.smoke
 
 
-def test_one_fig6_cell_runs_and_decentralized_beats_allreduce_on_25gbe() -> None:
+def test_one_fig6_cell_runs_and_decentralized_beats_allreduce_on_25gbe(tmp_path: Path) -> None:
     fig6 = plugin_module("decentdp", "fig6")
-    aer, _ = fig6.run_cell("a40-25gbe", 8, "decent-aer")
-    ar, _ = fig6.run_cell("a40-25gbe", 8, "allreduce")
+    ctx = plugin_context(tmp_path, "proxy")  # the harness's side of the products hook: it trains the cells
+    aer, _ = fig6.run_cell(ctx, "a40-25gbe", 8, "decent-aer")
+    ar, _ = fig6.run_cell(ctx, "a40-25gbe", 8, "allreduce")
     assert aer > 0 and ar > 0
     assert aer < ar  # overlap and intra-node rounds: the emulator's prediction, not a tuned value
 

@@ -16,8 +16,8 @@ from distrepro.claims.papers import arm_config_path, arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
-from distrepro.orchestration.job import build_job
 from distrepro.orchestration.plan import build_plan
+from distrepro.spec.job import build_job
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(ROOT.glob("methods/*/configs/*.gpu.yaml"))

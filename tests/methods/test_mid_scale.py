@@ -13,9 +13,10 @@ from distrepro.claims.papers import arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms, judged_at_mid
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
-from distrepro.orchestration import reproduce as reproduce_module
 from distrepro.orchestration.campaign import CampaignResult
-from distrepro.orchestration.job import build_job
+from distrepro.reproduction import reproduce as reproduce_module
+from distrepro.reproduction import training as training_module
+from distrepro.spec.job import build_job
 
 pytest.importorskip("mnist1d")
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +99,7 @@ def test_reproduce_at_mid_scale_trains_the_accuracy_arms_on_their_mid_configs(
         given[cfg.name] = (Path(source), cfg.scale)
         return CampaignResult(f"distrepro/{paper}", "", mlflow_uri, [])
 
-    monkeypatch.setattr(reproduce_module, "run_campaign", fake_campaign)
+    monkeypatch.setattr(training_module, "run_campaign", fake_campaign)
     done = reproduce_module.reproduce(paper, scale="mid", report=False, show_progress=False)
     _, arms = MID_CLAIMS[paper]
     assert set(done.campaigns) == arms and set(given) == arms

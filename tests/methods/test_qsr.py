@@ -15,9 +15,9 @@ import yaml
 
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
-from distrepro.orchestration.job import build_job
 from distrepro.orchestration.plan import build_plan
 from distrepro.plugins.registry import get_method, plugin_module
+from distrepro.spec.job import build_job
 
 rule = plugin_module("qsr", "rule")
 SyncRule = rule.SyncRule
@@ -133,7 +133,7 @@ def test_plan_of_the_vit_recipe_prints_every_round() -> None:
 def test_smoke_reproduction_reports_the_h_schedules(mlflow_uri: str, tmp_path: Path, monkeypatch) -> None:
     """Two arms, two seeds, one epoch of digits: every arm trains, the claims are judged (INCONCLUSIVE: 2 seeds
     < 5), and the report carries the H-schedule figures and the paper-scale time prediction."""
-    from distrepro.orchestration.reproduce import reproduce
+    from distrepro.reproduction.reproduce import reproduce
 
     monkeypatch.chdir(tmp_path)
     overrides = ["budget.epochs=1", "eval.times=1", "torch_threads=1"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from distrepro.orchestration.observer import HEARTBEAT_S, heartbeat
+from distrepro.orchestration.progress import HEARTBEAT_S, heartbeat
 
 
 def test_a_heartbeat_line_comes_while_the_block_runs_and_stops_after() -> None:

@@ -10,17 +10,17 @@ from tiny_paper import PAPER
 
 from distrepro.cli import main
 from distrepro.errors import ConfigError
-from distrepro.orchestration.reproduce import reproduce
+from distrepro.reproduction.reproduce import reproduce
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.smoke
 def test_reproduce_runs_each_arm_and_judges_the_claim(paper_root: Path, mlflow_uri: str, monkeypatch) -> None:
-    import distrepro.report.build as build
+    import distrepro.reproduction.reporting as reporting
 
-    real, shown = build.build_report, []  # --no-progress reaches the report's sensitivity sweep too
-    monkeypatch.setattr(build, "build_report", lambda *a, **kw: shown.append(kw["show_progress"]) or real(*a, **kw))
+    real, shown = reporting.build_report, []  # --no-progress reaches the report's sensitivity sweep too
+    monkeypatch.setattr(reporting, "build_report", lambda *a, **kw: shown.append(kw["show_progress"]) or real(*a, **kw))
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
     assert shown == [False]
     assert set(result.campaigns) == {"sync", "local"}
@@ -67,11 +67,13 @@ def test_a_claim_on_an_optional_arm_is_refused(tmp_path: Path) -> None:
 PRODUCTS = """\
 from pathlib import Path
 
+from distrepro import api
 
-def build(out_dir: Path, scale: str) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "grid.csv"
-    path.write_text(f"scale\\n{scale}\\n")
+
+def build(ctx: api.ReportContext) -> list[Path]:
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    path = ctx.out_dir / "grid.csv"
+    path.write_text(f"scale\\n{ctx.scale}\\n")
     return [path]
 """
 
@@ -114,7 +116,7 @@ def test_a_device_is_checked_before_the_reproduction_only_where_its_cells_train(
     """``device: cuda`` on a host without CUDA is refused before the umbrella run opens when the cells train here;
     a remote executor's workers check their own device (a SLURM login node has no GPU, its nodes do)."""
     from distrepro.orchestration.executors.selection import ExecutorSpec
-    from distrepro.orchestration.reproduce import _trains_here
+    from distrepro.reproduction.training import trains_here as _trains_here
 
     assert _trains_here(None) and _trains_here(ExecutorSpec()) and _trains_here(ExecutorSpec(kind="ray"))
     assert _trains_here(ExecutorSpec(kind="slurm", slurm_cluster="local"))

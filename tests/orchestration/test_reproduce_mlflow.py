@@ -9,7 +9,7 @@ import pytest
 from tiny_paper import PAPER
 
 from distrepro.cli import main
-from distrepro.orchestration.reproduce import reproduce
+from distrepro.reproduction.reproduce import reproduce
 from distrepro.tracking.mlflow_client import make_client
 
 #: the same claim, as the paper's own (headline) and out of reach: 10x less traffic

@@ -323,7 +323,7 @@ def test_a_bad_root_is_one_line_naming_where_it_came_from(
 def test_a_relative_config_not_found_here_is_taken_from_the_roots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from distrepro.cli import _config_path
+    from distrepro.cli.common import config_path as _config_path
 
     root = write(tmp_path / "mine", {"configs/mine.yaml": "method: ar_sgd\n"})
     monkeypatch.setenv(roots.PATH_ENV, str(root))

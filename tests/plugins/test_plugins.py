@@ -162,8 +162,8 @@ def test_method_resumes_from_a_checkpoint_to_the_uninterrupted_run(
     survives a checkpoint: resumed from step 2, the run ends with the uninterrupted run's parameters and
     evaluation. ``test_opt_outs["checkpoint"]`` leaves a method out, with its reason."""
     from distrepro.engine import checkpoint
-    from distrepro.engine.dist.launch import DistEngine
-    from distrepro.orchestration.job import build_job
+    from distrepro.engine.multiprocess.launch import DistEngine
+    from distrepro.spec.job import build_job
     from distrepro.tracking.runlog import RunLogger
 
     cls = registry.methods()[name].cls

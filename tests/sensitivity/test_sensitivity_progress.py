@@ -1,6 +1,6 @@
 """The sensitivity sweep shows its progress (minutes for a paper such as ``chao``, silent before).
 
-Shown as training is (:mod:`distrepro.orchestration.observer`): a bar per phase on a terminal, otherwise a line per
+Shown as training is (:mod:`distrepro.orchestration.progress`): a bar per phase on a terminal, otherwise a line per
 phase
 and quarter of it, always on stderr; ``--no-progress`` drops the bar. The sweep runs on the two hand-built
 runs of ``test_sensitivity``'s flip point, so nothing trains.
@@ -19,7 +19,7 @@ from sensitivity_setups import FLIP_PROFILE, _flip_setup
 
 import distrepro.report.build as build
 from distrepro.cli import main
-from distrepro.orchestration.observer import PhaseProgress, progress_bars, wants_bars
+from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
 from distrepro.sensitivity.runner import sensitivity
 
 pytestmark = pytest.mark.smoke

@@ -14,10 +14,10 @@ import yaml
 from profile_files import expect_error, minimal_profile, write
 
 from distrepro.config.run_config import validate_config
-from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.run_setup import make_stream
 from distrepro.hardware.profiles import load_profile
-from distrepro.orchestration.job import build_job
+from distrepro.spec.job import build_job
 from distrepro.timing.timemodel import CommCostModel, ComputeModel, sigma_of_cv
 
 pytestmark = pytest.mark.smoke

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from test_mlflow_ui import CHROMIUM, _free_port
 
-from distrepro.orchestration.reproduce import Reproduction, reproduce
+from distrepro.reproduction.reproduce import Reproduction, reproduce
 from distrepro.tracking.mlflow_client import ui_url
 
 pytestmark = [

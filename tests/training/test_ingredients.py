@@ -12,7 +12,7 @@ import torch
 
 from distrepro.config.run_config import RunConfig, validate_config
 from distrepro.errors import ConfigError
-from distrepro.orchestration.job import build_job
+from distrepro.spec.job import build_job
 
 #: warm-up 0.02 → 0.1 over 2 steps, then cosine to 0 over the 4 remaining steps (hand-computed)
 SCHEDULE = {"kind": "cosine", "warmup_steps": 2, "warmup_start_lr": 0.02}
@@ -42,7 +42,7 @@ def _check_lrs(evals: list[Any]) -> None:
 
 
 def test_the_optimizer_steps_with_the_schedules_lr_in_process(profiles: Path, with_test_plugins: Callable) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
 
     with_test_plugins("lr_probe")
     cfg = _cfg(schedule=SCHEDULE, method_params={"optimizer": {"name": "adamw", "weight_decay": 0.01}})
@@ -54,7 +54,7 @@ def test_the_optimizer_steps_with_the_schedules_lr_in_process(profiles: Path, wi
 def test_the_optimizer_steps_with_the_schedules_lr_under_torch_distributed(
     profiles: Path, with_test_plugins: Callable
 ) -> None:
-    from distrepro.engine.dist.launch import DistEngine
+    from distrepro.engine.multiprocess.launch import DistEngine
 
     with_test_plugins("lr_probe")
     cfg = _cfg(schedule=SCHEDULE, engine="dist")
@@ -78,7 +78,7 @@ def test_total_steps_for_every_budget_unit(profiles: Path) -> None:
 
 
 def test_step_schedule_in_epochs_without_a_step_decay_loop_in_the_plugin(profiles: Path) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
 
     sched = {"kind": "step", "milestones": [0.5], "milestones_in": "epochs", "factor": 0.5}
     cfg = _cfg("cadp", schedule=sched, budget={"epochs": 1}, eval={"every_epochs": 0.25})
@@ -89,7 +89,7 @@ def test_step_schedule_in_epochs_without_a_step_decay_loop_in_the_plugin(profile
 
 
 def test_ar_sgd_and_local_sgd_take_any_optimizer(profiles: Path) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
     from distrepro.training.optimizers import AccumAdam
 
     for method, opt, kind in [
@@ -112,7 +112,7 @@ def test_ingredient_errors_name_the_field(profiles: Path) -> None:
 
 
 def test_label_smoothing_changes_the_training_loss(profiles: Path) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
 
     plain = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}), 0))
     smooth = InProcessEngine().run(build_job(_cfg("ar_sgd", budget={"steps": 1}, loss={"label_smoothing": 0.1}), 0))
@@ -161,7 +161,7 @@ def declared_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_peak_lr_named_inner_lr_is_scheduled_and_logged(profiles: Path, declared_root: Path) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
 
     sched = {"kind": "cosine", "warmup_steps": 2, "warmup_start_lr": 0.006}
     result = InProcessEngine().run(build_job(_cfg("inner_lr_method", schedule=sched), 0))
@@ -175,7 +175,7 @@ def test_a_peak_lr_named_inner_lr_is_scheduled_and_logged(profiles: Path, declar
 def test_a_field_merely_named_lr_is_no_peak_and_a_schedule_for_it_is_refused(
     profiles: Path, declared_root: Path
 ) -> None:
-    from distrepro.engine.inprocess.inprocess_run import InProcessEngine
+    from distrepro.engine.inprocess.run import InProcessEngine
 
     result = InProcessEngine().run(build_job(_cfg("undeclared_method", budget={"steps": 2}), 0))
     assert "lr" not in result.final.metrics

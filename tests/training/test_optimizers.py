@@ -7,7 +7,8 @@ import copy
 import pytest
 import torch
 
-from distrepro.training.optimizers import AccumAdam, OptimizerConfig, build_optimizer, set_lr
+from distrepro.api.tensors import set_lr
+from distrepro.training.optimizers import AccumAdam, OptimizerConfig, build_optimizer
 
 pytestmark = [
     pytest.mark.smoke,

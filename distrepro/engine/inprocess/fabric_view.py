@@ -1,5 +1,5 @@
 """What the pairwise requests and the gossip agents see of the in-process fabric (:class:`Fabric
-<distrepro.engine.inprocess.inprocess_comm.Fabric>`), as a protocol: the fabric builds them, so they name its
+<distrepro.engine.inprocess.comm.Fabric>`), as a protocol: the fabric builds them, so they name its
 parts through this view instead of importing the module that imports them."""
 
 from __future__ import annotations

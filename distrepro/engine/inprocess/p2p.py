@@ -1,6 +1,6 @@
 """In-process point-to-point requests and the engine's own zero-cost events.
 
-Split from :mod:`distrepro.engine.inprocess.inprocess_comm` (collectives): the pairwise exchange, the gossip
+Split from :mod:`distrepro.engine.inprocess.comm` (collectives): the pairwise exchange, the gossip
 pairing coordinator (as the A²CiD² reference orchestrator pairs ready neighbours), and the
 harness's end-of-step rendezvous and events, all handled in virtual-time order by the scheduler.
 """

@@ -1,7 +1,7 @@
 """Buffers of the in-process collectives: a non-blocking operation's copy of its inputs, flattening,
 reductions in rank order.
 
-Kept apart from the request matching in :mod:`distrepro.engine.inprocess.inprocess_comm`: this is the data path, whose
+Kept apart from the request matching in :mod:`distrepro.engine.inprocess.comm`: this is the data path, whose
 cost per worker-step is what the in-process overhead benchmark (``benchmarks/inprocess_overhead.py``)
 compares with a plain loop's.
 """

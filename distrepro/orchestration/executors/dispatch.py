@@ -36,7 +36,7 @@ from distrepro.orchestration.campaign import (
 )
 from distrepro.orchestration.executors.cell_progress import CellProgress
 from distrepro.orchestration.executors.cell_task import FAILURE_TAG, CellOutcome, CellTask
-from distrepro.orchestration.observer import progress_bars, wants_bars
+from distrepro.orchestration.progress import progress_bars, wants_bars
 from distrepro.tracking.mlflow_client import resolve_tracking_uri
 from distrepro.tracking.runlog import check_system_metrics
 from distrepro.tracking.storeprobe import check_store, sqlite_path

@@ -20,13 +20,11 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
-
-Events = Callable[[str, CellTask, CellOutcome | None], None]
+from distrepro.orchestration.executors.interface import Events
 
 #: seconds a worker gets to close its run after Ctrl-C or SIGTERM before it is killed
 GRACE_S = 10.0

@@ -20,14 +20,12 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from distrepro.errors import DistreproError
 from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
-
-Events = Callable[[str, CellTask, CellOutcome | None], None]
+from distrepro.orchestration.executors.interface import Events
 
 
 class _Board:

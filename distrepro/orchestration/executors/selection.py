@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distrepro.errors import ConfigError
+
+if TYPE_CHECKING:
+    from distrepro.orchestration.executors.interface import Executor
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -66,7 +69,7 @@ def env_jobs() -> int | None:
     return int(text)
 
 
-def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Any | None:
+def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Executor | None:
     """The executor for ``spec`` and the campaigns' configs; ``None`` for the classic in-process path
     (``local`` with one job), which needs no executor at all."""
     if spec.kind == "local":

@@ -23,15 +23,13 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import DistreproError
 from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
-
-Events = Callable[[str, CellTask, CellOutcome | None], None]
+from distrepro.orchestration.executors.interface import Events
 
 POLL_S = 2.0
 

@@ -1,0 +1,240 @@
+"""Pre-registration: a frozen record of what a reproduction will judge, written before its confirmatory runs.
+
+A verdict is evidence only if its claim, margin, seed count and analysis were fixed before the data that decides
+it (registered reports; Nosek et al., PNAS 115, 2018). Per paper and scale, ``distrepro preregister`` writes
+``methods/<paper>/preregistration/<scale>.yaml``: the claims file's SHA-256, one hash per claim judged at that
+scale, each claim's margin or band, minimum seeds and regime thresholds, the confirmatory seeds, the
+group-sequential plan if seeds may be added (:mod:`distrepro.claims.sequential`), the date and the commit. The
+record is committed before the runs; every report of that scale stamps it (hash, date) and marks any claim whose
+hash no longer matches, or that is new, as *post hoc* (:func:`check_claims`).
+
+Confirmatory seeds start at :data:`CONFIRMATORY_FIRST_SEED` (100) by default: indices no earlier look has used,
+so earlier runs on seeds 0-9 stay exploratory by construction.
+
+A claim's hash covers every field that decides its verdict; ``notes`` and ``post_hoc`` (what the report says
+about the claim, not how it is judged) are left out, so documenting a choice does not make it post hoc.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from distrepro.claims.sequential import ONE_SIDED_ALPHA, pocock_boundary, pocock_level
+from distrepro.config.run_config import read_yaml
+from distrepro.errors import ConfigError
+
+CONFIRMATORY_FIRST_SEED = 100
+#: fields of a claim that describe it without changing its verdict
+_UNHASHED = ("notes", "post_hoc")
+_DECIDING = ("claimed", "margin", "margin_kind", "accept", "metric", "direction", "form", "measure", "target", "arms")
+
+
+def record_path(paper_file: Path, scale: str) -> Path:
+    """Where the record of ``scale`` lives: beside the paper.yaml, ``preregistration/<scale>.yaml``."""
+    return paper_file.parent / "preregistration" / f"{scale}.yaml"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def claim_hash(raw_claim: dict[str, Any]) -> str:
+    """SHA-256 of the claim as written in paper.yaml (YAML anchors resolved), without ``notes``/``post_hoc``."""
+    kept = {k: v for k, v in raw_claim.items() if k not in _UNHASHED}
+    return hashlib.sha256(_canonical(kept).encode()).hexdigest()
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def raw_claims(paper_file: Path) -> dict[str, dict[str, Any]]:
+    """The claims of ``paper_file`` as parsed YAML, by id (the hashes are of what the author wrote)."""
+    raw = read_yaml(paper_file)
+    return {str(c.get("id")): c for c in raw.get("claims") or [] if isinstance(c, dict)}
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _commit(paper_file: Path) -> str:
+    """HEAD, with ``+uncommitted`` when the claims file differs from it (the record then freezes the file's bytes)."""
+    head = _git(["rev-parse", "HEAD"], paper_file.parent)
+    if head is None:
+        return "unknown (not a git checkout)"
+    dirty = _git(["status", "--porcelain", "--", paper_file.name], paper_file.parent)
+    return head + (" +uncommitted claims file" if dirty else "")
+
+
+def _claim_entry(claim: Any, raw: dict[str, Any], min_seeds: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {"sha256": claim_hash(raw), "kind": claim.kind, "decided_by": claim.decided_by}
+    for key in _DECIDING:
+        if key in raw:
+            entry[key] = raw[key]
+    entry["min_seeds"] = claim.accept.min_seeds or min_seeds
+    if claim.regime:
+        entry["regime"] = {
+            c.id: c.model_dump(exclude_none=True, exclude={"id", "what", "source"}) for c in claim.regime
+        }
+    return entry
+
+
+def build_record(
+    paper: str,
+    paper_file: Path,
+    spec_at_scale: Any,
+    scale: str,
+    seeds: list[int],
+    looks: list[int] | None = None,
+    now: _dt.datetime | None = None,
+) -> dict[str, Any]:
+    """The record of ``paper`` at ``scale``: ``spec_at_scale`` is the resolved spec moved to ``scale``
+    (:func:`distrepro.claims.schema.at_scale`); only the claims judged there are registered. ``looks`` (seed
+    counts, e.g. [5, 10]) declares a Pocock group-sequential plan; without it the design is a fixed n on the
+    confirmatory ``seeds``."""
+    if not seeds:
+        raise ConfigError(paper_file, "preregister --seeds", "a record needs the confirmatory seeds")
+    if looks and looks[-1] != len(seeds):
+        why = f"the last look ({looks[-1]} seeds) must be all {len(seeds)} confirmatory seeds"
+        raise ConfigError(paper_file, "preregister --looks", why)
+    raw = raw_claims(paper_file)
+    judged = [c for c in spec_at_scale.claims if c.scale == scale]
+    when = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H:%MZ")
+    sequential: dict[str, Any] = {"design": "fixed", "n": len(seeds), "interval": 0.95}
+    if looks:
+        sequential = {
+            "design": "pocock",
+            "looks": list(looks),
+            "alpha_one_sided": ONE_SIDED_ALPHA,
+            "boundary_z": round(pocock_boundary(looks), 4),
+            "interval": round(pocock_level(looks), 4),
+        }
+    return {
+        "paper": paper,
+        "scale": scale,
+        "date": when,
+        "commit": _commit(paper_file),
+        "claims_file": paper_file.name,
+        "claims_sha256": file_hash(paper_file),
+        "seeds": list(seeds),
+        "n": len(seeds),
+        "sequential": sequential,
+        "claims": {c.id: _claim_entry(c, raw[c.id], spec_at_scale.setup.min_seeds) for c in judged},
+    }
+
+
+def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> Path:
+    """Write ``record`` to ``path``; an existing record is frozen: replacing it needs ``replace`` (and a commit
+    that says why: the old record stays in git history)."""
+    if path.exists() and not replace:
+        why = "already registered; a record is frozen (pass --replace and commit why, git keeps the old one)"
+        raise ConfigError(path, "preregistration", why)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = (
+        f"# Pre-registration of {record['paper']} at {record['scale']} scale, written by `distrepro preregister` "
+        "before the confirmatory runs.\n# Do not edit: reports compare each claim's hash with this record and mark "
+        "any claim changed since as post hoc.\n"
+    )
+    path.write_text(
+        head + yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=120, default_flow_style=None)
+    )
+    return path
+
+
+def load_record(path: Path) -> dict[str, Any] | None:
+    """The record at ``path``, or None when the scale was never registered."""
+    if not path.is_file():
+        return None
+    data = read_yaml(path)
+    for key in ("paper", "scale", "date", "claims_sha256", "claims", "seeds"):
+        if key not in data:
+            raise ConfigError(path, key, "missing from the pre-registration record")
+    return data
+
+
+def record_digest(path: Path) -> str:
+    """The record's own SHA-256 (first 12 hex digits), the stamp a report prints."""
+    return file_hash(path)[:12]
+
+
+@dataclass(frozen=True)
+class ClaimStatus:
+    """How one claim judged at a registered scale relates to the record."""
+
+    claim_id: str
+    status: str  # "registered", "edited after registration", "added after registration"
+
+    @property
+    def post_hoc(self) -> bool:
+        return self.status != "registered"
+
+
+def check_claims(record: dict[str, Any], paper_file: Path, claim_ids: list[str]) -> list[ClaimStatus]:
+    """Each of ``claim_ids`` (the claims a report judges at the record's scale) against the record: its hash as
+    written now in ``paper_file`` equals the registered one, or the claim was edited or added since."""
+    raw = raw_claims(paper_file)
+    registered = record.get("claims") or {}
+    out = []
+    for cid in claim_ids:
+        if cid not in registered:
+            out.append(ClaimStatus(cid, "added after registration"))
+        elif cid in raw and claim_hash(raw[cid]) != registered[cid].get("sha256"):
+            out.append(ClaimStatus(cid, "edited after registration"))
+        else:
+            out.append(ClaimStatus(cid, "registered"))
+    return out
+
+
+def exploratory_seeds(record: dict[str, Any], seeds: list[int]) -> list[int]:
+    """The run seeds outside the record's confirmatory seeds: runs on them are exploratory, not the registered test."""
+    confirmatory = set(record.get("seeds") or [])
+    return sorted({int(s) for s in seeds} - confirmatory)
+
+
+def default_seeds(info: Any, scale: str, root: Path | None = None) -> list[int]:
+    """From :data:`CONFIRMATORY_FIRST_SEED`, as many seeds as the arms' run configs at ``scale`` run (the most of
+    any arm), so the registered n is the one the configs were sized for."""
+    from distrepro.claims.papers import arm_config_path
+
+    most = info.spec.setup.min_seeds
+    for name, arm in info.spec.setup.arms.items():
+        try:
+            path = arm_config_path(info.path, name, arm.config, scale, root)
+        except ConfigError:
+            continue
+        most = max(most, len(read_yaml(path).get("seeds") or []))
+    return list(range(CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + most))
+
+
+def preregister(
+    paper: str,
+    scale: str,
+    seeds: list[int] | None = None,
+    looks: list[int] | None = None,
+    replace: bool = False,
+    root: Path | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """Build and write the record of ``paper`` at ``scale`` (the ``distrepro preregister`` command)."""
+    from distrepro.claims.papers import UnknownPaperError, arms_at_scale, find_paper, known_papers
+    from distrepro.claims.schema import TRAINING_SCALES, at_scale
+
+    info = find_paper(paper, root)
+    if info.spec is None or info.path is None:
+        raise UnknownPaperError(paper, known_papers(root))
+    available = arms_at_scale(info, scale, root) if scale in TRAINING_SCALES else None
+    spec = at_scale(info.spec, scale, available)  # type: ignore[arg-type]
+    record = build_record(paper, info.path, spec, scale, seeds or default_seeds(info, scale, root), looks)
+    return write_record(record, record_path(info.path, scale), replace), record

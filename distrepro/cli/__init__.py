@@ -1,0 +1,27 @@
+"""``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
+:mod:`.listing`, :mod:`.report`), shared helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
+
+    distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
+    distrepro list                      (paper ids with their arms, methods, datasets, profiles)
+    distrepro --version
+    distrepro plan CONFIG [--set key.path=value ...] [--json]
+    distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|gpu|paper] [--sensitivity] [--check]
+    distrepro extras PAPER [ARM ...]
+    distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
+    distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
+
+Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
+cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or
+field, with exit status 2; nothing already logged to MLflow is lost. ``run`` checks the store and
+its ``--resume`` target before importing torch or mlflow (seconds on a busy machine), so such a
+mistake is reported at once.
+
+Every command takes ``--root DIR`` (repeatable; or ``DISTREPRO_PATH``): a folder of the user's own
+``methods/``, ``datasets/``, ``hardware_profiles/`` and ``configs/``, looked up beside the shipped ones.
+"""
+
+from __future__ import annotations
+
+from distrepro.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]

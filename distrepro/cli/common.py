@@ -1,0 +1,79 @@
+"""Helpers several subcommands share: where a config is, where to look in the MLflow UI, shared flags, the
+sensitivity summary lines."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def config_path(config: str) -> str:
+    """``config`` as given, else (a relative path not found here) the file of that name in a plugin root,
+    so ``distrepro run configs/quickstart.yaml`` works from any folder, a wheel install included."""
+    from distrepro.plugins.roots import find_file
+
+    if Path(config).is_absolute() or Path(config).exists():
+        return config
+    found = find_file(config)
+    return str(found) if found is not None else config
+
+
+def print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> None:
+    """Where to look in the MLflow UI; every link opens the "Model training" view (``workflowType``)."""
+    from distrepro.tracking.mlflow_client import run_url, ui_url
+
+    served = tracking_uri.startswith(("http://", "https://"))
+    base = tracking_uri if served else "http://127.0.0.1:5000"
+    if served:
+        print(f"runs in the MLflow UI: {ui_url(experiment_id, base)}")
+    else:
+        print(
+            f"runs in the MLflow UI: start it with 'nox -s ui' (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
+            f"{tracking_uri}), then open {ui_url(experiment_id, base)}"
+        )
+    if run_id:
+        print(f"  this run: {run_url(experiment_id, run_id, base)}")
+
+
+def add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--system-metrics",
+        action="store_true",
+        help="log MLflow's system metrics (CPU, memory, disk, network, GPU) in every seed's run, sampled on the "
+        "machine that trains it (needs psutil there)",
+    )
+
+
+def print_sensitivity(report: object) -> None:
+    result = getattr(report, "sensitivity", None)
+    if result is None:
+        return
+    from distrepro.report.sensitivity_section import summary_line
+
+    if not result.claims:
+        print(f"sensitivity: no timing claim could be swept ({len(result.skipped)} not swept)")
+    else:
+        print(
+            f"sensitivity: {result.samples} settings of {len(result.space.variables)} uncertain figures, "
+            f"analytical vs logged times at central values within {result.max_validation_error():.1e}"
+        )
+    for c in result.claims:
+        print(f"  {summary_line(c, result.space, result.samples)}")
+    for cid, why in sorted(result.skipped.items()):
+        print(f"  {cid}: not swept ({why})")
+
+
+def add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) -> None:
+    if not always:
+        parser.add_argument(
+            "--sensitivity",
+            action="store_true",
+            help="add the sweep of the timing verdicts over the plausible hardware (no training)",
+        )
+    parser.add_argument(
+        "--samples", type=int, help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256)"
+    )
+
+
+#: --no-progress of the commands that can run the sensitivity sweep (minutes) but train nothing
+SWEEP_PROGRESS = "no live progress bar for the sensitivity sweep (a line per phase on stderr instead)"

@@ -1,0 +1,94 @@
+"""The ``distrepro`` entry point: the parser, and :func:`main`, which turns whatever goes wrong into one line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from distrepro.errors import DistreproError, describe_unexpected
+
+_DEBUG_HELP = "print the traceback of an error before its one-line message (also DISTREPRO_DEBUG=1)"
+
+
+def _version() -> str:
+    """The installed distribution's version (what pip/uv report), else the package's own."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("distrepro")
+    except PackageNotFoundError:
+        import distrepro
+
+        return distrepro.__version__
+
+
+def _roots_parser() -> argparse.ArgumentParser:
+    """``--root`` and ``--debug``, shared by every command (a parent parser, so they go after the command)."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: not given after the command, it keeps the value given before it (``distrepro --debug run``)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
+    common.add_argument(
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="a folder with your own methods/, datasets/, hardware_profiles/, configs/, looked up beside the "
+        "shipped ones (repeatable; also DISTREPRO_PATH, separated by os.pathsep)",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``distrepro`` parser: one subcommand per module of this package."""
+    from distrepro.cli import listing, plan, preregister, report, reproduce, run
+
+    parser = argparse.ArgumentParser(
+        prog="distrepro",
+        description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
+    )
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
+    parser.add_argument("--version", action="version", version=f"distrepro {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = [_roots_parser()]  # every command looks plugins up, so every command takes --root
+    run.add_parser(sub, common)
+    reproduce.add_parser(sub, common)
+    plan.add_parser(sub, common)
+    preregister.add_parser(sub, common)
+    listing.add_parser(sub, common)
+    report.add_parser(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Whatever goes wrong is one line on stderr, never a traceback unless ``--debug``: a
+    user error (exit 2), Ctrl-C or SIGTERM (128 + the signal: runs KILLED, a resume hint), a bug (exit 1)."""
+    from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
+
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
+    if debug:
+        os.environ["DISTREPRO_DEBUG"] = "1"  # the distributed engine's ranks and launcher say more too
+    with termination_as_interrupt():  # SIGTERM (SLURM, timeout) takes Ctrl-C's path below
+        try:
+            if args.root:
+                from distrepro.plugins.roots import add_roots
+
+                add_roots(args.root)
+            return int(args.func(args))
+        except DistreproError as exc:
+            return _fail(f"distrepro: error: {exc}", 2, debug)
+        except KeyboardInterrupt as exc:
+            return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
+        except Exception as exc:
+            return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+
+
+def _fail(line: str, status: int, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(line, file=sys.stderr, flush=True)
+    return status

@@ -1,0 +1,118 @@
+"""``distrepro reproduce PAPER``: every arm of a paper, then its report; ``distrepro extras PAPER ARM...``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from distrepro.cli.common import add_sensitivity_args, add_system_metrics_arg, print_sensitivity, print_ui_hint
+from distrepro.errors import DistreproError
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from distrepro.config.run_config import parse_seeds
+    from distrepro.orchestration.executors.executor_args import spec_from_args
+    from distrepro.tracking.mlflow_client import resolve_tracking_uri
+    from distrepro.tracking.storeprobe import check_store
+
+    check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
+    seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds else None
+    from distrepro.reproduction.reproduce import reproduce
+
+    if args.check and args.no_report:
+        raise DistreproError("--check judges the claims in the report: it cannot go with --no-report")
+    arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
+    with_arms = [a.strip() for a in args.with_arms.split(",")] if args.with_arms else None
+    result = reproduce(
+        args.paper,
+        scale=args.scale,
+        seeds=seeds,
+        overrides=list(args.set or []),
+        arms=arms,
+        with_arms=with_arms,
+        report=not args.no_report,
+        show_progress=False if args.no_progress else None,
+        sensitivity=args.sensitivity,
+        sensitivity_samples=args.samples,
+        system_metrics=args.system_metrics,
+        executor=spec_from_args(args),
+    )
+    for arm, campaign in result.campaigns.items():
+        print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
+    if result.campaigns:
+        first = next(iter(result.campaigns.values()))
+        print(f"reproduction run {result.run_id} (the arms are its children; the report is logged on it)")
+        print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id)
+    if result.report is not None:
+        rep = result.report
+        print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
+        for v in rep.verdicts:
+            print(f"  {v.claim_id} [{rep.group(v)}]: {v.verdict} — {v.reason}")
+        print_sensitivity(rep)
+        print(f"report: {rep.html}\n        {rep.markdown}")
+        headline_fails = [v for v in rep.verdicts if v.verdict == "FAIL" and rep.group(v) == "headline"]
+        if args.check and headline_fails:
+            ids = ", ".join(v.claim_id for v in headline_fails)
+            print(f"--check: {len(headline_fails)} headline claim(s) FAIL: {ids}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _cmd_extras(args: argparse.Namespace) -> int:
+    from distrepro.reproduction.selection import arm_extras
+
+    print(" ".join(arm_extras(args.paper, args.arms)))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
+    """The ``reproduce`` and ``extras`` subcommands."""
+    rep = sub.add_parser(
+        "reproduce",
+        parents=common,
+        help="run every arm of a paper (paper.yaml setup.arms), then write its report",
+        description="Run one campaign per arm of PAPER's claims (every seed), then build reports/PAPER/.",
+    )
+    rep.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
+    rep.add_argument(
+        "--scale",
+        choices=["proxy", "mid", "gpu", "paper"],
+        default="proxy",
+        help="proxy (default), mid, gpu or paper scale",
+    )
+    rep.add_argument("--seeds", help="comma-separated seed indices (default: each config's)")
+    rep.add_argument("--arms", help="comma-separated arms to run (default: every arm not marked optional)")
+    rep.add_argument(
+        "--with",
+        dest="with_arms",
+        metavar="ARMS",
+        help="comma-separated optional arms to run as well (e.g. cadp's deepspeed_real: pip extra + dist engine)",
+    )
+    rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field in every arm's config")
+    rep.add_argument(
+        "--no-report",
+        action="store_true",
+        help="train only: no report and no report products (a method's products.py, e.g. decentdp's Fig. 6 grid)",
+    )
+    add_sensitivity_args(rep)
+    rep.add_argument(
+        "--no-progress", action="store_true", help="no live progress bar for training or the sensitivity sweep"
+    )
+    rep.add_argument(
+        "--check", action="store_true", help="exit with status 1 if a headline claim (the paper's own) FAILS"
+    )
+    add_system_metrics_arg(rep)
+    from distrepro.orchestration.executors.executor_args import add_executor_args
+
+    add_executor_args(rep)
+    rep.set_defaults(func=_cmd_reproduce)
+    ext = sub.add_parser(
+        "extras",
+        parents=common,
+        help="print the pip extras that optional arms of a paper need (used by the nox sessions)",
+        description="Print, space-separated, the pip extras (setup.arms.<arm>.extra in paper.yaml) that the "
+        "named arms of PAPER need; nothing when none do.",
+    )
+    ext.add_argument("paper", help="paper id (citation.id in a method's paper.yaml)")
+    ext.add_argument("arms", nargs="*", help="arm names")
+    ext.set_defaults(func=_cmd_extras)

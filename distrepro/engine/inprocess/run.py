@@ -1,0 +1,164 @@
+"""The in-process engine: K virtual workers in one process, ordered by virtual time.
+
+Each worker has its own model replica, optimizer state (inside its Method instance), data
+stream and virtual clock. The training loop is the harness's (:mod:`distrepro.engine.loop`); this
+engine is its transport: every worker's loop runs as a greenlet under :class:`~distrepro.engine.
+scheduler.Scheduler`, communication is in memory (:mod:`distrepro.engine.inprocess.comm`), and the
+loop's end-of-step bookkeeping happens in zero-cost engine events: for lockstep methods once per
+iteration, when the last worker has arrived at the rendezvous; for asynchronous methods once per
+gradient step, applied in virtual-time order. Every per-rank value is already in this process,
+so gathering is free and evaluating the average of all replicas is a local computation.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, Literal
+
+import torch
+
+from distrepro.api.method import Allocation, Comm
+from distrepro.engine.budget_schedule import TrainingSchedule
+from distrepro.engine.clock import VirtualClock
+from distrepro.engine.device import describe, deterministic_cuda, resolve_device
+from distrepro.engine.evaluation import average_into, consensus_distance
+from distrepro.engine.inprocess.comm import Fabric
+from distrepro.engine.inprocess.scheduler import Scheduler
+from distrepro.engine.loop import Harness
+from distrepro.engine.rank_reports import RankReport
+from distrepro.engine.torch_threads import resolve_threads
+from distrepro.engine.transport import HarnessView
+from distrepro.engine.warmup import emulated_profile
+from distrepro.engine.worker_slot import Slot
+from distrepro.spec.job import Job
+from distrepro.spec.observer import RunObserver
+from distrepro.spec.results import RunResult, Span
+
+
+class InProcessEngine:
+    name = "inprocess"
+
+    def harness(self, job: Job, observer: RunObserver | None = None) -> Harness:
+        """The run of ``job`` on this engine, before it starts (tests inspect its slots)."""
+        return Harness(job, InProcessTransport(job), observer)
+
+    def run(self, job: Job, observer: RunObserver | None = None) -> RunResult:
+        result = self.harness(job, observer).run()
+        assert result is not None  # the only process reports
+        return result
+
+    def run_cell(self, job: Job, logger: Any, progress: RunObserver | None = None) -> RunResult:
+        """Run ``job`` logging to ``logger`` (a :class:`distrepro.tracking.runlog.RunLogger`) as it trains."""
+        from distrepro.spec.observer import Fanout
+        from distrepro.tracking.run_observer import MlflowObserver
+
+        device = resolve_device(job.config.device, job.source)
+        if logger is not None:  # what ``device: auto`` got, and the GPU's name
+            logger.set_tags({"distrepro.device": describe(device)})
+        result = self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+        if device.type != "cpu":  # a cell's result may be pickled to another process (--jobs): no GPU tensors in it
+            result.models = [m.cpu() for m in result.models]
+        return result
+
+
+class InProcessTransport:
+    """All K workers in this process: greenlets, an in-memory fabric, engine events in virtual-time order."""
+
+    reporter = True
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        k = job.world_size
+        self.ranks = range(k)
+        #: the config's ``device`` (:mod:`distrepro.engine.device`): every replica, the evaluated model and the
+        #: batches live there; the clocks, the fabric's bookkeeping and every random stream stay on the CPU
+        self.device = resolve_device(job.config.device, job.source)
+        self.clocks = [VirtualClock(r, job.config.timeline_spans_per_worker) for r in range(k)]
+        self.sched = Scheduler(self.clocks)
+        self.fabric = Fabric(self.sched, job.cost, job.bytes_scale)
+        base = job.make_model().to(self.device)  # built on the CPU from the seed, then moved: the same initial model
+        self.models = [copy.deepcopy(base) for _ in range(k)]
+        self.eval_model = copy.deepcopy(base)
+        self.wall_start = time.perf_counter()
+
+    def bind(self, harness: HarnessView) -> None:
+        self.harness = harness
+
+    def endpoint(self, rank: int) -> tuple[torch.nn.Module, Comm, VirtualClock]:
+        return self.models[rank], self.fabric.comms[rank], self.clocks[rank]
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(resolve_threads(self.job.config.torch_threads)[0])
+        try:
+            with deterministic_cuda(self.device):
+                yield
+        finally:
+            torch.set_num_threads(threads)
+
+    def prepare(self, first_allocation: Callable[[], Allocation]) -> None:
+        pass  # nothing to calibrate: time is the virtual clock's only
+
+    def profile(self, steps: int) -> tuple[float, ...]:
+        return emulated_profile(self.job, steps)
+
+    # ------------------------------------------------------------------ scheduling
+    def run_workers(self, body: Callable[[Slot], None]) -> None:
+        self.wall_start = time.perf_counter()
+        self.sched.run([partial(body, slot) for slot in self.harness.slots])
+
+    def started(self, slot: Slot) -> None:
+        pass
+
+    def finished(self, slot: Slot) -> None:
+        pass
+
+    def rendezvous(self, slot: Slot, samples: int, then: Callable[[int, float], bool]) -> bool:
+        def iteration(arrivals: dict[int, int]) -> bool:  # runs once, when the last worker has arrived
+            return then(sum(arrivals.values()), max(c.t for c in self.clocks))
+
+        return self.fabric.comms[slot.rank].control(samples, iteration)
+
+    def in_order(self, slot: Slot, then: Callable[[], bool]) -> bool:
+        return self.fabric.comms[slot.rank].event(then, "end-of-step accounting")
+
+    def count_gradient(self, schedule: TrainingSchedule, samples: int, clock_s: float) -> None:
+        schedule.record_gradient(samples, clock_s)  # events arrive in virtual-time order
+
+    # ------------------------------------------------------------------ meeting
+    def gather(self, values: list[Any]) -> list[Any]:
+        return list(values)  # one value per slot, and every rank has a slot here
+
+    def barrier(self) -> None:
+        raise NotImplementedError("the in-process engine does not write checkpoints")
+
+    def evaluate(
+        self,
+        models: list[torch.nn.Module],
+        reports: list[RankReport],
+        eval_on: Literal["average", "rank0"],
+        final: bool,
+        blocking: bool,
+        members: tuple[int, ...] | None = None,
+    ) -> None:
+        if eval_on == "rank0":
+            self.eval_model.load_state_dict(models[0].state_dict())
+        else:
+            average_into(self.eval_model, models)
+        trained = models if members is None else [models[r] for r in members]
+        self.harness.evaluated(self.eval_model, reports, final, consensus_distance(trained))
+
+    # ------------------------------------------------------------------ time
+    def wall_s(self) -> float:
+        return time.perf_counter() - self.wall_start
+
+    def throttled_s(self) -> float | None:
+        return None
+
+    def timeline(self, local: list[Span]) -> list[Span]:
+        return local

@@ -1,0 +1,79 @@
+"""The report's pre-registration stamp and its list of choices made after the verdicts were seen.
+
+A reader of the report, not only of BENCHMARKS.md, must see which verdicts were decided by a test fixed in
+advance: the record of the judged scale (hash, date, commit, seeds, sequential plan), the claims edited or added
+after it (hash check, :func:`distrepro.claims.preregistration.check_claims`), the runs on seeds outside the
+registered ones, and each claim's own ``post_hoc`` notes from paper.yaml (a seed count raised after an
+INCONCLUSIVE, a threshold or metric changed after a FAIL).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from distrepro.claims.preregistration import (
+    check_claims,
+    exploratory_seeds,
+    load_record,
+    record_digest,
+    record_path,
+)
+
+
+def load_scale_record(paper_file: Path | None, scale: str) -> tuple[Path | None, dict[str, Any] | None]:
+    """The record of ``scale`` beside ``paper_file`` (path and content), or ``(None, None)``."""
+    if paper_file is None:
+        return None, None
+    path = record_path(paper_file, scale)
+    return path, load_record(path)
+
+
+def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_seeds: list[int] | None = None) -> str:
+    """Markdown: the stamp of ``scale``'s record (or that there is none) and every post-hoc choice."""
+    if spec is None or not spec.claims:
+        return ""
+    judged = [c for c in spec.claims if c.scale == scale]
+    path, record = load_scale_record(paper_file, scale)
+    lines = ["## Pre-registration", ""]
+    marked: dict[str, list[str]] = {c.id: list(c.post_hoc) for c in judged}
+    if record is None or path is None:
+        command = f"distrepro preregister {spec.citation.id} --scale {scale}"
+        lines.append(
+            f"No pre-registration record for the {scale} scale (`{command}`): every verdict below is exploratory, "
+            "its claim and analysis not frozen before the runs."
+        )
+    else:
+        plan = record.get("sequential") or {}
+        level = 100 * float(plan.get("interval", 0.95))
+        alpha = 100 * float(plan.get("alpha_one_sided", 0.025))
+        design = (
+            f"Pocock group-sequential plan, looks at {plan.get('looks')} seeds, each judged with a "
+            f"{level:.2f} % interval (one-sided {alpha:.1f} % overall)"
+            if plan.get("design") == "pocock"
+            else f"fixed n = {record.get('n')}, 95 % intervals"
+        )
+        seeds = record.get("seeds") or []
+        commit = str(record.get("commit", "?"))[:12]
+        lines.append(
+            f"Record `{path.parent.name}/{path.name}` (sha256 `{record_digest(path)}`), registered {record['date']} "
+            f"at commit `{commit}`; claims file sha256 `{str(record['claims_sha256'])[:12]}`; "
+            f"confirmatory seeds {seeds[0]}-{seeds[-1]} (n = {len(seeds)}); {design}."
+        )
+        for status in check_claims(record, paper_file, [c.id for c in judged]) if paper_file else []:
+            if status.post_hoc:
+                marked.setdefault(status.claim_id, []).insert(0, f"**post hoc**: {status.status}")
+        outside = exploratory_seeds(record, run_seeds or [])
+        if outside:
+            lines += [
+                "",
+                f"Runs on seeds outside the registered ones ({', '.join(map(str, outside))}) are exploratory: a "
+                "verdict they enter is not the registered test.",
+            ]
+    notes = {cid: items for cid, items in marked.items() if items}
+    if notes:
+        lines += ["", "Choices made after the verdicts were seen (post hoc), per claim:", ""]
+        lines += [f"- `{cid}`: " + "; ".join(i.rstrip(". ") for i in items) + "." for cid, items in notes.items()]
+    else:
+        lines += ["", "No claim judged here was chosen or changed after its verdicts were seen."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,59 @@
+"""The report half of a reproduction: the paper's products, then its report, restricted to the arms' campaigns.
+
+Training and judging stay separate: the report reads only what the runs logged. A method folder may also ship
+``products.py`` (outputs beyond the arms, such as a figure's grid), built with the report and skipped with it
+(``--no-report``): see :func:`build_products`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from distrepro.claims.schema import Scale
+from distrepro.orchestration.campaign import CampaignResult
+from distrepro.orchestration.progress import heartbeat, wants_bars
+from distrepro.report.build import build_report
+from distrepro.report.plugin_context import plugin_context
+
+
+def build_products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> list[Path]:
+    """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's Fig. 6
+    grid). Each of the paper's method folders with a ``products.py`` has its ``build(ctx)`` called with a
+    :class:`distrepro.api.ReportContext` whose output folder is ``reports/<paper>`` (the report's folder); it writes
+    files there and returns their paths. The report does not read them: claims stay data in ``paper.yaml``.
+    Products can take minutes (Decent-DP's grid simulates 36 clusters), which a train-only run should not pay."""
+    from distrepro.plugins.registry import plugin_module
+
+    made: list[Path] = []
+    for folder in method_dirs:
+        if (folder / "products.py").is_file():
+            ctx = plugin_context(Path("reports") / paper, scale)
+            made += plugin_module(folder.name, "products", root).build(ctx)
+    return made
+
+
+def report_reproduction(
+    paper: str,
+    method_dirs: list[Path],
+    campaigns: dict[str, CampaignResult],
+    scale: Scale,
+    uri: str,
+    root: Path | None,
+    sensitivity: bool,
+    sensitivity_samples: int | None,
+    show_progress: bool | None,
+) -> Any:
+    """Build the products and the report of the arms' campaigns (a heartbeat line under ``--no-progress``)."""
+    with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
+        build_products(method_dirs, paper, scale, root)
+        return build_report(
+            paper,
+            campaigns=[c.parent_run_id for c in campaigns.values()],
+            tracking_uri=uri,
+            root=root,
+            scale=scale,
+            sensitivity=sensitivity,
+            sensitivity_samples=sensitivity_samples,
+            show_progress=show_progress,
+        )

@@ -1,0 +1,47 @@
+"""The MLflow side of a training run: every evaluation and allocation an engine reports, logged as metrics.
+
+Metric names are the contract with the claims/report engine (``distrepro/claims``), which reads runs
+back from MLflow only; they are defined in :mod:`distrepro.metrics`:
+
+* per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
+  ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
+  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
+  ``method/<name>/rank<r>`` (see :meth:`distrepro.api.method.WorkerContext.record`);
+* the same quality metrics against emulated time: ``emu_ms/<name>`` at ``step`` = emulated ms;
+* the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
+  ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
+* summaries (``final/*``, ``time_to_target_s``, ``target_reached``) at step 0, written by
+  :mod:`distrepro.orchestration.campaign`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distrepro import metrics as M
+from distrepro.api.method import Allocation
+from distrepro.spec.observer import eval_metrics
+from distrepro.spec.results import EvalRecord
+
+
+class MlflowObserver:
+    """Writes one run's progress through a buffered :class:`distrepro.tracking.runlog.RunLogger`."""
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    def on_allocation(self, epoch: int, allocation: Allocation) -> None:
+        metrics: dict[str, float] = {}
+        for r, (share, b) in enumerate(zip(allocation.shares, allocation.batch_sizes, strict=True)):
+            metrics[M.alloc(r, "share")] = share
+            metrics[M.alloc(r, "batch_size")] = float(b)
+        for r, speed in enumerate(allocation.speeds or ()):
+            metrics[M.alloc(r, "speed")] = float(speed)
+        self.logger.log_metrics(metrics, step=epoch)
+
+    def on_eval(self, record: EvalRecord) -> None:
+        self.logger.log_metrics(eval_metrics(record), step=record.step)
+        self.logger.log_emulated(record.metrics, record.emulated_s)
+
+    def on_progress(self, fraction: float, emulated_s: float) -> None:
+        pass

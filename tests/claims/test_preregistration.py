@@ -1,0 +1,186 @@
+"""The pre-registration record: what it freezes, that it cannot be silently overwritten, and the per-claim hash
+check that marks a claim edited or added after it as post hoc."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+from tiny_paper import paper_root  # noqa: F401  (the fixture)
+
+from distrepro.claims.preregistration import (
+    CONFIRMATORY_FIRST_SEED,
+    build_record,
+    check_claims,
+    claim_hash,
+    exploratory_seeds,
+    load_record,
+    preregister,
+    record_path,
+    write_record,
+)
+from distrepro.claims.schema import at_scale, load_paper_file
+from distrepro.errors import ConfigError
+
+PAPER = {
+    "kind": "reproduction",
+    "citation": {"id": "prereg", "title": "A paper to register"},
+    "setup": {"scale": "proxy", "min_seeds": 3, "baseline": "base"},
+    "claims": [
+        {
+            "id": "better",
+            "kind": "ordering",
+            "arms": ["new", "base"],
+            "metric": "final/val_accuracy",
+            "direction": "max",
+            "margin": 0.005,
+            "source": {"kind": "text", "quote": "better"},
+            "evidence": "reconstructed",
+            "notes": "half the paper's 1-point gap",
+            "regime": [
+                {
+                    "id": "long",
+                    "what": "long enough",
+                    "metric": "final/steps",
+                    "arm": "base",
+                    "at_least": 100,
+                    "source": "ours",
+                }
+            ],
+        },
+        {
+            "id": "faster",
+            "kind": "speedup",
+            "arm": "new",
+            "baseline": "base",
+            "claimed": 2.0,
+            "accept": {"rel_tolerance": 0.1},
+            "source": {"kind": "abstract", "quote": "twice as fast"},
+            "evidence": "verbatim",
+        },
+    ],
+}
+NOW = dt.datetime(2026, 11, 27, 1, 0, tzinfo=dt.UTC)
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def paper_file(tmp_path: Path) -> Path:
+    (tmp_path / "prereg").mkdir()
+    return _write(tmp_path / "prereg" / "paper.yaml", PAPER)
+
+
+def _record(paper_file: Path, **kw) -> dict:
+    spec = at_scale(load_paper_file(paper_file), "proxy")
+    return build_record("prereg", paper_file, spec, "proxy", kw.pop("seeds", [100, 101, 102]), now=NOW, **kw)
+
+
+@pytest.mark.smoke
+def test_record_freezes_hashes_margins_seeds_and_regime(paper_file: Path) -> None:
+    rec = _record(paper_file)
+    assert rec["date"] == "2026-11-27T01:00Z" and rec["scale"] == "proxy" and rec["n"] == 3
+    assert rec["seeds"] == [100, 101, 102] and rec["sequential"] == {"design": "fixed", "n": 3, "interval": 0.95}
+    assert len(rec["claims_sha256"]) == 64
+    better = rec["claims"]["better"]
+    assert better["margin"] == 0.005 and better["min_seeds"] == 3
+    assert better["regime"]["long"]["at_least"] == 100
+    assert better["sha256"] == claim_hash(PAPER["claims"][0])
+    assert rec["claims"]["faster"]["claimed"] == 2.0
+
+
+def test_a_declared_sequential_plan_carries_its_level(paper_file: Path) -> None:
+    rec = _record(paper_file, seeds=list(range(100, 110)), looks=[5, 10])
+    assert rec["sequential"]["design"] == "pocock"
+    assert rec["sequential"]["boundary_z"] == pytest.approx(2.178, abs=0.003)
+    assert 0.970 < rec["sequential"]["interval"] < 0.971
+    with pytest.raises(ConfigError, match="last look"):
+        _record(paper_file, seeds=list(range(100, 110)), looks=[5, 8])
+
+
+def test_a_record_is_frozen_unless_replaced(paper_file: Path) -> None:
+    path = record_path(paper_file, "proxy")
+    write_record(_record(paper_file), path)
+    assert load_record(path)["claims"]["better"]["margin"] == 0.005
+    with pytest.raises(ConfigError, match="already registered"):
+        write_record(_record(paper_file), path)
+    write_record(_record(paper_file, seeds=[100, 101, 102, 103]), path, replace=True)
+    assert load_record(path)["n"] == 4
+    assert load_record(path.with_name("mid.yaml")) is None
+
+
+def test_a_record_missing_a_field_is_a_clear_error(paper_file: Path) -> None:
+    path = record_path(paper_file, "proxy")
+    path.parent.mkdir()
+    path.write_text("paper: prereg\nscale: proxy\n")
+    with pytest.raises(ConfigError, match="date"):
+        load_record(path)
+
+
+def test_hash_check_marks_edited_and_added_claims_post_hoc(paper_file: Path) -> None:
+    rec = _record(paper_file)
+    ids = ["better", "faster"]
+    assert [s.status for s in check_claims(rec, paper_file, ids)] == ["registered", "registered"]
+    edited = yaml.safe_load(paper_file.read_text())
+    edited["claims"][0]["margin"] = 0.0  # a margin lowered after the runs
+    edited["claims"].append({**edited["claims"][1], "id": "new-one"})
+    _write(paper_file, edited)
+    statuses = {s.claim_id: s for s in check_claims(rec, paper_file, [*ids, "new-one"])}
+    assert statuses["better"].status == "edited after registration" and statuses["better"].post_hoc
+    assert statuses["faster"].status == "registered" and not statuses["faster"].post_hoc
+    assert statuses["new-one"].status == "added after registration"
+
+
+def test_documenting_a_claim_does_not_make_it_post_hoc(paper_file: Path) -> None:
+    rec = _record(paper_file)
+    edited = yaml.safe_load(paper_file.read_text())
+    edited["claims"][0]["notes"] = "reworded"
+    edited["claims"][0]["post_hoc"] = ["a documented choice"]
+    _write(paper_file, edited)
+    assert not check_claims(rec, paper_file, ["better"])[0].post_hoc
+
+
+def test_seeds_outside_the_record_are_exploratory(paper_file: Path) -> None:
+    rec = _record(paper_file)
+    assert exploratory_seeds(rec, [100, 101, 102]) == []
+    assert exploratory_seeds(rec, [0, 1, 100, 4]) == [0, 1, 4]
+
+
+def test_preregister_command_writes_beside_the_paper_from_seed_100(paper_root: Path) -> None:  # noqa: F811
+    path, rec = preregister("tinypaper", "proxy")
+    assert path == paper_root / "methods" / "tiny" / "preregistration" / "proxy.yaml"
+    assert rec["seeds"] == [CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + 1]  # tiny.yaml runs 2 seeds
+    assert set(load_record(path)["claims"]) == {"fewer-bytes"}
+    assert path.read_text().startswith("# Pre-registration of tinypaper at proxy scale")
+
+
+def test_committed_records_load_and_name_claims_of_their_paper() -> None:
+    root = Path(__file__).resolve().parents[2]
+    records = sorted(root.glob("methods/*/preregistration/*.yaml"))
+    assert records, "the reproductions' records are committed beside their paper.yaml"
+    for path in records:
+        rec = load_record(path)
+        assert rec is not None and rec["scale"] == path.stem
+        assert min(rec["seeds"]) >= CONFIRMATORY_FIRST_SEED  # confirmatory seeds never run before
+        ids = {c["id"] for c in yaml.safe_load((path.parent.parent / "paper.yaml").read_text())["claims"]}
+        assert set(rec["claims"]) <= ids, path
+
+
+def test_cli_parses_seed_ranges_and_refuses_a_second_record(paper_root: Path, capsys) -> None:  # noqa: F811
+    from distrepro.cli import main
+
+    assert main(["preregister", "tinypaper", "--scale", "proxy", "--seeds", "100-102,110"]) == 0
+    out = capsys.readouterr().out
+    assert "registered 1 claims of tinypaper at proxy scale" in out and "--seeds 100,101,102,110" in out
+    path = paper_root / "methods" / "tiny" / "preregistration" / "proxy.yaml"
+    assert load_record(path)["seeds"] == [100, 101, 102, 110]
+    assert main(["preregister", "tinypaper", "--scale", "proxy"]) == 2
+    assert "already registered" in capsys.readouterr().err
+    again = ["preregister", "tinypaper", "--scale", "proxy", "--looks", "2,4", "--seeds", "100-103", "--replace"]
+    assert main(again) == 0
+    assert load_record(path)["sequential"]["design"] == "pocock"

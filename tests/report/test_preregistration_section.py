@@ -1,0 +1,79 @@
+"""The report stamps its scale's pre-registration record and says, in the report itself, which claims are post hoc."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from test_report import SYNTH_CLAIMS, synthetic_runset
+
+from distrepro.claims.papers import PaperInfo
+from distrepro.claims.preregistration import build_record, record_digest, record_path, write_record
+from distrepro.claims.schema import at_scale, load_paper_file
+from distrepro.report.build import write_report
+
+
+def _paper(tmp_path: Path, claims: dict) -> Path:
+    folder = tmp_path / "synth"
+    folder.mkdir(exist_ok=True)
+    path = folder / "paper.yaml"
+    path.write_text(yaml.safe_dump(claims, sort_keys=False))
+    return path
+
+
+def _report(tmp_path: Path, paper_file: Path) -> str:
+    info = PaperInfo("synth", at_scale(load_paper_file(paper_file), "proxy"), path=paper_file)
+    return write_report(info, synthetic_runset(), tmp_path / "out", root=tmp_path).markdown.read_text()
+
+
+def _register(paper_file: Path, seeds: list[int], looks: list[int] | None = None) -> Path:
+    spec = at_scale(load_paper_file(paper_file), "proxy")
+    return write_record(
+        build_record("synth", paper_file, spec, "proxy", seeds, looks), record_path(paper_file, "proxy")
+    )
+
+
+@pytest.mark.smoke
+def test_without_a_record_every_verdict_is_called_exploratory(tmp_path: Path) -> None:
+    md = _report(tmp_path, _paper(tmp_path, SYNTH_CLAIMS))
+    section = md[md.index("## Pre-registration") : md.index("## Claims")]
+    assert "No pre-registration record for the proxy scale" in section and "exploratory" in section
+
+
+def test_report_stamps_the_record_and_marks_an_edited_claim_post_hoc(tmp_path: Path) -> None:
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    record = _register(paper_file, [0, 1, 2])
+    edited = copy.deepcopy(SYNTH_CLAIMS)
+    edited["claims"][2]["accept"] = {"abs_tolerance": 0.2}  # S3's band widened after the registration
+    _paper(tmp_path, edited)
+    md = _report(tmp_path, paper_file)
+    section = md[md.index("## Pre-registration") : md.index("## Claims")]
+    assert f"sha256 `{record_digest(record)}`" in section
+    assert "confirmatory seeds 0-2 (n = 3); fixed n = 3, 95 % intervals" in section
+    assert "- `S3`: **post hoc**: edited after registration" in section
+    assert "`S1`" not in section and "`S2`" not in section  # unchanged claims are not marked
+    assert "exploratory" not in section  # the runs used the registered seeds
+
+
+def test_post_hoc_notes_and_unregistered_seeds_are_in_the_report(tmp_path: Path) -> None:
+    claims = copy.deepcopy(SYNTH_CLAIMS)
+    claims["claims"][0]["post_hoc"] = "seed count raised from 5 to 10 after an INCONCLUSIVE"
+    paper_file = _paper(tmp_path, claims)
+    _register(paper_file, list(range(100, 110)), looks=[5, 10])
+    md = _report(tmp_path, paper_file)
+    section = md[md.index("## Pre-registration") : md.index("## Claims")]
+    assert "- `S1`: seed count raised from 5 to 10 after an INCONCLUSIVE" in section
+    assert "Pocock group-sequential plan, looks at [5, 10] seeds, each judged with a 97.06 % interval" in section
+    assert "seeds outside the registered ones (0, 1, 2) are exploratory" in section
+
+
+def test_a_declared_plan_sets_the_interval_level_verdicts_use(tmp_path: Path) -> None:
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    before = _report(tmp_path, paper_file)
+    _register(paper_file, [0, 1, 2], looks=[2, 3])
+    after = _report(tmp_path, paper_file)
+    s3 = [ln for ln in (before, after) for ln in ln.splitlines() if "(S3; table)" in ln]
+    assert "(95% CI, 3 seeds)" in s3[0]
+    assert "(97% CI, 3 seeds)" in s3[1]  # Pocock at looks 2 and 3: a wider interval for the same runs
