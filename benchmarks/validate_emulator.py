@@ -242,6 +242,7 @@ def predict_nccl(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
 
 def predict_engine(point: dict[str, Any]) -> Outcome:
     """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
+    from distrepro.config.run_config import validate_config
     from distrepro.orchestration.campaign import get_engine
     from distrepro.plugins.registry import plugin_module
     from distrepro.spec.job import build_job
@@ -249,7 +250,8 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
     fig6 = plugin_module("decentdp", "fig6")
     steps = fig6.cell_steps(point["method"], point["gpus"])
     workload = point.get("workload", fig6.WORKLOAD)
-    cfg = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
+    raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
+    cfg = validate_config(raw)
     run = get_engine(cfg.engine).run(build_job(cfg, cfg.seeds[0]))
     return Outcome(point, fig6.ms_per_iter(run.evals), f"in-process engine, hardware_profiles/{cfg.profile}.yaml")
 
