@@ -1,5 +1,6 @@
 """``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
-:mod:`.listing`, :mod:`.report`), shared helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
+:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`), shared helpers in :mod:`.common`, the parser and entry
+point in :mod:`.main`.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
@@ -9,6 +10,7 @@
     distrepro extras PAPER [ARM ...]
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
+    distrepro calibrate WORKLOAD [--device cpu|cuda] [--batches 1,2,4,8] [--out FILE]   (step time here -> [M] profile)
 
 Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
 cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or

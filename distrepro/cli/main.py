@@ -42,7 +42,7 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``distrepro`` parser: one subcommand per module of this package."""
-    from distrepro.cli import listing, plan, preregister, report, reproduce, run
+    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, run
 
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     preregister.add_parser(sub, common)
     listing.add_parser(sub, common)
     report.add_parser(sub, common)
+    calibrate.add_parser(sub, common)
     return parser
 
 

@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from distrepro.errors import ConfigError, format_pydantic_error
+from distrepro.hardware.catalogue import resolve_compute
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
     Backward,
@@ -329,7 +330,7 @@ def load_profile(
         raise ConfigError(path, None, f"hardware profile not found; available profiles in {folder}: {known}")
     if path.stem in RESERVED_PROFILE_NAMES:
         raise ConfigError(path, None, f"'{path.stem}.yaml' is the workload table, not a hardware profile")
-    data = read_yaml_mapping(path, "hardware profile")
+    data = resolve_compute(read_yaml_mapping(path, "hardware profile"), path)  # catalogue references, if any
     try:
         profile = HardwareProfile.model_validate(data)
     except ValidationError as exc:

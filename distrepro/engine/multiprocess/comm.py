@@ -9,9 +9,10 @@ slots (or taking their max) yields every member's clock, hence ``start = max``.
 
 Non-blocking calls follow ``torch.distributed`` (and the in-process engine): inputs are copied
 into the wire buffer at issue, results are written into the caller's tensors at ``wait()``.
-Point-to-point exchanges append the clock to the vector. Gossip pairing goes through a
-coordinator thread on rank 0 that talks over the c10d store (:mod:`distrepro.engine.multiprocess.pairing`); a gossip
-agent (:mod:`distrepro.engine.multiprocess.agent`) exchanges on a process group of its own, from its own thread.
+Point-to-point exchanges append the clock to the vector (:mod:`distrepro.engine.multiprocess.peer`). Gossip pairing
+goes through a coordinator thread on rank 0 that talks over the c10d store
+(:mod:`distrepro.engine.multiprocess.pairing`); a gossip agent (:mod:`distrepro.engine.multiprocess.agent`)
+exchanges on a process group of its own, from its own thread.
 CUDA tensors are staged through CPU memory when the backend is gloo (gloo does not carry CUDA
 tensors for send/recv). Every wait has the process group's timeout.
 
@@ -35,20 +36,19 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from distrepro.api.gossip import GossipEndpoint, check_neighbors
 from distrepro.api.method import Comm, Group, ReduceOp
 from distrepro.engine import charges
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.multiprocess.agent import DistAgent
 from distrepro.engine.multiprocess.pairing import PairingClient
-from distrepro.engine.multiprocess.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of, returned
+from distrepro.engine.multiprocess.peer import PeerOps
+from distrepro.engine.multiprocess.work import DistWork, clock_slots, clocks_from, nbytes_of, returned
 from distrepro.errors import CommError
 from distrepro.timing.timemodel import CommCostModel
 
 Pace = Callable[[float], None]
 
 
-class DistComm(Comm):
+class DistComm(PeerOps, Comm):
     def __init__(
         self,
         rank: int,
@@ -311,86 +311,6 @@ class DistComm(Comm):
         if len(set(ranks_t)) != len(ranks_t) or any(not 0 <= r < self.world_size for r in ranks_t):
             raise ValueError(f"invalid group ranks {list(ranks_t)} for world size {self.world_size}")
         return Group(ranks_t, dist.new_group(list(ranks_t), timeout=self.timeout))
-
-    # ------------------------------------------------------------------ point to point
-    def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False):
-        if peer == self.rank or not 0 <= peer < self.world_size:
-            raise ValueError(f"rank {self.rank}: invalid exchange peer {peer}")
-        flat = tensor.detach().reshape(-1)
-        dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
-        mine = self._to_wire(torch.cat([flat.to(dtype), clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
-        theirs = torch.empty_like(mine)
-        ops = [
-            dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
-            dist.P2POp(dist.irecv, theirs, peer, group=self._world.handle),
-        ]
-        reqs = dist.batch_isend_irecv(ops)
-        issued = self.clock.t
-        seconds, sent = self._issued(
-            charges.exchange(self.cost, self.rank, peer, nbytes_of([tensor]) * self.bytes_scale)
-        )
-
-        class _All:
-            def wait(self) -> None:
-                for req in reqs:
-                    req.wait()
-
-        handle: DistWork
-
-        def finish() -> None:
-            start = max(issued, clocks_from(theirs[-2:])[0])
-            handle.value = theirs[:-2].to(tensor.device, tensor.dtype).view_as(tensor)
-            self._finish(start, seconds, sent)
-
-        handle = DistWork(self, finish, _All(), ("p", min(self.rank, peer), max(self.rank, peer)))
-        if async_op:
-            return handle
-        handle.wait()
-        return handle.value
-
-    def pair(self, neighbors: Sequence[int], async_op: bool = False):
-        """Non-blocking pairing asks the coordinator at issue (as the in-process engine registers the rank
-        then) and returns at once; ``wait()`` blocks (in real time) for the answer and idles the clock until
-        the pairing's virtual time. Waiting for the answer at issue instead would deadlock a rank whose
-        partner needs it in a collective before it asks."""
-        if self.pairing is None:
-            raise CommError("pair() needs the pairing coordinator (asynchronous methods only)")
-        issued = self.clock.t
-        k = self.pairing.ask(list(neighbors), issued)
-        if not async_op:
-            peer, peer_t = self.pairing.answer(k, issued)
-            if peer is not None:
-                self.clock.idle_until(peer_t)  # as in-process: wait until the partner is ready
-            return peer
-        pairing = self.pairing
-        return PairWork(self.clock, issued, lambda: pairing.answer(k, issued))
-
-    def gossip_agent(self, neighbors: Sequence[int], endpoint: GossipEndpoint) -> DistAgent:
-        if self.pairing is None or self.gossip_group is None:
-            raise CommError("gossip_agent() needs the pairing coordinator (asynchronous methods only)")
-        check_neighbors(self.rank, self.world_size, neighbors)
-        timeout_s = self.timeout.total_seconds() if self.timeout is not None else 300.0
-        return DistAgent(
-            self.rank, neighbors, endpoint, self.clock, self.pairing, self._swap, self._charge_exchange, timeout_s
-        )
-
-    def _swap(self, peer: int, vector: torch.Tensor) -> torch.Tensor:
-        """Send ``vector`` to ``peer`` and receive its vector, on the gossip group (the agent's thread)."""
-        mine = self._to_wire(vector.detach().reshape(-1))
-        theirs = torch.empty_like(mine)
-        ops = [
-            dist.P2POp(dist.isend, mine, peer, group=self.gossip_group),
-            dist.P2POp(dist.irecv, theirs, peer, group=self.gossip_group),
-        ]
-        for req in dist.batch_isend_irecv(ops):
-            req.wait()
-        return theirs.to(vector.device, vector.dtype).view_as(vector)
-
-    def _charge_exchange(self, peer: int, vector: torch.Tensor) -> float:
-        """The modelled seconds of one exchange of ``vector`` with ``peer`` (its bytes are counted here)."""
-        seconds, sent = charges.exchange(self.cost, self.rank, peer, nbytes_of([vector]) * self.bytes_scale)
-        self._bytes += sent
-        return seconds
 
     @property
     def bytes_sent(self) -> int:
