@@ -13,11 +13,21 @@ proportional to their element count; a bucket is ready when its last parameter's
 cut from the *charged* gradient bytes (the emulated workload's, ``bytes_scale`` × the proxy's), so a
 proxy model stands for as many buckets as the real one. The real backward has already run: only the
 times are emulated, so the callbacks see final gradients.
+
+With the emulated workload's per-layer table (:mod:`distrepro.hardware.layer_tables`, issue 33), buckets and
+their ready times are the *emulated model's*: DDP's assignment (``compute_bucket_assignment_by_size``: parameters
+in reverse order, the first bucket capped at 1 MiB, ``dist._DEFAULT_FIRST_BUCKET_BYTES``, the others at 25 MiB)
+runs over the table's layers, a bucket is ready when backward (2 × each layer's forward FLOPs, in reverse layer
+order) has passed its last layer, and the proxy's parameters are dealt to those buckets by their share of the
+bytes. A VGG-like model whose fully-connected layers hold most parameters but ~1 % of the compute then has most
+of its gradient ready at the start of backward, as on the real GPU, instead of spread by the proxy's counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -25,6 +35,9 @@ from distrepro.api import method as api  # the contract (not the facade: this mo
 
 #: DDP's default bucket size (``bucket_cap_mb=25``), in bytes
 DDP_BUCKET_BYTES = 25 * 1024 * 1024
+#: DDP's first bucket (``torch.distributed``'s ``_DEFAULT_FIRST_BUCKET_BYTES``): small, so that the all-reduce of
+#: the last layers starts as early as possible
+DDP_FIRST_BUCKET_BYTES = 1024 * 1024
 
 BucketHook = Callable[[int, list[torch.nn.Parameter]], None]
 
@@ -58,6 +71,71 @@ def ready_fractions(groups: list[list[torch.nn.Parameter]]) -> list[float]:
         acc += c
         out.append(acc / total)
     return out
+
+
+@dataclass(frozen=True)
+class EmulatedBucket:
+    """One of the emulated model's DDP buckets: FP32 bytes, and the fraction of backward done when it is ready."""
+
+    nbytes: float
+    ready: float
+
+
+def emulated_buckets(
+    layers: Any, cap_bytes: float = DDP_BUCKET_BYTES, first_cap_bytes: float = DDP_FIRST_BUCKET_BYTES
+) -> list[EmulatedBucket]:
+    """DDP's buckets over a :class:`~distrepro.hardware.layer_tables.LayerTable`, in backward order.
+
+    A bucket closes once it holds at least its cap (the first 1 MiB, the others 25 MiB); a layer is not split
+    (DDP splits at tensor boundaries; a layer's weight and bias land in one bucket but for the rare layer on a
+    boundary)."""
+    out: list[EmulatedBucket] = []
+    size = 0.0
+    for layer, (flops_done, _) in zip(layers.backward_order(), layers.ready_points(), strict=True):
+        size += 4.0 * layer.params
+        cap = first_cap_bytes if not out else cap_bytes
+        if size >= cap:
+            out.append(EmulatedBucket(size, flops_done))
+            size = 0.0
+    if size > 0 or not out:
+        out.append(EmulatedBucket(size, 1.0))
+    return out
+
+
+def bucket_plan(
+    model: torch.nn.Module, bytes_scale: float, layers: Any = None
+) -> tuple[list[list[torch.nn.Parameter]], list[float]]:
+    """(parameter groups, ready fraction of each): the emulated model's buckets when ``layers`` is its per-layer
+    table, else the proxy's (:func:`buckets`, :func:`ready_fractions`).
+
+    The proxy's parameters, in reverse order, go to the emulated bucket whose share of the bytes covers the
+    middle of their own share; an emulated bucket that no proxy tensor falls into is merged into the next (it
+    is launched with it, at the later ready time), so the bytes charged stay the emulated model's in total."""
+    if layers is None:
+        groups = buckets(model, bytes_scale)
+        return groups, ready_fractions(groups)
+    plan = emulated_buckets(layers)
+    total = sum(b.nbytes for b in plan) or 1.0
+    ends, acc = [], 0.0
+    for b in plan:
+        acc += b.nbytes
+        ends.append(acc / total)
+    params = [p for p in reversed(list(model.parameters())) if p.requires_grad]
+    sizes = [p.numel() for p in params]
+    proxy_total = float(sum(sizes)) or 1.0
+    assigned: list[list[torch.nn.Parameter]] = [[] for _ in plan]
+    done, j = 0.0, 0
+    for p, n in zip(params, sizes, strict=True):
+        middle = (done + n / 2) / proxy_total
+        done += n
+        while j < len(plan) - 1 and ends[j] < middle:
+            j += 1
+        assigned[j].append(p)
+    groups = [g for g in assigned if g]
+    fractions = [b.ready for g, b in zip(assigned, plan, strict=True) if g]
+    if fractions and not assigned[-1]:  # trailing emulated buckets rode with the last proxy group
+        fractions[-1] = plan[-1].ready
+    return groups, fractions
 
 
 def all_reduce_overlapped(

@@ -38,11 +38,17 @@ class HarnessWorker:
         bytes_scale: float = 1.0,
         backward_fraction: float = 2.0 / 3.0,
         cluster: Any = None,
+        layers: Any = None,
+        framework_s: float = 0.0,
     ) -> None:
         self.rank = rank
         #: read-only layout of the emulated cluster (:class:`distrepro.api.method.ClusterLayout`)
         self.cluster = cluster
         self._bytes_scale, self._backward_fraction = bytes_scale, backward_fraction
+        #: the emulated model's per-layer table (buckets and ready times follow it), None: the proxy's layers
+        self._layers = layers
+        #: what DDP's reducer adds to a bucketed forward/backward (:mod:`distrepro.timing.framework`)
+        self._framework_s = framework_s
         self._buckets: tuple[int, list[Any], list[float]] | None = None
         self.world_size = world_size
         self.model = model
@@ -126,18 +132,19 @@ class HarnessWorker:
         return self.last_loss
 
     def _bucket_plan(self) -> tuple[list[Any], list[float]]:
-        from distrepro.api.overlap import buckets, ready_fractions
+        from distrepro.api.overlap import bucket_plan
 
         key = id(self.model)
         if self._buckets is None or self._buckets[0] != key:
-            groups = buckets(self.model, self._bytes_scale)
-            self._buckets = (key, groups, ready_fractions(groups))
+            groups, fractions = bucket_plan(self.model, self._bytes_scale, self._layers)
+            self._buckets = (key, groups, fractions)
         return self._buckets[1], self._buckets[2]
 
     def _backward_buckets(self, dt: float, on_bucket: Callable[[int, list[torch.nn.Parameter]], None]) -> None:
         """Charge ``dt`` in pieces: forward, then backward up to each bucket's ready time, calling back there."""
         groups, fractions = self._bucket_plan()
-        backward = dt * self._backward_fraction
+        backward = dt * self._backward_fraction + self._framework_s
+        dt += self._framework_s
         self.clock.compute(dt - backward)
         done = dt - backward
         for i, (params, frac) in enumerate(zip(groups, fractions, strict=True)):

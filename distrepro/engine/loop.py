@@ -33,6 +33,7 @@ from distrepro.engine.worker_slot import Slot
 from distrepro.spec.job import Job
 from distrepro.spec.observer import RunObserver
 from distrepro.spec.results import EvalRecord, RunResult
+from distrepro.timing.framework import bucketed_step_overhead_s
 from distrepro.training.ingredients import LRPlan
 
 
@@ -68,6 +69,10 @@ class Harness:
                 bytes_scale=job.bytes_scale,
                 backward_fraction=job.profile.backward_fraction(),
                 cluster=layout,
+                layers=job.workload.layers if job.workload is not None else None,
+                framework_s=bucketed_step_overhead_s(
+                    job.profile.device(rank), job.workload.layers if job.workload is not None else None
+                ),
             )
             worker.update_state(budget=job.config.budget)
             worker.total_steps = job.lr_plan.total_steps

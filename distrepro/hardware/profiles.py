@@ -77,6 +77,26 @@ class HardwareProfile(Strict):
     _variant: str | None = PrivateAttr(default=None)
     _links: dict[tuple[int, int], ResolvedLink] = PrivateAttr(default_factory=dict)
 
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _expand_node_counts(cls, nodes: Any) -> Any:
+        """``{count: N, name: box, ...}`` is N identical nodes named ``box0`` … ``box{N-1}`` (issue 33): a cluster of
+        identical machines is written once."""
+        if not isinstance(nodes, list):
+            return nodes
+        out: list[Any] = []
+        for node in nodes:
+            if not isinstance(node, dict) or "count" not in node:
+                out.append(node)
+                continue
+            count = node["count"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"node 'count' must be a whole number >= 1, got {count!r}")
+            rest = {k: v for k, v in node.items() if k != "count"}
+            name = rest.get("name", "node")
+            out.extend(rest | {"name": f"{name}{i}" if count > 1 else name} for i in range(count))
+        return out
+
     @field_validator("nodes")
     @classmethod
     def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:

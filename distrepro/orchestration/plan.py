@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import PlanSetting
+from distrepro.api.overlap import emulated_buckets
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
 from distrepro.engine.harness_worker import cluster_layout
@@ -31,6 +32,7 @@ from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.plugins.registry import get_dataset
 from distrepro.spec.job import Job, _dataset_seed, build_job, missing_requirements
+from distrepro.timing.framework import bucketed_step_overhead_s, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
 
 NOT_ESTIMATED = "not estimated"
@@ -132,13 +134,59 @@ def _ranks(job: Job, group: str | None) -> list[int]:
     return world
 
 
+def _rank_groups(job: Job, alloc: Any, compute: list[float], overhead: list[float]) -> list[dict[str, Any]]:
+    """Ranks with the same device, batch and compute time, as one entry each (a 512-GPU profile of one card is one
+    line, not 512)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for r, b in enumerate(alloc.batch_sizes):
+        groups.setdefault((job.profile.device(r).name, b, compute[r], overhead[r]), []).append(r)
+    out = []
+    for (device, batch, seconds, fixed), ranks in groups.items():
+        entry = {"ranks": _rank_span(ranks), "count": len(ranks), "device": device, "batch": batch}
+        out.append(entry | {"compute_s": seconds} | ({"step_overhead_s": fixed} if fixed else {}))
+    return out
+
+
+def _rank_span(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def _overlapped_step(job: Job, cost: CommCostModel, compute: list[float]) -> dict[str, Any] | None:
+    """The step of a DDP-style overlapped all-reduce of the emulated model, estimated as the engine charges it: its
+    buckets (:func:`distrepro.api.overlap.emulated_buckets`) priced one by one, launched when backward reaches them,
+    plus the reducer's cost (:mod:`distrepro.timing.framework`), at the rank where that ends last; None without
+    the workload's layer table. Left out: flows sharing links (the engine's max-min sharing), noise, jitter."""
+    layers = job.workload.layers if job.workload is not None else None
+    if layers is None:
+        return None
+    world = list(range(job.world_size))
+    priced = [(b.ready, cost.all_reduce(world, b.nbytes)) for b in emulated_buckets(layers)]
+    backward = job.profile.backward_fraction()
+    worst: tuple[float, float] = (0.0, 0.0)
+    seen: set[tuple[float, float]] = set()
+    for rank, seconds in enumerate(compute):
+        extra = bucketed_step_overhead_s(job.profile.device(rank), layers)
+        if (seconds, extra) in seen:
+            continue
+        seen.add((seconds, extra))
+        step = ddp_step_s(seconds, backward, priced, extra, contention=0.0)
+        worst = max(worst, (step, extra))
+    return {"step_s": worst[0], "buckets": len(priced), "framework_s": worst[1]}
+
+
 def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) -> dict[str, Any]:
     alloc, steps = setting.allocation, setting.total_steps
     compute = [job.compute.nominal_step_seconds(r, b) for r, b in enumerate(alloc.batch_sizes)]
     overhead = [job.compute.overhead_s(r) if b > 0 else 0.0 for r, b in enumerate(alloc.batch_sizes)]
-    out: dict[str, Any] = {"compute_s_per_step": compute, "slowest_compute_s_per_step": max(compute)}
-    if any(overhead):
-        out["step_overhead_s"] = overhead  # the part of each compute time that does not shrink with the batch
+    out: dict[str, Any] = {"compute": _rank_groups(job, alloc, compute, overhead)}
+    out["slowest_compute_s_per_step"] = max(compute)
     out["collective_algorithm"] = job.profile.collective_algorithm
     comm = (method_plan or {}).get("comm")
     if not job.method.cls.synchronous or not isinstance(comm, list):
@@ -159,8 +207,24 @@ def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) ->
         per_step += price["seconds"] * times
     step_s = max(compute) + per_step
     out["collectives"] = priced
+    overlapped = None
+    if getattr(job.params, "overlap", False) and len(comm) == 1 and comm[0].get("pattern") == "all_reduce":
+        overlapped = _overlapped_step(job, cost, compute)
+    if overlapped is not None:
+        step_s = overlapped["step_s"]
+        out["overlap"] = {k: v for k, v in overlapped.items() if k != "step_s"}
+        out["assumes"] = (
+            "declared speeds and step overheads, lockstep; the all-reduce in the emulated model's DDP buckets, "
+            "overlapped with backward and the reducer's cost added, as the engine charges them; each bucket priced "
+            "alone (the engine also shares links between concurrent flows), no noise, no jitter"
+        )
+    else:
+        why = "the method does not overlap" if not getattr(job.params, "overlap", False) else "no layer table"
+        out["assumes"] = (
+            "declared speeds and step overheads, lockstep, world-group collectives, no overlap: compute + "
+            f"communication, an upper bound of what the engine charges where a method overlaps ({why})"
+        )
     out.update(comm_s_per_step=per_step, step_s=step_s, total_s=step_s * steps if steps else NOT_ESTIMATED)
-    out["assumes"] = "declared speeds and step overheads, lockstep, world-group collectives, no overlap"
     return out
 
 

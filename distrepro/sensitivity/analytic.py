@@ -37,6 +37,7 @@ from distrepro.engine.partition import shard_sizes
 from distrepro.engine.warmup import emulated_profile
 from distrepro.sensitivity.probe import Call, Event, NotAnalysable, Prober
 from distrepro.spec.job import Job
+from distrepro.timing.framework import bucketed_step_overhead_s
 
 
 @dataclass
@@ -91,6 +92,9 @@ class _Clocks:
         self.ep_compute = [0.0] * k
         self._costs: dict[Call, float] = {}
         self._backward = job.profile.backward_fraction()
+        layers = job.workload.layers if job.workload is not None else None
+        #: per rank, what DDP's reducer adds to a bucketed forward/backward (as the engine charges it)
+        self._framework = [bucketed_step_overhead_s(job.profile.device(r), layers) for r in range(k)]
         #: per rank, the open bucketed forward/backward: [dt, backward seconds, charged so far] (None: n = 0)
         self._fb: list[list[float] | None] = [None] * k
         #: per rank, (start, end) of each non-blocking call of this iteration, by the rank's issue order
@@ -111,7 +115,8 @@ class _Clocks:
         self._fb[rank] = None
         if n > 0:
             dt = self.job.compute.step_seconds(rank, n, self.grads[rank], self.t[rank])
-            backward = dt * self._backward
+            backward = dt * self._backward + self._framework[rank]
+            dt += self._framework[rank]
             self.t[rank] += dt - backward
             self._fb[rank] = [dt, backward, dt - backward]
             self.ep_samples[rank] += n

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from distrepro.api.method import Batch, Comm, Group, LRSchedule, MethodParams, OptimizerConfig, OptimizerT
-from distrepro.api.overlap import buckets, ready_fractions
+from distrepro.api.overlap import bucket_plan
 from distrepro.engine import charges
 from distrepro.engine.charges import payload_bytes
 from distrepro.engine.harness_worker import cluster_layout
@@ -179,6 +179,7 @@ class _ProbeContext:
         self._events = events
         self._seed_parts = (*job.seed_parts, "rank", rank)
         self._bytes_scale = job.bytes_scale
+        self._layers = job.workload.layers if job.workload is not None else None
         self.lr: float | None = None  # no schedule is applied in a probe: the method's own LR
         self.total_steps: int | None = None
         self.lr_schedule: LRSchedule | None = None
@@ -210,9 +211,9 @@ class _ProbeContext:
         # as distrepro.engine.harness_worker's _backward_buckets: backward up to each bucket's ready time, then its
         # callback
         # (which issues the bucket's non-blocking collective); the times themselves are the simulator's
-        groups = buckets(self.model, self._bytes_scale)
+        groups, fractions = bucket_plan(self.model, self._bytes_scale, self._layers)
         self._events.append(("fb", len(batch)))
-        for i, (params, frac) in enumerate(zip(groups, ready_fractions(groups), strict=True)):
+        for i, (params, frac) in enumerate(zip(groups, fractions, strict=True)):
             self._events.append(("piece", (frac, i == len(groups) - 1)))
             on_bucket(i, params)
         return 0.0

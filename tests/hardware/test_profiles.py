@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from profile_files import expect_error, minimal_profile, write
+from pydantic import ValidationError
 
 from distrepro.errors import ConfigError
 from distrepro.hardware.profiles import HardwareProfile, list_profiles, load_profile
@@ -238,3 +239,21 @@ def test_bad_workload_entry(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_workloads(bad_input)
     assert info.value.field == "workloads.w.input" and "3x224x224" in str(info.value)
+
+
+def test_a_node_count_stands_for_identical_nodes() -> None:
+    """Issue 33: ``nodes: [{count: 3, name: box, ...}]`` is three nodes box0-box2 (inter-node links between them)."""
+    device = {"name": "a100", "kind": "gpu", "count": 4, "memory_gib": 40, "effective_flops_per_s": 1e12}
+    link = {"latency_us": 1, "bandwidth_gbytes_per_s": 100, "source": "[E] test"}
+    data = {
+        "schema_version": 2,
+        "name": "x",
+        "description": "d",
+        "nodes": [{"count": 3, "name": "box", "devices": [device | {"source": "[E] test"}]}],
+        "network": {"intra_node": link, "inter_node": link | {"latency_us": 5}},
+    }
+    profile = HardwareProfile.model_validate(data)
+    assert profile.world_size == 12 and [n.name for n in profile.nodes] == ["box0", "box1", "box2"]
+    assert profile.node_index(4) == 1 and profile.link(0, 4).latency_s == pytest.approx(5e-6)
+    with pytest.raises(ValidationError, match="count"):
+        HardwareProfile.model_validate(data | {"nodes": [{"count": 0, "name": "b", "devices": [device]}]})

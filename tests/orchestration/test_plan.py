@@ -28,7 +28,7 @@ def test_every_shipped_config_plans(config: Path) -> None:
     json.dumps(plan)  # machine-readable as it is
     alloc = plan["allocation"]
     assert sum(alloc["shares"]) == pytest.approx(1.0) and len(alloc["batch_sizes"]) == len(alloc["shares"])
-    assert all(t > 0 for t in plan["time"]["compute_s_per_step"] if t)
+    assert all(g["compute_s"] > 0 for g in plan["time"]["compute"] if g["batch"])
     method = plan["config"]["method"]
     if method in PLANNED:
         assert isinstance(plan["method_plan"], dict) and plan["method_plan"], method
@@ -182,8 +182,9 @@ def test_plan_shows_compute_per_device_and_each_collectives_algorithm_and_cost()
     batch = plan["allocation"]["batch_sizes"][0]
     overhead = job.compute.overhead_s(0)
     assert overhead > 0  # the A40 profile declares a fixed step cost for Transformer-base
-    assert time["step_overhead_s"][0] == pytest.approx(overhead)
-    assert time["compute_s_per_step"][0] == pytest.approx(overhead + batch / job.compute.declared_samples_per_s(0))
+    assert time["compute"][0]["step_overhead_s"] == pytest.approx(overhead)
+    expected = overhead + batch / job.compute.declared_samples_per_s(0)
+    assert time["compute"][0]["compute_s"] == pytest.approx(expected)
     (collective,) = time["collectives"]
     how = CommCostModel(job.profile).collective("all_reduce", range(job.world_size), collective["bytes"])
     assert (collective["algorithm"], collective["protocol"]) == (how.algorithm, how.protocol) == ("ring", "simple")
@@ -203,3 +204,16 @@ def test_training_section_counts_the_hosts_arithmetic_per_budget_unit() -> None:
         assert t["evaluations_per_seed"] == 4 and t["flops_per_seed"] == pytest.approx(train + evals)
         assert t["flops_all_seeds"] == pytest.approx(5 * t["flops_per_seed"])
     assert build_plan(ROOT / "configs/quickstart.yaml")["training"]["device"] == "cpu"
+
+
+def test_plan_groups_identical_ranks_and_charges_overlap_as_the_engine_does() -> None:
+    """Issue 33: one compute entry per kind of rank (16 identical A40s: one entry), and with ``overlap`` the step is
+    the emulated model's DDP buckets overlapped with backward (below compute + all-reduce); without it the plan says
+    it is the no-overlap bound."""
+    config = repo_root() / "methods" / "decentdp" / "configs" / "allreduce.yaml"
+    bound = build_plan(config, ["method_params.overlap=false"])["time"]
+    overlapped = build_plan(config, ["method_params.overlap=true"])["time"]
+    assert len(bound["compute"]) == 1 and bound["compute"][0]["count"] == 16 and bound["compute"][0]["ranks"] == "0-15"
+    assert "no overlap" in bound["assumes"] and "upper bound" in bound["assumes"]
+    assert "overlapped with backward" in overlapped["assumes"] and overlapped["overlap"]["buckets"] > 1
+    assert overlapped["slowest_compute_s_per_step"] < overlapped["step_s"] < bound["step_s"]

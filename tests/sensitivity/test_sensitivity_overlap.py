@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sensitivity_setups import TINY_PROFILE, WORKLOAD, _config
 
-from distrepro.api.overlap import buckets, ready_fractions
+from distrepro.api.overlap import bucket_plan
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.hardware.profiles import load_profile
@@ -67,7 +67,8 @@ def test_analytical_overlap_time_equals_the_engines(arm: str, setting: tuple, tm
     method, params = ARMS[arm]
     profile = _profile(tmp_path, *setting)
     job = _job(profile, method, {**params, "overlap": True})
-    assert len(buckets(job.make_model(), job.bytes_scale)) >= 2  # several buckets, or nothing overlaps
+    layers = job.workload.layers if job.workload is not None else None
+    assert len(bucket_plan(job.make_model(), job.bytes_scale, layers)[0]) >= 2  # several buckets, or nothing overlaps
     result = InProcessEngine().run(job)
     timing = simulate(job, Prober(job))
     assert timing.emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
@@ -98,12 +99,14 @@ FLIP_LIKE = {
 
 def test_overlap_step_time_matches_a_hand_computation(tmp_path: Path) -> None:
     """Two ranks, batch 8 at 100 samples/s: compute 0.08 s, backward 0.048 s of it. Bucket i is ready at
-    0.032 + 0.048·f_i (f_i: share of elements up to it), its ring all-reduce on two ranks costs bytes/B and
-    starts when it is ready and the previous bucket is done; the step ends with the last bucket (or compute)."""
+    0.032 + 0.048·f_i (f_i: the share of the emulated model's backward done when its last layer is, from the
+    workload's layer table), its ring all-reduce on two ranks costs bytes/B and starts when it is ready and the
+    previous bucket is done; the step ends with the last bucket (or compute). The device ("gpu") has no datasheet
+    memory bandwidth, so no reducer cost is added."""
     job = _job(_write(tmp_path, FLIP_LIKE), "ar_sgd", {"weighting": "equal", "overlap": True}, batch_size=8,
                budget={"samples": 16})  # fmt: skip
-    groups = buckets(job.make_model(), job.bytes_scale)
-    fractions = ready_fractions(groups)
+    assert job.workload is not None and job.workload.layers is not None
+    groups, fractions = bucket_plan(job.make_model(), job.bytes_scale, job.workload.layers)
     compute, backward = 8 / 100.0, 8 / 100.0 * 0.6
     end = 0.0
     for g, f in zip(groups, fractions, strict=True):
