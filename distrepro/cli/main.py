@@ -83,7 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt as exc:
             return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
         except Exception as exc:
-            return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+            from distrepro.plugins.crash_site import plugin_frame
+
+            return _fail(f"distrepro: error: {describe_unexpected(exc, plugin_frame(exc))}", 1, debug)
 
 
 def _fail(line: str, status: int, debug: bool) -> int:
