@@ -42,7 +42,7 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``distrepro`` parser: one subcommand per module of this package."""
-    from distrepro.cli import listing, plan, report, reproduce, run
+    from distrepro.cli import listing, plan, report, reproduce, run, test
 
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_parser(sub, common)
     plan.add_parser(sub, common)
     listing.add_parser(sub, common)
+    test.add_parser(sub, common)
     report.add_parser(sub, common)
     return parser
 

@@ -10,9 +10,9 @@ so instead of guessing.
 
 The time estimate is analytical: compute from each worker's declared step cost for its allocated batch
 (``t_fixed + b / peak``; no jitter, stragglers or speed changes), communication from the method's own plan
-(:meth:`distrepro.api.method.Method.plan`, ``comm``) priced by the collective model with the algorithm and
-protocol each call runs with (:mod:`distrepro.timing.collective_algorithms`), lockstep with no overlap; methods
-that do not say what they send are "not estimated".
+(:meth:`distrepro.api.method.Method.plan`, a typed :class:`~distrepro.api.MethodPlan` of transfers) priced by the
+collective model with the algorithm and protocol each call runs with (:mod:`distrepro.timing.collective_algorithms`;
+:mod:`distrepro.orchestration.plan_time`); a method that does not say what it sends is "not estimated".
 """
 
 from __future__ import annotations
@@ -23,17 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import PlanSetting
+from distrepro.api.plan import MethodPlan, ParamShape
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
 from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import ConfigError, PluginError
 from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.budget_check import check_budget
+from distrepro.orchestration.plan_time import NOT_ESTIMATED, estimate
 from distrepro.plugins.registry import get_dataset
 from distrepro.spec.job import Job, _dataset_seed, build_job, missing_requirements
-from distrepro.timing.timemodel import CommCostModel
 
-NOT_ESTIMATED = "not estimated"
+#: the version of :func:`build_plan`'s JSON: 2 is the typed method plan (``method_plan.transfers``, each priced
+#: in ``time.collectives``), which replaced version 1's untyped ``method_plan.comm``
+PLAN_FORMAT = 2
+
 #: LR points shown (evenly spaced steps, plus the end of the warm-up)
 LR_POINTS = 5
 
@@ -98,76 +102,17 @@ def _state_bytes(job: Job, model: Any) -> float:
     return (param_bytes(model) + floats) * job.bytes_scale
 
 
-def _price(job: Job, cost: CommCostModel, entry: dict[str, Any]) -> dict[str, Any] | None:
-    """One ``comm`` entry of a method plan (one occurrence) priced on the world group: seconds, and for a
-    collective the algorithm and protocol it runs with; None for a pattern not priced here."""
-    ranks = _ranks(job, entry.get("group"))
-    nbytes = float(entry["bytes"])
-    pattern = entry.get("pattern")
-    if pattern == "parameter_server":
-        return {"pattern": pattern, "ranks": len(ranks), "seconds": cost.parameter_server(ranks, nbytes)}
-    if pattern not in ("all_reduce", "reduce_scatter", "all_gather", "broadcast"):
-        return None
-    size = nbytes / len(ranks) if pattern == "all_gather" else nbytes  # ``bytes``: the gathered vector
-    how = cost.collective(pattern, ranks, size, src=0 if pattern == "broadcast" else None)
-    out = {
-        "pattern": pattern,
-        "bytes": nbytes,
-        "ranks": len(ranks),
-        "algorithm": how.algorithm,
-        "protocol": how.protocol,
-    }
-    return out | {"seconds": how.seconds, "latency_s": how.latency_s}
-
-
-def _ranks(job: Job, group: str | None) -> list[int]:
-    """The ranks an entry's ``group`` names: all (default), ``node`` (the first node's ranks) or ``pair`` (the first
-    rank of the first two nodes, a two-rank message across the network where there is one)."""
-    world = list(range(job.world_size))
-    if group == "node":
-        return [r for r in world if job.profile.node_index(r) == 0]
-    if group == "pair":
-        heads = [next(r for r in world if job.profile.node_index(r) == i) for i in range(len(job.profile.nodes))]
-        return heads[:2] if len(heads) > 1 else world[:2]
-    return world
-
-
-def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) -> dict[str, Any]:
-    alloc, steps = setting.allocation, setting.total_steps
-    compute = [job.compute.nominal_step_seconds(r, b) for r, b in enumerate(alloc.batch_sizes)]
-    overhead = [job.compute.overhead_s(r) if b > 0 else 0.0 for r, b in enumerate(alloc.batch_sizes)]
-    out: dict[str, Any] = {"compute_s_per_step": compute, "slowest_compute_s_per_step": max(compute)}
-    if any(overhead):
-        out["step_overhead_s"] = overhead  # the part of each compute time that does not shrink with the batch
-    out["collective_algorithm"] = job.profile.collective_algorithm
-    comm = (method_plan or {}).get("comm")
-    if not job.method.cls.synchronous or not isinstance(comm, list):
-        why = "asynchronous" if not job.method.cls.synchronous else "the method does not say what it sends"
-        out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED, why=why)
-        return out
-    per_step = 0.0
-    cost = job.cost.noise_free()  # a plan's figure is the central one, not one random draw of the link noise
-    priced = []
-    for entry in comm:
-        price = _price(job, cost, entry)
-        if price is None or ("count" in entry and not steps):
-            out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED)
-            out["why"] = f"pattern {entry.get('pattern')!r} not priced" if price is None else "steps unknown"
-            return out
-        times = entry["per_step"] if "per_step" in entry else entry["count"] / steps
-        priced.append(price | {"per_step": times})
-        per_step += price["seconds"] * times
-    step_s = max(compute) + per_step
-    out["collectives"] = priced
-    out.update(comm_s_per_step=per_step, step_s=step_s, total_s=step_s * steps if steps else NOT_ESTIMATED)
-    out["assumes"] = "declared speeds and step overheads, lockstep, world-group collectives, no overlap"
-    return out
+def _parameter_shapes(model: Any) -> tuple[ParamShape, ...]:
+    """Every parameter (name, shape, bytes per element) in backward order: the reverse of registration, the
+    order gradients become ready in and DDP fills its buckets in."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    return tuple(ParamShape(n, tuple(p.shape), p.element_size()) for n, p in reversed(named))
 
 
 def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """The plan of ``config`` (keys ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``, ``method_plan``,
-    ``time``, ``training``). A method's missing optional extra is reported, not an error: planning runs none of
-    its code."""
+    """The plan of ``config`` (keys ``plan_format``, ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``,
+    ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported, not an error:
+    planning runs none of its code."""
     cfg = load_config(config, overrides)
     bundle, dataset = _bundle(cfg, config)
     job = build_job(cfg, cfg.seeds[0], config, bundle=bundle, check_requires=False)
@@ -187,8 +132,13 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         state_bytes=_state_bytes(job, model),
         lr_schedule=plan.schedule,
         layout=cluster_layout(job.profile),
+        parameters=_parameter_shapes(model),
+        bytes_scale=job.bytes_scale,
     )
     method_plan = job.method.cls.plan(job.params, setting)
+    if method_plan is not None and not isinstance(method_plan, MethodPlan):
+        where = f"{job.method.name}: Method.plan"
+        raise PluginError(f"{where} returned {type(method_plan).__name__}; it must return api.MethodPlan or None")
     if plan.schedule is None:
         lr: Any = "the method declares no peak learning rate"
     else:
@@ -201,13 +151,14 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         "note": "epoch 0, from declared speeds; re-allocations from measured speeds happen during the run",
     }
     return {
+        "plan_format": PLAN_FORMAT,
         "config": cfg.model_dump(mode="json"),
         "requires": f"to run: {', '.join(missing)}" if missing else "installed",
         "dataset": dataset,
         "allocation": allocation,
         "lr": lr,
-        "method_plan": method_plan if method_plan is not None else NOT_ESTIMATED,
-        "time": _time(job, setting, method_plan),
+        "method_plan": method_plan.to_json() if method_plan is not None else NOT_ESTIMATED,
+        "time": estimate(job, setting, method_plan),
         "training": _training(job, alloc),
     }
 
