@@ -71,12 +71,14 @@ class Method(api.Method[Params]):
     def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
         ctx.forward_backward(batch)
         named = [(n, q) for n, q in ctx.model.named_parameters() if q.grad is not None]
-        matrices, vectors = [], []
+        matrices: list[tuple[str, torch.Tensor]] = []
+        vectors: list[tuple[str, torch.Tensor]] = []
         for name, param in named:
             grad = param.grad
             assert grad is not None
             (vectors if grad.dim() < 2 else matrices).append((name, grad))
-        ps, qs = [], []
+        ps: list[torch.Tensor] = []
+        qs: list[torch.Tensor] = []
         for name, grad in matrices:
             m = grad.reshape(grad.shape[0], -1)
             r = min(self.params.rank, *m.shape)
