@@ -246,3 +246,16 @@ def test_every_method_plan_is_typed_and_priced(profiles: Path, tmp_path: Path) -
         assert plan["plan_format"] == 2 and isinstance(plan["method_plan"], dict), name
         assert plan["method_plan"]["transfers"], name
         assert isinstance(plan["time"]["total_s"], float) and plan["time"]["total_s"] > 0, (name, plan["time"])
+
+
+def test_a_plan_that_is_not_a_method_plan_is_one_error_naming_the_method(
+    profiles: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The untyped dict of plan format 1 is refused with what to return instead, not priced as nothing."""
+    from distrepro.errors import PluginError
+    from distrepro.plugins.registry import get_method
+
+    cls = get_method("ar_sgd").cls
+    monkeypatch.setattr(cls, "plan", classmethod(lambda c, params, setting: {"comm": []}))
+    with pytest.raises(PluginError, match=r"ar_sgd: Method.plan returned dict; it must return api.MethodPlan or None"):
+        _plan(tmp_path, _local_sgd(method="ar_sgd", method_params={}))
