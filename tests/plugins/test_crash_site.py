@@ -118,3 +118,13 @@ def test_a_dist_rank_crash_names_the_plugin_line(
         run_campaign(cfg, show_progress=False, tracking_uri=mlflow_uri)
     assert info.value.rank == 1
     assert f"(at methods/faulty/method.py:{RAISE_LINE} in train_step; --debug shows the traceback)" in str(info.value)
+
+
+def test_an_unexpected_error_outside_the_workers_names_the_plugin_line(tmp_path: Path) -> None:
+    """What the CLI prints for a plugin's bug raised in the main process (``allocate``, ``plan``)."""
+    from distrepro.errors import describe_unexpected
+
+    exc = _raise_from(BOOM, tmp_path / "r", "tmp_boom_cli")
+    line = describe_unexpected(exc, plugin_frame(exc))
+    assert line.startswith("unexpected ValueError: deep (at methods/tmp_boom_cli/method.py:")
+    assert "in _inner)" in line and line.endswith("rerun with --debug for the traceback")
