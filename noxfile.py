@@ -95,7 +95,9 @@ def _env() -> dict[str, str]:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The full test suite (what CI runs): everything except `slow` and `gpu` tests."""
-    _install(session, "test,ray,slurm")  # the executor tests run campaigns on a real Ray and through submitit
+    # the executor tests run campaigns on a real Ray and through submitit; dev: the guide's mypy line
+    # (tests/plugins/test_writing_a_method_doc.py runs it as a plugin author would, after pip install 'distrepro[dev]')
+    _install(session, "test,dev,ray,slurm")
     args = session.posargs or ["-m", "not slow and not gpu", "-n", "2"]
     session.run("pytest", *args, env=_env())
 

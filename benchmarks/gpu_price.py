@@ -99,7 +99,7 @@ def price_paper(paper: str) -> dict[str, Any]:
         t, alloc = plan["training"], plan["allocation"]
         mplan = plan["method_plan"] if isinstance(plan["method_plan"], dict) else {}
         if "local_steps_per_round" in mplan:  # C-ADP: a step is a round of local micro-batch steps on every rank
-            calls = sum(mplan["local_steps_per_round"]) * mplan["rounds"]
+            calls = sum(mplan["local_steps_per_round"]) * mplan["rounds_in_run"]
         else:  # one forward/backward per rank with data per step (asynchronous: steps = gradients / world size)
             calls = plan["lr"]["total_steps"] * sum(1 for b in alloc["batch_sizes"] if b)
         optimizer = plan["config"]["method_params"].get("optimizer") or {}

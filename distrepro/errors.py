@@ -83,12 +83,18 @@ def killed_runs(exc: BaseException) -> list[str]:
     return list(getattr(exc, "distrepro_killed_runs", []))
 
 
-def describe_unexpected(exc: BaseException) -> str:
+def describe_unexpected(exc: BaseException, plugin_site: tuple[str, int, str] | None = None) -> str:
     """One line for an error no check foresaw (a bug, in the suite or a plugin): its type, the first line of its
-    message and the innermost frame, so a report can start from it; the traceback is for ``--debug``."""
+    message and where it was raised, so a report can start from it; the traceback is for ``--debug``.
+
+    ``plugin_site`` (path, line, function: :func:`distrepro.plugins.crash_site.plugin_frame`) is the innermost
+    frame inside a plugin, shown instead of the innermost frame, which may be deep in torch."""
     text = str(exc).strip().splitlines()
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    if plugin_site is not None:
+        where = f" (at {plugin_site[0]}:{plugin_site[1]} in {plugin_site[2]})"
+    else:
+        where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     first = f"{text[0]} ..." if len(text) > 1 else (text[0] if text else "")
     return f"unexpected {type(exc).__name__}: {first}{where}; rerun with --debug for the traceback"
 

@@ -36,6 +36,9 @@ def test_runtime_dependencies_are_ranges_and_dev_tools_a_group() -> None:
     for tool in ("nox", "import-linter"):  # lint runs them, and tests import them (the noxfile, grimp's graph)
         assert tool in dev and tool in test_extra, tool
     assert any(c.startswith("Programming Language :: Python :: 3.11") for c in PYPROJECT["project"]["classifiers"])
+    # a plugin author's tools from a wheel: `distrepro test` runs pytest, the guide's type-check line runs mypy
+    dev_extra = " ".join(PYPROJECT["project"]["optional-dependencies"]["dev"])
+    assert "pytest" in dev_extra and "mypy" in dev_extra
 
 
 #: hosts and path parts that mark an address someone meant to fill in later

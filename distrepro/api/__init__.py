@@ -6,7 +6,8 @@ plugin outside the repository is type-checked against these names. What is here:
 
 * the method contract (:mod:`distrepro.api.method`): :class:`Method`, :class:`MethodParams` and the typed ranges
   (:data:`PeakLR` declares the peak learning rate), :class:`WorkerContext`, :class:`LRSchedule`, :class:`Batch`,
-  :class:`PlanSetting`; data allocation (:mod:`distrepro.api.allocation`), communication
+  :class:`PlanSetting` and what ``plan`` returns (:class:`MethodPlan`, :class:`Transfer`, :class:`ParamShape`,
+  :mod:`distrepro.api.plan`); data allocation (:mod:`distrepro.api.allocation`), communication
   (:mod:`distrepro.api.collectives`, :mod:`distrepro.api.gossip`);
 * helpers for writing a method: SGD and tensor utilities (:mod:`distrepro.api.tensors`), DDP-style overlapped
   all-reduce (:mod:`distrepro.api.overlap`), the optimizer a config describes (:class:`OptimizerConfig`,
@@ -53,6 +54,7 @@ from distrepro.api.method import (
 )
 from distrepro.api.overlap import all_reduce_overlapped
 from distrepro.api.params import PEAK_LR, method_optimizer
+from distrepro.api.plan import MethodPlan, ParamShape, Transfer
 from distrepro.api.report_context import ClaimView, EvalPoint, ReportContext
 from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, set_lr, sgd, state_tensors
 from distrepro.data.loading import (
@@ -91,9 +93,11 @@ __all__ = [
     "LearningRate",
     "Method",
     "MethodParams",
+    "MethodPlan",
     "Momentum",
     "NonNegativeFloat",
     "OptimizerConfig",
+    "ParamShape",
     "PartitionKind",
     "PeakLR",
     "PlanSetting",
@@ -101,6 +105,7 @@ __all__ = [
     "PositiveInt",
     "ReduceOp",
     "ReportContext",
+    "Transfer",
     "WeightDecay",
     "Work",
     "WorkerContext",

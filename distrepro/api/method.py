@@ -46,6 +46,7 @@ from distrepro.api.params import (
     optimizer_field,
     peak_lr_field,
 )
+from distrepro.api.plan import MethodPlan, ParamShape
 
 __all__ = [
     "Allocation",
@@ -112,6 +113,12 @@ class PlanSetting:
     lr_schedule: LRSchedule | None = None
     #: which node each rank is on (``ctx.cluster`` of the run), for a method whose traffic follows the nodes
     layout: ClusterLayout | None = None
+    #: every parameter tensor (name, shape, bytes per element), in backward order (the reverse of
+    #: ``model.parameters()``, the order DDP fills its buckets in), for a method that sends less than the whole
+    #: model (a compressor's low-rank factors); sizes are real: times ``bytes_scale`` they are as charged
+    parameters: tuple[ParamShape, ...] = ()
+    #: charged bytes per real byte (the emulated workload's model over the trained one; 1.0 without one)
+    bytes_scale: float = 1.0
 
 
 # --------------------------------------------------------------------------- worker context
@@ -324,16 +331,13 @@ class Method(abc.ABC, Generic[P]):
         return 0
 
     @classmethod
-    def plan(cls, params: P, setting: PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: P, setting: PlanSetting) -> MethodPlan | None:
         """What a run of this method will do, said before it runs (``distrepro plan``); None: it cannot say.
 
-        A pure function of its inputs returning plain data (JSON-able). Key the harness reads: ``comm``, a
-        list of ``{"pattern": "all_reduce", "bytes": B, "count": N}`` (pattern one of ``all_reduce``,
-        ``reduce_scatter``, ``all_gather``, ``broadcast`` (from rank 0), ``parameter_server``; bytes as charged,
-        of the whole vector, also for ``all_gather``; ``count`` over the whole run, or ``per_step`` instead),
-        priced with the time model (lockstep, no overlap); any other
-        key is shown as it is (Local SGD's ``round_lengths``). Without ``comm`` the run's communication time
-        is "not estimated".
+        A pure function of its inputs returning an :class:`~distrepro.api.MethodPlan`: the :class:`Transfer` s it
+        sends (pattern, bytes as charged, how many per step, round or run, which ranks), which ``distrepro plan``
+        prices with the time model; the rounds, where transfers are per round; the method's own derived
+        constants as ``facts``, shown as they are (Local SGD's period, C-ADP's solved shares).
         """
         return None
 

@@ -1,6 +1,6 @@
 """``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
-:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`), shared helpers in :mod:`.common`, the parser and entry
-point in :mod:`.main`.
+:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`), shared
+helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
@@ -8,6 +8,7 @@ point in :mod:`.main`.
     distrepro plan CONFIG [--set key.path=value ...] [--json]
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|gpu|paper] [--sensitivity] [--check]
     distrepro extras PAPER [ARM ...]
+    distrepro test METHOD [...] [--root DIR]   (the generated tests of a method plugin; needs pytest)
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
     distrepro calibrate WORKLOAD [--device cpu|cuda] [--batches 1,2,4,8] [--out FILE]   (step time here -> [M] profile)

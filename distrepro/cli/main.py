@@ -48,7 +48,7 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``distrepro`` parser: one subcommand per module of this package."""
-    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, results, run
+    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, results, run, test
 
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_parser(sub, common)
     preregister.add_parser(sub, common)
     listing.add_parser(sub, common)
+    test.add_parser(sub, common)
     report.add_parser(sub, common)
     results.add_parser(sub, common)
     calibrate.add_parser(sub, common)
@@ -94,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt as exc:
             return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
         except Exception as exc:
-            return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+            from distrepro.plugins.crash_site import plugin_frame
+
+            return _fail(f"distrepro: error: {describe_unexpected(exc, plugin_frame(exc))}", 1, debug)
         finally:
             drop_exit_hooks()  # torch may have been imported by the command
 

@@ -10,9 +10,9 @@ so instead of guessing.
 
 The time estimate is analytical: compute from each worker's declared step cost for its allocated batch
 (``t_fixed + b / peak``; no jitter, stragglers or speed changes), communication from the method's own plan
-(:meth:`distrepro.api.method.Method.plan`, ``comm``) priced by the collective model with the algorithm and
-protocol each call runs with (:mod:`distrepro.timing.collective_algorithms`), lockstep with no overlap; methods
-that do not say what they send are "not estimated".
+(:meth:`distrepro.api.method.Method.plan`, a typed :class:`~distrepro.api.MethodPlan` of transfers) priced by the
+collective model with the algorithm and protocol each call runs with (:mod:`distrepro.timing.collective_algorithms`;
+:mod:`distrepro.orchestration.plan_time`); a method that does not say what it sends is "not estimated".
 """
 
 from __future__ import annotations
@@ -23,19 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import PlanSetting
-from distrepro.api.overlap import emulated_buckets
+from distrepro.api.plan import MethodPlan, ParamShape
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
 from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import ConfigError, PluginError
 from distrepro.hardware.flops import param_bytes
 from distrepro.orchestration.budget_check import check_budget
+from distrepro.orchestration.plan_time import NOT_ESTIMATED, estimate
 from distrepro.plugins.registry import get_dataset
 from distrepro.spec.job import Job, _dataset_seed, build_job, missing_requirements
-from distrepro.timing.framework import bucketed_step_overhead_s, ddp_step_s
-from distrepro.timing.timemodel import CommCostModel
 
-NOT_ESTIMATED = "not estimated"
+#: the version of :func:`build_plan`'s JSON: 2 is the typed method plan (``method_plan.transfers``, each priced
+#: in ``time.collectives``), which replaced version 1's untyped ``method_plan.comm``
+PLAN_FORMAT = 2
+
 #: LR points shown (evenly spaced steps, plus the end of the warm-up)
 LR_POINTS = 5
 
@@ -100,138 +102,17 @@ def _state_bytes(job: Job, model: Any) -> float:
     return (param_bytes(model) + floats) * job.bytes_scale
 
 
-def _price(job: Job, cost: CommCostModel, entry: dict[str, Any]) -> dict[str, Any] | None:
-    """One ``comm`` entry of a method plan (one occurrence) priced on the world group: seconds, and for a
-    collective the algorithm and protocol it runs with; None for a pattern not priced here."""
-    ranks = _ranks(job, entry.get("group"))
-    nbytes = float(entry["bytes"])
-    pattern = entry.get("pattern")
-    if pattern == "parameter_server":
-        return {"pattern": pattern, "ranks": len(ranks), "seconds": cost.parameter_server(ranks, nbytes)}
-    if pattern not in ("all_reduce", "reduce_scatter", "all_gather", "broadcast"):
-        return None
-    size = nbytes / len(ranks) if pattern == "all_gather" else nbytes  # ``bytes``: the gathered vector
-    how = cost.collective(pattern, ranks, size, src=0 if pattern == "broadcast" else None)
-    out = {
-        "pattern": pattern,
-        "bytes": nbytes,
-        "ranks": len(ranks),
-        "algorithm": how.algorithm,
-        "protocol": how.protocol,
-    }
-    return out | {"seconds": how.seconds, "latency_s": how.latency_s}
-
-
-def _ranks(job: Job, group: str | None) -> list[int]:
-    """The ranks an entry's ``group`` names: all (default), ``node`` (the first node's ranks) or ``pair`` (the first
-    rank of the first two nodes, a two-rank message across the network where there is one)."""
-    world = list(range(job.world_size))
-    if group == "node":
-        return [r for r in world if job.profile.node_index(r) == 0]
-    if group == "pair":
-        heads = [next(r for r in world if job.profile.node_index(r) == i) for i in range(len(job.profile.nodes))]
-        return heads[:2] if len(heads) > 1 else world[:2]
-    return world
-
-
-def _rank_groups(job: Job, alloc: Any, compute: list[float], overhead: list[float]) -> list[dict[str, Any]]:
-    """Ranks with the same device, batch and compute time, as one entry each (a 512-GPU profile of one card is one
-    line, not 512)."""
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for r, b in enumerate(alloc.batch_sizes):
-        groups.setdefault((job.profile.device(r).name, b, compute[r], overhead[r]), []).append(r)
-    out = []
-    for (device, batch, seconds, fixed), ranks in groups.items():
-        entry = {"ranks": _rank_span(ranks), "count": len(ranks), "device": device, "batch": batch}
-        out.append(entry | {"compute_s": seconds} | ({"step_overhead_s": fixed} if fixed else {}))
-    return out
-
-
-def _rank_span(ranks: list[int]) -> str:
-    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
-    runs: list[list[int]] = []
-    for r in ranks:
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
-
-
-def _overlapped_step(job: Job, cost: CommCostModel, compute: list[float]) -> dict[str, Any] | None:
-    """The step of a DDP-style overlapped all-reduce of the emulated model, estimated as the engine charges it: its
-    buckets (:func:`distrepro.api.overlap.emulated_buckets`) priced one by one, launched when backward reaches them,
-    plus the reducer's cost (:mod:`distrepro.timing.framework`), at the rank where that ends last; None without
-    the workload's layer table. Left out: flows sharing links (the engine's max-min sharing), noise, jitter."""
-    layers = job.workload.layers if job.workload is not None else None
-    if layers is None:
-        return None
-    world = list(range(job.world_size))
-    priced = [(b.ready, cost.all_reduce(world, b.nbytes)) for b in emulated_buckets(layers)]
-    backward = job.profile.backward_fraction()
-    worst: tuple[float, float] = (0.0, 0.0)
-    seen: set[tuple[float, float]] = set()
-    for rank, seconds in enumerate(compute):
-        extra = bucketed_step_overhead_s(job.profile.device(rank), layers)
-        if (seconds, extra) in seen:
-            continue
-        seen.add((seconds, extra))
-        step = ddp_step_s(seconds, backward, priced, extra, contention=0.0)
-        worst = max(worst, (step, extra))
-    return {"step_s": worst[0], "buckets": len(priced), "framework_s": worst[1]}
-
-
-def _time(job: Job, setting: PlanSetting, method_plan: dict[str, Any] | None) -> dict[str, Any]:
-    alloc, steps = setting.allocation, setting.total_steps
-    compute = [job.compute.nominal_step_seconds(r, b) for r, b in enumerate(alloc.batch_sizes)]
-    overhead = [job.compute.overhead_s(r) if b > 0 else 0.0 for r, b in enumerate(alloc.batch_sizes)]
-    out: dict[str, Any] = {"compute": _rank_groups(job, alloc, compute, overhead)}
-    out["slowest_compute_s_per_step"] = max(compute)
-    out["collective_algorithm"] = job.profile.collective_algorithm
-    comm = (method_plan or {}).get("comm")
-    if not job.method.cls.synchronous or not isinstance(comm, list):
-        why = "asynchronous" if not job.method.cls.synchronous else "the method does not say what it sends"
-        out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED, why=why)
-        return out
-    per_step = 0.0
-    cost = job.cost.noise_free()  # a plan's figure is the central one, not one random draw of the link noise
-    priced = []
-    for entry in comm:
-        price = _price(job, cost, entry)
-        if price is None or ("count" in entry and not steps):
-            out.update(comm_s_per_step=NOT_ESTIMATED, step_s=NOT_ESTIMATED, total_s=NOT_ESTIMATED)
-            out["why"] = f"pattern {entry.get('pattern')!r} not priced" if price is None else "steps unknown"
-            return out
-        times = entry["per_step"] if "per_step" in entry else entry["count"] / steps
-        priced.append(price | {"per_step": times})
-        per_step += price["seconds"] * times
-    step_s = max(compute) + per_step
-    out["collectives"] = priced
-    overlapped = None
-    if getattr(job.params, "overlap", False) and len(comm) == 1 and comm[0].get("pattern") == "all_reduce":
-        overlapped = _overlapped_step(job, cost, compute)
-    if overlapped is not None:
-        step_s = overlapped["step_s"]
-        out["overlap"] = {k: v for k, v in overlapped.items() if k != "step_s"}
-        out["assumes"] = (
-            "declared speeds and step overheads, lockstep; the all-reduce in the emulated model's DDP buckets, "
-            "overlapped with backward and the reducer's cost added, as the engine charges them; each bucket priced "
-            "alone (the engine also shares links between concurrent flows), no noise, no jitter"
-        )
-    else:
-        why = "the method does not overlap" if not getattr(job.params, "overlap", False) else "no layer table"
-        out["assumes"] = (
-            "declared speeds and step overheads, lockstep, world-group collectives, no overlap: compute + "
-            f"communication, an upper bound of what the engine charges where a method overlaps ({why})"
-        )
-    out.update(comm_s_per_step=per_step, step_s=step_s, total_s=step_s * steps if steps else NOT_ESTIMATED)
-    return out
+def _parameter_shapes(model: Any) -> tuple[ParamShape, ...]:
+    """Every parameter (name, shape, bytes per element) in backward order: the reverse of registration, the
+    order gradients become ready in and DDP fills its buckets in."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    return tuple(ParamShape(n, tuple(p.shape), p.element_size()) for n, p in reversed(named))
 
 
 def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """The plan of ``config`` (keys ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``, ``method_plan``,
-    ``time``, ``training``). A method's missing optional extra is reported, not an error: planning runs none of
-    its code."""
+    """The plan of ``config`` (keys ``plan_format``, ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``,
+    ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported, not an error:
+    planning runs none of its code."""
     cfg = load_config(config, overrides)
     bundle, dataset = _bundle(cfg, config)
     job = build_job(cfg, cfg.seeds[0], config, bundle=bundle, check_requires=False)
@@ -251,8 +132,13 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         state_bytes=_state_bytes(job, model),
         lr_schedule=plan.schedule,
         layout=cluster_layout(job.profile),
+        parameters=_parameter_shapes(model),
+        bytes_scale=job.bytes_scale,
     )
     method_plan = job.method.cls.plan(job.params, setting)
+    if method_plan is not None and not isinstance(method_plan, MethodPlan):
+        where = f"{job.method.name}: Method.plan"
+        raise PluginError(f"{where} returned {type(method_plan).__name__}; it must return api.MethodPlan or None")
     if plan.schedule is None:
         lr: Any = "the method declares no peak learning rate"
     else:
@@ -265,13 +151,14 @@ def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[s
         "note": "epoch 0, from declared speeds; re-allocations from measured speeds happen during the run",
     }
     return {
+        "plan_format": PLAN_FORMAT,
         "config": cfg.model_dump(mode="json"),
         "requires": f"to run: {', '.join(missing)}" if missing else "installed",
         "dataset": dataset,
         "allocation": allocation,
         "lr": lr,
-        "method_plan": method_plan if method_plan is not None else NOT_ESTIMATED,
-        "time": _time(job, setting, method_plan),
+        "method_plan": method_plan.to_json() if method_plan is not None else NOT_ESTIMATED,
+        "time": estimate(job, setting, method_plan),
         "training": _training(job, alloc),
     }
 

@@ -39,6 +39,15 @@ class Method(api.Method[Params]):  # the one place Params is named; the short na
         """Who trains on how much data, at which batch size. Pure: every rank must compute the same."""
         return api.Allocation.proportional_to_batch(cluster.batch_sizes)
 
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
+        """What a run sends, said before it runs (``distrepro plan`` prices it): per step, one all-reduce of the
+        gradients (the model's bytes) and one broadcast of the floating buffers. Pure: no ``ctx`` here."""
+        sends = [api.Transfer("all_reduce", setting.model_bytes)]
+        if setting.state_bytes > setting.model_bytes:
+            sends.append(api.Transfer("broadcast", setting.state_bytes - setting.model_bytes))
+        return api.MethodPlan(transfers=tuple(sends))
+
     def setup(self, ctx: api.WorkerContext) -> None:
         """Per-worker state, created once before training (not timed)."""
         # registered: the harness sets its LR from the run config's schedule: before every step

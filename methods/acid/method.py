@@ -88,16 +88,19 @@ class Method(api.Method[Params]):
     synchronous = False
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """The constants the run will use, for the graph it will run on (η = 0 for the baseline)."""
         n = setting.cluster.world_size
         problem = graph.graph_problem(params.topology, n)
         if problem is not None:
-            return {"topology": params.topology, "world_size": n, "rate": params.rate, "skip": problem}
+            facts = {"topology": params.topology, "world_size": n, "rate": params.rate, "skip": problem}
+            return api.MethodPlan(not_estimated=problem, facts=facts)
         plan = resolved_constants(params, n)
         plan["exchanges_per_worker_per_step"] = params.rate
         plan["exchange_bytes"] = setting.model_bytes
-        return plan
+        # the gossip agent swaps parameters while the worker computes: ``rate`` swaps per gradient step, overlapped
+        swaps = (api.Transfer("gossip_pair", setting.model_bytes, count=params.rate, overlaps_compute=True),)
+        return api.MethodPlan(transfers=swaps, facts=plan)
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:
         return graph.graph_problem(self.params.topology, cluster.world_size)

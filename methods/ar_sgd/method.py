@@ -19,7 +19,7 @@ one evaluated (the idle replicas never move), and the consensus distance is over
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -100,9 +100,9 @@ class Method(api.Method[Params]):
         api.broadcast_buffers(ctx.comm, self.buffers, group=self.group)
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """One ring all-reduce of the gradients (the model's bytes) per step; the buffer broadcast is left out."""
-        return {"comm": [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]}
+        return api.MethodPlan(transfers=(api.Transfer("all_reduce", setting.model_bytes),))
 
 
 def _gpus(kinds: list[str]) -> tuple[int, ...]:

@@ -123,7 +123,7 @@ class Method(api.Method[Params]):
         return api.Allocation(tuple(x / total for x in shares), batches, speeds=tuple(v))
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """Problem P as the data owner solves it before training: a_j, c_j, the solver's continuous
         solution and its makespan against the water-filling optimum, the integer shares x̂_j, each
         device's samples and local steps per round; one ``ps_sync`` of the state per round (step)."""
@@ -148,7 +148,7 @@ class Method(api.Method[Params]):
             solved |= {"direction": p.solver_direction, "outer_iterations": found.outer_iterations}
             solved |= {"inner_iterations": found.inner_iterations, "grad_norm": found.grad_norm}
         source = "declared by the profile" if p.speeds == "declared" else "declared (the run profiles them first)"
-        return {
+        facts = {
             "speeds": f"{source}; re-solved every epoch from measured speeds" if p.co_adaptive else source,
             "seconds_per_sample": a,
             "round_cost_s": c,
@@ -160,10 +160,11 @@ class Method(api.Method[Params]):
             "round_samples": list(alloc.batch_sizes),
             "micro_batch": micro,
             "local_steps_per_round": [math.ceil(b / m) for b, m in zip(alloc.batch_sizes, micro, strict=True)],
-            "rounds": setting.total_steps if setting.total_steps is not None else "not known before the run",
+            "rounds_in_run": setting.total_steps if setting.total_steps is not None else "not known before the run",
             "aggregation": p.aggregation,
-            "comm": [{"pattern": "parameter_server", "bytes": setting.state_bytes, "per_step": 1}],
         }
+        # one push and pull of the state per round, and a round is a step of the harness
+        return api.MethodPlan(transfers=(api.Transfer("parameter_server", setting.state_bytes),), facts=facts)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

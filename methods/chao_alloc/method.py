@@ -80,7 +80,7 @@ class Method(api.Method[Params]):
         return api.Allocation(tuple(b / total for b in batches), batches)
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """The epoch-0 split (ratios and per-iteration batches), how it will change, the split the adaptive
         rule tends to (throughput-proportional, from declared speeds here) and the best iteration-time
         ratio without communication; per step one gradient all-reduce and, with floating buffers, their
@@ -100,11 +100,10 @@ class Method(api.Method[Params]):
             target = rules.round_batches(rules.normalise(declared), sum(alloc.batch_sizes), p.min_batch)
             out |= {"init": p.init, "damping": p.damping, "resplit": "every epoch, towards measured throughput"}
             out["declared_fixed_point_batch_sizes"] = list(target)
-        comm: list[dict[str, Any]] = [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]
+        comm = [api.Transfer("all_reduce", setting.model_bytes)]
         if setting.state_bytes > setting.model_bytes:
-            comm.append({"pattern": "broadcast", "bytes": setting.state_bytes - setting.model_bytes, "per_step": 1})
-        out["comm"] = comm
-        return out
+            comm.append(api.Transfer("broadcast", setting.state_bytes - setting.model_bytes))
+        return api.MethodPlan(transfers=tuple(comm), facts=out)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

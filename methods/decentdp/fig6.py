@@ -62,9 +62,7 @@ _HERE = Path(__file__).resolve().parent
 
 def _key_sources() -> list[Path]:
     """The files a cell's number depends on (see the module docstring): code, profiles, workloads."""
-    import distrepro
-
-    harness = Path(distrepro.__file__).resolve().parent
+    harness = Path(api.__file__).resolve().parents[1]  # the distrepro package (api/__init__.py is inside it)
     methods = _HERE.parent
     plugins = {plugin for plugin, _ in METHODS.values()} | {_HERE.name}
     found = [f for name in sorted(plugins) for f in sorted((methods / name).glob("*.py"))]

@@ -23,7 +23,7 @@ compute + communication): the "overlap" ablation of the paper's key factors.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 
@@ -159,9 +159,10 @@ class Method(api.Method[Params]):
             work.wait()
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
-        """One group all-reduce of the parameters per step (the group's size varies with the round)."""
-        return {"comm": [{"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1}]}
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
+        """One group all-reduce of the parameters per step (the group's size varies with the round; priced on the
+        world group, an upper bound)."""
+        return api.MethodPlan(transfers=(api.Transfer("all_reduce", setting.model_bytes),))
 
 
 def _ranks_per_node(cluster: api.ClusterLayout) -> int:

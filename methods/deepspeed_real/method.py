@@ -95,6 +95,16 @@ class Method(api.Method[Params]):
     def skip(self, cluster: api.ClusterLayout) -> str | None:
         return unavailable_reason()
 
+    @classmethod
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
+        """What the arm charges per step (DeepSpeed's own traffic is not routed through ``ctx.comm``): one
+        reduce-scatter and one all-gather of the flat gradient vector, as ``deepspeed_zero``, and the floating
+        buffers' broadcast."""
+        comm = [api.Transfer("reduce_scatter", setting.model_bytes), api.Transfer("all_gather", setting.model_bytes)]
+        if setting.state_bytes > setting.model_bytes:
+            comm.append(api.Transfer("broadcast", setting.state_bytes - setting.model_bytes))
+        return api.MethodPlan(transfers=tuple(comm), facts={"stage": params.stage, "charged_as": "deepspeed_zero"})
+
     def setup(self, ctx: api.WorkerContext) -> None:
         os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(EXTENSIONS_DIR))
         # DeepSpeed reads its rank from the launcher's variables; our file-rendezvous launcher sets none

@@ -15,7 +15,7 @@ from rank 0 as in ``ar_sgd`` so the two arms stay comparable.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 
@@ -34,19 +34,16 @@ class Method(api.Method[Params]):
     synchronous = True
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """What is modelled of ZeRO and what goes on the wire per step: one reduce-scatter of the flat
         gradient, one all-gather of the updated partitions (no bucketing: each is one message of the whole
         vector), and the floating buffers' broadcast; each rank keeps 1/p of the momentum."""
         k = setting.cluster.world_size
-        comm: list[dict[str, Any]] = [
-            {"pattern": "reduce_scatter", "bytes": setting.model_bytes, "per_step": 1},
-            {"pattern": "all_gather", "bytes": setting.model_bytes, "per_step": 1},
-        ]
+        comm = [api.Transfer("reduce_scatter", setting.model_bytes), api.Transfer("all_gather", setting.model_bytes)]
         buffers = setting.state_bytes - setting.model_bytes
         if buffers > 0:
-            comm.append({"pattern": "broadcast", "bytes": buffers, "per_step": 1})
-        return {
+            comm.append(api.Transfer("broadcast", buffers))
+        facts = {
             "stage": params.stage,
             "modelled": "ZeRO-1/2 wire pattern on DDP's math; stages 1 and 2 send the same bytes here",
             "partitions": k,
@@ -54,8 +51,8 @@ class Method(api.Method[Params]):
             "optimizer_state_bytes_per_rank": setting.model_bytes / k if params.momentum else 0.0,
             "buckets": "one: the whole flat gradient and parameter vector per collective (padded to p parts)",
             "gradient_average": "equal weights over ranks",
-            "comm": comm,
         }
+        return api.MethodPlan(transfers=tuple(comm), facts=facts)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         self.p = [q for q in ctx.model.parameters()]

@@ -60,10 +60,11 @@ class Method(api.Method[Params]):
     synchronous = False
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """The graph (each rank's neighbours; a neighbour listed twice is picked twice as often), how many
         pairwise averagings follow a gradient step, their mixing weights and the bytes each one exchanges.
-        No ``comm``: pairings depend on who is ready when, so the time is not estimated."""
+        Priced as ``rate`` swaps of the parameters per gradient step, each between two ranks (pairings depend on
+        who is ready when; the plan prices a pair across nodes)."""
         p, k = params, setting.cluster.world_size
         graph = [neighbours(p.topology, r, k) for r in range(k)] if k >= 2 else []
         draw = f"Poisson({p.rate})" if p.poisson else f"{p.rate} on average, deterministic carry"
@@ -79,7 +80,8 @@ class Method(api.Method[Params]):
         why = _problem(p, k)
         if why:
             out["cannot_run"] = why
-        return out
+        swaps = (api.Transfer("gossip_pair", setting.model_bytes, count=p.rate),)
+        return api.MethodPlan(transfers=swaps, not_estimated=why, facts=out)
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:
         return _problem(self.params, cluster.world_size)

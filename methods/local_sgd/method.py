@@ -9,8 +9,6 @@ A final averaging happens in ``finalize`` so the returned model is the consensus
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from distrepro import api
@@ -32,17 +30,18 @@ class Method(api.Method[Params]):
     accepts_optimizer = True
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """Every round's H in order: ``period`` steps each, the last one cut by the budget and closed by
         ``finalize``; ``rounds`` is the number of averagings (one all-reduce of the state each)."""
         total = setting.total_steps
+        average = (api.Transfer("all_reduce", setting.state_bytes, per="round"),)
         if total is None:
-            return {"round_lengths": "not known before the run (emulated_seconds budget)", "period": params.period}
+            facts = {"period": params.period, "rounds_known": "not before the run (emulated_seconds budget)"}
+            return api.MethodPlan(transfers=average, facts=facts)
         lengths = [params.period] * (total // params.period) + (
             [total % params.period] if total % params.period else []
         )
-        comm = [{"pattern": "all_reduce", "bytes": setting.state_bytes, "count": len(lengths)}]
-        return {"period": params.period, "rounds": len(lengths), "round_lengths": lengths, "comm": comm}
+        return api.MethodPlan(transfers=average, round_lengths=tuple(lengths), facts={"period": params.period})
 
     def setup(self, ctx: api.WorkerContext) -> None:
         p = self.params

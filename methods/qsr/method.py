@@ -53,7 +53,7 @@ class Method(api.Method[Params]):
     smoke_params = Params(alpha=0.1)
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """Every round's H in order (``round_lengths``; ``schedule`` is the same, run-length encoded), the
         number of rounds (averagings, one all-reduce of the state each) and its share of the steps."""
         total, sched = setting.total_steps, setting.lr_schedule
@@ -61,20 +61,19 @@ class Method(api.Method[Params]):
         head: dict[str, Any] = {"h_base": params.h_base, "alpha": params.alpha, "gamma": params.gamma}
         if params.post_local_switch:
             head["switch_step"] = rule.switch_step
+        average = (api.Transfer("all_reduce", setting.state_bytes, per="round"),)
         if total is None:
-            return head | {"round_lengths": "not known before the run (emulated_seconds budget)"}
+            head["rounds_known"] = "not before the run (emulated_seconds budget)"
+            return api.MethodPlan(transfers=average, facts=head)
         lengths = round_lengths(rule, (lambda t: sched.lr(t)) if sched is not None else (lambda t: None), total)
-        comm = [{"pattern": "all_reduce", "bytes": setting.state_bytes, "count": len(lengths)}]
-        return head | {
+        facts = head | {
             "warmup_steps": rule.warmup_steps,
-            "rounds": len(lengths),
             "comm_fraction": len(lengths) / total,
             "first_growth_step": first_growth(rule, lengths),
             "last_round": lengths[-1],
             "schedule": run_length(lengths),
-            "round_lengths": lengths,
-            "comm": comm,
         }
+        return api.MethodPlan(transfers=average, round_lengths=tuple(lengths), facts=facts)
 
     def setup(self, ctx: api.WorkerContext) -> None:
         self.opt = ctx.build_optimizer(ctx.model.parameters(), api.method_optimizer(self.params))

@@ -136,15 +136,13 @@ class Method(api.Method[Params]):
             vector_to_parameters(mine.add_(inbox).mul_(0.5), params)
 
     @classmethod
-    def plan(cls, params: Params, setting: api.PlanSetting) -> dict[str, Any] | None:
+    def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
         """Per step: the intra-node gradient all-reduce and parameter broadcast (node level) and one directed push
-        of the parameters (a two-rank broadcast)."""
-        comm: list[dict[str, Any]] = [
-            {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "pair"}
-        ]
+        of the parameters (a message between two ranks, across nodes)."""
+        comm = [api.Transfer("p2p", setting.model_bytes)]
         if params.level == "node" and setting.layout is not None and max(setting.layout.ranks_per_node) > 1:
             comm += [
-                {"pattern": "all_reduce", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},
-                {"pattern": "broadcast", "bytes": setting.model_bytes, "per_step": 1, "group": "node"},
+                api.Transfer("all_reduce", setting.model_bytes, participants="node"),
+                api.Transfer("broadcast", setting.model_bytes, participants="node"),
             ]
-        return {"comm": comm}
+        return api.MethodPlan(transfers=tuple(comm))

@@ -134,7 +134,7 @@ def test_node_level_plan_prices_the_intra_node_sync_from_the_layout() -> None:
     sets = ["method=sgp", "method_params={}", "optimizer=null", "schedule=null"]
     config = Path(__file__).resolve().parents[2] / "methods" / "decentdp" / "configs" / "allreduce.yaml"
     plan = build_plan(config, sets)  # a40-25gbe-16: 4 GPUs on each of 4 nodes
-    groups = [(c["pattern"], c["group"]) for c in plan["method_plan"]["comm"]]
-    assert groups == [("broadcast", "pair"), ("all_reduce", "node"), ("broadcast", "node")]
+    groups = [(c["pattern"], c["participants"]) for c in plan["method_plan"]["transfers"]]
+    assert groups == [("p2p", "pair"), ("all_reduce", "node"), ("broadcast", "node")]
     device = build_plan(config, [*sets[:1], "method_params={level: device}", *sets[2:]])
-    assert [c["group"] for c in device["method_plan"]["comm"]] == ["pair"]
+    assert [c["participants"] for c in device["method_plan"]["transfers"]] == ["pair"]

@@ -32,13 +32,17 @@ def test_every_shipped_config_plans(config: Path) -> None:
     method = plan["config"]["method"]
     if method in PLANNED:
         assert isinstance(plan["method_plan"], dict) and plan["method_plan"], method
-    if method in PRICED and plan["config"]["budget"]["emulated_seconds"] is None:
-        assert plan["time"]["total_s"] > plan["time"]["comm_s_per_step"] > 0
+    if method in PRICED and plan["config"]["budget"]["emulated_seconds"] is None and "skip" not in plan["method_plan"]:
+        assert plan["time"]["total_s"] > plan["time"]["comm_s_per_step"] > 0, plan["time"]
 
 
-#: plugins with a ``Method.plan`` hook, and those whose plan says what they send (time estimated)
-PLANNED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero", "gossip")
-PRICED = ("ar_sgd", "local_sgd", "cadp", "chao_alloc", "deepspeed_zero")
+#: every shipped method has a ``Method.plan`` that says what it sends, so its time is estimated (ACiD's, where
+#: its graph can run; gossip's, from its rate)
+PLANNED = (
+    "acid", "ar_sgd", "cadp", "chao_alloc", "decentdp", "deepspeed_real", "deepspeed_zero", "gossip", "local_sgd",
+    "qsr", "sgp",
+)  # fmt: skip
+PRICED = PLANNED
 
 
 def test_paper_scale_plans_without_the_data() -> None:
@@ -113,7 +117,9 @@ def test_gossip_plans_its_graph(profiles: Path, tmp_path: Path) -> None:
     assert mp["neighbours"] == [[1, 3], [0, 2], [1, 3], [0, 2]] and mp["pick_weights"][0] == {"1": 0.5, "3": 0.5}
     assert mp["averagings_per_step"] == "Poisson(2.0)"
     assert mp["expected_bytes_per_step"] == 2 * mp["bytes_per_averaging"] > 0
-    assert plan["time"]["total_s"] == NOT_ESTIMATED  # asynchronous
+    assert plan["time"]["total_s"] > 0  # asynchronous: each worker at its own pace
+    (swap,) = plan["time"]["collectives"]
+    assert swap["pattern"] == "gossip_pair" and swap["per_step"] == 2.0 and swap["ranks"] == 2
     exponential = _plan(tmp_path, data | {"method_params": {"topology": "exponential"}})["method_plan"]
     assert exponential["neighbours"][0] == [3, 2, 1, 2]  # i ± 1, i ± 2: rank 2 listed twice (double weight)
     assert exponential["pick_weights"][0] == {"1": 0.25, "2": 0.5, "3": 0.25}
@@ -127,7 +133,7 @@ def test_cadp_plan_is_the_allocation_a_run_uses(profiles: Path, tmp_path: Path) 
         method_params={"micro_batch": 4, "round_epochs": 0.5, "speeds": "declared"},
     )
     mp = _plan(tmp_path, data)["method_plan"]
-    assert sum(mp["shares"]) == 100 and mp["rounds"] == 2
+    assert sum(mp["shares"]) == 100 and mp["rounds_in_run"] == 2
     assert mp["solution"]["makespan_s"] == pytest.approx(mp["solution"]["optimum_makespan_s"], rel=1e-4)
     assert mp["shares"][0] == pytest.approx(2 * mp["shares"][1], abs=1)  # rank 1 runs at half speed
     run = InProcessEngine().run(build_job(validate_config(data), 0))
@@ -148,14 +154,14 @@ def test_chao_plan_says_where_the_adaptive_split_goes(profiles: Path, tmp_path: 
 def test_deepspeed_plan_prices_its_two_collectives_and_buffers(profiles: Path, tmp_path: Path) -> None:
     plan = _plan(tmp_path, _local_sgd(method="deepspeed_zero", method_params={}))
     mp = plan["method_plan"]
-    assert [c["pattern"] for c in mp["comm"]] == ["reduce_scatter", "all_gather"]  # small_cnn: no buffers
-    assert mp["partition_bytes"] == mp["comm"][0]["bytes"] / 2
+    assert [c["pattern"] for c in mp["transfers"]] == ["reduce_scatter", "all_gather"]  # small_cnn: no buffers
+    assert mp["partition_bytes"] == mp["transfers"][0]["bytes"] / 2
     assert plan["time"]["comm_s_per_step"] > 0
     bn = _plan(
         tmp_path,
         _local_sgd(method="deepspeed_zero", method_params={}, model={"name": "resnet18_cifar", "params": {"width": 2}}),
     )
-    assert [c["pattern"] for c in bn["method_plan"]["comm"]] == ["reduce_scatter", "all_gather", "broadcast"]
+    assert [c["pattern"] for c in bn["method_plan"]["transfers"]] == ["reduce_scatter", "all_gather", "broadcast"]
     assert bn["time"]["comm_s_per_step"] > 0
 
 
@@ -207,7 +213,7 @@ def test_training_section_counts_the_hosts_arithmetic_per_budget_unit() -> None:
 
 
 def test_plan_groups_identical_ranks_and_charges_overlap_as_the_engine_does() -> None:
-    """Issue 33: one compute entry per kind of rank (16 identical A40s: one entry), and with ``overlap`` the step is
+    """One compute entry per kind of rank (16 identical A40s: one entry), and with ``overlap`` the step is
     the emulated model's DDP buckets overlapped with backward (below compute + all-reduce); without it the plan says
     it is the no-overlap bound."""
     config = repo_root() / "methods" / "decentdp" / "configs" / "allreduce.yaml"
@@ -217,3 +223,53 @@ def test_plan_groups_identical_ranks_and_charges_overlap_as_the_engine_does() ->
     assert "no overlap" in bound["assumes"] and "upper bound" in bound["assumes"]
     assert "overlapped with backward" in overlapped["assumes"] and overlapped["overlap"]["buckets"] > 1
     assert overlapped["slowest_compute_s_per_step"] < overlapped["step_s"] < bound["step_s"]
+
+
+def test_a_compressor_plans_what_it_sends_from_the_parameter_shapes(
+    profiles: Path, tmp_path: Path, with_test_plugins: Callable[..., Path]
+) -> None:
+    """A PowerSGD-like outside plugin sends rank-r factors, not the model: its plan (from
+    ``PlanSetting.parameters``) is priced, cheaper than AR-SGD's all-reduce of the whole model, and the bytes a
+    real run charges are the bytes it planned."""
+    with_test_plugins("powersgd_probe")
+    data = _local_sgd(method="powersgd_probe", method_params={"rank": 1}, budget={"steps": 2})
+    plan = _plan(tmp_path, data)
+    full = _plan(tmp_path, data | {"method": "ar_sgd", "method_params": {}})
+    sent = sum(t["bytes"] * t["count"] for t in plan["method_plan"]["transfers"])
+    model = full["method_plan"]["transfers"][0]["bytes"]
+    assert 0 < sent < model / 2 and plan["method_plan"]["compression"] > 2
+    assert 0 < plan["time"]["comm_s_per_step"] < full["time"]["comm_s_per_step"]
+    assert plan["time"]["total_s"] == pytest.approx(2 * plan["time"]["step_s"])
+    result = InProcessEngine().run(build_job(validate_config(data), 0))
+    steps = result.final.step
+    charged = result.final.workers[0].bytes_sent
+    assert charged / steps == pytest.approx(sent, rel=1e-6)
+
+
+def test_every_method_plan_is_typed_and_priced(profiles: Path, tmp_path: Path) -> None:
+    """Every shipped method returns an ``api.MethodPlan`` whose transfers ``distrepro plan`` prices (gossip and
+    ACiD included: asynchronous, each worker at its own pace)."""
+    from distrepro.plugins.registry import methods
+
+    for name in sorted(methods()):
+        data = _local_sgd(method=name, method_params={}, profile="hetero-2fast-2slow", batch_size=8)
+        data["budget"] = {"steps": 6}
+        if name in ("deepspeed_real",):
+            data["engine"] = "dist"
+        plan = _plan(tmp_path, data)
+        assert plan["plan_format"] == 2 and isinstance(plan["method_plan"], dict), name
+        assert plan["method_plan"]["transfers"], name
+        assert isinstance(plan["time"]["total_s"], float) and plan["time"]["total_s"] > 0, (name, plan["time"])
+
+
+def test_a_plan_that_is_not_a_method_plan_is_one_error_naming_the_method(
+    profiles: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The untyped dict of plan format 1 is refused with what to return instead, not priced as nothing."""
+    from distrepro.errors import PluginError
+    from distrepro.plugins.registry import get_method
+
+    cls = get_method("ar_sgd").cls
+    monkeypatch.setattr(cls, "plan", classmethod(lambda c, params, setting: {"comm": []}))
+    with pytest.raises(PluginError, match=r"ar_sgd: Method.plan returned dict; it must return api.MethodPlan or None"):
+        _plan(tmp_path, _local_sgd(method="ar_sgd", method_params={}))

@@ -39,7 +39,9 @@ def test_the_guide_names_the_working_run_command_and_every_topic() -> None:
     assert runs and all("--set 'method_params={}'" in c for c in runs if "--set method=" in c)
     assert any(c.startswith("distrepro plan ") for c in commands)
     assert any(c.startswith("distrepro reproduce ") for c in commands)
-    assert any("pytest tests/plugins" in c for c in commands)
+    assert any(c.startswith("distrepro test my_method") for c in commands)
+    assert any(c.startswith("mypy --explicit-package-bases") for c in commands)  # the type-check line is run
+    assert any("pytest tests/engine/test_engine_agreement.py" in c for c in commands)
     doc = GUIDE.read_text(encoding="utf-8")
     for topic in (
         "api.PeakLR",  # the LR rule
@@ -52,6 +54,8 @@ def test_the_guide_names_the_working_run_command_and_every_topic() -> None:
         "smoke_params",  # the tests a new plugin gets
         "test_opt_outs",
         "tests/plugins/test_plugins.py",
+        "distrepro[dev]",
+        "--debug shows the traceback",
         "tests/engine/test_engine_agreement.py",
     ):
         assert topic in doc, topic
@@ -92,8 +96,10 @@ def test_every_command_of_the_guide_runs_against_a_copy_of_the_template(tmp_path
             assert re.search(r"seed 0: val_acc [0-9.]+ .* run [0-9a-f]{32}", done.stdout), done.stdout
         if command.startswith("distrepro plan"):
             assert "lr:" in done.stdout and "declares no peak" not in done.stdout, done.stdout
-        if "pytest" in command:
+        if "pytest" in command or command.startswith("distrepro test"):
             assert re.search(r"\b[1-9]\d* passed", done.stdout), done.stdout
+        if command.startswith("mypy"):
+            assert "Success: no issues found" in done.stdout, done.stdout
     plugin = home / "distrepro-plugins" / "methods" / "my_method"
     assert "method: my_method" in (plugin / "paper.yaml").read_text(encoding="utf-8")
     assert (work / "reports" / "my-paper").is_dir()  # the reproduction's report, in the working folder

@@ -28,6 +28,7 @@ import torch
 
 from distrepro.engine.clock import VirtualClock
 from distrepro.errors import DeadlockError, WorkerFailure
+from distrepro.plugins.crash_site import crash_site
 
 
 class Request(abc.ABC):
@@ -154,7 +155,7 @@ class Scheduler:
                     g.switch()
             except Exception as exc:  # the worker raised: stop everything, name the rank
                 self._finished[rank] = True
-                raise WorkerFailure(rank, f"{type(exc).__name__}: {exc}") from exc
+                raise WorkerFailure(rank, f"{type(exc).__name__}: {exc}{crash_site(exc)}") from exc
             finally:
                 self.current = None
             if self._greenlets[rank].dead:

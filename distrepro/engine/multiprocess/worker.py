@@ -118,8 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         dist.destroy_process_group()
         return 0
     except BaseException as exc:
-        _status(out, rank, status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
-        print(f"distrepro rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        from distrepro.plugins.crash_site import crash_site
+
+        error = f"{type(exc).__name__}: {exc}{crash_site(exc)}"  # the plugin's file:line, where a plugin raised
+        _status(out, rank, status="error", error=error, traceback=traceback.format_exc())
+        if os.environ.get("DISTREPRO_DEBUG"):  # --debug: the rank's own traceback, not the launcher's
+            traceback.print_exc(file=sys.stderr)
+        print(f"distrepro rank {rank}: {error}", file=sys.stderr, flush=True)
         return 1
 
 
