@@ -21,20 +21,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 import distrepro
-from distrepro import metrics as M
 from distrepro.claims.evidence import group_of
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
-from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
+from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
 from distrepro.claims.tally import mark_dependence, tally
-from distrepro.claims.verdicts import Verdict, select_arm
+from distrepro.claims.verdicts import Verdict
 from distrepro.plugins.roots import repo_root
 from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
+from distrepro.report.figure_set import (
+    FIGURE_FILES,
+    FIGURE_TEXT,
+    arm_labels,
+    draw_figures,
+    report_style,
+    representatives,
+)
 from distrepro.report.headline import first_screen, provenance
 from distrepro.report.html import contents, render_html
 from distrepro.report.scales import (
@@ -45,8 +50,6 @@ from distrepro.report.scales import (
     scale_table,
     tallies_by_scale,
 )
-from distrepro.report.speedup_references import speedup_marks, speedup_references
-from distrepro.tracking.runlog import flatten_params
 
 _log = logging.getLogger(__name__)
 
@@ -78,127 +81,6 @@ class Report:
     def group(self, verdict: Verdict) -> str:
         """``headline``, ``derived`` or ``structural``: which tally the verdict counts in."""
         return next((group_of(c) for c in self.claims if c.id == verdict.claim_id), "headline")
-
-
-def arm_labels(runs: pd.DataFrame, spec: PaperSpec | None) -> dict[str, str]:
-    """Run id → arm name for figures: the most specific ``setup.arms`` entry a run matches, else its
-    method; `` @ <profile>`` is appended to the arms whose runs span several profiles (an arm bound
-    to one profile, as each of Chao's, keeps its short name: the suffix would only crowd the axes)."""
-    labels = dict(zip(runs["run_id"], runs["method"], strict=True))
-    best: dict[str, int] = {}
-    for name, arm in (spec.setup.arms if spec else {}).items():
-        specificity = len(flatten_params({"p": arm.params})) + (arm.campaign is not None)
-        for run_id in select_arm(runs, spec, name, None, None)["run_id"]:  # type: ignore[arg-type]
-            if specificity >= best.get(run_id, -1):
-                labels[run_id], best[run_id] = name, specificity
-    profiles = dict(zip(runs["run_id"], runs["profile"], strict=True))
-    spread = runs.assign(arm=runs["run_id"].map(labels)).groupby("arm")["profile"].nunique()
-    return {r: f"{lab} @ {profiles[r]}" if spread[lab] > 1 else lab for r, lab in labels.items()}
-
-
-def report_style(runs: pd.DataFrame, labels: dict[str, str], spec: PaperSpec | None) -> figs.ArmStyle:
-    """The one arm → colour (and order) mapping every figure of the report uses: arms in the order
-    ``setup.arms`` lists them (the paper file groups them, e.g. Chao's by scenario), others sorted;
-    grouped by profile so figures can facet arms that ran on the same emulated cluster."""
-    declared = list(spec.setup.arms) if spec else []
-    rank = {name: i for i, name in enumerate(declared)}
-    arms = sorted(set(labels.values()), key=lambda a: (rank.get(a.split(" @ ")[0], len(rank)), a))
-    profiles = (
-        runs.assign(arm=runs["run_id"].map(labels))
-        .groupby("arm")["profile"]
-        .agg(lambda p: ", ".join(sorted(set(p.dropna().astype(str)))))
-    )
-    return figs.arm_style(arms, profiles.to_dict())
-
-
-def _representatives(runs: pd.DataFrame, labels: dict[str, str]) -> dict[str, str]:
-    """One finished run per arm (lowest seed) for the timeline and README."""
-    done = runs[runs["status"] == "FINISHED"].sort_values(["seed", "start_time"])
-    out: dict[str, str] = {}
-    for run_id in done["run_id"]:
-        if run_id in labels:  # the figures' labels cover one scale's runs
-            out.setdefault(labels[run_id], run_id)
-    return out
-
-
-def draw_figures(
-    info: PaperInfo,
-    rs: RunSet,
-    labels: dict[str, str],
-    verdicts: list[Verdict],
-    baseline: str | None,
-    style: figs.ArmStyle | None = None,
-) -> dict[str, Any]:
-    """Every figure the runs support, as matplotlib figures keyed like :data:`FIGURE_FILES`, all
-    drawn with one :class:`ArmStyle` so an arm has the same colour in each."""
-    spec = info.spec
-    style = style or report_style(rs.runs, labels, spec)
-    reps = _representatives(rs.runs, labels)
-    refs = speedup_references(spec, baseline, style)
-    drawn = {
-        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
-        "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
-        "consensus": figs.curves_figure(
-            rs.curves, labels, style, M.EMULATED_S, metrics=(M.CONSENSUS_DISTANCE,), log_y=True
-        ),
-        "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
-        "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, speedup_marks(spec, refs, style), refs)
-        if baseline and refs
-        else None,
-        "time": figs.time_figure(rs.runs, labels, style),
-        "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, style),
-        "breakdown": figs.breakdown_figure(rs.runs, labels, style),
-        "allocation": figs.allocation_figure(rs.runs, rs.alloc, labels, style),
-        "comm": figs.comm_figure(rs.runs, labels, style),
-    }
-    return {k: v for k, v in drawn.items() if v is not None}
-
-
-FIGURE_FILES = {
-    "curves_emulated_time": "curves_emulated_time.png",
-    "curves_epochs": "curves_epochs.png",
-    "consensus": "consensus_distance.png",
-    "claims": "claims.png",
-    "speedup": "speedup.png",
-    "time": "time_per_arm.png",
-    "timeline": "timeline.png",
-    "breakdown": "breakdown.png",
-    "allocation": "allocation.png",
-    "comm": "comm_volume.png",
-}
-
-
-_FIGURE_TEXT = {
-    "curves_emulated_time": ("Quality vs emulated time", "Median over seeds, band = min–max over seeds."),
-    "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves."),
-    "consensus": (
-        "Consensus distance vs emulated time",
-        "(1/n) Σ‖x_i − x̄‖² at every evaluation, log scale (zero, as for synchronous arms, is not drawn); one row per "
-        "profile when there are many arms. Median over seeds, band = min–max.",
-    ),
-    "claims": (
-        "Claims: reproduced vs claimed",
-        "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound.",
-    ),
-    "speedup": (
-        "Speedup vs the baseline",
-        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values. One row per profile: its arms "
-        "over the arm there set up as the baseline (same method and params), named in the row's title; a profile "
-        "without one lists its arms without bars (a speedup across profiles would compare two clusters).",
-    ),
-    "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
-    "timeline": (
-        "Per-worker timeline (first steps)",
-        "Compute, communication and idle spans of one run per arm (lowest seed).",
-    ),
-    "breakdown": ("Compute / communication / idle per worker", "Emulated seconds over the whole run, mean over seeds."),
-    "allocation": (
-        "Data allocation per worker",
-        "`alloc/<r>/share` at the last epoch (bars), at the first epoch where it changed (diamonds), and the "
-        "share of the summed device speed a speed-aware split aims at (black ticks).",
-    ),
-    "comm": ("Communication volume", "`comm/bytes_total` per arm and `worker/<r>/bytes_sent` per worker."),
-}
 
 
 def _markdown(
@@ -276,9 +158,9 @@ def _markdown(
         )
     parts += ["## Figures", ""]
     for key, path in drawn.items():
-        if key not in _FIGURE_TEXT:  # a section's own figure, shown in that section
+        if key not in FIGURE_TEXT:  # a section's own figure, shown in that section
             continue
-        title, caption = _FIGURE_TEXT[key]
+        title, caption = FIGURE_TEXT[key]
         parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
     products = sorted(out.glob("*.png"))  # what the paper's products hook wrote beside the report (Fig. 6's grid)
     if products:
@@ -289,7 +171,7 @@ def _markdown(
             parts += [f"![{path.stem}]({path.name})", "", f"_{_product_caption(path.stem)}{where}._", ""]
     parts += ["## Environment", "", sec.environment(rs.runs, labels)]
     parts += ["## Known deviations", ""]
-    reps = _representatives(rs.runs, labels)
+    reps = representatives(rs.runs, labels)
     for method in sorted(rs.runs["method"].unique()):
         run_id = next((r for r in reps.values() if rs.runs.set_index("run_id").at[r, "method"] == method), None)
         text, origin = sec.readme_for(

@@ -369,7 +369,7 @@ def test_cli_report_unknown_baseline_names_the_arms(
 
 
 def test_arm_labels_name_the_profile_only_for_arms_run_on_several() -> None:
-    from distrepro.report.build import arm_labels
+    from distrepro.report.figure_set import arm_labels
 
     runs = pd.DataFrame(
         {"run_id": ["a1", "a2", "b1"], "method": ["a", "a", "b"], "profile": ["p1", "p2", "p3"]}

@@ -235,7 +235,7 @@ def test_figures_stay_readable_with_many_arms(
 
 
 def test_breakdown_shows_only_the_workers_an_arm_has() -> None:
-    from distrepro.report.build import arm_labels, report_style
+    from distrepro.report.figure_set import arm_labels, report_style
     from distrepro.report.figures import breakdown_figure
 
     info, rs = many_arms(6, seeds=1)  # equal/static/adaptive on 2 workers, then on 4
@@ -263,7 +263,7 @@ def test_speedup_shows_every_profile_over_its_own_reference() -> None:
     ``equal-<scenario>``); a profile where no such arm ran lists its arms without bars; text stays >= 10 pt."""
     from matplotlib.text import Text
 
-    from distrepro.report.build import arm_labels, report_style
+    from distrepro.report.figure_set import arm_labels, report_style
     from distrepro.report.figures import speedup_figure
     from distrepro.report.figures.figure_style import FONT_PT, shown_pt
     from distrepro.report.speedup_references import speedup_marks, speedup_references

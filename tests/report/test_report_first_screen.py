@@ -16,7 +16,8 @@ from test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
 from distrepro.claims.papers import PaperInfo
 from distrepro.claims.schema import validate_paper
-from distrepro.report.build import arm_labels, draw_figures, report_style, write_report
+from distrepro.report.build import write_report
+from distrepro.report.figure_set import arm_labels, draw_figures, report_style
 from distrepro.report.figures.figure_style import FONT_PT, shown_pt
 from distrepro.report.figures.palette import _lab, distinct_colors
 from distrepro.report.papers_index import write_index
