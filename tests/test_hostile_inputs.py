@@ -329,11 +329,12 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
 
 # ---------------------------------------------------------------------- round 3 (issue 27): the table, via the CLI
 
-#: seconds a row decided before training may take: wall time before torch is imported, CPU time after (wall
-#: time on a shared machine says more about the neighbours than about the suite)
-FAST_S = 10.0
+#: CPU seconds a row decided before training may take (about 3 s: Python, pydantic, the YAML reader; 30 s on a
+#: machine whose every core is shared). CPU time, never wall time: on a shared machine wall time says more about
+#: the neighbours than about the suite (issue 34); how long a row takes on an idle machine is a benchmark's job
+FAST_S = 30.0
 #: CPU seconds of a row that arises while training (a data file read mid-run)
-LATE_S = 60.0
+LATE_S = 90.0
 
 
 @dataclass
@@ -381,7 +382,7 @@ def test_hostile_input_is_one_line_and_a_status(
     case_id: str, outcomes: dict[str, tuple[hostile_cases.Case, Outcome]]
 ) -> None:
     """The row's one line (naming its file, field or value), its exit status, no traceback unless --debug, and
-    within its time: 10 s before training (wall before torch, CPU after), 60 s of CPU for a mid-run fault."""
+    within generous CPU time (not wall time, which measures the machine's load): 30 s, 90 s for a mid-run fault."""
     case, got = outcomes[case_id]
     lines = [line for line in got.err.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("distrepro: error: ")]
@@ -393,7 +394,4 @@ def test_hostile_input_is_one_line_and_a_status(
         assert "Traceback" not in got.out + got.err and lines == errors, got.err
     for fragment in case.fragments:
         assert fragment in errors[0], (fragment, errors[0])
-    if not case.trains:
-        assert got.wall_s < FAST_S, f"{got.wall_s:.1f} s before its line: {errors[0]}"
-    else:
-        assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"
+    assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"

@@ -16,7 +16,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from distrepro.tracking.storeprobe import check_store
 
     overrides = list(args.set or [])
-    if args.seeds:
+    if args.seeds is not None:  # --seeds "" is an error, not the config's seeds
         overrides.append(f"seeds={parse_seeds(args.seeds)}")
     if args.engine:
         overrides.append(f"engine={args.engine}")

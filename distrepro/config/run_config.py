@@ -10,14 +10,25 @@ import copy
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from distrepro.api.lr_schedule import ScheduleConfig
 from distrepro.api.optimizer_config import OptimizerConfig
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error
+from distrepro.names import name_problem
 from distrepro.safe_yaml import load_yaml, read_yaml_mapping
 
 if TYPE_CHECKING:
@@ -38,6 +49,24 @@ class _Strict(BaseModel):
     infinite budget or timeout never ends, and a NaN compares false with every bound."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
+        """YAML's ``true`` is not the number 1 (``batch_size: true`` would train with batch 1): a boolean is
+        accepted only by a field that may hold one."""
+        if isinstance(v, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if not _admits_bool(annotation):
+                raise ValueError(f"expected a number or a name, not the boolean {str(v).lower()}")
+        return v
+
+
+def _admits_bool(annotation: Any) -> bool:
+    """Whether a field's type holds a boolean (``bool``, ``bool | None``, ``Any``, a ``dict``/``list`` of them)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_admits_bool(arg) for arg in get_args(annotation) if arg is not type(None))
 
 
 class DatasetConfig(_Strict):
@@ -187,7 +216,7 @@ class RunConfig(_Strict):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     #: per-worker batch size: one int for all, a list per rank, or "profile" (the device groups')
-    batch_size: int | list[int] | Literal["profile"] = 32
+    batch_size: StrictInt | list[StrictInt] | Literal["profile"] = 32
     budget: Budget = Field(default_factory=lambda: Budget(steps=100))
     eval: EvalSchedule = Field(default_factory=EvalSchedule)
     #: the learning-rate schedule the harness applies (distrepro.api.lr_schedule); None: the method's LR, constant
@@ -227,6 +256,16 @@ class RunConfig(_Strict):
             raise ValueError("batch sizes must be positive")
         return v
 
+    @field_validator("name", "paper")
+    @classmethod
+    def _path_safe(cls, v: str | None) -> str | None:
+        """The paper becomes ``reports/<paper>/`` and the experiment ``distrepro/<paper>``, the name a slurm job's
+        and a cell's key: ``../../x`` would write outside ``reports/`` (:mod:`distrepro.names`)."""
+        problem = None if v is None else name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
@@ -239,6 +278,8 @@ def parse_seeds(text: str, origin: str = "--seeds") -> list[int]:
     """``0,1,2`` as seed indices: decimal digits only, so that ``true``, ``0x10`` or ``1e3`` (which YAML would
     read as 1, 16 or a string) are errors rather than another seed, each within ``0..MAX_SEED_INDEX``."""
     seeds: list[int] = []
+    if not text.strip():
+        raise ConfigError(origin, None, "no seed index given (comma-separated whole numbers, e.g. 0,1,2)")
     for token in (t.strip() for t in text.split(",")):
         if not token.isdecimal() or not token.isascii():
             what = "comma-separated whole numbers, e.g. 0,1,2"

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 import distrepro
+from distrepro.names import inside
 from distrepro import metrics as M
 from distrepro.claims.evidence import group_of, tally
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
@@ -308,7 +309,7 @@ def write_report(
     verdicts = evaluate_claims(spec, rs.runs, rs.curves, info.id) if spec else []
     baseline = baseline or (spec.setup.baseline if spec else None)
     drawn = {
-        k: figs.save(f, fig_dir / FIGURE_FILES[k])
+        k: figs.save(f, inside(fig_dir, FIGURE_FILES[k]))
         for k, f in draw_figures(info, rs, labels, verdicts, baseline).items()
     }
     extra = ""
@@ -323,7 +324,7 @@ def write_report(
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
     text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra)
-    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path, html_path = inside(out_dir, "report.md"), inside(out_dir, "report.html")
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
     t = tally(spec.claims, verdicts) if spec else None
@@ -340,8 +341,8 @@ def write_report(
         "verdicts": [{**v.to_dict(), "group": group_of(by_id[v.claim_id])} for v in verdicts] if spec else [],
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
-    (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    rs.runs.to_csv(out_dir / "runs.csv", index=False)
+    inside(out_dir, "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    rs.runs.to_csv(inside(out_dir, "runs.csv"), index=False)
     return Report(
         info.id,
         out_dir,
@@ -397,7 +398,7 @@ def build_report(
 
         with progress_bars(wants_bars(show_progress)) as bars:
             sens = sweep(info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
-    out = Path(out_dir) if out_dir else Path("reports") / paper
+    out = Path(out_dir) if out_dir else inside("reports", paper)
     report = write_report(info, rs, out, baseline, root, sens)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index

@@ -202,6 +202,19 @@ def cases(p: dict[str, Path]) -> list[Case]:
             trains=True,
             late=True,
         ),
+        # round 4 (issue 34): names that become paths, strict types, empty or unknown arguments
+        Case(
+            "paper-escapes-reports",
+            (*run, "--set", "paper=../../../../escaped"),
+            ("field 'paper'", "not a valid name", "'../../../../escaped'"),
+        ),
+        Case("report-paper-escapes", ("report", "../../escaped", "--no-log"), ("PAPER", "'../../escaped'", "not a valid")),
+        Case("campaign-name-with-a-slash", (*run, "--set", "name=a/../b"), ("field 'name'", "not a valid name")),
+        Case("batch-size-true", (*run, "--set", "batch_size=true"), ("field 'batch_size'", "not the boolean true")),
+        Case("steps-true", (*run, "--set", "budget.steps=true"), ("field 'budget.steps'", "not the boolean true")),
+        Case("seeds-empty", (*run, "--seeds", ""), ("--seeds", "no seed index given")),
+        Case("extras-unknown-paper", ("extras", "nosuch"), ("unknown paper 'nosuch'",)),
+        Case("extras-unknown-arm", ("extras", "cadp", "nosuch"), ("field 'setup.arms'", "unknown arm(s) ['nosuch']")),
         # tracking stores: one line before torch
         Case(
             "store-under-proc",
