@@ -395,3 +395,28 @@ def test_hostile_input_is_one_line_and_a_status(
     for fragment in case.fragments:
         assert fragment in errors[0], (fragment, errors[0])
     assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"
+
+
+# ---------------------------------------------------------------------- round 4 (issue 34): a run ends FINISHED
+# only when its budget completed
+
+
+@pytest.mark.parametrize("seeds", ["0", "0,1"])  # one cell trains in this process, two go to the local pool
+def test_a_method_that_calls_sys_exit_leaves_its_runs_failed_and_the_command_failing(
+    tmp_path: Path, migrated_mlflow_db: Path, seeds: str
+) -> None:
+    """The census's case: ``sys.exit(0)`` in ``train_step`` ended with exit 0 and FINISHED runs holding only
+    step-0 metrics, which ``--resume`` skipped and ``report`` judged."""
+    paths = hostile_cases.write_inputs(tmp_path)
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--seeds", seeds)
+    case = hostile_cases.Case("exits", (*argv, "--set", "method=exiting", "--set", "budget.steps=3"), ())
+    got = _run_row(case, tmp_path, f"sqlite:///{db}")
+    assert got.rc in (1, 2), got  # 2: the error of the one cell trained here; 1: the pool's failed cells
+    assert "Traceback" not in got.out + got.err, got.err
+    assert "called sys.exit(0) before the budget completed" in got.err, got.err
+    client = mlflow.MlflowClient(f"sqlite:///{db}")
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    # the campaign and its cells (in this process the first failure ends the campaign): none FINISHED
+    assert len(runs) >= 2 and {r.info.status for r in runs} == {"FAILED"}, runs

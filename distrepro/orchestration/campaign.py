@@ -60,6 +60,8 @@ class CampaignResult:
     tracking_uri: str
     cells: list[CellResult]
     experiment_id: str = ""
+    #: cells that ended FAILED or KILLED (an executor reports them instead of raising): the command fails
+    failed: int = 0
 
 
 def get_engine(name: str) -> Any:

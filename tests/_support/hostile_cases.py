@@ -108,6 +108,14 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
         "def build(params, root, seed):\n    raise ValueError('the boom dataset always fails')\n",
         encoding="utf-8",
     )
+    # a method that leaves by sys.exit(0) after its first step: its runs must end FAILED, never FINISHED
+    text = (REPO / "methods" / "ar_sgd" / "method.py").read_text(encoding="utf-8")
+    head = "    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:\n"
+    exits = head + "        if int(ctx.train_state['step']) >= 1:\n            raise SystemExit(0)\n"
+    (root / "methods" / "exiting").mkdir(parents=True)
+    (root / "methods" / "exiting" / "method.py").write_text(
+        text.replace(head, exits).replace('name = "ar_sgd"', 'name = "exiting"'), encoding="utf-8"
+    )
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
     paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")

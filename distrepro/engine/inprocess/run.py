@@ -28,6 +28,7 @@ from distrepro.engine.device import describe, deterministic_cuda, resolve_device
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
+from distrepro.errors import WorkerFailure
 from distrepro.engine.loop import Harness
 from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.torch_threads import resolve_threads
@@ -111,6 +112,8 @@ class InProcessTransport:
     def run_workers(self, body: Callable[[Slot], None]) -> None:
         self.wall_start = time.perf_counter()
         self.sched.run([partial(body, slot) for slot in self.harness.slots])
+        if not self.harness.schedule.budget_spent():  # every worker returned, yet the budget is not spent
+            raise WorkerFailure(0, "the workers returned before the budget completed; the run is not finished")
 
     def started(self, slot: Slot) -> None:
         pass
