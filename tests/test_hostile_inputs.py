@@ -377,6 +377,7 @@ def outcomes(
 
 
 @pytest.mark.smoke
+@pytest.mark.timeout(1800)  # the first row's set-up runs the whole table (3 at a time): minutes on a loaded machine
 @pytest.mark.parametrize("case_id", hostile_cases.case_ids())
 def test_hostile_input_is_one_line_and_a_status(
     case_id: str, outcomes: dict[str, tuple[hostile_cases.Case, Outcome]]

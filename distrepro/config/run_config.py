@@ -42,6 +42,14 @@ MAX_STEPS = 10**9
 #: largest seed index: seeds are indices the run derives its random streams from (:mod:`distrepro.seeding`),
 #: not seeds themselves, so 0, 1, 2 ... suffice; the bound keeps them a 32-bit integer for every tool
 MAX_SEED_INDEX = 2**31 - 1
+#: smallest budget or evaluation period in epochs or emulated seconds: below a millionth, a value is a typo
+#: (``1e-300``) whose only effect would be an evaluation after every step, or none at all
+MIN_FRACTION = 1e-6
+#: most torch threads a cell or rank may ask for: more threads than any machine this suite runs on has cores
+#: (100,000 exhausted the machine's thread limit and ended in a segfault)
+MAX_THREADS = 1024
+#: most evaluations a schedule may ask for: each one scores the whole test set, untimed
+MAX_EVALS = 100_000
 
 
 class _Strict(BaseModel):
@@ -94,9 +102,10 @@ class Budget(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)  # the other units: checked once the job is built
-    epochs: float | None = Field(default=None, gt=0)
+    #: at least a millionth of an epoch or of an emulated second: a budget of 1e-300 is a typo, not a run
+    epochs: float | None = Field(default=None, ge=MIN_FRACTION)
     samples: int | None = Field(default=None, gt=0)
-    emulated_seconds: float | None = Field(default=None, gt=0)
+    emulated_seconds: float | None = Field(default=None, ge=MIN_FRACTION)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -135,9 +144,10 @@ class EvalSchedule(_Strict):
     """
 
     every_steps: int | None = Field(default=None, gt=0)
-    every_epochs: float | None = Field(default=None, gt=0)
-    every_emulated_seconds: float | None = Field(default=None, gt=0)
-    times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
+    every_epochs: float | None = Field(default=None, ge=MIN_FRACTION)
+    every_emulated_seconds: float | None = Field(default=None, ge=MIN_FRACTION)
+    #: used when no period is given: that many evals over the budget (each one scores the whole test set)
+    times: int = Field(default=10, gt=0, le=MAX_EVALS)
     batch_size: int = Field(default=512, gt=0)
     replicas: bool = False
     bn_recalibration_batches: int = Field(default=0, ge=0)
@@ -185,7 +195,7 @@ class DistConfig(_Strict):
     timeout_s: float = Field(default=120.0, gt=0)  # every training collective and store wait: a hung rank fails the run
     startup_timeout_s: float = Field(default=600.0, gt=0)  # rendezvous: ranks start at different times on busy hosts
     pin: bool = True  # pin CPU workers to core sets and GPU workers to GPUs where the host has them
-    threads_per_rank: int | None = Field(default=None, gt=0)  # default: cores / world size (at least 1)
+    threads_per_rank: int | None = Field(default=None, gt=0, le=MAX_THREADS)  # default: cores / world size (at least 1)
 
 
 class ThrottleConfig(_Strict):
@@ -240,7 +250,7 @@ class RunConfig(_Strict):
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py)
-    torch_threads: int | None = Field(default=None, gt=0)
+    torch_threads: int | None = Field(default=None, gt=0, le=MAX_THREADS)
     #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)

@@ -100,6 +100,7 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     _profile(root, "tiny-bandwidth", lambda d: d["network"]["intra_node"].update(bandwidth_gbytes_per_s=1e-300))
     _profile(root, "huge-latency", lambda d: d["network"]["intra_node"].update(latency_us=1e300))
     _profile(root, "crawling", _crawling)
+    _profile(root, "billion-devices", lambda d: d["nodes"][0]["devices"][0].update(count=1_000_000_000))
     paths["misnamed"] = _profile(root, "inner-name", lambda d: None, stem="outer-name")
     paths["boom"] = root / "datasets" / "boom.py"
     paths["boom"].write_text(
@@ -223,6 +224,27 @@ def cases(p: dict[str, Path]) -> list[Case]:
         Case("seeds-empty", (*run, "--seeds", ""), ("--seeds", "no seed index given")),
         Case("extras-unknown-paper", ("extras", "nosuch"), ("unknown paper 'nosuch'",)),
         Case("extras-unknown-arm", ("extras", "cadp", "nosuch"), ("field 'setup.arms'", "unknown arm(s) ['nosuch']")),
+        # hangs and bombs: budgets, evaluation schedules, batches, threads and devices bounded before training
+        Case(
+            "budget-emulated-1e-300",
+            (*run, "--set", "budget.emulated_seconds=1e-300"),
+            ("field 'budget.emulated_seconds'", "greater than or equal to 0.000001"),
+        ),
+        Case("budget-epochs-1e-300", (*run, "--set", "budget.epochs=1e-300"), ("field 'budget.epochs'", "0.000001")),
+        Case("eval-times-huge", (*run, "--set", "eval.times=1000000000"), ("field 'eval.times'", "100000")),
+        Case(
+            "batch-size-1e12",
+            (*run, "--set", "batch_size=1000000000000"),
+            ("field 'batch_size'", "larger than the whole training set (64 samples)"),
+            trains=True,
+        ),
+        Case("torch-threads-1e5", (*run, "--set", "torch_threads=100000"), ("field 'torch_threads'", "1024")),
+        Case(
+            "profile-billion-devices",
+            (*run, *root, "--set", "profile=billion-devices"),
+            ("billion-devices.yaml", "16384"),
+            trains=True,
+        ),
         # tracking stores: one line before torch
         Case(
             "store-under-proc",
