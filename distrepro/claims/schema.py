@@ -35,10 +35,10 @@ from distrepro.claims.evidence import ORIGIN_OF, check_evidence_and_accept
 from distrepro.claims.regime import RegimeCondition, condition_arms
 from distrepro.claims.sensitivity_spec import SensitivitySpec
 from distrepro.config.run_config import read_yaml
-from distrepro.names import name_problem
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
 from distrepro.errors import ConfigError
 from distrepro.metrics import unknown_metric
+from distrepro.names import name_problem
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]

@@ -38,6 +38,7 @@ Source = Annotated[str, AfterValidator(_check_source)]
 #: a process of its own), so a profile of a billion devices would only exhaust the memory while it is planned
 MAX_RANKS = 16_384
 
+
 class Strict(BaseModel):
     """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default; no number may
     be ``.inf`` or ``.nan`` (a figure that is not finite has no place in a time model)."""

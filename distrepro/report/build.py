@@ -24,13 +24,13 @@ from typing import Any
 import pandas as pd
 
 import distrepro
-from distrepro.names import inside
 from distrepro import metrics as M
 from distrepro.claims.evidence import group_of, tally
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale
 from distrepro.claims.verdicts import Verdict, evaluate_claims, select_arm
+from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec

@@ -217,7 +217,9 @@ def cases(p: dict[str, Path]) -> list[Case]:
             (*run, "--set", "paper=../../../../escaped"),
             ("field 'paper'", "not a valid name", "'../../../../escaped'"),
         ),
-        Case("report-paper-escapes", ("report", "../../escaped", "--no-log"), ("PAPER", "'../../escaped'", "not a valid")),
+        Case(
+            "report-paper-escapes", ("report", "../../escaped", "--no-log"), ("PAPER", "'../../escaped'", "not a valid")
+        ),
         Case("campaign-name-with-a-slash", (*run, "--set", "name=a/../b"), ("field 'name'", "not a valid name")),
         Case("batch-size-true", (*run, "--set", "batch_size=true"), ("field 'batch_size'", "not the boolean true")),
         Case("steps-true", (*run, "--set", "budget.steps=true"), ("field 'budget.steps'", "not the boolean true")),

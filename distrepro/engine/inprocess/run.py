@@ -28,13 +28,13 @@ from distrepro.engine.device import describe, deterministic_cuda, resolve_device
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
-from distrepro.errors import WorkerFailure
 from distrepro.engine.loop import Harness
 from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile
 from distrepro.engine.worker_slot import Slot
+from distrepro.errors import WorkerFailure
 from distrepro.spec.job import Job
 from distrepro.spec.observer import RunObserver
 from distrepro.spec.results import RunResult, Span
