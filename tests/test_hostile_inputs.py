@@ -421,3 +421,39 @@ def test_a_method_that_calls_sys_exit_leaves_its_runs_failed_and_the_command_fai
     runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
     # the campaign and its cells (in this process the first failure ends the campaign): none FINISHED
     assert len(runs) >= 2 and {r.info.status for r in runs} == {"FAILED"}, runs
+
+
+# ---------------------------------------------------------------------- round 4 (issue 34): lines that name the thing
+
+
+def test_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``distrepro list | head`` printed ``unexpected BrokenPipeError``: the reader left, nobody is to be told."""
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    cmd = f"{sys.executable} -m distrepro.cli list | head -1"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    assert proc.stdout.startswith("papers"), proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [
+        ("folder", "is a folder, not a file"),
+        ("fifo", "not a regular file (a FIFO, a socket or a device)"),
+        ("loop", "cannot be opened: Too many levels of symbolic links"),
+        ("missing", "not found"),
+    ],
+)
+def test_a_config_that_is_not_a_file_says_what_it_is(
+    tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str], kind: str, fragment: str
+) -> None:
+    path = tmp_path / kind
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "loop":
+        path.symlink_to(path)
+    one_line_error(capsys, ["run", str(path), "--no-progress"], str(path), fragment)
