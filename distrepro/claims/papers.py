@@ -51,6 +51,8 @@ def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
             continue
         raw = read_yaml(path)  # malformed YAML anywhere is an error: it could be this paper's file
         cite = raw.get("citation")
+        if not isinstance(cite, dict) or not cite.get("id"):  # an empty file could be this paper's: say which
+            raise ConfigError(path, "citation.id", "missing: every paper.yaml names its paper (citation.id)")
         if not isinstance(cite, dict) or cite.get("id") != paper:
             continue
         spec = validate_paper(raw, path, known)

@@ -117,6 +117,9 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     (root / "methods" / "exiting" / "method.py").write_text(
         text.replace(head, exits).replace('name = "ar_sgd"', 'name = "exiting"'), encoding="utf-8"
     )
+    paths["empty_paper"] = tmp / "eroot" / "methods" / "emptyp" / "paper.yaml"  # a paper.yaml with nothing in it
+    paths["empty_paper"].parent.mkdir(parents=True)
+    paths["empty_paper"].write_text("", encoding="utf-8")
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
     paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")
@@ -226,6 +229,16 @@ def cases(p: dict[str, Path]) -> list[Case]:
         Case("seeds-empty", (*run, "--seeds", ""), ("--seeds", "no seed index given")),
         Case("extras-unknown-paper", ("extras", "nosuch"), ("unknown paper 'nosuch'",)),
         Case("extras-unknown-arm", ("extras", "cadp", "nosuch"), ("field 'setup.arms'", "unknown arm(s) ['nosuch']")),
+        Case(
+            "slurm-time-negative",
+            (*run, "--executor", "slurm", "--slurm-time", "-5"),
+            ("--slurm-time", "greater than 0, got -5"),
+        ),
+        Case(
+            "paper-yaml-empty",
+            ("report", "cadp", "--no-log", "--root", str(p["empty_paper"].parents[2])),
+            (str(p["empty_paper"]), "field 'citation.id'", "missing"),
+        ),
         # hangs and bombs: budgets, evaluation schedules, batches, threads and devices bounded before training
         Case(
             "budget-emulated-1e-300",
