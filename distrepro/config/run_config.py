@@ -188,7 +188,8 @@ class Target(_Strict):
 
 
 class DistConfig(_Strict):
-    """Settings of the torch.distributed engine (ignored by the in-process engine)."""
+    """Settings of the torch.distributed engine; the in-process engine reads only ``timeout_s`` (its watchdog:
+    a cell whose workers make no progress that long fails, :mod:`distrepro.engine.inprocess.watchdog`)."""
 
     launcher: Literal["local", "torchrun"] = "local"  # local: one subprocess per rank, file rendezvous
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl when every rank has its own GPU

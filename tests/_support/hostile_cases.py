@@ -120,6 +120,16 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     paths["empty_paper"] = tmp / "eroot" / "methods" / "emptyp" / "paper.yaml"  # a paper.yaml with nothing in it
     paths["empty_paper"].parent.mkdir(parents=True)
     paths["empty_paper"].write_text("", encoding="utf-8")
+    # a method whose train_step blocks for ever after its first step: the in-process watchdog must fail it
+    blocks = (
+        head
+        + "        if int(ctx.train_state['step']) >= 1:\n            import threading\n"
+        + ("            threading.Event().wait()\n")
+    )
+    (root / "methods" / "blocking").mkdir(parents=True)
+    (root / "methods" / "blocking" / "method.py").write_text(
+        text.replace(head, blocks).replace('name = "ar_sgd"', 'name = "blocking"'), encoding="utf-8"
+    )
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
     paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")
@@ -238,6 +248,12 @@ def cases(p: dict[str, Path]) -> list[Case]:
             "paper-yaml-empty",
             ("report", "cadp", "--no-log", "--root", str(p["empty_paper"].parents[2])),
             (str(p["empty_paper"]), "field 'citation.id'", "missing"),
+        ),
+        Case(
+            "method-blocks-for-ever",
+            (*run, *root, "--set", "method=blocking", "--set", "dist.timeout_s=3", "--jobs", "1"),
+            ("worker rank 0 failed", "no worker made progress for 3 s (dist.timeout_s)"),
+            trains=True,
         ),
         # hangs and bombs: budgets, evaluation schedules, batches, threads and devices bounded before training
         Case(
