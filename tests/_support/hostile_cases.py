@@ -246,7 +246,7 @@ def cases(p: dict[str, Path]) -> list[Case]:
         ),
         Case(
             "paper-yaml-empty",
-            ("report", "cadp", "--no-log", "--root", str(p["empty_paper"].parents[2])),
+            ("report", "cadp", "--no-log", "--root", str(p["empty_paper"].parent.parent.parent)),
             (str(p["empty_paper"]), "field 'citation.id'", "missing"),
         ),
         Case(
