@@ -186,11 +186,27 @@ def load_yaml(text: str, source: str | Path | None = None) -> Any:
         loader.dispose()
 
 
+def _not_a_file(path: Path, what: str) -> str:
+    """Why ``path`` cannot be read as a file: missing, a folder, a symlink loop, or a FIFO/socket/device (which
+    would block or never end) -- each said as it is, not all as "not found"."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"{what} not found" if not path.is_symlink() else f"{what} is a symlink to nothing"
+    except OSError as exc:  # ELOOP: a symlink loop; EACCES: a folder on the way we may not enter
+        return f"{what} cannot be opened: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{what} is a folder, not a file"
+    return f"{what} is not a regular file (a FIFO, a socket or a device): give a YAML file"
+
+
 def read_yaml_mapping(path: str | Path, what: str = "file", empty_ok: bool = False) -> dict[str, Any]:
     """Read a YAML file whose top level is a mapping (``{}`` for an empty file when ``empty_ok``)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(path, None, f"{what} not found")
+        raise ConfigError(path, None, _not_a_file(path, what))
     data = load_yaml(read_text_file(path, what), path)
     if data is None and empty_ok:
         return {}

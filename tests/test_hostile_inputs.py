@@ -329,11 +329,12 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
 
 # ---------------------------------------------------------------------- round 3 (issue 27): the table, via the CLI
 
-#: seconds a row decided before training may take: wall time before torch is imported, CPU time after (wall
-#: time on a shared machine says more about the neighbours than about the suite)
-FAST_S = 10.0
+#: CPU seconds a row decided before training may take (about 3 s: Python, pydantic, the YAML reader; 30 s on a
+#: machine whose every core is shared). CPU time, never wall time: on a shared machine wall time says more about
+#: the neighbours than about the suite (issue 34); how long a row takes on an idle machine is a benchmark's job
+FAST_S = 30.0
 #: CPU seconds of a row that arises while training (a data file read mid-run)
-LATE_S = 60.0
+LATE_S = 90.0
 
 
 @dataclass
@@ -376,12 +377,13 @@ def outcomes(
 
 
 @pytest.mark.smoke
+@pytest.mark.timeout(1800)  # the first row's set-up runs the whole table (3 at a time): minutes on a loaded machine
 @pytest.mark.parametrize("case_id", hostile_cases.case_ids())
 def test_hostile_input_is_one_line_and_a_status(
     case_id: str, outcomes: dict[str, tuple[hostile_cases.Case, Outcome]]
 ) -> None:
     """The row's one line (naming its file, field or value), its exit status, no traceback unless --debug, and
-    within its time: 10 s before training (wall before torch, CPU after), 60 s of CPU for a mid-run fault."""
+    within generous CPU time (not wall time, which measures the machine's load): 30 s, 90 s for a mid-run fault."""
     case, got = outcomes[case_id]
     lines = [line for line in got.err.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("distrepro: error: ")]
@@ -393,7 +395,65 @@ def test_hostile_input_is_one_line_and_a_status(
         assert "Traceback" not in got.out + got.err and lines == errors, got.err
     for fragment in case.fragments:
         assert fragment in errors[0], (fragment, errors[0])
-    if not case.trains:
-        assert got.wall_s < FAST_S, f"{got.wall_s:.1f} s before its line: {errors[0]}"
-    else:
-        assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"
+    assert got.cpu_s < (LATE_S if case.late else FAST_S), f"{got.cpu_s:.1f} s of CPU: {errors[0]}"
+
+
+# ---------------------------------------------------------------------- round 4 (issue 34): a run ends FINISHED
+# only when its budget completed
+
+
+@pytest.mark.parametrize("seeds", ["0", "0,1"])  # one cell trains in this process, two go to the local pool
+def test_a_method_that_calls_sys_exit_leaves_its_runs_failed_and_the_command_failing(
+    tmp_path: Path, migrated_mlflow_db: Path, seeds: str
+) -> None:
+    """The census's case: ``sys.exit(0)`` in ``train_step`` ended with exit 0 and FINISHED runs holding only
+    step-0 metrics, which ``--resume`` skipped and ``report`` judged."""
+    paths = hostile_cases.write_inputs(tmp_path)
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--seeds", seeds)
+    case = hostile_cases.Case("exits", (*argv, "--set", "method=exiting", "--set", "budget.steps=3"), ())
+    got = _run_row(case, tmp_path, f"sqlite:///{db}")
+    assert got.rc in (1, 2), got  # 2: the error of the one cell trained here; 1: the pool's failed cells
+    assert "Traceback" not in got.out + got.err, got.err
+    assert "called sys.exit(0) before the budget completed" in got.err, got.err
+    client = mlflow.MlflowClient(f"sqlite:///{db}")
+    runs = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    # the campaign and its cells (in this process the first failure ends the campaign): none FINISHED
+    assert len(runs) >= 2 and {r.info.status for r in runs} == {"FAILED"}, runs
+
+
+# ---------------------------------------------------------------------- round 4 (issue 34): lines that name the thing
+
+
+def test_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``distrepro list | head`` printed ``unexpected BrokenPipeError``: the reader left, nobody is to be told."""
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    cmd = f"{sys.executable} -m distrepro.cli list | head -1"
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    assert proc.stdout.startswith("papers"), proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [
+        ("folder", "is a folder, not a file"),
+        ("fifo", "not a regular file (a FIFO, a socket or a device)"),
+        ("loop", "cannot be opened: Too many levels of symbolic links"),
+        ("missing", "not found"),
+    ],
+)
+def test_a_config_that_is_not_a_file_says_what_it_is(
+    tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str], kind: str, fragment: str
+) -> None:
+    path = tmp_path / kind
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "loop":
+        path.symlink_to(path)
+    one_line_error(capsys, ["run", str(path), "--no-progress"], str(path), fragment)

@@ -10,6 +10,8 @@ import pytest
 import yaml
 from noxmodule import noxfile_module
 
+from distrepro.claims.papers import UnknownPaperError
+from distrepro.errors import ConfigError
 from distrepro.reproduction.selection import arm_extras
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,11 +73,17 @@ def test_requested_arms_are_read_from_the_session_arguments(noxfile, posargs, ar
         (["deepspeed_real"], ["deepspeed"]),
         (["cadp", "deepspeed_real"], ["deepspeed"]),
         (["cadp", "ddp"], []),
-        (["nosuch"], []),
     ],
 )
 def test_reproduce_installs_the_extra_of_requested_optional_arms(arms, extras) -> None:
     assert arm_extras("cadp", arms) == extras
+
+
+def test_an_unknown_arm_or_paper_is_refused_not_an_empty_list() -> None:
+    with pytest.raises(ConfigError, match=r"setup\.arms.*unknown arm\(s\) \['nosuch'\]"):
+        arm_extras("cadp", ["nosuch"])
+    with pytest.raises(UnknownPaperError, match="unknown paper 'nosuch'"):
+        arm_extras("nosuch", [])
 
 
 @pytest.mark.smoke

@@ -13,6 +13,7 @@ from typing import Any
 from distrepro.claims.schema import PaperSpec, validate_paper
 from distrepro.config.run_config import read_yaml
 from distrepro.errors import ConfigError, DistreproError
+from distrepro.names import check_name
 
 
 @dataclass
@@ -39,6 +40,7 @@ def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
     """
     from distrepro.plugins.registry import method_dirs
 
+    check_name(paper, "PAPER", None)  # it becomes reports/<paper>/ and the experiment distrepro/<paper>
     dirs = list(method_dirs(root).values())
     known = {d.name for d in dirs if (d / "method.py").is_file()}
     info = PaperInfo(paper)
@@ -49,6 +51,8 @@ def find_paper(paper: str, root: Path | None = None) -> PaperInfo:
             continue
         raw = read_yaml(path)  # malformed YAML anywhere is an error: it could be this paper's file
         cite = raw.get("citation")
+        if not isinstance(cite, dict) or not cite.get("id"):  # an empty file could be this paper's: say which
+            raise ConfigError(path, "citation.id", "missing: every paper.yaml names its paper (citation.id)")
         if not isinstance(cite, dict) or cite.get("id") != paper:
             continue
         spec = validate_paper(raw, path, known)

@@ -36,6 +36,7 @@ from distrepro.claims.regime import RegimeCondition, condition_arms
 from distrepro.claims.sensitivity_spec import SensitivitySpec
 from distrepro.config.run_config import read_yaml
 from distrepro.config.yaml_errors import CLAIM_KINDS, precheck_kinds, pydantic_error
+from distrepro.names import name_problem
 
 Direction = Literal["max", "min"]
 Evidence = Literal["verbatim", "figure", "derived", "reconstructed"]
@@ -97,6 +98,16 @@ class Setup(_Strict):
     notes: str | None = None
     #: ranges of reconstructed method assumptions and the sweep size (distrepro/claims/sensitivity_spec.py)
     sensitivity: SensitivitySpec = Field(default_factory=SensitivitySpec)
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_names(cls, v: dict[str, Arm]) -> dict[str, Arm]:
+        """An arm's name becomes a campaign name and a config file stem (``<arm>.paper.yaml``)."""
+        for name in v:
+            problem = name_problem(name)
+            if problem:
+                raise ValueError(f"arm {name!r} is {problem}")
+        return v
 
 
 class Source(_Strict):

@@ -94,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"distrepro: error: {exc}", 2, debug)
         except KeyboardInterrupt as exc:
             return _fail(interrupted_line(exc, [a for a in argv if a != "--debug"]), exit_status(exc), debug)
+        except BrokenPipeError as exc:
+            if not _stdout_closed():  # a pipe other than our output (a socket to a store): a real error
+                return _fail(f"distrepro: error: {describe_unexpected(exc)}", 1, debug)
+            # ``distrepro list | head``: the reader has what it wanted and left; nobody is there to be told
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's exit flush must not fail
+            return 0
         except Exception as exc:
             from distrepro.plugins.crash_site import plugin_frame
 
@@ -111,6 +117,18 @@ def drop_exit_hooks() -> None:
     hook = getattr(dynamo, "dump_compile_times", None)
     if hook is not None:
         atexit.unregister(hook)
+
+
+def _stdout_closed() -> bool:
+    """Whether our standard output is a pipe whose reader has gone (poll says POLLERR on such a pipe)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no fileno (captured), or no poll on this platform
+        return False
 
 
 def _fail(line: str, status: int, debug: bool) -> int:

@@ -16,7 +16,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from distrepro.tracking.storeprobe import check_store
 
     check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
-    seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds else None
+    seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds is not None else None
     from distrepro.reproduction.reproduce import reproduce
 
     if args.check and args.no_report:

@@ -16,7 +16,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from distrepro.tracking.storeprobe import check_store
 
     overrides = list(args.set or [])
-    if args.seeds:
+    if args.seeds is not None:  # --seeds "" is an error, not the config's seeds
         overrides.append(f"seeds={parse_seeds(args.seeds)}")
     if args.engine:
         overrides.append(f"engine={args.engine}")
@@ -59,7 +59,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             + f"  run {cell.run_id}"
         )
     print_ui_hint(result.tracking_uri, result.experiment_id, result.parent_run_id)
-    return 0
+    return 1 if result.failed else 0  # a failed cell is not a finished campaign, whichever executor ran it
 
 
 def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:

@@ -10,14 +10,25 @@ import copy
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from distrepro.api.lr_schedule import ScheduleConfig
 from distrepro.api.optimizer_config import OptimizerConfig
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error
+from distrepro.names import name_problem
 from distrepro.safe_yaml import load_yaml, read_yaml_mapping
 
 if TYPE_CHECKING:
@@ -31,6 +42,14 @@ MAX_STEPS = 10**9
 #: largest seed index: seeds are indices the run derives its random streams from (:mod:`distrepro.seeding`),
 #: not seeds themselves, so 0, 1, 2 ... suffice; the bound keeps them a 32-bit integer for every tool
 MAX_SEED_INDEX = 2**31 - 1
+#: smallest budget or evaluation period in epochs or emulated seconds: below a millionth, a value is a typo
+#: (``1e-300``) whose only effect would be an evaluation after every step, or none at all
+MIN_FRACTION = 1e-6
+#: most torch threads a cell or rank may ask for: more threads than any machine this suite runs on has cores
+#: (100,000 exhausted the machine's thread limit and ended in a segfault)
+MAX_THREADS = 1024
+#: most evaluations a schedule may ask for: each one scores the whole test set, untimed
+MAX_EVALS = 100_000
 
 
 class _Strict(BaseModel):
@@ -38,6 +57,24 @@ class _Strict(BaseModel):
     infinite budget or timeout never ends, and a NaN compares false with every bound."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, v: Any, info: ValidationInfo) -> Any:
+        """YAML's ``true`` is not the number 1 (``batch_size: true`` would train with batch 1): a boolean is
+        accepted only by a field that may hold one."""
+        if isinstance(v, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if not _admits_bool(annotation):
+                raise ValueError(f"expected a number or a name, not the boolean {str(v).lower()}")
+        return v
+
+
+def _admits_bool(annotation: Any) -> bool:
+    """Whether a field's type holds a boolean (``bool``, ``bool | None``, ``Any``, a ``dict``/``list`` of them)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_admits_bool(arg) for arg in get_args(annotation) if arg is not type(None))
 
 
 class DatasetConfig(_Strict):
@@ -65,9 +102,10 @@ class Budget(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: int | None = Field(default=None, gt=0, le=MAX_STEPS)  # the other units: checked once the job is built
-    epochs: float | None = Field(default=None, gt=0)
+    #: at least a millionth of an epoch or of an emulated second: a budget of 1e-300 is a typo, not a run
+    epochs: float | None = Field(default=None, ge=MIN_FRACTION)
     samples: int | None = Field(default=None, gt=0)
-    emulated_seconds: float | None = Field(default=None, gt=0)
+    emulated_seconds: float | None = Field(default=None, ge=MIN_FRACTION)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -106,9 +144,10 @@ class EvalSchedule(_Strict):
     """
 
     every_steps: int | None = Field(default=None, gt=0)
-    every_epochs: float | None = Field(default=None, gt=0)
-    every_emulated_seconds: float | None = Field(default=None, gt=0)
-    times: int = Field(default=10, gt=0)  # used when no period is given: that many evals over the budget
+    every_epochs: float | None = Field(default=None, ge=MIN_FRACTION)
+    every_emulated_seconds: float | None = Field(default=None, ge=MIN_FRACTION)
+    #: used when no period is given: that many evals over the budget (each one scores the whole test set)
+    times: int = Field(default=10, gt=0, le=MAX_EVALS)
     batch_size: int = Field(default=512, gt=0)
     replicas: bool = False
     bn_recalibration_batches: int = Field(default=0, ge=0)
@@ -149,14 +188,15 @@ class Target(_Strict):
 
 
 class DistConfig(_Strict):
-    """Settings of the torch.distributed engine (ignored by the in-process engine)."""
+    """Settings of the torch.distributed engine; the in-process engine reads only ``timeout_s`` (its watchdog:
+    a cell whose workers make no progress that long fails, :mod:`distrepro.engine.inprocess.watchdog`)."""
 
     launcher: Literal["local", "torchrun"] = "local"  # local: one subprocess per rank, file rendezvous
     backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl when every rank has its own GPU
     timeout_s: float = Field(default=120.0, gt=0)  # every training collective and store wait: a hung rank fails the run
     startup_timeout_s: float = Field(default=600.0, gt=0)  # rendezvous: ranks start at different times on busy hosts
     pin: bool = True  # pin CPU workers to core sets and GPU workers to GPUs where the host has them
-    threads_per_rank: int | None = Field(default=None, gt=0)  # default: cores / world size (at least 1)
+    threads_per_rank: int | None = Field(default=None, gt=0, le=MAX_THREADS)  # default: cores / world size (at least 1)
 
 
 class ThrottleConfig(_Strict):
@@ -187,7 +227,7 @@ class RunConfig(_Strict):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     #: per-worker batch size: one int for all, a list per rank, or "profile" (the device groups')
-    batch_size: int | list[int] | Literal["profile"] = 32
+    batch_size: StrictInt | list[StrictInt] | Literal["profile"] = 32
     budget: Budget = Field(default_factory=lambda: Budget(steps=100))
     eval: EvalSchedule = Field(default_factory=EvalSchedule)
     #: the learning-rate schedule the harness applies (distrepro.api.lr_schedule); None: the method's LR, constant
@@ -211,7 +251,7 @@ class RunConfig(_Strict):
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py)
-    torch_threads: int | None = Field(default=None, gt=0)
+    torch_threads: int | None = Field(default=None, gt=0, le=MAX_THREADS)
     #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
@@ -227,6 +267,16 @@ class RunConfig(_Strict):
             raise ValueError("batch sizes must be positive")
         return v
 
+    @field_validator("name", "paper")
+    @classmethod
+    def _path_safe(cls, v: str | None) -> str | None:
+        """The paper becomes ``reports/<paper>/`` and the experiment ``distrepro/<paper>``, the name a slurm job's
+        and a cell's key: ``../../x`` would write outside ``reports/`` (:mod:`distrepro.names`)."""
+        problem = None if v is None else name_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
@@ -239,6 +289,8 @@ def parse_seeds(text: str, origin: str = "--seeds") -> list[int]:
     """``0,1,2`` as seed indices: decimal digits only, so that ``true``, ``0x10`` or ``1e3`` (which YAML would
     read as 1, 16 or a string) are errors rather than another seed, each within ``0..MAX_SEED_INDEX``."""
     seeds: list[int] = []
+    if not text.strip():
+        raise ConfigError(origin, None, "no seed index given (comma-separated whole numbers, e.g. 0,1,2)")
     for token in (t.strip() for t in text.split(",")):
         if not token.isdecimal() or not token.isascii():
             what = "comma-separated whole numbers, e.g. 0,1,2"

@@ -88,6 +88,9 @@ class TrainingSchedule:
         """True once per eval point crossed (several crossed at once count as one evaluation)."""
         v = self.value(self.eval_unit)
         if v + 1e-9 >= self._next_eval_index * self.eval_period:
+            crossed = (v + 1e-9) / self.eval_period
+            if crossed - self._next_eval_index > 1000:  # a tiny period (1e-300 s): jump, never count one by one
+                self._next_eval_index = int(min(crossed, 2.0**62))
             while v + 1e-9 >= self._next_eval_index * self.eval_period:
                 self._next_eval_index += 1
             return True

@@ -34,6 +34,11 @@ def _check_source(value: str) -> str:
 Source = Annotated[str, AfterValidator(_check_source)]
 
 
+#: most ranks a profile may declare: each rank is a worker that trains a real model replica in this process (or
+#: a process of its own), so a profile of a billion devices would only exhaust the memory while it is planned
+MAX_RANKS = 16_384
+
+
 class Strict(BaseModel):
     """Unknown keys are errors: a typo (``bandwith``) must not silently fall back to a default; no number may
     be ``.inf`` or ``.nan`` (a figure that is not finite has no place in a time model)."""
@@ -97,7 +102,7 @@ class DeviceGroup(Strict):
 
     name: str = Field(min_length=1)
     kind: Literal["gpu", "cpu"]
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_RANKS)
     memory_gib: Positive
     cores: int | None = Field(default=None, ge=1)
     batch_size: int | None = Field(default=None, ge=1)

@@ -33,6 +33,7 @@ from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.catalogue import resolve_compute
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
+    MAX_RANKS,
     Backward,
     DeviceGroup,
     Link,
@@ -105,6 +106,13 @@ class HardwareProfile(Strict):
         if dupes:
             raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
         return nodes
+
+    @model_validator(mode="after")
+    def _bounded_world(self) -> HardwareProfile:
+        total = sum(g.count for n in self.nodes for g in n.devices)
+        if total > MAX_RANKS:
+            raise ValueError(f"declares {total} devices, more than the {MAX_RANKS} ranks a run can hold")
+        return self
 
     @model_validator(mode="after")
     def _choice_ranges(self) -> HardwareProfile:

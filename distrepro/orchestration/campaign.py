@@ -60,6 +60,8 @@ class CampaignResult:
     tracking_uri: str
     cells: list[CellResult]
     experiment_id: str = ""
+    #: cells that ended FAILED or KILLED (an executor reports them instead of raising): the command fails
+    failed: int = 0
 
 
 def get_engine(name: str) -> Any:
@@ -235,6 +237,13 @@ def prepare_campaign(
 def begin_campaign(prep: PreparedCampaign) -> None:
     """Inside ``with prep.campaign``: the config artifact (a new campaign), and stale children marked FAILED."""
     campaign = prep.campaign
+    if REPRODUCTION_TAG in campaign.tags:  # an arm of `reproduce`: its id, for `run ARM.yaml --resume ID`
+        print(
+            f"arm {prep.cfg.name}: campaign run {campaign.run_id} "
+            f"({'resumed' if prep.resume else 'started'}, reproduction {campaign.tags[REPRODUCTION_TAG]})",
+            file=sys.stderr,
+            flush=True,
+        )
     if not prep.resume:
         campaign.log_text(yaml.safe_dump(prep.cfg.model_dump(mode="json"), sort_keys=False), "config.yaml")
         campaign.set_tags({DESCRIPTION_TAG: describe_parent(prep.cfg.name, len(prep.cfg.seeds))})

@@ -28,6 +28,7 @@ from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_r
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
 from distrepro.claims.tally import mark_dependence, tally
 from distrepro.claims.verdicts import Verdict
+from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
 from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
@@ -266,7 +267,7 @@ def write_report(
     at_shown = run_scales(rs.runs, shown) == shown
     fig_labels = {r: lab for r, lab in labels.items() if r in set(rs.runs.loc[at_shown, "run_id"])} or labels
     drawn = {
-        k: figs.save(f, fig_dir / FIGURE_FILES[k])
+        k: figs.save(f, inside(fig_dir, FIGURE_FILES[k]))
         for k, f in draw_figures(info, rs, fig_labels, verdicts, baseline).items()
     }
     extra = ""
@@ -283,7 +284,7 @@ def write_report(
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
     text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg, scaled)
-    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path, html_path = inside(out_dir, "report.md"), inside(out_dir, "report.html")
     md_path.write_text(text, encoding="utf-8")
     html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
     t = tally(spec.claims, verdicts) if spec else None
@@ -305,8 +306,8 @@ def write_report(
         "by_scale": tallies_by_scale(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled and spec else {},
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
-    (out_dir / "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    rs.runs.to_csv(out_dir / "runs.csv", index=False)
+    inside(out_dir, "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    rs.runs.to_csv(inside(out_dir, "runs.csv"), index=False)
     return Report(
         info.id,
         out_dir,
@@ -371,7 +372,7 @@ def build_report(
 
         with progress_bars(wants_bars(show_progress)) as bars:
             sens = sweep(judged_info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
-    out = Path(out_dir) if out_dir else Path("reports") / paper
+    out = Path(out_dir) if out_dir else inside("reports", paper)
     report = write_report(info, rs, out, baseline, root, sens, scale)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index

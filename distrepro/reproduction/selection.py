@@ -81,12 +81,17 @@ def arm_extras(paper: str, arm_names: list[str], root: Path | None = None) -> li
     """The pip extras the named arms need (``setup.arms.<arm>.extra``), sorted, for the nox sessions.
 
     The noxfile may not parse YAML (it runs before anything but nox is installed), so it asks
-    ``distrepro extras`` inside the session's virtualenv. Unknown arm names are left to
-    :func:`choose_arms`, which rejects them with the list of known ones.
+    ``distrepro extras`` inside the session's virtualenv. An unknown paper or arm is an error, as in
+    :func:`choose_arms`: printing nothing would install nothing and fail later, far from the typo.
     """
-    from distrepro.claims.papers import find_paper
+    from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
 
     info = find_paper(paper, root)
-    arms = info.spec.setup.arms if info.spec is not None else {}
-    extras = (arms[a].extra for a in arm_names if a in arms)
+    if info.spec is None or info.path is None:
+        raise UnknownPaperError(paper, known_papers(root))
+    arms = info.spec.setup.arms
+    unknown = [a for a in arm_names if a not in arms]
+    if unknown:
+        raise ConfigError(info.path, "setup.arms", f"unknown arm(s) {unknown}; known: {list(arms)}")
+    extras = (arms[a].extra for a in arm_names)
     return sorted({e for e in extras if e})

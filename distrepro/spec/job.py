@@ -204,6 +204,23 @@ def _probe(cfg: RunConfig, bundle: DatasetBundle) -> tuple[float, int]:
     raise AssertionError("unreachable")
 
 
+def _check_batches_fit(
+    cfg: RunConfig, bundle: DatasetBundle, batch_sizes: tuple[int, ...], source: str | Path | None
+) -> None:
+    """An empty training set, or a worker's batch larger than the whole training set (``batch_size:
+    1000000000000`` would draw a trillion indices pass after pass), is refused before anything trains."""
+    size = len(bundle.train)
+    if size == 0:
+        raise ConfigError(source, "dataset", f"dataset {cfg.dataset.name!r} has no training samples")
+    largest = max(batch_sizes) if batch_sizes else 0
+    if largest > size:
+        raise ConfigError(
+            source,
+            "batch_size",
+            f"a worker's batch of {largest} samples is larger than the whole training set ({size} samples)",
+        )
+
+
 def build_job(
     cfg: RunConfig,
     seed: int,
@@ -225,6 +242,7 @@ def build_job(
             raise ConfigError(source, "dataset.name", str(exc)) from None
         bundle = build_dataset(dataset_plugin, cfg.dataset.params, cfg.dataset.root, _dataset_seed(cfg), source)
     batch_sizes = _batch_sizes(cfg, profile, source)
+    _check_batches_fit(cfg, bundle, batch_sizes, source)
     check_optimizer(cfg, method.cls.accepts_optimizer, source)
     # Common random numbers: no method in the data/model seeds, so arms with the same seed index start from the same
     # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.

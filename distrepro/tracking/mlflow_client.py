@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from distrepro.errors import StoreUnavailable, TrackingError, note_killed_run
+from distrepro.names import check_name
 from distrepro.tracking.provenance import git_info, host_info, versions
 from distrepro.tracking.runlog import (
     MAX_METRICS_PER_BATCH,
@@ -151,8 +152,9 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
 
 
 def experiment_name(paper: str | None) -> str:
-    """The suite's experiment naming convention: one experiment per paper, ``adhoc`` otherwise."""
-    return f"distrepro/{paper or 'adhoc'}"
+    """The suite's experiment naming convention: one experiment per paper, ``adhoc`` otherwise (a paper id that
+    is not a name, ``../x``, is refused: the experiment's artifacts live in a folder of that name)."""
+    return f"distrepro/{check_name(paper or 'adhoc', None, 'paper')}"
 
 
 def _default_artifact_location(tracking_uri: str, experiment: str) -> str | None:

@@ -107,13 +107,13 @@ def check_key(key: str, kind: str) -> None:
 
 
 def status_for(exc_type: type[BaseException] | None, exc: BaseException | None) -> RunStatus:
-    """FINISHED on success, KILLED on Ctrl-C, FAILED otherwise (``sys.exit(0)`` counts as success)."""
+    """FINISHED on success, KILLED on Ctrl-C, FAILED otherwise: a run is FINISHED only when the code that
+    trains it returned, so ``sys.exit(0)`` in a plugin (which skips the rest of the budget) is FAILED too, and
+    ``--resume`` trains it again."""
     if exc_type is None:
         return "FINISHED"
     if issubclass(exc_type, KeyboardInterrupt):
         return "KILLED"
-    if issubclass(exc_type, SystemExit) and getattr(exc, "code", 1) in (0, None):
-        return "FINISHED"
     return "FAILED"
 
 

@@ -100,6 +100,7 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     _profile(root, "tiny-bandwidth", lambda d: d["network"]["intra_node"].update(bandwidth_gbytes_per_s=1e-300))
     _profile(root, "huge-latency", lambda d: d["network"]["intra_node"].update(latency_us=1e300))
     _profile(root, "crawling", _crawling)
+    _profile(root, "billion-devices", lambda d: d["nodes"][0]["devices"][0].update(count=1_000_000_000))
     paths["misnamed"] = _profile(root, "inner-name", lambda d: None, stem="outer-name")
     paths["boom"] = root / "datasets" / "boom.py"
     paths["boom"].write_text(
@@ -107,6 +108,27 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
         "class Params(BaseModel):\n    pass\n\n\n"
         "def build(params, root, seed):\n    raise ValueError('the boom dataset always fails')\n",
         encoding="utf-8",
+    )
+    # a method that leaves by sys.exit(0) after its first step: its runs must end FAILED, never FINISHED
+    text = (REPO / "methods" / "ar_sgd" / "method.py").read_text(encoding="utf-8")
+    head = "    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:\n"
+    exits = head + "        if int(ctx.train_state['step']) >= 1:\n            raise SystemExit(0)\n"
+    (root / "methods" / "exiting").mkdir(parents=True)
+    (root / "methods" / "exiting" / "method.py").write_text(
+        text.replace(head, exits).replace('name = "ar_sgd"', 'name = "exiting"'), encoding="utf-8"
+    )
+    paths["empty_paper"] = tmp / "eroot" / "methods" / "emptyp" / "paper.yaml"  # a paper.yaml with nothing in it
+    paths["empty_paper"].parent.mkdir(parents=True)
+    paths["empty_paper"].write_text("", encoding="utf-8")
+    # a method whose train_step blocks for ever after its first step: the in-process watchdog must fail it
+    blocks = (
+        head
+        + "        if int(ctx.train_state['step']) >= 1:\n            import threading\n"
+        + ("            threading.Event().wait()\n")
+    )
+    (root / "methods" / "blocking").mkdir(parents=True)
+    (root / "methods" / "blocking" / "method.py").write_text(
+        text.replace(head, blocks).replace('name = "ar_sgd"', 'name = "blocking"'), encoding="utf-8"
     )
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
@@ -201,6 +223,58 @@ def cases(p: dict[str, Path]) -> list[Case]:
             (f"not an image: {p['not_an_image']}",),
             trains=True,
             late=True,
+        ),
+        # round 4 (issue 34): names that become paths, strict types, empty or unknown arguments
+        Case(
+            "paper-escapes-reports",
+            (*run, "--set", "paper=../../../../escaped"),
+            ("field 'paper'", "not a valid name", "'../../../../escaped'"),
+        ),
+        Case(
+            "report-paper-escapes", ("report", "../../escaped", "--no-log"), ("PAPER", "'../../escaped'", "not a valid")
+        ),
+        Case("campaign-name-with-a-slash", (*run, "--set", "name=a/../b"), ("field 'name'", "not a valid name")),
+        Case("batch-size-true", (*run, "--set", "batch_size=true"), ("field 'batch_size'", "not the boolean true")),
+        Case("steps-true", (*run, "--set", "budget.steps=true"), ("field 'budget.steps'", "not the boolean true")),
+        Case("seeds-empty", (*run, "--seeds", ""), ("--seeds", "no seed index given")),
+        Case("extras-unknown-paper", ("extras", "nosuch"), ("unknown paper 'nosuch'",)),
+        Case("extras-unknown-arm", ("extras", "cadp", "nosuch"), ("field 'setup.arms'", "unknown arm(s) ['nosuch']")),
+        Case(
+            "slurm-time-negative",
+            (*run, "--executor", "slurm", "--slurm-time", "-5"),
+            ("--slurm-time", "greater than 0, got -5"),
+        ),
+        Case(
+            "paper-yaml-empty",
+            ("report", "cadp", "--no-log", "--root", str(p["empty_paper"].parent.parent.parent)),
+            (str(p["empty_paper"]), "field 'citation.id'", "missing"),
+        ),
+        Case(
+            "method-blocks-for-ever",
+            (*run, *root, "--set", "method=blocking", "--set", "dist.timeout_s=3", "--jobs", "1"),
+            ("worker rank 0 failed", "no worker made progress for 3 s (dist.timeout_s)"),
+            trains=True,
+        ),
+        # hangs and bombs: budgets, evaluation schedules, batches, threads and devices bounded before training
+        Case(
+            "budget-emulated-1e-300",
+            (*run, "--set", "budget.emulated_seconds=1e-300"),
+            ("field 'budget.emulated_seconds'", "greater than or equal to 0.000001"),
+        ),
+        Case("budget-epochs-1e-300", (*run, "--set", "budget.epochs=1e-300"), ("field 'budget.epochs'", "0.000001")),
+        Case("eval-times-huge", (*run, "--set", "eval.times=1000000000"), ("field 'eval.times'", "100000")),
+        Case(
+            "batch-size-1e12",
+            (*run, "--set", "batch_size=1000000000000"),
+            ("field 'batch_size'", "larger than the whole training set (64 samples)"),
+            trains=True,
+        ),
+        Case("torch-threads-1e5", (*run, "--set", "torch_threads=100000"), ("field 'torch_threads'", "1024")),
+        Case(
+            "profile-billion-devices",
+            (*run, *root, "--set", "profile=billion-devices"),
+            ("billion-devices.yaml", "16384"),
+            trains=True,
         ),
         # tracking stores: one line before torch
         Case(

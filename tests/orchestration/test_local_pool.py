@@ -50,7 +50,7 @@ def test_jobs2_equals_jobs1_run_by_run(tmp_path: Path, mlflow_uri: str) -> None:
 
 def test_default_jobs_fit_the_cores_to_the_cells_threads(tmp_path: Path) -> None:
     one_thread = load_config(write_config(tmp_path, name="t1", torch_threads=1))
-    unset = load_config(write_config(tmp_path, name="t0", torch_threads=None))
+    unset = load_config(write_config(tmp_path, name="t0", torch_threads=None, seeds=[0, 1]))
     import os
 
     cores = len(os.sched_getaffinity(0))
@@ -144,8 +144,22 @@ def test_executor_flags_that_do_not_fit_are_one_line(
         spec_from_args(args)
 
 
+def test_jobs_are_capped_at_the_cells_and_more_than_the_cores_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The census's case: ``--jobs 1000`` for 2 cells started 1,000 workers importing torch, and said nothing."""
+    import os
+
+    cfg = load_config(write_config(tmp_path, name="capped", seeds=[0, 1]))
+    pool = make_executor(ExecutorSpec("local", jobs=1000), [cfg])
+    assert isinstance(pool, LocalExecutor) and pool.jobs == 2
+    err = capsys.readouterr().err
+    assert f"--jobs 1000 is more than this machine's {len(os.sched_getaffinity(0))} core(s)" in err, err
+    assert make_executor(ExecutorSpec("local", jobs=1000), [load_config(write_config(tmp_path, name="one"))]) is None
+
+
 def test_distrepro_jobs_sets_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = load_config(write_config(tmp_path, name="envjobs"))
+    cfg = load_config(write_config(tmp_path, name="envjobs", seeds=[0, 1, 2]))
     monkeypatch.setenv("DISTREPRO_JOBS", "3")
     pool = make_executor(ExecutorSpec("local"), [cfg])
     assert isinstance(pool, LocalExecutor) and pool.jobs == 3

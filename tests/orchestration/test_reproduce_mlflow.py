@@ -3,6 +3,7 @@ seed runs named ``<arm>/s<seed>``, the report once; and ``--check`` exits 1 on a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,11 @@ def test_reproduce_says_its_size_and_estimated_time_before_training(
     assert main(args) == 0
     first = capsys.readouterr().err
     assert "reproduce tinypaper: 2 arms, 2 runs; no time estimate yet" in first
+    # each arm's campaign id as it starts, so an interrupted arm can be resumed by its id
+    started = re.findall(
+        r"^arm (\S+): campaign run ([0-9a-f]{32}) \(started, reproduction ([0-9a-f]{32})\)$", first, re.M
+    )
+    assert len(started) == 2 and len({umbrella for *_, umbrella in started}) == 1, first
     assert main(args) == 0
     second = capsys.readouterr().err.splitlines()
     assert second[0].startswith("reproduce tinypaper: 2 arms, 2 runs; estimated ")  # before any training line

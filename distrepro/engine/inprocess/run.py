@@ -28,12 +28,14 @@ from distrepro.engine.device import describe, deterministic_cuda, resolve_device
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
+from distrepro.engine.inprocess.watchdog import Watchdog
 from distrepro.engine.loop import Harness
 from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.engine.transport import HarnessView
 from distrepro.engine.warmup import emulated_profile
 from distrepro.engine.worker_slot import Slot
+from distrepro.errors import WorkerFailure
 from distrepro.spec.job import Job
 from distrepro.spec.observer import RunObserver
 from distrepro.spec.results import RunResult, Span
@@ -79,6 +81,7 @@ class InProcessTransport:
         self.device = resolve_device(job.config.device, job.source)
         self.clocks = [VirtualClock(r, job.config.timeline_spans_per_worker) for r in range(k)]
         self.sched = Scheduler(self.clocks)
+        self.watchdog = Watchdog(job.config.dist.timeout_s)
         self.fabric = Fabric(self.sched, job.cost, job.bytes_scale)
         base = job.make_model().to(self.device)  # built on the CPU from the seed, then moved: the same initial model
         self.models = [copy.deepcopy(base) for _ in range(k)]
@@ -110,7 +113,10 @@ class InProcessTransport:
     # ------------------------------------------------------------------ scheduling
     def run_workers(self, body: Callable[[Slot], None]) -> None:
         self.wall_start = time.perf_counter()
-        self.sched.run([partial(body, slot) for slot in self.harness.slots])
+        with self.watchdog.armed():  # a method that blocks fails the cell after dist.timeout_s without progress
+            self.sched.run([partial(body, slot) for slot in self.harness.slots])
+        if not self.harness.schedule.budget_spent():  # every worker returned, yet the budget is not spent
+            raise WorkerFailure(0, "the workers returned before the budget completed; the run is not finished")
 
     def started(self, slot: Slot) -> None:
         pass
@@ -119,12 +125,15 @@ class InProcessTransport:
         pass
 
     def rendezvous(self, slot: Slot, samples: int, then: Callable[[int, float], bool]) -> bool:
+        self.watchdog.beat()  # a worker finished a step: progress
+
         def iteration(arrivals: dict[int, int]) -> bool:  # runs once, when the last worker has arrived
             return then(sum(arrivals.values()), max(c.t for c in self.clocks))
 
         return self.fabric.comms[slot.rank].control(samples, iteration)
 
     def in_order(self, slot: Slot, then: Callable[[], bool]) -> bool:
+        self.watchdog.beat()
         return self.fabric.comms[slot.rank].event(then, "end-of-step accounting")
 
     def count_gradient(self, schedule: TrainingSchedule, samples: int, clock_s: float) -> None:
@@ -146,12 +155,13 @@ class InProcessTransport:
         blocking: bool,
         members: tuple[int, ...] | None = None,
     ) -> None:
-        if eval_on == "rank0":
-            self.eval_model.load_state_dict(models[0].state_dict())
-        else:
-            average_into(self.eval_model, models)
-        trained = models if members is None else [models[r] for r in members]
-        self.harness.evaluated(self.eval_model, reports, final, consensus_distance(trained))
+        with self.watchdog.paused():  # untimed, and long on real data: not a lack of progress
+            if eval_on == "rank0":
+                self.eval_model.load_state_dict(models[0].state_dict())
+            else:
+                average_into(self.eval_model, models)
+            trained = models if members is None else [models[r] for r in members]
+            self.harness.evaluated(self.eval_model, reports, final, consensus_distance(trained))
 
     # ------------------------------------------------------------------ time
     def wall_s(self) -> float:

@@ -156,6 +156,9 @@ class Scheduler:
             except Exception as exc:  # the worker raised: stop everything, name the rank
                 self._finished[rank] = True
                 raise WorkerFailure(rank, f"{type(exc).__name__}: {exc}{crash_site(exc)}") from exc
+            except SystemExit as exc:  # sys.exit() in a method is a failure, never a run that finished
+                self._finished[rank] = True
+                raise WorkerFailure(rank, f"called sys.exit({exc.code!r}) before the budget completed") from exc
             finally:
                 self.current = None
             if self._greenlets[rank].dead:

@@ -206,6 +206,13 @@ def _close(
         campaign = prep.campaign
         assert campaign.run_id is not None
         results.append(
-            CampaignResult(campaign.experiment, campaign.run_id, prep.uri, done, campaign.experiment_id or "")
+            CampaignResult(
+                campaign.experiment,
+                campaign.run_id,
+                prep.uri,
+                done,
+                campaign.experiment_id or "",
+                failed=len(failures.get(index, [])),
+            )
         )
     return results

@@ -66,4 +66,34 @@ def spec_from_args(args: argparse.Namespace) -> ExecutorSpec:
         raise ConfigError("--jobs", None, f"applies to --executor local; {kind} schedules cells by their cores")
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", None, f"needs at least 1 job, got {args.jobs}")
+    if kind == "slurm":
+        _check_slurm_flags(slurm)
     return ExecutorSpec(kind, args.jobs, args.ray_address, slurm, args.slurm_cluster)
+
+
+#: the flag that sets each field of the slurm block
+_SLURM_FLAGS = {
+    "partition": "--slurm-partition",
+    "time_min": "--slurm-time",
+    "gpus_per_node": "--slurm-gpus",
+    "cpus_per_task": "--slurm-cpus",
+    "mem_gb": "--slurm-mem-gb",
+    "array": "--slurm-array",
+    "folder": "--slurm-folder",
+}
+
+
+def _check_slurm_flags(slurm: dict[str, object]) -> None:
+    """The ``--slurm-*`` values against the config's slurm block rules: ``--slurm-time -5`` is one line naming
+    the flag, not a pydantic ValidationError about ``SlurmBlock``."""
+    from pydantic import ValidationError
+
+    from distrepro.config.slurm_block import SlurmBlock
+    from distrepro.errors import format_pydantic_error
+
+    try:
+        SlurmBlock.model_validate({k: v for k, v in slurm.items() if v is not None})
+    except ValidationError as exc:
+        error = format_pydantic_error(None, exc)
+        field = (error.field or "").split(".")[0]
+        raise ConfigError(_SLURM_FLAGS.get(field, "--slurm-*"), None, error.message) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,14 @@ def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Executor | None:
         if spec.jobs is not None and spec.jobs < 1:
             raise ConfigError("--jobs", None, f"needs at least 1 job, got {spec.jobs}")
         jobs = spec.jobs or env_jobs() or default_jobs(cfgs)
+        cells = sum(len(getattr(c, "seeds", [0])) for c in cfgs) or 1
+        if spec.jobs is not None and spec.jobs > cores():  # allowed (a cell may wait on I/O), but said
+            print(
+                f"distrepro: warning: --jobs {spec.jobs} is more than this machine's {cores()} core(s): "
+                "the cells will share them and each will run slower",
+                file=sys.stderr,
+            )
+        jobs = min(jobs, cells)  # a worker process per cell at most: --jobs 1000 for 2 cells starts 2
         if jobs == 1:
             return None
         return LocalExecutor(jobs, threads=max(1, cores() // jobs))

@@ -1,0 +1,72 @@
+"""A watchdog for the in-process engine: a cell whose method makes no progress for ``dist.timeout_s`` fails.
+
+The distributed engine bounds every collective by ``dist.timeout_s``; the in-process engine runs every worker
+in this one thread, so a ``train_step`` that blocks (a lock never released, a queue never filled, an endless
+loop) would hang the cell for ever, silently. The watchdog arms a real-time timer (``SIGALRM``) that every step
+of every worker re-arms; when it fires, the blocked call is interrupted and the cell fails with
+:class:`NoProgress`, naming the timeout. Evaluation, which is untimed and may take long on real data, pauses it.
+
+Signals reach only the main thread, so the watchdog is active only there (the CLI, a pool worker's cell); in
+another thread, or where ``SIGALRM`` is already taken, it stands aside and says nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from distrepro.errors import DistreproError
+
+
+class NoProgress(DistreproError):
+    """No worker of an in-process cell progressed for ``dist.timeout_s`` seconds of wall time."""
+
+
+class Watchdog:
+    """Re-armed by :meth:`beat`; :meth:`paused` for untimed work (evaluation)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.active = False
+
+    def beat(self) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        if not self.active:
+            yield
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            yield
+        finally:
+            self.beat()
+
+    def _fire(self, signum: int, frame: FrameType | None) -> None:
+        raise NoProgress(
+            f"no worker made progress for {self.timeout_s:g} s (dist.timeout_s): a method's train_step blocks or "
+            "loops without end; the cell is failed rather than left hanging"
+        )
+
+    @contextmanager
+    def armed(self) -> Iterator[Watchdog]:
+        usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+        previous: Any = signal.getsignal(signal.SIGALRM) if usable else None
+        if not usable or previous not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            yield self  # another owner of SIGALRM, or not the main thread: stand aside
+            return
+        signal.signal(signal.SIGALRM, self._fire)
+        self.active = True
+        try:
+            self.beat()
+            yield self
+        finally:
+            self.active = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
