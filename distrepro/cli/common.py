@@ -20,7 +20,7 @@ def config_path(config: str) -> str:
 
 def print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> None:
     """Where to look in the MLflow UI; every link opens the "Model training" view (``workflowType``)."""
-    from distrepro.tracking.mlflow_client import run_url, ui_url
+    from distrepro.tracking.ui_view import run_url, ui_url
 
     served = tracking_uri.startswith(("http://", "https://"))
     base = tracking_uri if served else "http://127.0.0.1:5000"

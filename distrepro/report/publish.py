@@ -17,7 +17,8 @@ from typing import Any
 
 from distrepro.claims.evidence import group_of
 from distrepro.claims.runs import RunSet
-from distrepro.tracking.mlflow_client import REPRODUCTION_TAG, VIEW_TAG, view_state
+from distrepro.tracking.mlflow_client import REPRODUCTION_TAG
+from distrepro.tracking.ui_view import VIEW_TAG, view_state
 
 _log = logging.getLogger(__name__)
 

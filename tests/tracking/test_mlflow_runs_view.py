@@ -23,7 +23,7 @@ import pytest
 from test_mlflow_ui import CHROMIUM, _free_port
 
 from distrepro.reproduction.reproduce import Reproduction, reproduce
-from distrepro.tracking.mlflow_client import ui_url
+from distrepro.tracking.ui_view import ui_url
 
 pytestmark = [
     pytest.mark.server,

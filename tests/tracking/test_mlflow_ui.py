@@ -19,13 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from distrepro.tracking.mlflow_client import (
-    EXPERIMENT_KIND_TAG,
-    MODEL_TRAINING_KIND,
-    ensure_experiment,
-    make_client,
-    ui_url,
-)
+from distrepro.tracking.mlflow_client import ensure_experiment, make_client
+from distrepro.tracking.ui_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, ui_url
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
