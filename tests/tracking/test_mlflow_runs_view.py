@@ -61,7 +61,8 @@ def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[
 
 def _dom(url: str, workdir: Path) -> str:
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={workdir / 'p'}"]
-    browser += ["--virtual-time-budget=30000", "--window-size=1900,1000", "--dump-dom", url]
+    # wide enough that every column of distrepro's view is rendered (the table draws only the columns in sight)
+    browser += ["--virtual-time-budget=30000", "--window-size=3800,1000", "--dump-dom", url]
     return subprocess.run(browser, capture_output=True, text=True, timeout=180, check=False).stdout
 
 

@@ -198,7 +198,7 @@ def test_a_params_model_declares_at_most_one_peak_lr() -> None:
 
 def test_the_declared_peak_lr_of_every_shipped_method() -> None:
     """Each shipped method declares its peak: a PeakLR field, or (Decent-DP, SGP) its optimizer's lr."""
-    from distrepro.api.method import declared_peak_lr
+    from distrepro.api.params import declared_peak_lr
     from distrepro.plugins.registry import methods
 
     peaks = {name: declared_peak_lr(plugin.cls.Params()) for name, plugin in methods().items()}
