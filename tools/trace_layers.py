@@ -1,7 +1,7 @@
 """Regenerate the emulated workloads' per-layer tables (``hardware_profiles/layers/<workload>.csv``).
 
     python tools/trace_layers.py                 # every workload with a known architecture
-    python tools/trace_layers.py resnet50_in100_224 --out /tmp/layers
+    python tools/trace_layers.py resnet50_in100_224 --out OUT_DIR   # one table, into a folder you name
 
 Each architecture runs once on the meta device (no memory, no weights); see
 :mod:`distrepro.hardware.layer_tables` for what is counted and how.
