@@ -47,6 +47,8 @@ class InProcessWork:
     waiter: int | None = None
     value: Any = None
     idle_only: bool = False  # a pairing: the wait is idle time, not communication
+    #: the backward this synchronous collective overlaps (:meth:`~distrepro.engine.clock.VirtualClock.backward_tag`)
+    backward: int | None = None
     #: the request that will complete it if every worker ends up waiting (a non-blocking pairing)
     pending: Request | None = field(default=None, repr=False)
     results: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
@@ -70,7 +72,7 @@ class InProcessWork:
         if self.idle_only:
             clock.idle_until(self.end_s)
         else:
-            clock.finish_op(self.start_s, self.end_s)
+            clock.finish_op(self.start_s, self.end_s, self.backward, self.issue_s)
 
     def complete(self, sched: Scheduler, start: float, end: float, value: Any = None) -> None:
         self.start_s, self.end_s, self.done = start, end, True
