@@ -93,17 +93,23 @@ def measure(argv: list[str], env: dict[str, str]) -> dict[str, object]:
     """Run ``argv`` as a child; its wall and CPU seconds, peak RSS and exit status."""
     load = os.getloadavg()[0]
     started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - started
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:  # files: a pipe would fill and block
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - started
+        rc = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        errors.seek(0)
+        err = errors.read().decode(errors="replace").strip()
+        size = len(out.read())
     return {
-        "rc": os.waitstatus_to_exitcode(status),
+        "rc": rc,
+        "stdout_bytes": size,
         "wall_s": round(wall, 2),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "load1": round(load, 2),
-        "error": err.strip().splitlines()[-1] if err.strip() and proc.returncode else None,
+        "error": err.splitlines()[-1] if err and rc else None,
     }
 
 
