@@ -1,6 +1,7 @@
 """Set-up at a large number of devices K: ``distrepro plan`` and the in-process engine's start, timed.
 
     prlimit --as=6000000000 timeout 300 nice -n 10 python benchmarks/large_k.py [--ks 1000 2048 10000]
+        [--what plan setup] [--trees before=/path/to/old/checkout now=.]
 
 Why: set-up used to grow with K² (every worker recomputed the whole data partition, the budget check priced
 every pair of ranks, the flow network was given a K×K table of intra-node links), so K = 2,048 took seconds and
@@ -19,8 +20,10 @@ part runs in a fresh child process (so peak RSS is the part's own, and imports a
   the first allocation's K data streams: everything before the first training step.
 
 Each line reports wall seconds, CPU seconds (user + system of the child, from ``wait4``), its peak resident set
-(``ru_maxrss``) and the 1-minute load average before it. Run it under an address-space limit and a timeout
-(as above): a step that is still quadratic then fails fast instead of taking the machine.
+(``ru_maxrss``) and the 1-minute load average before it. ``--trees`` runs each part once per checkout, in turn
+(paired: the same load, the same profile files), which is how the before/after figures were taken. Run it under
+an address-space limit and a timeout (as above): a step that is still quadratic then fails fast instead of taking
+the machine.
 """
 
 from __future__ import annotations
@@ -117,17 +120,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ks", type=int, nargs="+", default=[1000, 2048, 10000])
     parser.add_argument("--what", nargs="+", choices=["plan", "setup"], default=["plan", "setup"])
+    parser.add_argument(
+        "--trees",
+        nargs="+",
+        default=[f"now={REPO}"],
+        metavar="LABEL=CHECKOUT",
+        help="checkouts whose distrepro the children import, alternated part by part (e.g. before=/path/to/main)",
+    )
     args = parser.parse_args()
+    trees = dict(tree.split("=", 1) for tree in args.trees)
     for k in args.ks:
         with tempfile.TemporaryDirectory(prefix=f"large-k{k}-") as tmp:
             config = write_root(Path(tmp), k)
-            env = {**os.environ, "DISTREPRO_PATH": tmp, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db"}
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
             for what in args.what:
                 argv = [sys.executable, "-m", "distrepro.cli", "plan", str(config), "--json"]
                 if what == "setup":
                     argv = [sys.executable, "-c", _SETUP, str(config)]
-                print(json.dumps({"k": k, "what": what, **measure(argv, env)}), flush=True)
+                for label, tree in trees.items():
+                    env = {**os.environ, "DISTREPRO_PATH": tmp, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db"}
+                    env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
+                    print(json.dumps({"k": k, "what": what, "tree": label, **measure(argv, env)}), flush=True)
 
 
 if __name__ == "__main__":
