@@ -102,8 +102,11 @@ class HardwareProfile(Strict):
     @field_validator("nodes")
     @classmethod
     def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:
-        names = [n.name for n in nodes]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for node in nodes:  # one pass (not a count per name: a profile may list 10,000 nodes)
+            (repeated if node.name in seen else seen).add(node.name)
+        dupes = sorted(repeated)
         if dupes:
             raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
         return nodes

@@ -30,26 +30,28 @@ class PathCapacities(Mapping[Hashable, float]):
             self._nics[("rx", i)] = bw
         self._node_of = [profile.node_index(r) for r in range(self.world_size)]
 
-    def _is_link(self, key: Hashable) -> bool:
+    def _link_ranks(self, key: object) -> tuple[int, int] | None:
+        """(a, b) if ``key`` is ``("link", a, b)`` for two ranks of one node, else None."""
         if not (isinstance(key, tuple) and len(key) == 3 and key[0] == "link"):
-            return False
-        _, a, b = key
+            return None
+        a: object = key[1]
+        b: object = key[2]
         if not (isinstance(a, int) and isinstance(b, int) and a != b):
-            return False
+            return None
         k = self.world_size
-        return 0 <= a < k and 0 <= b < k and self._node_of[a] == self._node_of[b]
+        return (a, b) if 0 <= a < k and 0 <= b < k and self._node_of[a] == self._node_of[b] else None
 
     def __getitem__(self, key: Hashable) -> float:
         nic = self._nics.get(key)
         if nic is not None:
             return nic
-        if self._is_link(key):
-            _, a, b = key  # type: ignore[misc]
-            return self.profile.link(a, b).bandwidth_bytes_per_s
-        raise KeyError(key)
+        ranks = self._link_ranks(key)
+        if ranks is None:
+            raise KeyError(key)
+        return self.profile.link(*ranks).bandwidth_bytes_per_s
 
     def __contains__(self, key: object) -> bool:
-        return key in self._nics or self._is_link(key)  # type: ignore[arg-type]
+        return key in self._nics or self._link_ranks(key) is not None
 
     def __iter__(self) -> Iterator[Hashable]:
         """The NICs, then every intra-node link node by node (the old table's order; O(n²) per node if walked)."""
