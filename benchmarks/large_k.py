@@ -19,11 +19,12 @@ part runs in a fresh child process (so peak RSS is the part's own, and imports a
 * ``setup``: the job built, the in-process engine's transport and harness (K model replicas, K workers), and
   the first allocation's K data streams: everything before the first training step.
 
-Each line reports wall seconds, CPU seconds (user + system of the child, from ``wait4``), its peak resident set
-(``ru_maxrss``) and the 1-minute load average before it. ``--trees`` runs each part once per checkout, in turn
-(paired: the same load, the same profile files), which is how the before/after figures were taken. Run it under
-an address-space limit and a timeout (as above): a step that is still quadratic then fails fast instead of taking
-the machine.
+The set-up child prints each phase's CPU seconds and peak RSS so far to stderr as it ends (so a part ended by
+the timeout still says how far it got). Each line reports wall seconds, CPU seconds (user + system of the child,
+from ``wait4``), its peak resident set (``ru_maxrss``) and the 1-minute load average before it. ``--trees`` runs
+each part once per checkout, in turn (paired: the same load, the same profile files), which is how the before/after
+figures were taken. Run it under an address-space limit and a timeout (as above): a step that is still quadratic
+then fails fast instead of taking the machine.
 """
 
 from __future__ import annotations
@@ -56,18 +57,31 @@ _NETWORK = """network:
 """
 
 _SETUP = """
-import sys
+import json, resource, sys
+
+def phase(name):  # on stderr as it happens: a part ended by the timeout still shows how far it got
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    row = {"phase": name, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "rss_mb": usage.ru_maxrss // 1024}
+    print(json.dumps(row), file=sys.stderr, flush=True)
+
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess.run import InProcessTransport
 from distrepro.engine.loop import Harness
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.spec.job import build_job
 
+phase("imports")
 path = sys.argv[1]
 job = build_job(load_config(path), 0, path)
+phase("job")
 check_budget(job, path)
-harness = Harness(job, InProcessTransport(job))
+phase("budget check")
+transport = InProcessTransport(job)
+phase("transport (K replicas)")
+harness = Harness(job, transport)
+phase("harness (K workers)")
 harness._set_allocation(job.allocate(0))
+phase("allocation and K streams")
 assert len(harness.slots) == job.world_size
 print(sum(1 for slot in harness.slots if slot.stream is not None))
 """
@@ -96,23 +110,19 @@ def measure(argv: list[str], env: dict[str, str]) -> dict[str, object]:
     """Run ``argv`` as a child; its wall and CPU seconds, peak RSS and exit status."""
     load = os.getloadavg()[0]
     started = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:  # files: a pipe would fill and block
-        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=errors)
+    with tempfile.TemporaryFile() as out:  # a file: a pipe would fill and block; stderr is this process's own
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - started
-        rc = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        errors.seek(0)
-        err = errors.read().decode(errors="replace").strip()
         size = len(out.read())
     return {
-        "rc": rc,
+        "rc": os.waitstatus_to_exitcode(status),
         "stdout_bytes": size,
         "wall_s": round(wall, 2),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "load1": round(load, 2),
-        "error": err.splitlines()[-1] if err and rc else None,
     }
 
 
