@@ -26,7 +26,7 @@ from distrepro.engine.eval_modes import ReplicaScorer, recalibrate_evaluated, re
 from distrepro.engine.evaluation import evaluate
 from distrepro.engine.harness_worker import HarnessWorker, cluster_layout
 from distrepro.engine.rank_reports import Progress, RankReport, assemble
-from distrepro.engine.run_setup import TargetTracker, make_stream
+from distrepro.engine.run_setup import TargetTracker, make_streams
 from distrepro.engine.streams import iterate_eval
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
@@ -195,8 +195,9 @@ class Harness:
     # ------------------------------------------------------------------ data allocation
     def _set_allocation(self, alloc: Allocation) -> None:
         self.alloc = alloc
-        for slot in self.slots:
-            slot.stream = make_stream(self.job, alloc, self.epoch, slot.rank)
+        streams = make_streams(self.job, alloc, self.epoch, [slot.rank for slot in self.slots])
+        for slot, stream in zip(self.slots, streams, strict=True):
+            slot.stream = stream
         self.allocations.append((self.epoch, alloc))
         if self.observer:
             self.observer.on_allocation(self.epoch, alloc)

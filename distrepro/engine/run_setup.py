@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from distrepro.api.method import Allocation, Batch
@@ -28,11 +29,13 @@ class EmptyStream:
         pass
 
 
-def make_stream(job: Job, alloc: Allocation, epoch: int, rank: int) -> WorkerStream | EmptyStream:
-    """Rank ``rank``'s data stream under ``alloc`` (shards re-drawn per allocation epoch).
+def make_streams(job: Job, alloc: Allocation, epoch: int, ranks: Sequence[int]) -> list[WorkerStream | EmptyStream]:
+    """The data streams of ``ranks`` under ``alloc`` (shards re-drawn per allocation epoch), in that order.
 
-    Every rank computes the same partition from the same derived seed, so the distributed
-    engine needs no communication to agree on it.
+    Every rank computes the same partition from the same derived seed, so the distributed engine needs no
+    communication to agree on it. The partition is drawn once for all of ``ranks``: the in-process engine asks
+    for all K at once, and drawing it per rank was K permutations of the whole set (quadratic in K when the
+    dataset grows with K).
     """
     k = job.world_size
     if len(alloc.shares) != k:
@@ -40,12 +43,22 @@ def make_stream(job: Job, alloc: Allocation, epoch: int, rank: int) -> WorkerStr
     n = len(job.bundle.train)
     if alloc.partition == "iid_shards":
         shards = iid_shards(n, alloc.shares, generator(*job.seed_parts, "partition", epoch))
-    else:
-        shards = full_shuffle(n, k)
-    b = alloc.batch_sizes[rank]
-    if b == 0 or len(shards[rank]) == 0:
-        return EmptyStream(job.example_batch)
-    return WorkerStream(job.bundle, shards[rank], b, (*job.seed_parts, "rank", rank, "data"))
+    else:  # every worker streams the whole set (each stream keeps its own copy)
+        whole = full_shuffle(n, 1)[0]
+        shards = [whole] * k
+    out: list[WorkerStream | EmptyStream] = []
+    for rank in ranks:
+        b = alloc.batch_sizes[rank]
+        if b == 0 or len(shards[rank]) == 0:
+            out.append(EmptyStream(job.example_batch))
+        else:
+            out.append(WorkerStream(job.bundle, shards[rank], b, (*job.seed_parts, "rank", rank, "data")))
+    return out
+
+
+def make_stream(job: Job, alloc: Allocation, epoch: int, rank: int) -> WorkerStream | EmptyStream:
+    """Rank ``rank``'s data stream under ``alloc`` (see :func:`make_streams`)."""
+    return make_streams(job, alloc, epoch, [rank])[0]
 
 
 @dataclass

@@ -31,6 +31,7 @@ from pydantic import (
 
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.catalogue import resolve_compute
+from distrepro.hardware.link_classes import LinkClasses
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
     MAX_RANKS,
@@ -80,7 +81,7 @@ class HardwareProfile(Strict):
     _ranks: list[tuple[int, int]] = PrivateAttr(default_factory=list)
     _source_path: str | None = PrivateAttr(default=None)
     _variant: str | None = PrivateAttr(default=None)
-    _links: dict[tuple[int, int], ResolvedLink] = PrivateAttr(default_factory=dict)
+    _links: LinkClasses | None = PrivateAttr(default=None)
 
     @field_validator("nodes", mode="before")
     @classmethod
@@ -105,8 +106,11 @@ class HardwareProfile(Strict):
     @field_validator("nodes")
     @classmethod
     def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:
-        names = [n.name for n in nodes]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for node in nodes:  # one pass (not a count per name: a profile may list 10,000 nodes)
+            (repeated if node.name in seen else seen).add(node.name)
+        dupes = sorted(repeated)
         if dupes:
             raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
         return nodes
@@ -152,6 +156,7 @@ class HardwareProfile(Strict):
             for j, group in enumerate(node.devices):
                 ranks.extend([(i, j)] * group.count)
         self._ranks = ranks
+        self._links = None  # built at the first link asked for (a profile that is only listed needs none)
 
     # ------------------------------------------------------------------ identity
     def __eq__(self, other: object) -> bool:
@@ -251,20 +256,30 @@ class HardwareProfile(Strict):
 
     # ------------------------------------------------------------------ links
     def link(self, a: int, b: int) -> ResolvedLink:
-        """The path between ranks ``a`` and ``b``: intra- or inter-node, capped by either NIC."""
+        """The path between ranks ``a`` and ``b``: intra- or inter-node, capped by either NIC (resolved once per
+        class of equal paths, :mod:`distrepro.hardware.link_classes`, not once per pair)."""
         if a == b:
             raise ValueError(f"link({a}, {b}): a rank has no link to itself")
-        key = (a, b) if a < b else (b, a)
-        cached = self._links.get(key)
-        if cached is None:
-            same_node = self._locate(a)[0] == self._locate(b)[0]
-            base = self.network.intra_node if same_node else self.network.inter_node
-            caps = [self.device(a).nic, self.device(b).nic]
-            if not same_node:
-                caps += [self.node_nic(self._locate(a)[0]), self.node_nic(self._locate(b)[0])]
-            cached = resolve_link(base, *caps, overhead_us=self.network.message_overhead_us)
-            self._links[key] = cached
-        return cached
+        links = self._links or self.link_classes()  # one private-attribute read: pydantic's are slow
+        k = len(links.node_of)
+        if not (0 <= a < k and 0 <= b < k):
+            self._locate(b if 0 <= a < k else a)  # raises the ConfigError naming the profile
+        return links.link(a, b)
+
+    def link_classes(self) -> LinkClasses:
+        """Every rank's path signatures and the distinct links between ranks (built once, in O(K))."""
+        if self._links is None:
+            node_nics = [self.node_nic(i) for i in range(len(self.nodes))]
+            dev_nics = [self.nodes[i].devices[j].nic for i, j in self._ranks]
+            self._links = LinkClasses(
+                [i for i, _ in self._ranks],
+                [(nic,) for nic in dev_nics],
+                [(nic, node_nics[i]) for nic, (i, _) in zip(dev_nics, self._ranks, strict=True)],
+                self.network.intra_node,
+                self.network.inter_node,
+                self.network.message_overhead_us,
+            )
+        return self._links
 
     def server_link(self, rank: int) -> ResolvedLink:
         """The rank's path to the parameter server (network.server or inter_node), capped by its NIC."""

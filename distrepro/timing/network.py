@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from distrepro.timing.capacities import PathCapacities
+
 Resource = Hashable
 #: a relative tolerance: a flow with less than this fraction of its volume left is finished
 _EPS = 1e-12
@@ -181,7 +183,8 @@ class FlowNetwork:
     flow, transitively (one connected component: flows elsewhere cannot be affected; after a removal,
     the components of all its former neighbours, in one filling). The caller keeps time monotone: it
     calls :meth:`advance` to the current event time before changing anything. ``capacity`` is copied
-    at construction and fixed; a flow's cap and uses must not change while it is in the network.
+    at construction (a read-only :class:`PathCapacities` is kept) and fixed; a flow's cap and uses must not
+    change while it is in the network.
 
     Why flows are kept in classes between events: the worst case (512 flows, 64 classes) spent most of
     each event regrouping flows by hashing their resource tuples and walking flows to find the
@@ -191,7 +194,10 @@ class FlowNetwork:
     """
 
     def __init__(self, capacity: Mapping[Resource, float] | None = None) -> None:
-        self.capacity: dict[Resource, float] = dict(capacity or {})
+        # copied (a caller's dict may change), except a PathCapacities: read-only, and a copy would tabulate it
+        self.capacity: Mapping[Resource, float] = (
+            capacity if isinstance(capacity, PathCapacities) else dict(capacity or {})
+        )
         self.flows: dict[Hashable, Flow] = {}
         self.now = 0.0
         self._classes: dict[tuple[float, tuple[tuple[Resource, int], ...]], _Class] = {}
@@ -354,23 +360,10 @@ class Paths:
         self, profile
     ) -> None:  # HardwareProfile (not imported: distrepro.hardware.profiles imports nothing of ours)
         self.profile = profile
-        self.capacity: dict[Resource, float] = {}
+        #: the NICs and every intra-node link, each link's capacity computed when first asked (a node of n devices
+        #: has n(n-1) links: never tabulated); the flow network keeps this read-only mapping as it is
+        self.capacity: PathCapacities = PathCapacities(profile)
         self._cache: dict[tuple[tuple[int, int], ...], tuple[float, tuple[tuple[Resource, int], ...]]] = {}
-        inter = profile.network.inter_node.bandwidth_gbytes_per_s
-        for i in range(len(profile.nodes)):
-            nic = profile.node_nic(i)
-            bw = (nic.bandwidth_gbytes_per_s if nic is not None else inter) * 1e9
-            self.capacity[("tx", i)] = bw
-            self.capacity[("rx", i)] = bw
-        # every intra-node link now: the flow network copies the capacities when it is built
-        by_node: dict[int, list[int]] = {}
-        for r in range(profile.world_size):
-            by_node.setdefault(profile.node_index(r), []).append(r)
-        for ranks in by_node.values():
-            for a in ranks:
-                for b in ranks:
-                    if a != b:
-                        self.capacity[("link", a, b)] = profile.link(a, b).bandwidth_bytes_per_s
 
     def of(self, hops: tuple[tuple[int, int], ...]) -> tuple[float, tuple[tuple[Resource, int], ...]]:
         """(cap in bytes/s, resources with weights) of a pattern moving data over ``hops``."""

@@ -71,7 +71,7 @@ def kill_running_cell(uri: str, experiment: str, timeout_s: float = 180.0, after
     raise AssertionError(f"no cell of {experiment} started running within {timeout_s:.0f} s")
 
 
-def session_processes(sid: int, grace_s: float = 10.0) -> list[str]:
+def session_processes(sid: int, grace_s: float = 60.0) -> list[str]:
     """Live processes (not zombies) of session ``sid`` after at most ``grace_s``: what a command started with
     ``start_new_session`` left behind (multiprocessing's resource tracker leaves a moment after its parent)."""
     deadline = time.monotonic() + grace_s

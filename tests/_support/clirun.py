@@ -1,12 +1,15 @@
-"""``distrepro`` as a user runs it: a subprocess, timed, with its own tracking URI.
+"""``distrepro`` as a user runs it: a subprocess with its own tracking URI, its CPU time measured.
 
-The tracking-store tests judge what a user sees (exit status, how many lines on stderr, how long it
-took), so they run the real command line, not ``main()`` in the test process.
+The tracking-store tests judge what a user sees (exit status, how many lines on stderr, how much work it
+did), so they run the real command line, not ``main()`` in the test process. Wall time is kept for messages
+only: on a shared machine it measures the neighbours, so no test asserts it; a command that hangs is ended
+by the ``timeout`` (generous: many times a normal run) and then fails on its exit status.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -35,6 +38,8 @@ class Done:
     out: str
     err: str
     elapsed_s: float
+    #: user + system CPU seconds of the command (and of any children it waited for)
+    cpu_s: float = 0.0
 
     @property
     def err_lines(self) -> list[str]:
@@ -75,13 +80,22 @@ def start_cli(args: list[str], uri: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def finish(proc: subprocess.Popen[str], started: float, timeout: float = 240) -> Done:
+    """Wait for ``proc`` (killed after ``timeout`` s: a hang guard, not a bound on how long it should take).
+    Its CPU time is what this process's reaped children gained meanwhile (another child reaped in the same
+    window would add to it: tests bound it generously, from above)."""
+    cpu0 = _children_cpu_s()
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-    return Done(proc.returncode, out, err, time.monotonic() - started)
+    return Done(proc.returncode, out, err, time.monotonic() - started, _children_cpu_s() - cpu0)
 
 
 def run_cli(args: list[str], uri: str, cwd: Path, timeout: float = 240) -> Done:

@@ -159,6 +159,12 @@ def test_duplicate_key_is_an_error(tmp_path: Path) -> None:
     expect_error(path, "name", "duplicate key 'name' at line 3 (first at line 2)")
 
 
+def test_repeated_node_names_are_named_once_each(tmp_path: Path) -> None:
+    data = minimal_profile()
+    data["nodes"] = [dict(data["nodes"][0], name=name) for name in ["b", "a", "b", "c", "a", "b"]]
+    expect_error(write(tmp_path, data), "nodes", "node names must be unique", "['a', 'b']")
+
+
 def test_negative_bandwidth(tmp_path: Path) -> None:
     data = minimal_profile()
     data["network"]["inter_node"]["bandwidth_gbytes_per_s"] = -1

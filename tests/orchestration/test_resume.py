@@ -82,7 +82,8 @@ def test_a_different_config_is_refused_in_one_line_and_nothing_is_reopened(kille
     )
     assert done.rc == 2 and len(done.err_lines) == 1, done.err
     assert "budget.steps: 3 (campaign) vs 2 (now)" in done.err and killed.parent in done.err
-    assert done.elapsed_s < 60  # no minutes of retries; "nothing trained" is checked on the runs below
+    # no wall-time bound (it measures the machine's load): minutes of retries end in run_cli's hang guard and fail
+    # the exit status; "nothing trained" is checked on the runs below
     after = {rid: (r.info.status, r.info.end_time) for rid, r in killed.runs().items()}
     assert after == before  # no run reopened, created or closed
     assert _history(killed.uri, killed.children[1]) == [(120, 0.992)]
@@ -146,7 +147,7 @@ def test_same_config_resumes_seed_by_seed_then_says_finished(
     done = run_cli(["run", str(killed.config), "--no-progress", "--resume", killed.parent], killed.uri, killed.cwd)
     assert done.rc == 0 and len(done.err_lines) == 1, done.err
     assert re.search(rf"campaign run {killed.parent} .*FINISHED: nothing to resume", done.err)
-    assert done.elapsed_s < 60  # no minutes of retries; "nothing trained" is checked on the runs below
+    # "nothing trained" is checked on the runs below (no wall-time bound: run_cli's hang guard ends a stuck one)
     assert killed.runs().keys() == runs.keys()
 
 

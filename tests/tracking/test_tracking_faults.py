@@ -1,9 +1,11 @@
-"""Tracking-store faults through ``distrepro run``: one line on stderr, exit status 2, within 10 s.
+"""Tracking-store faults through ``distrepro run``: one line on stderr, exit status 2, little work.
 
 A dead server used to cost ~4 minutes of MLflow's HTTP retries and a 100-line traceback, an
 unwritable SQLite path two minutes of engine retries. Each case runs the real command line (a
-subprocess) and times it; the store is checked before torch or mlflow is imported, so the bound
-holds on a loaded machine. ``test_tracking_server.py`` covers a server that dies mid-campaign.
+subprocess) under a hang guard (:data:`HANG_S`, many times a normal refusal, so that minutes of retries
+end it and it fails on its exit status) and bounds its CPU time generously (:data:`CPU_S`; the store is
+checked before torch or mlflow is imported). Wall time is never asserted: on a shared machine it measures
+the neighbours. ``test_tracking_server.py`` covers a server that dies mid-campaign.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,12 @@ from distrepro.tracking.mlflow_client import make_client
 
 pytestmark = pytest.mark.smoke
 
-LIMIT_S = 10.0
+#: a refusal's wall time after which the command is ended as hung: retries took 2-4 minutes; a refusal takes
+#: about 1 s on an idle machine and under 20 s at a load of 12 on 2 cores
+HANG_S = 120.0
+#: CPU seconds a refusal may take: about 0.5 s (Python, the config, the store check), 3 s where MLflow is asked
+#: (``--resume``); 10x to spare for a loaded machine (as ``test_hostile_inputs.FAST_S``)
+CPU_S = 30.0
 
 
 def assert_one_line(done: Done, *names: str) -> str:
@@ -34,8 +40,12 @@ def assert_one_line(done: Done, *names: str) -> str:
     assert line.startswith("distrepro: error: "), line
     for name in names:
         assert name in line, line
-    assert done.elapsed_s < LIMIT_S, f"took {done.elapsed_s:.1f} s: {line}"
+    assert done.cpu_s < CPU_S, f"took {done.cpu_s:.1f} s of CPU ({done.elapsed_s:.1f} s wall): {line}"
     return line
+
+
+def refuse(args: list[str], uri: str, cwd: Path) -> Done:
+    return run_cli(args, uri, cwd, timeout=HANG_S)
 
 
 @contextmanager
@@ -64,14 +74,14 @@ def config(tmp_path: Path) -> Path:
 
 def test_unreachable_server_is_one_line(config: Path, tmp_path: Path) -> None:
     uri = f"http://127.0.0.1:{free_port()}"
-    assert_one_line(run_cli(["run", str(config), "--no-progress"], uri, tmp_path), uri, "not reachable")
+    assert_one_line(refuse(["run", str(config), "--no-progress"], uri, tmp_path), uri, "not reachable")
 
 
 def test_unwritable_sqlite_path_is_one_line(config: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder\n")
     db = blocker / "mlflow.db"
-    assert_one_line(run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path), str(db))
+    assert_one_line(refuse(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path), str(db))
 
 
 def test_read_only_mlflow_db_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
@@ -79,33 +89,39 @@ def test_read_only_mlflow_db_is_one_line(config: Path, tmp_path: Path, migrated_
     db.parent.mkdir()
     shutil.copyfile(migrated_mlflow_db, db)
     with read_only(db):
-        done = run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path)
+        done = refuse(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path)
     assert_one_line(done, str(db), "read-only")
     assert not (db.parent / "mlartifacts").exists()  # refused before anything was written
 
 
 def test_unknown_uri_scheme_is_one_line(config: Path, tmp_path: Path) -> None:
-    assert_one_line(run_cli(["run", str(config), "--no-progress"], "foo://somewhere", tmp_path), "foo://somewhere")
+    assert_one_line(refuse(["run", str(config), "--no-progress"], "foo://somewhere", tmp_path), "foo://somewhere")
 
 
 def test_resume_of_an_unknown_run_id_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
     db = tmp_path / "mlflow.db"
     shutil.copyfile(migrated_mlflow_db, db)
     uri = f"sqlite:///{db}"
-    done = run_cli(["run", str(config), "--no-progress", "--resume", "deadbeef"], uri, tmp_path)
+    done = refuse(["run", str(config), "--no-progress", "--resume", "deadbeef"], uri, tmp_path)
     assert_one_line(done, "deadbeef", uri, "no run")
 
 
+@pytest.mark.timeout(HANG_S)  # MLflow's retries are bounded: minutes of them end the test as hung
 def test_client_calls_fail_fast_once_the_server_is_gone() -> None:
-    """Mid-campaign a dead server costs MLflow's bounded retries once; cleanup calls then fail at once."""
+    """Mid-campaign a dead server costs MLflow's bounded retries once; cleanup calls then fail at once: they
+    never reach MLflow's client (whose every call would wait through the retries again)."""
     uri = f"http://127.0.0.1:{free_port()}"
     client = make_client(uri)
-    start = time.monotonic()
     with pytest.raises(StoreUnavailable, match="stopped answering") as first:
         client.get_run("0" * 32)
-    assert time.monotonic() - start < LIMIT_S
     assert uri in str(first.value) and "\n" not in str(first.value)
-    start = time.monotonic()
-    with pytest.raises(StoreUnavailable):
+    reached: list[str] = []
+
+    class Recorder:
+        def __getattr__(self, name: str) -> object:
+            return lambda *args, **kwargs: reached.append(name)
+
+    client._client = Recorder()  # type: ignore[assignment]  # what a later call would send to MLflow
+    with pytest.raises(StoreUnavailable, match="stopped answering"):
         client.set_terminated("0" * 32, "FAILED")
-    assert time.monotonic() - start < 0.5
+    assert reached == []

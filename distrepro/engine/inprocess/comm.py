@@ -266,6 +266,8 @@ class Fabric:
         self._seqs: dict[tuple[int, Any], int] = {}
         self.bytes_sent = [0] * self.world_size  # whole bytes: charges.py rounds each message
         self.lanes = Lanes(sched, Paths(cost.profile))
+        #: every rank, once: each worker's default group (K copies of it were K² ints at set-up)
+        self.world = tuple(range(self.world_size))
         self.comms = [InProcessComm(self, r) for r in range(self.world_size)]
         self.agents = AgentHub(self)
 
@@ -289,13 +291,15 @@ class InProcessComm(Comm):
         self.fabric = fabric
         self.rank = rank
         self.world_size = fabric.world_size
-        self._world = tuple(range(fabric.world_size))
+        self._world = fabric.world
 
     def _call(self, req: Request) -> Any:
         return self.fabric.sched.call(self.rank, req)
 
     def _ranks(self, group: Group | None) -> tuple[int, ...]:
-        ranks = self._world if group is None else group.ranks
+        if group is None:
+            return self._world  # every rank is in it: no search through K ranks at every call
+        ranks = group.ranks
         if self.rank not in ranks:
             raise CommError(f"rank {self.rank} is not a member of group {list(ranks)}")
         return ranks
