@@ -56,7 +56,8 @@ def _verdict(claim: Any, i: int) -> Verdict:
     value = {"x": 2.4, "fraction": 0.18, "emulated_s": 43.56}.get(unit, 0.0123 * (i + 1))
     verdict = ("PASS", "FAIL", "INCONCLUSIVE")[i % 3]
     return Verdict(
-        claim.id, claim.kind, verdict, "", statistic=value, ci=(0.9 * value, 1.1 * value), band=(0.5 * value, 2 * value),
+        claim.id, claim.kind, verdict, "", statistic=value, ci=(0.9 * value, 1.1 * value),
+        band=(0.5 * value, 2 * value),
         unit=unit, n_seeds=3, points={0: 0.95 * value, 1: value, 2: 1.05 * value},
         miss=LONG_MISS if verdict == "FAIL" else "",
     )  # fmt: skip

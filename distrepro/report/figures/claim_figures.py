@@ -99,8 +99,7 @@ def _title(v: Verdict, claim: Any, width_in: float) -> str:
 
 
 def _claim_panel(ax: Any, v: Verdict, claim: Any, title: str, ylabel: str) -> None:
-    key, difference = panel_unit(v, claim)
-    scale = describe(key).scale
+    scale = describe(panel_unit(v, claim)[0]).scale
     claimed = getattr(claim, "claimed", None)
     claimed_vals = (
         [c * scale for c in (claimed if isinstance(claimed, tuple) else (claimed,))] if claimed is not None else []
