@@ -78,9 +78,14 @@ def texts_outside(fig: Figure, renderer: Any) -> list[str]:
     from matplotlib.text import Text
 
     page = fig.bbox
+    ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks()
+             for t in (tick.label1, tick.label2)}  # fmt: skip
+    drawn = {id(t) for ax in fig.axes for which in "xy" for t in _drawn_ticklabels(ax, which)}
     out = []
     for t in fig.findobj(Text):
         if not t.get_visible() or not t.get_text().strip() or (t.axes is not None and not t.axes.get_visible()):
+            continue
+        if id(t) in ticks and id(t) not in drawn:  # a tick beyond the view limits: matplotlib does not draw it
             continue
         b = t.get_window_extent(renderer)
         if b.x0 < page.x0 - 1 or b.y0 < page.y0 - 1 or b.x1 > page.x1 + 1 or b.y1 > page.y1 + 1:

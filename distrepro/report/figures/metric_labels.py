@@ -115,7 +115,8 @@ def axis_label(key: str, difference: bool = False) -> str:
     """``validation accuracy (%)``: the words and, where it has one, the unit (of a difference if ``difference``)."""
     label = describe(key)
     unit = label.diff_unit if difference else label.unit
-    return f"{label.words} ({unit})" if unit else label.words
+    said = unit and unit in label.words.split()  # "epochs", not "epochs (epochs)"
+    return f"{label.words} ({unit})" if unit and not said else label.words
 
 
 def shown(value: float | None, key: str, difference: bool = False, digits: int = 4) -> str:
