@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from figure_text import legends_over_data, texts_outside
 from matplotlib.colors import to_hex
 
@@ -22,9 +24,9 @@ def test_coinciding_schedules_differ_in_colour_and_line_style() -> None:
     steps = [ln for ln in ax.get_lines() if ln.get_linestyle() != "None"]
     assert len(steps) == len(plans)
     assert len({(to_hex(ln.get_color()), ln.get_linestyle()) for ln in steps}) == len(plans)
-    assert all(a.get_linestyle() != b.get_linestyle() for a, b in zip(steps, steps[1:], strict=False))
+    assert all(a.get_linestyle() != b.get_linestyle() for a, b in itertools.pairwise(steps))
     legend = ax.get_legend()
-    assert [t.get_text() for t in legend.get_texts()][0] == "const (50 rounds)"
+    assert next(t.get_text() for t in legend.get_texts()) == "const (50 rounds)"
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     assert legends_over_data(fig, renderer) == [] and texts_outside(fig, renderer) == []

@@ -3,6 +3,8 @@ report order also differing in line style and marker; axes in words with units; 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 from figure_text import legends_over_data, texts_outside
@@ -38,7 +40,7 @@ def test_no_two_arms_share_colour_and_line_style() -> None:
     for drawn in per_panel.values():
         assert len(drawn) == len(arms)
         assert len({(c, ls) for c, ls, _ in drawn}) == len(arms)  # no two arms share (colour, line style)
-        for (_, ls1, m1), (_, ls2, m2) in zip(drawn, drawn[1:], strict=False):
+        for (_, ls1, m1), (_, ls2, m2) in itertools.pairwise(drawn):
             assert ls1 != ls2 and m1 != m2  # neighbours differ in line style and marker, whatever their hues
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
