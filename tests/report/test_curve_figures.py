@@ -46,6 +46,6 @@ def test_no_two_arms_share_colour_and_line_style() -> None:
     renderer = fig.canvas.get_renderer()
     assert legends_over_data(fig, renderer) == [] and texts_outside(fig, renderer) == []
     ylabels = [ax.get_ylabel() for ax in fig.axes]
-    assert ylabels == ["validation accuracy (%)", "validation loss (cross-entropy) (nats)"]
+    assert ylabels == ["validation accuracy (%)", "validation loss (nats)"]
     assert fig.axes[0].get_xlabel() == "emulated time (s)"
     assert max(lines[0].get_ydata()) > 1  # accuracy drawn in per cent, as its axis says

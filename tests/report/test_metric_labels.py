@@ -14,7 +14,7 @@ from distrepro.report.figures.metric_labels import axis_label, describe, shown
     ("key", "label"),
     [
         ("final/val_accuracy", "validation accuracy (%)"),
-        (M.VAL_LOSS, "validation loss (cross-entropy) (nats)"),
+        (M.VAL_LOSS, "validation loss (nats)"),
         (M.EMULATED_S, "emulated time (s)"),
         (M.FINAL_EMULATED_S, "emulated time for the budget (s)"),
         (M.EPOCH, "epochs"),  # the unit is the word: not "epochs (epochs)"
@@ -22,7 +22,7 @@ from distrepro.report.figures.metric_labels import axis_label, describe, shown
         ("alloc/3/share", "share of the data, worker 3 (%)"),
         ("alloc/<r>/share", "share of the data, worker <r> (%)"),
         ("worker/12/idle_s", "idle time of worker 12 (s)"),
-        ("emu_ms/val_loss", "validation loss (cross-entropy) (nats)"),
+        ("emu_ms/val_loss", "validation loss (nats)"),
         ("replica_val_accuracy_std", "validation accuracy, std over replicas (%)"),
         (M.CONSENSUS_DECAY_RATE, "consensus-distance decay rate (e-folds per gradient per worker)"),
         ("x", "ratio (×)"),

@@ -12,6 +12,7 @@ where their curves overlap or their colours read alike; axes are labelled in wor
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -68,7 +69,8 @@ def curves_figure(
         members = {g: [a for a in arms if style.groups.get(a, "") == g] for g in rows}
     else:
         rows, members = [""], {"": arms}
-    fig = new_figure(4.3 * len(metrics) + 1.8, (2.3 if len(rows) > 1 else 3.4) * len(rows) + 0.2)
+    row_in = 2.3 if len(rows) > 1 else 3.4
+    fig = new_figure(4.3 * len(metrics) + 1.8, row_in * len(rows) + 0.2)
     axes = fig.subplots(len(rows), len(metrics), squeeze=False)  # x not shared: each cluster has its own time scale
     for i, group in enumerate(rows):
         for ax, metric in zip(axes[i], metrics, strict=True):
@@ -85,7 +87,8 @@ def curves_figure(
                 )  # fmt: skip
                 if int(n) > 1:
                     ax.fill_between(grid, scale * lo, scale * hi, color=color, alpha=0.18, linewidth=0)
-            ax.set_ylabel(axis_label(metric), fontsize=FONT_PT)
+            # wrapped to the panel's height: a faceted row is short, and a label longer than it runs into the next
+            ax.set_ylabel(textwrap.fill(axis_label(metric), int((row_in - 0.6) * 72 / (FONT_PT * 0.6))), fontsize=FONT_PT)
             if log_y:
                 ax.set_yscale("log")
             if group:

@@ -9,7 +9,7 @@ write an axis label and a number with its unit from it. A key this table does no
 
 The units are those the writers log in: quality metrics per :mod:`distrepro.engine.evaluation` (loss is
 the mean cross-entropy with the natural logarithm, so nats; accuracy a fraction of the validation set),
-times in emulated or wall seconds, bytes as sent, speeds in samples per second
+(the words say "loss"; captions say which), times in emulated or wall seconds, bytes as sent, speeds in samples per second
 (:class:`distrepro.api.allocation.Allocation`).
 """
 
@@ -44,8 +44,8 @@ _PERCENT = {"unit": "%", "scale": 100.0, "difference_unit": "pts"}
 #: exact keys (a ``final/`` prefix is looked up without it, then named "final …" only where that adds meaning)
 _EXACT: dict[str, MetricLabel] = {
     M.VAL_ACCURACY: MetricLabel("validation accuracy", **_PERCENT),  # type: ignore[arg-type]
-    M.VAL_LOSS: MetricLabel("validation loss (cross-entropy)", "nats"),
-    M.TRAIN_LOSS: MetricLabel("training loss (cross-entropy)", "nats"),
+    M.VAL_LOSS: MetricLabel("validation loss", "nats"),
+    M.TRAIN_LOSS: MetricLabel("training loss", "nats"),
     M.CONSENSUS_DISTANCE: MetricLabel("consensus distance (1/n)·Σ‖xᵢ − x̄‖²"),
     M.LR: MetricLabel("learning rate"),
     M.EPOCH: MetricLabel("epochs", "epochs"),
