@@ -5,6 +5,11 @@ adjacent arms and a non-inferiority claim a difference to the baseline, not the 
 computed from, so the axis label names the gap or difference, the baseline and the unit. One legend
 for the whole figure sits below the panels (the marks mean the same in every panel); per-panel
 legends covered the tick labels.
+
+Metrics are named in words and every number carries its unit (:mod:`.metric_labels`): a title reads
+``43.5%``, ``+1.2 pts`` or ``4.356 s``, never a bare ``4.356``. The figure is sized by its texts
+(:func:`claims_figure`), so a long claim id, a FAIL's reason or a three-line axis label is wrapped
+inside its panel instead of being cut off at the figure's edge or running into the next panel.
 """
 
 from __future__ import annotations

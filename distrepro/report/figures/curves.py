@@ -70,6 +70,7 @@ def curves_figure(
     else:
         rows, members = [""], {"": arms}
     row_in = 2.3 if len(rows) > 1 else 3.4
+    label_chars = int((row_in - 0.6) * 72 / (FONT_PT * 0.6))  # a y label's line: the plot's height, in characters
     fig = new_figure(4.3 * len(metrics) + 1.8, row_in * len(rows) + 0.2)
     axes = fig.subplots(len(rows), len(metrics), squeeze=False)  # x not shared: each cluster has its own time scale
     for i, group in enumerate(rows):
@@ -88,7 +89,7 @@ def curves_figure(
                 if int(n) > 1:
                     ax.fill_between(grid, scale * lo, scale * hi, color=color, alpha=0.18, linewidth=0)
             # wrapped to the panel's height: a faceted row is short, and a label longer than it runs into the next
-            ax.set_ylabel(textwrap.fill(axis_label(metric), int((row_in - 0.6) * 72 / (FONT_PT * 0.6))), fontsize=FONT_PT)
+            ax.set_ylabel(textwrap.fill(axis_label(metric), label_chars), fontsize=FONT_PT)
             if log_y:
                 ax.set_yscale("log")
             if group:

@@ -8,8 +8,8 @@ write an axis label and a number with its unit from it. A key this table does no
 ``method/<name>``) falls back to the key itself, unitless, so a new metric is shown, never hidden.
 
 The units are those the writers log in: quality metrics per :mod:`distrepro.engine.evaluation` (loss is
-the mean cross-entropy with the natural logarithm, so nats; accuracy a fraction of the validation set),
-(the words say "loss"; captions say which), times in emulated or wall seconds, bytes as sent, speeds in samples per second
+the mean cross-entropy with the natural logarithm, so nats, which the captions say; accuracy a fraction of
+the validation set), times in emulated or wall seconds, bytes as sent, speeds in samples per second
 (:class:`distrepro.api.allocation.Allocation`).
 """
 
