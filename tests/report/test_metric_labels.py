@@ -48,7 +48,7 @@ def test_every_logged_harness_metric_has_words() -> None:
 
 
 def test_numbers_carry_their_unit() -> None:
-    assert shown(0.7234, M.VAL_ACCURACY) == "72.34%"
+    assert shown(0.7234, M.VAL_ACCURACY) == "72.3%"
     assert shown(0.0116, "final/val_accuracy", difference=True) == "+1.16 pts"
     assert shown(-0.5, M.FINAL_EMULATED_S, difference=True) == "−0.5 s"
     assert shown(4.356, M.FINAL_EMULATED_S) == "4.356 s"

@@ -127,7 +127,8 @@ def shown(value: float | None, key: str, difference: bool = False, digits: int =
     unit = label.diff_unit if difference else label.unit
     if math.isinf(value):
         number = "∞" if value > 0 else "−∞"
-    else:
+    else:  # per cent and points to 3 digits, as the report's text gives them (43.5%, not 43.52%)
+        digits = min(digits, 3) if unit in ("%", "pts") else digits
         number = f"{value * label.scale:{'+' if difference else ''}.{digits}g}".replace("-", "−")
     if not unit:
         return number
