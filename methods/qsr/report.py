@@ -54,6 +54,7 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(8.5, 3.6), layout="constrained")
     for i, (label, plan) in enumerate(plans.items()):
@@ -61,7 +62,8 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
         x, y = _steps(lengths)
         ax.step(x, y, where="post", label=f"{label} ({len(lengths)} rounds)", color=_COLORS[i % len(_COLORS)],
                 ls=_LINESTYLES[i % len(_LINESTYLES)], lw=max(1.2, 3.2 - 0.5 * i))  # fmt: skip
-        marks = range(0, len(x), max(1, len(x) // 8))  # a few round starts, to name the line
+        every = max(1, len(x) // 8)  # a few round starts name the line, staggered so coinciding lines show each
+        marks = range((i * every) // max(1, len(plans)), len(x), every)
         ax.plot([x[k] for k in marks], [y[k] for k in marks], ls="", marker=_MARKERS[i % len(_MARKERS)], ms=5,
                 color=_COLORS[i % len(_COLORS)])  # fmt: skip
     handles = [
@@ -70,6 +72,9 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
         for i in range(len(plans))
     ]  # fmt: skip
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 2, 5, 100 rather than 2 × 10⁰
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
     ax.set_xlabel("training step")
     ax.set_ylabel("H (local steps per round)")
     ax.set_title(title)
