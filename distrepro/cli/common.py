@@ -46,6 +46,11 @@ def add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
 
 def print_sensitivity(report: object) -> None:
     result = getattr(report, "sensitivity", None)
+    checked = getattr(report, "dependence", None)
+    if result is None and checked is not None:  # the default check (distrepro.report.dependence_section)
+        from distrepro.report.dependence_section import summary_line as checked_line
+
+        print(checked_line(checked))
     if result is None:
         return
     from distrepro.report.sensitivity_section import summary_line
@@ -70,8 +75,17 @@ def add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) 
             action="store_true",
             help="add the sweep of the timing verdicts over the plausible hardware (no training)",
         )
+        parser.add_argument(
+            "--no-sensitivity",
+            action="store_true",
+            help="skip the default check that marks timing verdicts depending on an assumed hardware figure "
+            "(a Latin hypercube of 32 settings, cached in the report folder)",
+        )
     parser.add_argument(
-        "--samples", type=int, help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256)"
+        "--samples",
+        type=int,
+        help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256) or of the default check "
+        "of the timing verdicts (default 32)",
     )
 
 

@@ -24,6 +24,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         scale=args.scale,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        dependence=not args.no_sensitivity,
         show_progress=False if args.no_progress else None,
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
@@ -83,4 +84,4 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     )
     add_sensitivity_args(sens, always=True)
     sens.add_argument("--no-progress", action="store_true", help=SWEEP_PROGRESS)
-    sens.set_defaults(func=_cmd_report, sensitivity=True, baseline=None, check=False)
+    sens.set_defaults(func=_cmd_report, sensitivity=True, no_sensitivity=False, baseline=None, check=False)

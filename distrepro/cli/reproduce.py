@@ -34,6 +34,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         show_progress=False if args.no_progress else None,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        dependence=not args.no_sensitivity,
         system_metrics=args.system_metrics,
         executor=spec_from_args(args),
     )

@@ -51,8 +51,11 @@ _EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
 def claim_sentence(claim: Any, v: Verdict) -> str:
     """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
     what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
-    said = "depends on an assumption" if v.depends_on else SAID[v.verdict]
-    text = f"**{v.verdict}** · {said}: *{what}* ({claim.id}; {source_text(claim)}): "
+    if v.depends_on:  # not a verdict the runs decide: no PASS/FAIL badge, the emulated one said in words
+        text = f"**DEPENDS** · depends on an assumption ({v.verdict} on the declared hardware): "
+    else:
+        text = f"**{v.verdict}** · {SAID[v.verdict]}: "
+    text += f"*{what}* ({claim.id}; {source_text(claim)}): "
     text += f"{_measured(v, claim)} against claimed {claimed_text(claim)}"
     text += f"; decided at {claim.scale} scale on {where_decided(claim, v)}"
     extra = qualifier(v)

@@ -55,6 +55,7 @@ def reproduce(
     sensitivity_samples: int | None = None,
     system_metrics: bool = False,
     executor: ExecutorSpec | Executor | None = None,
+    dependence: bool = True,
 ) -> Reproduction:
     """Run the arms of ``paper`` and build its report; see the module docstring.
 
@@ -110,6 +111,7 @@ def reproduce(
                 sensitivity,
                 sensitivity_samples,
                 show_progress,
+                dependence,
             )
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
 
