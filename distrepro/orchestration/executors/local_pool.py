@@ -55,9 +55,19 @@ def _serve(conn: Connection, threads: int) -> None:
                 if task is None:
                     return
                 conn.send(("running", task.key))
-                conn.send(("done", run_cell_task(task)))
+                conn.send(("done", _without_models(run_cell_task(task))))
     finally:  # leaving: a signal now could only interrupt the exit hooks (with a traceback)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _without_models(outcome: CellOutcome) -> CellOutcome:
+    """The outcome without the trained models (the campaign's process reads only the metrics; the runs hold the
+    rest). Sent through the pipe, torch would share each model's storage by passing file descriptors through
+    multiprocessing's ``resource_sharer``, whose server thread in the worker printed a ``ConnectionResetError``
+    traceback when Ctrl-C ended either side during the hand-over (and a ResNet-50 is 100 MB to hand over)."""
+    if outcome.result is not None:
+        outcome.result.models = []
+    return outcome
 
 
 def _preload() -> None:
