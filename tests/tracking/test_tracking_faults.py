@@ -182,3 +182,31 @@ def test_a_store_that_breaks_mid_run_is_one_line_without_mlflows_log(
         others = [line for line in done.err_lines if line not in done.error_lines]
         assert all(line.startswith("[store-tiny") for line in others), done.err  # the seed's line, then ours
         assert "sqlalchemy" not in done.err.lower() and "Traceback" not in done.err, done.err
+
+
+def test_a_store_locked_by_another_process_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
+    """An open write transaction elsewhere (a sqlite3 shell): MLflow waited on it for most of a minute, then raised
+    with a traceback; the check waits a few seconds (``SQLITE_LOCK_WAIT_S``) and says who is in the way."""
+    import sys
+
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"con = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "con.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        done = run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.rc == 2 and done.err_lines == done.error_lines and len(done.error_lines) == 1, done.err
+    assert f"the store {db} is locked by another process" in done.error_lines[0], done.error_lines[0]
