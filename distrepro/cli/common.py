@@ -91,3 +91,29 @@ def add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) 
 
 #: --no-progress of the commands that can run the sensitivity sweep (minutes) but train nothing
 SWEEP_PROGRESS = "no live progress bar for the sensitivity sweep (a line per phase on stderr instead)"
+
+
+def check_output(path: str | Path, flag: str = "--out", folder: bool = False) -> None:
+    """Refuse an output ``path`` (a file, or with ``folder`` a folder) this process cannot write, in one line naming
+    ``flag``, before the command works for minutes and then fails with an ``OSError`` deep in a writer."""
+    from distrepro.errors import DistreproError
+    from distrepro.tracking.storeprobe import cannot_create
+
+    target = Path(path)
+    where = target if folder else target.parent
+    if folder and target.exists() and not target.is_dir():
+        raise DistreproError(f"{flag} {path}: is a file, not a folder")
+    if not folder and target.is_dir():
+        raise DistreproError(f"{flag} {path}: is a folder, not a file")
+    blocker = next((p for p in (where, *where.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise DistreproError(f"{flag} {path}: cannot write there: {blocker} is a file, not a folder")
+    reason = cannot_create(where)
+    if reason is None and not folder and target.exists():
+        try:
+            with target.open("r+b"):
+                pass
+        except OSError as exc:
+            reason = f"{exc.strerror or exc} ({target})"
+    if reason is not None:
+        raise DistreproError(f"{flag} {path}: cannot write there: {reason}")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, print_sensitivity
+from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, check_output, print_sensitivity
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
+    if args.out:
+        check_output(args.out, folder=True)
     check_store(args.tracking_uri or resolve_tracking_uri())
     from distrepro.report.build import build_report
 
