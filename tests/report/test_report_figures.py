@@ -146,7 +146,8 @@ def arm_colors(fig: Figure) -> dict[str, set[tuple[float, ...]]]:
     return out
 
 
-@pytest.mark.parametrize("n_arms", [16, pytest.param(30, marks=pytest.mark.slow)])  # 30: ~15 s on a busy CI box
+@pytest.mark.timeout(1800)  # a hang guard: about 21 s of CPU at 16 arms, several minutes of wall at load 15
+@pytest.mark.parametrize("n_arms", [16, pytest.param(30, marks=pytest.mark.slow)])
 def test_figures_stay_readable_with_many_arms(
     n_arms: int, tmp_path: Path, drawn: dict[str, tuple[Figure, Any]]
 ) -> None:
