@@ -196,8 +196,12 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
     if len(scales) > 1:
         per = ", ".join(f"{sum(c.scale == s for c in spec.claims)} at `{s}`" for s in scales)
         lines.append(f"Claims decided per scale: {per} (column `scale`).")
+    counted = t.total()  # a claim that restates another's number (same_as / counts_with) counts once
+    rows = ""
+    if counted != len(verdicts):
+        rows = f" ({len(verdicts)} rows, a claim restating another's number counted once)"
     lines.append(
-        f"All {len(verdicts)} claims: {t.text(t.all_claims())}. {_pairing_text(verdicts)}; the CI decides a verdict "
+        f"All {counted} claims{rows}: {t.text(t.all_claims())}. {_pairing_text(verdicts)}; the CI decides a verdict "
         "under `rule: ci`."
     )
     return " ".join(lines)
