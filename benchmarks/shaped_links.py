@@ -185,10 +185,15 @@ def predict(case: Case, op: Op, rate_mbit: float | None, latency_s: float, algor
     if op.kind == "send":  # one message each way of a pair: α + S/B (Hockney)
         return max(CommCostModel(profile).p2p(a, b, op.nbytes) for a, b in op.pairs)
     paths = Paths(profile)
+    cost = CommCostModel(profile)
     flows = []
     for a, b in op.pairs:
-        cap, uses = paths.of(((a, b), (b, a)))  # a swap: both directions at once, full duplex
-        flows.append((0.0, float(op.nbytes), cap, uses))
+        # a swap as the in-process engine runs it: S each way over both directions of the pair's path; gloo (the
+        # backend of these CPU profiles) takes turns, so the pair uses at most half of each direction: 2·S/B alone
+        cap, uses = paths.of(((a, b), (b, a)))
+        half = 0.5 if profile.backend() == "gloo" else 1.0
+        data_s = cost.exchange(a, b, op.nbytes) - profile.link(a, b).latency_s
+        flows.append((0.0, data_s * cap * half, cap * half, uses))
     ends = simulate(flows, paths.capacity)
     return max(ends) + max(profile.link(a, b).latency_s for a, b in op.pairs)
 

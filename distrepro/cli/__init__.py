@@ -7,6 +7,7 @@ helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
     distrepro --version
     distrepro plan CONFIG [--set key.path=value ...] [--json]
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|gpu|paper] [--sensitivity] [--check]
+    distrepro reproduce PAPER --resume [RUN_ID]   (continue a stopped reproduction: its unfinished arms, the report)
     distrepro extras PAPER [ARM ...]
     distrepro test METHOD [...] [--root DIR]   (the generated tests of a method plugin; needs pytest)
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]

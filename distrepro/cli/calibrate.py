@@ -21,8 +21,12 @@ def _target(args: argparse.Namespace, name: str) -> Path | None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from distrepro.cli.common import check_output
     from distrepro.hardware.calibrate import single_device_profile
     from distrepro.training.calibration import calibrate, dump_yaml, parse_batches, write_profile
+
+    if args.out:  # before the minutes of measuring
+        check_output(args.out)
 
     name, entry, fit, timings = calibrate(
         args.workload, args.device, args.precision, parse_batches(args.batches), args.warmup, args.repeats, args.name

@@ -46,6 +46,11 @@ def add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
 
 def print_sensitivity(report: object) -> None:
     result = getattr(report, "sensitivity", None)
+    checked = getattr(report, "dependence", None)
+    if result is None and checked is not None:  # the default check (distrepro.report.dependence_section)
+        from distrepro.report.dependence_section import summary_line as checked_line
+
+        print(checked_line(checked))
     if result is None:
         return
     from distrepro.report.sensitivity_section import summary_line
@@ -70,10 +75,45 @@ def add_sensitivity_args(parser: argparse.ArgumentParser, always: bool = False) 
             action="store_true",
             help="add the sweep of the timing verdicts over the plausible hardware (no training)",
         )
+        parser.add_argument(
+            "--no-sensitivity",
+            action="store_true",
+            help="skip the default check that marks timing verdicts depending on an assumed hardware figure "
+            "(a Latin hypercube of 32 settings, cached in the report folder)",
+        )
     parser.add_argument(
-        "--samples", type=int, help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256)"
+        "--samples",
+        type=int,
+        help="Latin-hypercube settings of the sensitivity sweep (default: the paper's, 256) or of the default check "
+        "of the timing verdicts (default 32)",
     )
 
 
 #: --no-progress of the commands that can run the sensitivity sweep (minutes) but train nothing
 SWEEP_PROGRESS = "no live progress bar for the sensitivity sweep (a line per phase on stderr instead)"
+
+
+def check_output(path: str | Path, flag: str = "--out", folder: bool = False) -> None:
+    """Refuse an output ``path`` (a file, or with ``folder`` a folder) this process cannot write, in one line naming
+    ``flag``, before the command works for minutes and then fails with an ``OSError`` deep in a writer."""
+    from distrepro.errors import DistreproError
+    from distrepro.tracking.storeprobe import cannot_create
+
+    target = Path(path)
+    where = target if folder else target.parent
+    if folder and target.exists() and not target.is_dir():
+        raise DistreproError(f"{flag} {path}: is a file, not a folder")
+    if not folder and target.is_dir():
+        raise DistreproError(f"{flag} {path}: is a folder, not a file")
+    blocker = next((p for p in (where, *where.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise DistreproError(f"{flag} {path}: cannot write there: {blocker} is a file, not a folder")
+    reason = cannot_create(where)
+    if reason is None and not folder and target.exists():
+        try:
+            with target.open("r+b"):
+                pass
+        except OSError as exc:
+            reason = f"{exc.strerror or exc} ({target})"
+    if reason is not None:
+        raise DistreproError(f"{flag} {path}: cannot write there: {reason}")

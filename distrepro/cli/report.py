@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, print_sensitivity
+from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, check_output, print_sensitivity
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
+    if args.out:
+        check_output(args.out, folder=True)
     check_store(args.tracking_uri or resolve_tracking_uri())
     from distrepro.report.build import build_report
 
@@ -24,6 +26,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         scale=args.scale,
         sensitivity=args.sensitivity,
         sensitivity_samples=args.samples,
+        dependence=not args.no_sensitivity,
         show_progress=False if args.no_progress else None,
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
@@ -83,4 +86,4 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     )
     add_sensitivity_args(sens, always=True)
     sens.add_argument("--no-progress", action="store_true", help=SWEEP_PROGRESS)
-    sens.set_defaults(func=_cmd_report, sensitivity=True, baseline=None, check=False)
+    sens.set_defaults(func=_cmd_report, sensitivity=True, no_sensitivity=False, baseline=None, check=False)

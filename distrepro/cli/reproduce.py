@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from distrepro.cli.common import add_sensitivity_args, add_system_metrics_arg, print_sensitivity, print_ui_hint
 from distrepro.errors import DistreproError
@@ -11,34 +12,25 @@ from distrepro.errors import DistreproError
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from distrepro.config.run_config import parse_seeds
-    from distrepro.orchestration.executors.executor_args import spec_from_args
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
     check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
     seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds is not None else None
-    from distrepro.reproduction.reproduce import reproduce
-
     if args.check and args.no_report:
         raise DistreproError("--check judges the claims in the report: it cannot go with --no-report")
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
     with_arms = [a.strip() for a in args.with_arms.split(",")] if args.with_arms else None
-    result = reproduce(
-        args.paper,
-        scale=args.scale,
-        seeds=seeds,
-        overrides=list(args.set or []),
-        arms=arms,
-        with_arms=with_arms,
-        report=not args.no_report,
-        show_progress=False if args.no_progress else None,
-        sensitivity=args.sensitivity,
-        sensitivity_samples=args.samples,
-        system_metrics=args.system_metrics,
-        executor=spec_from_args(args),
-    )
+    from distrepro.reproduction.resume import NothingToResume
+
+    try:
+        result = _reproduce(args, seeds, arms, with_arms)
+    except NothingToResume as exc:  # not an error: a retried resume of a reproduction that got done
+        print(f"distrepro: {exc}", file=sys.stderr)
+        return 0
     for arm, campaign in result.campaigns.items():
-        print(f"arm {arm}: campaign run {campaign.parent_run_id} ({len(campaign.cells)} seed(s))")
+        note = " (finished before: skipped)" if arm in result.skipped else f" ({len(campaign.cells)} seed(s))"
+        print(f"arm {arm}: campaign run {campaign.parent_run_id}{note}")
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
         print(f"reproduction run {result.run_id} (the arms are its children; the report is logged on it)")
@@ -56,6 +48,28 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"--check: {len(headline_fails)} headline claim(s) FAIL: {ids}", file=sys.stderr)
             return 1
     return 0
+
+
+def _reproduce(args: argparse.Namespace, seeds: str | None, arms: list[str] | None, with_arms: list[str] | None) -> Any:
+    from distrepro.orchestration.executors.executor_args import spec_from_args
+    from distrepro.reproduction.reproduce import LATEST, reproduce
+
+    return reproduce(
+        args.paper,
+        scale=args.scale,
+        seeds=seeds,
+        overrides=list(args.set or []),
+        arms=arms,
+        with_arms=with_arms,
+        report=not args.no_report,
+        show_progress=False if args.no_progress else None,
+        sensitivity=args.sensitivity,
+        sensitivity_samples=args.samples,
+        dependence=not args.no_sensitivity,
+        system_metrics=args.system_metrics,
+        executor=spec_from_args(args),
+        resume=LATEST if args.resume == "" else args.resume,
+    )
 
 
 def _cmd_extras(args: argparse.Namespace) -> int:
@@ -77,8 +91,15 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
     rep.add_argument(
         "--scale",
         choices=["proxy", "mid", "gpu", "paper"],
-        default="proxy",
         help="proxy (default), mid, gpu or paper scale",
+    )
+    rep.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_ID",
+        help="continue a reproduction that stopped: its unfinished arms (their finished seeds skipped), then the "
+        "report; RUN_ID is its reproduction run, default the newest of PAPER at --scale in the store",
     )
     rep.add_argument("--seeds", help="comma-separated seed indices (default: each config's)")
     rep.add_argument("--arms", help="comma-separated arms to run (default: every arm not marked optional)")

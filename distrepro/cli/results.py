@@ -14,9 +14,11 @@ def _cmd_results(args: argparse.Namespace) -> int:
         for line in problems:
             print(f"{args.out} is stale: {line}")
         return 1 if problems else 0
+    from distrepro.cli.common import check_output
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
+    check_output(args.out)
     uri = args.tracking_uri or resolve_tracking_uri()
     check_store(uri)
     print(write_results(Path(args.out), uri))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from distrepro.engine.contention import ContentionLedger
 from distrepro.spec.results import Span, SpanKind
 
 
@@ -30,6 +31,9 @@ class VirtualClock:
     idle_s: float = 0.0
     step: int = 0
     spans: list[Span] = field(default_factory=list)
+    #: what synchronous collectives overlapping this worker's backward cost it (:mod:`distrepro.engine.contention`);
+    #: factor 0 (the default) charges nothing
+    contention: ContentionLedger = field(default_factory=lambda: ContentionLedger(0.0))
 
     def now(self) -> float:
         return self.t
@@ -43,11 +47,26 @@ class VirtualClock:
             "idle_s": self.idle_s,
             "step": self.step,
             "spans": list(self.spans),
+            "contention": self.contention.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.t, self.compute_s, self.comm_s = state["t"], state["compute_s"], state["comm_s"]
         self.idle_s, self.step, self.spans = state["idle_s"], state["step"], list(state["spans"])
+        if "contention" in state:  # a checkpoint written before the charge existed has none
+            self.contention.load_state_dict(state["contention"])
+
+    # ------------------------------------------------------------------ contention with backward
+    def begin_backward(self) -> None:
+        """A bucketed backward starts: non-blocking collectives issued until :meth:`end_backward` overlap it."""
+        self.contention.begin()
+
+    def end_backward(self) -> None:
+        self.contention.end(self.t, self.idle_s + self.comm_s)
+
+    def backward_tag(self) -> int | None:
+        """What a non-blocking synchronous collective issued now records: the backward it overlaps, if any."""
+        return self.contention.tag()
 
     def _span(self, kind: SpanKind, dt: float) -> None:
         if dt > 0 and len(self.spans) < self.max_spans:
@@ -90,12 +109,18 @@ class VirtualClock:
                     self.communicate(min(end, t) - self.t)
         self.idle_until(t)
 
-    def finish_op(self, start_s: float, end_s: float) -> None:
+    def finish_op(self, start_s: float, end_s: float, tag: int | None = None, issue_s: float = 0.0) -> None:
         """Complete an operation that started at ``start_s`` and ended at ``end_s``.
 
         Time before the start is idle (waiting for the last member); the rest up to the end
-        is communication. Parts already in the past (overlapped with compute) cost nothing.
+        is communication. Parts already in the past (overlapped with compute) cost nothing. A synchronous
+        collective issued at ``issue_s`` during backward ``tag`` (:meth:`backward_tag`) first charges, as compute,
+        what its overlap slowed that backward and no waiting absorbed (:mod:`distrepro.engine.contention`).
         """
+        if tag is not None:
+            owed = self.contention.owed(tag, issue_s, start_s, end_s, self.t, self.idle_s + self.comm_s)
+            if owed > 0:
+                self.compute(owed)
         self.idle_until(start_s)
         if end_s > self.t:
             self.communicate(end_s - self.t)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from distrepro.api.method import Batch, ClusterLayout, Comm, LRSchedule, OptimizerConfig, OptimizerT
 from distrepro.engine.clock import VirtualClock
+from distrepro.engine.contention import ContentionLedger
 from distrepro.seeding import derive_seed, generator
 
 #: (rank, n_samples, step_index, at_s) -> seconds
@@ -40,6 +41,7 @@ class HarnessWorker:
         cluster: Any = None,
         layers: Any = None,
         framework_s: float = 0.0,
+        contention: float = 0.0,
     ) -> None:
         self.rank = rank
         #: read-only layout of the emulated cluster (:class:`distrepro.api.method.ClusterLayout`)
@@ -49,6 +51,9 @@ class HarnessWorker:
         self._layers = layers
         #: what DDP's reducer adds to a bucketed forward/backward (:mod:`distrepro.timing.framework`)
         self._framework_s = framework_s
+        #: fraction by which backward slows while a synchronous collective overlaps it
+        #: (:mod:`distrepro.engine.contention`)
+        clock.contention = ContentionLedger(contention)
         self._buckets: tuple[int, list[Any], list[float]] | None = None
         self.world_size = world_size
         self.model = model
@@ -141,8 +146,10 @@ class HarnessWorker:
         return self._buckets[1], self._buckets[2]
 
     def _backward_buckets(self, dt: float, on_bucket: Callable[[int, list[torch.nn.Parameter]], None]) -> None:
-        """Charge ``dt`` in pieces: forward, then backward up to each bucket's ready time, calling back there."""
+        """Charge ``dt`` in pieces: forward, then backward up to each bucket's ready time, calling back there; the
+        collectives launched from the callbacks overlap this backward (the clock charges their contention)."""
         groups, fractions = self._bucket_plan()
+        self.clock.begin_backward()
         backward = dt * self._backward_fraction + self._framework_s
         dt += self._framework_s
         self.clock.compute(dt - backward)
@@ -151,7 +158,10 @@ class HarnessWorker:
             target = dt - backward + backward * frac if i < len(groups) - 1 else dt
             self.clock.compute(max(0.0, target - done))
             done = target
+            if i == len(groups) - 1:  # backward is over: the last bucket's collective overlaps none of it
+                self.clock.end_backward()
             on_bucket(i, params)
+        self.clock.end_backward()  # no bucket at all (a model without gradients): close it anyway
 
     def seed(self, *parts: object) -> int:
         return derive_seed(*self._seed_parts, *parts)

@@ -33,7 +33,7 @@ from distrepro.engine.worker_slot import Slot
 from distrepro.spec.job import Job
 from distrepro.spec.observer import RunObserver
 from distrepro.spec.results import EvalRecord, RunResult
-from distrepro.timing.framework import bucketed_step_overhead_s
+from distrepro.timing import framework
 from distrepro.training.ingredients import LRPlan
 
 
@@ -55,6 +55,7 @@ class Harness:
         k = job.world_size
         self.slots: list[Slot] = []
         layout = cluster_layout(job.profile)
+        figures = framework.costs(job.profile)
         for rank in transport.ranks:
             model, comm, clock = transport.endpoint(rank)
             worker = HarnessWorker(
@@ -70,9 +71,10 @@ class Harness:
                 backward_fraction=job.profile.backward_fraction(),
                 cluster=layout,
                 layers=job.workload.layers if job.workload is not None else None,
-                framework_s=bucketed_step_overhead_s(
-                    job.profile.device(rank), job.workload.layers if job.workload is not None else None
+                framework_s=framework.bucketed_step_overhead_s(
+                    job.profile.device(rank), job.workload.layers if job.workload is not None else None, figures
                 ),
+                contention=figures.contention,
             )
             worker.update_state(budget=job.config.budget)
             worker.total_steps = job.lr_plan.total_steps

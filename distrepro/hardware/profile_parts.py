@@ -228,3 +228,37 @@ class Backward(Strict):
 
     fraction: Annotated[float, Field(gt=0, lt=1)]
     source: Source
+
+
+class Framework(Strict):
+    """How the emulated cluster's framework runs its communication (optional; each figure left out takes the default
+    of :mod:`distrepro.timing.framework`, which says where it comes from).
+
+    ``backend``: ``nccl`` (GPU kernels; links full duplex, collectives contend with backward for SMs and memory
+    bandwidth) or ``gloo`` (CPU threads over TCP; a pairwise swap of ``batch_isend_irecv`` measured half duplex).
+    Default: ``nccl`` when every device is a GPU, else ``gloo`` (``torch.distributed`` runs NCCL only on GPUs).
+    ``contention``: the fraction by which backward slows while a synchronous collective overlaps it (0 pins it
+    off). ``launch_us`` and ``bucket_passes``: DDP's per-tensor host cost and bytes moved per gradient byte."""
+
+    backend: Literal["nccl", "gloo"] | None = None
+    contention: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    launch_us: NonNegative | None = None
+    bucket_passes: NonNegative | None = None
+    source: Source
+    #: plausible ranges (``contention``, ``launch_us``, ``bucket_passes``); a figure without one is swept over the
+    #: default range of :data:`distrepro.timing.framework.RANGES`, a figure pinned to 0 not at all
+    ranges: dict[str, FigureRange] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ranges_name_figures(self) -> Framework:
+        for key, rng in self.ranges.items():
+            if key not in FRAMEWORK_FIGURES:
+                raise ValueError(f"ranges.{key}: a framework block ranges only {', '.join(FRAMEWORK_FIGURES)}")
+            value = getattr(self, key)
+            if value is not None and not rng.contains(value):
+                raise ValueError(f"ranges.{key}: [{rng.low:g}, {rng.high:g}] does not contain the value {value:g}")
+        return self
+
+
+#: the framework figures a sensitivity sweep moves (:class:`Framework`)
+FRAMEWORK_FIGURES = ("contention", "launch_us", "bucket_passes")

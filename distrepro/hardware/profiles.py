@@ -37,6 +37,7 @@ from distrepro.hardware.profile_parts import (
     MAX_RANKS,
     Backward,
     DeviceGroup,
+    Framework,
     Link,
     Network,
     Node,
@@ -70,6 +71,9 @@ class HardwareProfile(Strict):
     #: or tree and of protocol; ``ring`` keeps the flat alpha-beta model of schema 1 (textbook ring, binomial
     #: broadcast)
     collective_algorithm: Literal["auto", "ring", "tree", "hierarchical"] = "auto"
+    #: the framework's backend and costs (:class:`~distrepro.hardware.profile_parts.Framework`); None: the defaults
+    #: of :mod:`distrepro.timing.framework` (NCCL on an all-GPU cluster, gloo otherwise)
+    framework: Framework | None = None
     #: plausible alternatives of the profile's categorical figures (``collective_algorithm: {choices: [auto,
     #: hierarchical], reason: ...}``), swept like the numeric ranges (:mod:`distrepro.hardware.profile_ranges`)
     ranges: dict[str, ChoiceRange] = Field(default_factory=dict)
@@ -185,7 +189,10 @@ class HardwareProfile(Strict):
 
     def digest(self) -> str:
         """sha256 of the canonical JSON of the validated model (MLflow tag: which hardware exactly)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        if data.get("framework") is None:  # a profile without the block keeps the digest it had before the block
+            data.pop("framework", None)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_yaml_dict(self) -> dict[str, Any]:
@@ -230,6 +237,15 @@ class HardwareProfile(Strict):
         if len(node.devices) == 1 and node.devices[0].count == 1:
             return node.devices[0].nic
         return None
+
+    def backend(self) -> str:
+        """``nccl`` or ``gloo``: the declared backend, else NCCL when every device is a GPU (``torch.distributed`` runs
+        NCCL only there), else gloo."""
+        declared = self.framework.backend if self.framework is not None else None
+        if declared is not None:
+            return declared
+        gpus = all(g.kind == "gpu" for n in self.nodes for g in n.devices)
+        return "nccl" if gpus else "gloo"
 
     def backward_fraction(self) -> float:
         return self.backward.fraction if self.backward is not None else DEFAULT_BACKWARD_FRACTION

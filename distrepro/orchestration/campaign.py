@@ -43,6 +43,7 @@ from distrepro.tracking.mlflow_client import (
     resolve_tracking_uri,
 )
 from distrepro.tracking.runlog import RunLogger, check_system_metrics, flatten_params, logged_params
+from distrepro.tracking.storeguard import after_the_fault
 from distrepro.tracking.storeprobe import check_store
 
 
@@ -301,10 +302,8 @@ def run_campaign(
     except StoreUnavailable as exc:
         if campaign.run_id is None:
             raise
-        raise StoreUnavailable(
-            f"{exc}; what was logged before it is kept: once the store is back, continue with "
-            f"'distrepro run {source or 'CONFIG'} --resume {campaign.run_id}'"
-        ) from exc
+        how = f"'distrepro run {source or 'CONFIG'} --resume {campaign.run_id}'"
+        raise StoreUnavailable(f"{exc}; {after_the_fault(uri, how)}") from exc
     assert campaign.run_id is not None
     return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")
 

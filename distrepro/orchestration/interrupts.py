@@ -18,6 +18,7 @@ loop in it, and a worker process can too.
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import threading
@@ -71,18 +72,32 @@ def interrupted_line(exc: KeyboardInterrupt, argv: list[str]) -> str:
     runs = killed_runs(exc)
     if not runs:
         return f"distrepro: {how}"
-    run_id = runs[-1]
+    run_id = runs[-1]  # closed last: the outermost run (``reproduce``'s umbrella run, closed after its arms)
+    if argv[:1] == ["reproduce"]:
+        line = f"distrepro: {how}; reproduction run {run_id} marked KILLED"
+        return f"{line}; continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
     line = f"distrepro: {how}; campaign run {run_id} marked KILLED"
     if argv[:1] == ["run"]:
-        rest, skip = [], False
-        for arg in argv:
-            if skip or arg.startswith("--resume="):
-                skip = False
-                continue
-            if arg == "--resume":
-                skip = True
-                continue
-            rest.append(arg)
-        return f"{line}; continue it with: distrepro {shlex.join([*rest, '--resume', run_id])}"
+        return f"{line}; continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
     logged = "CONFIG being the config.yaml logged on that run"
     return f"{line}; continue it with: distrepro run CONFIG --resume {run_id}, {logged}"
+
+
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _without_resume(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--resume RUN_ID`` (``reproduce``'s run id is optional: there only a run id is dropped)."""
+    rest, skip = [], False
+    for arg in argv:
+        if skip and (argv[:1] == ["run"] or _RUN_ID.fullmatch(arg)):
+            skip = False
+            continue
+        skip = False
+        if arg.startswith("--resume="):
+            continue
+        if arg == "--resume":
+            skip = True
+            continue
+        rest.append(arg)
+    return rest

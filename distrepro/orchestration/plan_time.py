@@ -17,7 +17,7 @@ from distrepro.api.method import PlanSetting
 from distrepro.api.overlap import emulated_buckets
 from distrepro.api.plan import TWO_RANK_PATTERNS, MethodPlan, Transfer
 from distrepro.spec.job import Job
-from distrepro.timing.framework import bucketed_step_overhead_s, ddp_step_s
+from distrepro.timing.framework import bucketed_step_overhead_s, costs, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
 
 NOT_ESTIMATED = "not estimated"
@@ -93,22 +93,24 @@ def _rank_span(ranks: list[int]) -> str:
 def _overlapped_step(job: Job, cost: CommCostModel, compute: list[float]) -> dict[str, Any] | None:
     """The step of a DDP-style overlapped all-reduce of the emulated model, estimated as the engine charges it: its
     buckets (:func:`distrepro.api.overlap.emulated_buckets`) priced one by one, launched when backward reaches them,
-    plus the reducer's cost (:mod:`distrepro.timing.framework`), at the rank where that ends last; None without
-    the workload's layer table. Left out: flows sharing links (the engine's max-min sharing), noise, jitter."""
+    plus the reducer's cost and the collectives' contention with backward (:mod:`distrepro.timing.framework`), at
+    the rank where that ends last; None without the workload's layer table. Left out: flows sharing links (the
+    engine's max-min sharing), noise, jitter."""
     layers = job.workload.layers if job.workload is not None else None
     if layers is None:
         return None
     world = list(range(job.world_size))
     priced = [(b.ready, cost.all_reduce(world, b.nbytes)) for b in emulated_buckets(layers)]
     backward = job.profile.backward_fraction()
+    figures = costs(job.profile)
     worst: tuple[float, float] = (0.0, 0.0)
     seen: set[tuple[float, float]] = set()
     for rank, seconds in enumerate(compute):
-        extra = bucketed_step_overhead_s(job.profile.device(rank), layers)
+        extra = bucketed_step_overhead_s(job.profile.device(rank), layers, figures)
         if (seconds, extra) in seen:
             continue
         seen.add((seconds, extra))
-        step = ddp_step_s(seconds, backward, priced, extra, contention=0.0)
+        step = ddp_step_s(seconds, backward, priced, extra, contention=figures.contention)
         worst = max(worst, (step, extra))
     return {"step_s": worst[0], "buckets": len(priced), "framework_s": worst[1]}
 

@@ -123,6 +123,12 @@ def check_campaign(cfg: RunConfig | None, uri: str, run_id: str) -> ResumeTarget
             f"{what}: this is one cell (seed {seed}) of campaign {parent}, not a campaign; use --resume {parent}"
         )
     name = run.tags.get("distrepro.campaign")
+    if name is None and "distrepro.reproduce" in run.tags:  # the umbrella run of ``reproduce``
+        paper = run.tags.get("distrepro.paper", "PAPER")
+        raise ResumeError(
+            f"{what}: this is the reproduction run of {paper} ({run.tags['distrepro.reproduce']}), not a campaign; "
+            f"continue it with 'distrepro reproduce {paper} --resume {run_id}'"
+        )
     if name is None:
         raise ResumeError(f"{what}: not a distrepro campaign run (it has no distrepro.campaign tag) in {uri}")
     if cfg is None:

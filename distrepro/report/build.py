@@ -65,6 +65,7 @@ class Report:
     verdicts: list[Verdict]
     logged_to: list[str] = field(default_factory=list)
     sensitivity: Any | None = None  # SensitivityResult when asked for (--sensitivity)
+    dependence: Any | None = None  # the default check of the timing verdicts (distrepro.sensitivity.dependence)
 
     claims: list[Any] = field(default_factory=list)
 
@@ -240,13 +241,16 @@ def write_report(
     root: Path | None = None,
     sensitivity: Any | None = None,
     scale: Scale | None = None,
+    dependence: Any | None = None,
 ) -> Report:
     """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
 
     Every claim is judged at each scale ``rs`` has runs for and at ``scale`` (default: the paper's), and each
     (arm config, seed) counts once (:mod:`distrepro.report.scales`); ``info.spec`` is the paper's as written.
     The figures show the runs of ``scale`` (the paper's own by default), so an arm's bar never mixes scales.
-    ``sensitivity``: a :class:`distrepro.sensitivity.sweep.SensitivityResult` to report as its own section."""
+    ``sensitivity``: a :class:`distrepro.sensitivity.sweep.SensitivityResult` to report as its own section;
+    else ``dependence`` (:mod:`distrepro.report.dependence_section`) marks the timing verdicts that depend on an
+    assumed figure and adds its short section."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
@@ -280,6 +284,11 @@ def write_report(
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
         extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)
         sens.write_data(sensitivity, out_dir)
+    elif dependence is not None:
+        from distrepro.report import dependence_section as dep
+
+        dep.apply(dependence, verdicts)
+        extra = dep.dependence_section(dependence, verdicts, info.id)
     for part, figures in method_sections(info, fig_dir, out_dir):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
@@ -317,6 +326,7 @@ def write_report(
         verdicts,
         claims=list(spec.claims) if spec else [],
         sensitivity=sensitivity,
+        dependence=dependence,
     )
 
 
@@ -333,6 +343,7 @@ def build_report(
     sensitivity_samples: int | None = None,
     show_progress: bool | None = None,
     log_campaigns: list[str] | None = None,
+    dependence: bool = True,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
@@ -347,7 +358,9 @@ def build_report(
     minutes, so its progress goes to stderr as a campaign's training does
     (:func:`distrepro.orchestration.progress.wants_bars`:
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
-    per phase and quarter of it)."""
+    per phase and quarter of it). Without ``sensitivity``, ``dependence`` (the default) runs the cheap check of
+    the timing verdicts over the plausible hardware (:mod:`distrepro.sensitivity.dependence`, cached in the
+    report folder) that marks those that depend on an assumption; ``False`` (``--no-sensitivity``) skips it."""
     info = find_paper(paper, root)
     judged_info = info  # the spec moved to the scale asked for: what the sensitivity sweep re-times
     if info.spec is not None:
@@ -373,7 +386,12 @@ def build_report(
         with progress_bars(wants_bars(show_progress)) as bars:
             sens = sweep(judged_info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
     out = Path(out_dir) if out_dir else inside("reports", paper)
-    report = write_report(info, rs, out, baseline, root, sens, scale)
+    checked = None
+    if dependence and sens is None and judged_info.spec is not None:
+        from distrepro.report.dependence_section import check_dependence
+
+        checked = check_dependence(judged_info, rs, out, sensitivity_samples)
+    report = write_report(info, rs, out, baseline, root, sens, scale, checked)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index
 

@@ -139,10 +139,13 @@ _GROUPS = {
 
 
 def _pairing_text(verdicts: Sequence[Verdict]) -> str:
-    """How comparisons pair seeds; "same initial model" only where the arms ran on the same profile."""
+    """How comparisons pair seeds; "same initial model" only where the arms ran on the same profile, "paired by
+    seed" only where a verdict's seeds pair."""
     paired = [v for v in verdicts if v.paired]
     across = [v.claim_id for v in paired if v.across_profiles]
     same = "a seed index gives every arm the same initial model and data order"
+    if not paired:
+        return "No verdict here pairs seeds (each arm's seeds are a sample of their own)"
     if not across:
         return f"Comparisons are paired by seed ({same})"
     return (

@@ -110,33 +110,48 @@ FIGURE_FILES = {
 
 
 FIGURE_TEXT = {
-    "curves_emulated_time": ("Quality vs emulated time", "Median over seeds, band = min–max over seeds."),
-    "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves."),
+    "curves_emulated_time": (
+        "Quality vs emulated time",
+        "Validation accuracy (%) and validation loss (cross-entropy, nats) against emulated seconds: median over "
+        "seeds, band = min–max over seeds; each arm has its own colour, line style and marker.",
+    ),
+    "curves_epochs": ("Quality vs epochs", "Hardware-free view of the same curves, against epochs trained."),
     "consensus": (
         "Consensus distance vs emulated time",
-        "(1/n) Σ‖x_i − x̄‖² at every evaluation, log scale (zero, as for synchronous arms, is not drawn); one row per "
-        "profile when there are many arms. Median over seeds, band = min–max.",
+        "(1/n) Σ‖x_i − x̄‖² over the n workers' parameter vectors at every evaluation, against emulated seconds, log "
+        "scale (zero, as for synchronous arms, is not drawn); one row per profile when there are many arms. Median "
+        "over seeds, band = min–max.",
     ),
     "claims": (
         "Claims: reproduced vs claimed",
-        "Dots: seeds; marker and bar: statistic and CI; shaded: acceptance band; dashed: ideal bound.",
+        "One panel per claim, its title the verdict and the statistic with its unit (× a ratio, % a share, pts a "
+        "difference in percentage points, s emulated seconds). Dots: seeds; marker and bar: statistic and CI; "
+        "shaded: acceptance band; dashed: ideal bound.",
     ),
     "speedup": (
         "Speedup vs the baseline",
-        "Per seed (paired by seed); bar = geometric mean; black lines = claimed values. One row per profile: its arms "
+        "Baseline's emulated time over the arm's (×), per seed (paired by seed); bar = geometric mean; black lines = "
+        "claimed values. One row per profile: its arms "
         "over the arm there set up as the baseline (same method and params), named in the row's title; a profile "
         "without one lists its arms without bars (a speedup across profiles would compare two clusters).",
     ),
-    "time": ("Emulated time per arm", "Bar = median over seeds, dots = seeds."),
+    "time": ("Emulated time per arm", "Emulated seconds; bar = median over seeds, dots = seeds."),
     "timeline": (
         "Per-worker timeline (first steps)",
         "Compute, communication and idle spans of one run per arm (lowest seed).",
     ),
-    "breakdown": ("Compute / communication / idle per worker", "Emulated seconds over the whole run, mean over seeds."),
+    "breakdown": (
+        "Compute / communication / idle per worker",
+        "Emulated seconds each worker spent computing, communicating and idle over the whole run, mean over seeds.",
+    ),
     "allocation": (
         "Data allocation per worker",
-        "`alloc/<r>/share` at the last epoch (bars), at the first epoch where it changed (diamonds), and the "
-        "share of the summed device speed a speed-aware split aims at (black ticks).",
+        "Each worker's share of the data (%) at the last epoch (bars), at the first epoch where it changed "
+        "(diamonds), and its share of the summed device speed, which a speed-aware split aims at (black ticks).",
     ),
-    "comm": ("Communication volume", "`comm/bytes_total` per arm and `worker/<r>/bytes_sent` per worker."),
+    "comm": (
+        "Communication volume",
+        "Megabytes (10⁶ bytes) sent by all workers of an arm (median over seeds, dots = seeds) and by each worker "
+        "(mean over seeds).",
+    ),
 }

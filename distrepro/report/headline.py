@@ -16,8 +16,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from distrepro.claims.evidence import group_of
-from distrepro.claims.tally import tally
+from distrepro.claims.evidence import VERDICTS, group_of
+from distrepro.claims.tally import Tally, tally
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.claims_sections import claimed_text, qualifier, source_text, where_decided
 
@@ -51,8 +51,11 @@ _EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
 def claim_sentence(claim: Any, v: Verdict) -> str:
     """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
     what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
-    said = "depends on an assumption" if v.depends_on else SAID[v.verdict]
-    text = f"**{v.verdict}** · {said}: *{what}* ({claim.id}; {source_text(claim)}): "
+    if v.depends_on:  # not a verdict the runs decide: no PASS/FAIL badge, the emulated one said in words
+        text = f"**DEPENDS** · depends on an assumption ({v.verdict} on the declared hardware): "
+    else:
+        text = f"**{v.verdict}** · {SAID[v.verdict]}: "
+    text += f"*{what}* ({claim.id}; {source_text(claim)}): "
     text += f"{_measured(v, claim)} against claimed {claimed_text(claim)}"
     text += f"; decided at {claim.scale} scale on {where_decided(claim, v)}"
     extra = qualifier(v)
@@ -91,10 +94,23 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
         "",
     ]
     lines += [f"- {claim_sentence(c, by_id[c.id])}" for c in heads]
-    others = t.total() - t.total("headline")
+    outside, others = outside_headline(t)
     if others:
-        lines += ["", f"_Also judged, outside the headline: {t.text(t.all_claims())} over all {t.total()} claims._"]
+        lines += [
+            "",
+            f"_Also judged, outside the headline: {outside} over the other {_count(others, 'claim', 'claims')}._",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def outside_headline(t: Tally) -> tuple[str, int]:
+    """The verdicts of the claims outside the headline (derived readings, structural checks) and how many there
+    are, counted as the tally counts (once per unit): the headline's own are counted above and not again here."""
+    groups = [g for g in (*t.counts, *t.depends) if g != "headline"]
+    counts = {k: sum(t.of(g)[k] for g in dict.fromkeys(groups)) for k in VERDICTS}
+    depends = sum(t.depends.get(g, 0) for g in dict.fromkeys(groups))
+    text = t.text(counts) + (f" · {depends} depend{'s' if depends == 1 else ''} on an assumption" if depends else "")
+    return text, sum(counts.values()) + depends
 
 
 def folded(summary: str, body: str) -> str:

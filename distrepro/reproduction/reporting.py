@@ -43,6 +43,7 @@ def report_reproduction(
     sensitivity: bool,
     sensitivity_samples: int | None,
     show_progress: bool | None,
+    dependence: bool = True,
 ) -> Any:
     """Build the products and the paper's report (a heartbeat line under ``--no-progress``): the report reads every
     run of the paper in the store, so this session's arms add to what earlier sessions (other scales, other arms)
@@ -58,4 +59,5 @@ def report_reproduction(
             sensitivity=sensitivity,
             sensitivity_samples=sensitivity_samples,
             show_progress=show_progress,
+            dependence=dependence,
         )

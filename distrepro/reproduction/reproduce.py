@@ -16,19 +16,20 @@ conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same clai
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
 from distrepro.claims.schema import Scale
-from distrepro.errors import ConfigError
+from distrepro.errors import ConfigError, DistreproError
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.executors.interface import Executor
 from distrepro.orchestration.executors.selection import ExecutorSpec
 from distrepro.report.results_inputs import INPUTS_TAG, inputs_digest
 from distrepro.reproduction.reporting import report_reproduction
-from distrepro.reproduction.selection import arm_configs, choose_arms
+from distrepro.reproduction.resume import NothingToResume, ResumedReproduction, find_reproduction, start_tags
+from distrepro.reproduction.selection import ArmConfig, arm_configs, choose_arms
 from distrepro.reproduction.training import check_devices, say_estimate, train_arms
 
 
@@ -39,11 +40,12 @@ class Reproduction:
     report: Any | None
     run_id: str = ""  # the umbrella run: the arms' campaign runs name it, the report is its artifacts
     experiment_id: str = ""
+    skipped: list[str] = field(default_factory=list)  # arms a resume found finished (their cells ran before)
 
 
 def reproduce(
     paper: str,
-    scale: Scale = "proxy",
+    scale: Scale | None = None,
     seeds: str | None = None,
     overrides: list[str] | None = None,
     arms: list[str] | None = None,
@@ -55,14 +57,26 @@ def reproduce(
     sensitivity_samples: int | None = None,
     system_metrics: bool = False,
     executor: ExecutorSpec | Executor | None = None,
+    dependence: bool = True,
+    resume: str | None = None,
 ) -> Reproduction:
-    """Run the arms of ``paper`` and build its report; see the module docstring.
+    """Run the arms of ``paper`` at ``scale`` (default proxy) and build its report; see the module docstring.
+
+    ``resume``: continue a reproduction instead (:mod:`distrepro.reproduction.resume`): :data:`LATEST` for the
+    newest of ``paper`` at ``scale``, else the id of its umbrella run; its arms, seeds and overrides are the ones it
+    started with, so ``seeds``, ``overrides``, ``arms`` and ``with_arms`` must not be given.
 
     Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
     umbrella ends FINISHED, FAILED or KILLED as the reproduction does."""
     from distrepro.plugins.roots import repo_root
-    from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
+    from distrepro.tracking.mlflow_client import (
+        DESCRIPTION_TAG,
+        Campaign,
+        experiment_name,
+        make_client,
+        resolve_tracking_uri,
+    )
     from distrepro.tracking.storeprobe import check_store
 
     info = find_paper(paper, root)
@@ -71,10 +85,22 @@ def reproduce(
     if info.spec is None or not info.spec.setup.arms:
         where = info.path or (root or repo_root()) / "methods"
         raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
+    uri = resolve_tracking_uri()
+    resumed = None
+    if resume is not None:
+        given = [flag for flag, value in _start_flags(seeds, overrides, arms, with_arms) if value]
+        if given:
+            raise DistreproError(
+                f"--resume continues a reproduction with the arms, seeds and --set it started with: leave out "
+                f"{', '.join(given)}"
+            )
+        check_store(uri)
+        resumed = find_reproduction(make_client(uri), paper, scale, None if resume == LATEST else resume)
+        scale, arms, seeds, overrides = cast("Scale", resumed.scale), resumed.arms, resumed.seeds, resumed.overrides
+    scale = scale or "proxy"
     chosen = choose_arms(info, scale, arms, with_arms, root)
     configs = arm_configs(info, chosen, scale, seeds, overrides, root)
     check_devices(configs, executor)
-    uri = resolve_tracking_uri()
     check_store(uri)
     say_estimate(paper, configs, uri)
     if seeds is not None:  # below a claim's min_seeds: said now, not after the training
@@ -83,22 +109,32 @@ def reproduce(
         fewest = min(len(arm.config.seeds) for arm in configs)
         for line in seed_warnings(info, chosen, scale, fewest, root):
             print(line, file=sys.stderr, flush=True)
+    skipped: dict[str, CampaignResult] = {}
+    resumes: dict[str, str] = {}
+    if resumed is not None:  # decided before the umbrella is RUNNING again: a finished one stays FINISHED
+        skipped, resumes, configs = _plan_resume(resumed, configs, uri, experiment_name(paper))
+        if resumed.status == "FINISHED" and not configs:
+            raise NothingToResume(
+                f"reproduction run {resumed.run_id} ({paper}, {scale}) is FINISHED, every arm with it: nothing to "
+                "resume"
+            )
     umbrella = Campaign(
         experiment_name(paper),
         f"reproduce {paper} ({scale})",
         {
             "distrepro.paper": paper,
-            "distrepro.reproduce": scale,
-            "distrepro.arms": ",".join(chosen),
+            **start_tags(scale, chosen, seeds, overrides),
             INPUTS_TAG: inputs_digest(info, root),  # RESULTS.md tells runs on other paper.yaml/configs apart
         },
         tracking_uri=uri,
+        resume_run_id=resumed.run_id if resumed is not None else None,
     )
     built = None
     with umbrella:
         assert umbrella.run_id is not None
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
-        campaigns = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics)
+        trained = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics, resumes)
+        campaigns = {name: skipped.get(name) or trained[name] for name in chosen if name in skipped or name in trained}
         if report:  # products go to the report's folder and are part of it: train only means no products either
             built = report_reproduction(
                 paper,
@@ -110,8 +146,43 @@ def reproduce(
                 sensitivity,
                 sensitivity_samples,
                 show_progress,
+                dependence,
             )
-    return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+    return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
+
+
+#: ``resume`` of :func:`reproduce` for "the newest reproduction of the paper at this scale"
+LATEST = "latest"
+
+
+def _start_flags(
+    seeds: str | None, overrides: list[str] | None, arms: list[str] | None, with_arms: list[str] | None
+) -> list[tuple[str, object]]:
+    return [("--seeds", seeds), ("--set", overrides), ("--arms", arms), ("--with", with_arms)]
+
+
+def _plan_resume(
+    resumed: ResumedReproduction, configs: list[ArmConfig], uri: str, experiment: str
+) -> tuple[dict[str, CampaignResult], dict[str, str], list[ArmConfig]]:
+    """For a resumed reproduction: the arms whose campaign FINISHED (skipped, as results for the report), the
+    campaign run each unfinished arm continues, and the configs of the arms left to train (unfinished or new)."""
+    from distrepro.reproduction.resume import arm_runs
+    from distrepro.tracking.mlflow_client import make_client
+
+    runs = arm_runs(make_client(uri), resumed.experiment_id, resumed.run_id)
+    skipped: dict[str, CampaignResult] = {}
+    resumes: dict[str, str] = {}
+    left: list[ArmConfig] = []
+    for arm in configs:
+        run = runs.get(arm.config.name)
+        if run is not None and run.info.status == "FINISHED":
+            print(f"arm {arm.name}: campaign run {run.info.run_id} finished, skipped", file=sys.stderr, flush=True)
+            skipped[arm.name] = CampaignResult(experiment, run.info.run_id, uri, [], resumed.experiment_id)
+            continue
+        if run is not None:
+            resumes[arm.name] = run.info.run_id
+        left.append(arm)
+    return skipped, resumes, left
 
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:

@@ -65,19 +65,30 @@ def train_arms(
     umbrella_run_id: str,
     show_progress: bool | None,
     system_metrics: bool,
+    resumes: dict[str, str] | None = None,
 ) -> dict[str, CampaignResult]:
-    """One campaign per arm, each naming the umbrella run; returns them by arm name."""
+    """One campaign per arm, each naming the umbrella run; returns them by arm name. ``resumes``: arm name → the
+    campaign run it continues (``reproduce --resume``); the other arms start new campaigns."""
+    resumes = resumes or {}
+    if not arms:
+        return {}
     pool = _executor(executor, [arm.config for arm in arms])
     if pool is not None:
         from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
 
         requests = [
-            CampaignRequest(arm.config, arm.path, reproduction=umbrella_run_id, system_metrics=system_metrics)
+            CampaignRequest(
+                arm.config,
+                arm.path,
+                resume=resumes.get(arm.name),
+                reproduction=umbrella_run_id,
+                system_metrics=system_metrics,
+            )
             for arm in arms
         ]
         done = run_campaigns(requests, pool, show_progress)
         return {arm.name: result for arm, result in zip(arms, done, strict=True)}
-    return _one_after_the_other(arms, uri, umbrella_run_id, show_progress, system_metrics)
+    return _one_after_the_other(arms, uri, umbrella_run_id, show_progress, system_metrics, resumes)
 
 
 def _clock(seconds: float) -> str:
@@ -86,7 +97,12 @@ def _clock(seconds: float) -> str:
 
 
 def _one_after_the_other(
-    arms: list[ArmConfig], uri: str, umbrella_run_id: str, show_progress: bool | None, system_metrics: bool
+    arms: list[ArmConfig],
+    uri: str,
+    umbrella_run_id: str,
+    show_progress: bool | None,
+    system_metrics: bool,
+    resumes: dict[str, str],
 ) -> dict[str, CampaignResult]:
     """The arms here, in order, each announced with the cell counter, the arm's name and an ETA (the mean wall time
     of the cells so far times the cells left), as the executors' cell lines say it."""
@@ -107,6 +123,7 @@ def _one_after_the_other(
             source=arm.path,
             show_progress=show_progress,
             tracking_uri=uri,
+            resume=resumes.get(arm.name),
             reproduction=umbrella_run_id,
             system_metrics=system_metrics,
         )

@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from distrepro.api.method import Allocation
 from distrepro.engine import charges
 from distrepro.engine.budget_schedule import TrainingSchedule
+from distrepro.engine.contention import ContentionLedger
 from distrepro.engine.partition import shard_sizes
 from distrepro.engine.warmup import emulated_profile
 from distrepro.sensitivity.probe import Call, Event, NotAnalysable, Prober
 from distrepro.spec.job import Job
-from distrepro.timing.framework import bucketed_step_overhead_s
+from distrepro.timing import framework
 
 
 @dataclass
@@ -94,11 +95,15 @@ class _Clocks:
         self._backward = job.profile.backward_fraction()
         layers = job.workload.layers if job.workload is not None else None
         #: per rank, what DDP's reducer adds to a bucketed forward/backward (as the engine charges it)
-        self._framework = [bucketed_step_overhead_s(job.profile.device(r), layers) for r in range(k)]
+        figures = framework.costs(job.profile)
+        self._framework = [framework.bucketed_step_overhead_s(job.profile.device(r), layers, figures) for r in range(k)]
         #: per rank, the open bucketed forward/backward: [dt, backward seconds, charged so far] (None: n = 0)
         self._fb: list[list[float] | None] = [None] * k
-        #: per rank, (start, end) of each non-blocking call of this iteration, by the rank's issue order
-        self._works: list[list[tuple[float, float]]] = [[] for _ in range(k)]
+        #: per rank, (start, end, issue, backward tag) of each non-blocking call of this iteration, by issue order
+        self._works: list[list[tuple[float, float, float, int | None]]] = [[] for _ in range(k)]
+        #: per rank, the contention of collectives with backward (the clock's ledger) and the seconds not computing
+        self.contention = [ContentionLedger(figures.contention) for _ in range(k)]
+        self.slack = [0.0] * k
 
     def compute(self, rank: int, n: int) -> None:
         if n > 0:
@@ -119,6 +124,7 @@ class _Clocks:
             dt += self._framework[rank]
             self.t[rank] += dt - backward
             self._fb[rank] = [dt, backward, dt - backward]
+            self.contention[rank].begin()
             self.ep_samples[rank] += n
             self.ep_compute[rank] += dt
         self.grads[rank] += 1
@@ -133,14 +139,20 @@ class _Clocks:
         target = dt if last else dt - backward + backward * fraction
         self.t[rank] += max(0.0, target - done)
         state[2] = target
+        if last:
+            self.contention[rank].end(self.t[rank], self.slack[rank])
 
     def wait(self, rank: int, index: int) -> None:
-        """``Work.wait()``: idle until the operation starts, then communicate to its end (``finish_op``)."""
-        start, end = self._works[rank][index]
+        """``Work.wait()``: the contention the operation owes backward, then idle until it starts and communicate to
+        its end (``finish_op``)."""
+        start, end, issue, tag = self._works[rank][index]
+        self.t[rank] += self.contention[rank].owed(tag, issue, start, end, self.t[rank], self.slack[rank])
+        before = self.t[rank]
         if start > self.t[rank]:
             self.t[rank] = start
         if end > self.t[rank]:
             self.t[rank] += end - self.t[rank]
+        self.slack[rank] += self.t[rank] - before
 
     def _local(self, rank: int, event: Event) -> None:
         kind, value = event
@@ -212,9 +224,11 @@ class _Clocks:
             ops.append((call.ranks, start, end, nonblocking))
             for r in call.ranks:
                 if r in blocking:  # VirtualClock.finish_op: idle until start, then communicate to end
+                    before = self.t[r]
                     self.t[r] = start + (end - start)
+                    self.slack[r] += self.t[r] - before
                 else:
-                    self._works[r].append((start, end))
+                    self._works[r].append((start, end, issue[r], self.contention[r].tag()))
             if nonblocking:
                 lanes[call.ranks] = end
             else:

@@ -1,7 +1,10 @@
 """The uncertain figures of a reproduction, the settings to try, and a profile with a setting applied.
 
-Variables come from two places: ranged profile figures (:func:`distrepro.hardware.profile_ranges.ranged_figures`)
-of every profile the re-timed runs used, and ``setup.sensitivity.assumptions`` of the paper. A
+Variables come from three places: ranged profile figures (:func:`distrepro.hardware.profile_ranges.ranged_figures`)
+of every profile the re-timed runs used, the framework figures those profiles are charged with
+(:func:`framework_figures`: DDP's per-tensor launch cost and bucket copies on a GPU cluster, the contention of
+collectives with backward on an NCCL one, over :data:`distrepro.timing.framework.RANGES` unless the profile's
+``framework:`` block ranges them), and ``setup.sensitivity.assumptions`` of the paper. A
 variable is identified by name, so a figure that appears in several profiles (the 10 GbE link of
 every Chao template) is one variable and moves in all of them at once; ranges sharing a name must
 agree, or the sweep would have no single value to report.
@@ -30,8 +33,38 @@ import numpy as np
 from distrepro.errors import ConfigError
 from distrepro.hardware.profile_ranges import ChoiceRange, FigureRange, ranged_figures
 from distrepro.hardware.profiles import HardwareProfile
+from distrepro.timing import framework
 
-_UNITS = {"latency_us": "µs", "bandwidth_gbytes_per_s": "GB/s", "speed": "× declared", "overhead": "× declared"}
+_UNITS = {
+    "latency_us": "µs",
+    "bandwidth_gbytes_per_s": "GB/s",
+    "speed": "× declared",
+    "overhead": "× declared",
+    "launch_us": "µs",
+    "bucket_passes": "bytes per gradient byte",
+    "contention": "of overlapped time",
+}
+
+#: the default range of each framework figure (:data:`distrepro.timing.framework.RANGES`, in the profile's units)
+_FRAMEWORK_RANGES = {
+    "launch_us": FigureRange(
+        low=framework.RANGES["LAUNCH_S"][0] * 1e6,
+        high=framework.RANGES["LAUNCH_S"][1] * 1e6,
+        reason="one kernel launch plus PyTorch eager dispatch per gradient tensor (distrepro/timing/framework.py)",
+    ),
+    "bucket_passes": FigureRange(
+        low=framework.RANGES["BUCKET_PASSES"][0],
+        high=framework.RANGES["BUCKET_PASSES"][1],
+        spacing="linear",
+        reason="a comm hook that fuses the division (4) to DDP's copy in, divide, copy back (6)",
+    ),
+    "contention": FigureRange(
+        low=framework.RANGES["CONTENTION"][0],
+        high=framework.RANGES["CONTENTION"][1],
+        spacing="linear",
+        reason="none to the 40 % compute slowdown measured under overlapped collectives (arXiv:2507.03114)",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -124,11 +157,32 @@ def _merge(found: dict[str, Variable], var: Variable, source: str) -> None:
     found[var.name] = Variable(var.name, old.range, old.central, old.kind, old.places + var.places, old.unit)
 
 
+def framework_figures(profile: HardwareProfile) -> list[tuple[str, str, float, FigureRange]]:
+    """(variable name, field path, central value, range) of the framework figures ``profile`` is charged with:
+    ``launch_us`` and ``bucket_passes`` where a GPU's memory bandwidth is known (elsewhere DDP's reducer is not
+    charged), ``contention`` on an NCCL cluster unless pinned to 0 without a range (the acid profiles). Named
+    ``framework.<figure>`` unless the profile's range names it otherwise."""
+    block = profile.framework
+    declared = block.ranges if block is not None else {}
+    figures = framework.costs(profile)
+    gpus = any(g.kind == "gpu" and framework.memory_bandwidth(g.name) for n in profile.nodes for g in n.devices)
+    central = {"launch_us": round(figures.launch_s * 1e6, 9), "bucket_passes": figures.bucket_passes}
+    wanted = ["launch_us", "bucket_passes"] if gpus else []
+    if figures.contention > 0 or "contention" in declared:
+        wanted.append("contention")
+        central["contention"] = figures.contention
+    out = []
+    for key in wanted:
+        rng = declared.get(key, _FRAMEWORK_RANGES[key])
+        out.append((rng.name or f"framework.{key}", f"framework.{key}", central[key], rng))
+    return out
+
+
 def profile_variables(profiles: Iterable[HardwareProfile]) -> dict[str, Variable]:
-    """Every ranged figure of ``profiles``, one variable per name."""
+    """Every ranged figure of ``profiles`` and the framework figures they are charged with, one variable per name."""
     found: dict[str, Variable] = {}
     for prof in profiles:
-        for name, path, central, rng in ranged_figures(prof):
+        for name, path, central, rng in [*ranged_figures(prof), *framework_figures(prof)]:
             unit = _UNITS.get(path.rsplit(".", 1)[-1], "")
             var = Variable(name, rng, central, "profile", (f"{prof.name}: {path}",), unit)
             _merge(found, var, prof.origin)
@@ -199,6 +253,11 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
             if name is not None and name in values:
                 factor = float(values[name])
                 group["step_overhead_ms"] = {w: v * factor for w, v in group["step_overhead_ms"].items()}
+    for name, path, _central, rng in framework_figures(profile):
+        if name in values:
+            block = data.get("framework") or {"source": "[E] set by a sensitivity setting"}
+            block[path.split(".", 1)[1]] = min(rng.high, max(rng.low, float(values[name])))
+            data["framework"] = block
     new = HardwareProfile.model_validate(data)
     new._source_path = profile.source_path
     new._variant = profile.variant

@@ -187,16 +187,20 @@ def missing_requirements(method: MethodPlugin) -> list[str]:
     return [f"'{mod}' ({how})" for mod, how in method.cls.requires.items() if not _importable(mod)]
 
 
-def _probe(cfg: RunConfig, bundle: DatasetBundle) -> tuple[float, int]:
+def _probe(cfg: RunConfig, bundle: DatasetBundle, source: str | Path | None) -> tuple[float, int]:
     """Training FLOPs per sample and parameter bytes of the configured model, counted on the meta device
     (shapes only: no memory, no initialisation, no arithmetic, so a ViT-B/16 plan costs milliseconds, not a
-    real forward and backward); a model that cannot be built or run there is counted on the CPU."""
+    real forward and backward); a model that cannot be built or run there is counted on the CPU. A model the
+    config names wrongly is a :class:`ConfigError` naming ``source``, the config file (the model builder knows
+    only the field)."""
     for device in ("meta", "cpu"):
         try:
             with torch.random.fork_rng(devices=[]), torch.device(device):
                 probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
                 return train_flops_per_sample(probe, bundle.input_shape), param_bytes(probe)
-        except ConfigError:
+        except ConfigError as exc:
+            if exc.source is None and source is not None:
+                raise ConfigError(source, exc.field, exc.message) from None
             raise
         except Exception:
             if device == "cpu":
@@ -248,7 +252,7 @@ def build_job(
     # model and see the same batches (as their allocations allow) and per-seed differences are the methods' own.
     seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", profile.name, seed)
     method_seed_parts: tuple[object, ...] = (cfg.paper or "adhoc", cfg.method, profile.name, seed)
-    proxy_flops, proxy_bytes = _probe(cfg, bundle)
+    proxy_flops, proxy_bytes = _probe(cfg, bundle, source)
     workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0

@@ -18,9 +18,15 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
 * **slowest of p** (realised by the engines whenever a profile declares compute jitter: a synchronous
   collective starts when its last member arrives): for the analytical predictions, the expected maximum of p
   mean-1 lognormal step factors (:func:`expected_max_factor`), not their mean.
-* **contention** (analytical predictions only; the engines do not charge it yet): NCCL's kernels occupy
-  streaming multiprocessors (one per channel) and memory bandwidth while they overlap backward, so backward
-  runs slower for as long as a collective overlaps it: :data:`CONTENTION` of the overlapped time.
+* **contention** (charged by both engines, and by the analytical predictions): NCCL's kernels occupy streaming
+  multiprocessors (one thread block per channel) and memory bandwidth while they overlap backward, so backward runs
+  slower for as long as a synchronous collective overlaps it: :data:`CONTENTION` of the overlapped time
+  (:mod:`distrepro.engine.contention` charges it). gloo collectives (CPU threads) and asynchronous gossip and
+  parameter-server traffic are not charged it: see :data:`CONTENTION`.
+
+A profile may set each of these figures, and the backend, in its ``framework:`` block
+(:class:`distrepro.hardware.profile_parts.Framework`); :func:`costs` resolves them with the defaults here, and the
+sensitivity sweep moves them over :data:`RANGES` (:mod:`distrepro.sensitivity.space`).
 
 The ring/tree step latencies at p GPUs are NCCL's own (:mod:`distrepro.timing.collective_algorithms`).
 """
@@ -28,6 +34,7 @@ The ring/tree step latencies at p GPUs are NCCL's own (:mod:`distrepro.timing.co
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -38,10 +45,20 @@ LAUNCH_S = 5e-6
 #: bytes read or written per gradient byte by DDP's bucket handling: copy in (2), divide in place (2), copy back
 #: (2) (``reducer.cpp``, ``default_hooks.py``) [D]; range 4 (a comm hook that fuses the division) to 6
 BUCKET_PASSES = 6.0
-#: fraction of overlapped time by which backward slows while a collective runs beside it [E]: NCCL takes one SM
-#: per channel (2-16 channels of 40-132 SMs: 2-15 % of the SMs) and part of the memory bandwidth; central 0.1,
-#: range 0.0-0.3 (an H100 GEMM taking 2x with 24 of 132 SMs taken by an all-gather is the tail-effect extreme,
-#: NVIDIA developer forum thread 337991)
+#: fraction of overlapped time by which backward slows while a synchronous NCCL collective runs beside it [E].
+#: Physical argument: NCCL runs each channel as one thread block pinned to a streaming multiprocessor (2-16 channels
+#: of the 40-132 SMs of a T4-H100: 2-15 % of the SMs) and its copies and reductions take memory bandwidth
+#: (an all-reduce reads and writes about 3 bytes per byte on the wire: 36 GB/s at 12 GB/s InfiniBand, 2-5 % of
+#: HBM, up to a fifth of a GDDR6 card's at NVLink rates); central 0.10. Measurement: Lee et al., "Characterizing
+#: Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning: Performance and Power
+#: Implications", arXiv:2507.03114 (2025), abstract: compute overlapped with collectives on 4 A100, H100,
+#: MI250 and MI210 ran 18.9 % slower on average, 40.0 % at most (GPT and LLaMA layers, whose collectives are
+#: larger and more frequent than DDP's buckets); range 0.0-0.4 up to that maximum (an H100 GEMM taking 2x with 24
+#: of 132 SMs taken by an all-gather, NVIDIA developer forum thread 337991, is a tail-effect extreme outside it).
+#: Not charged: gloo (CPU threads: no SMs to take; the cores they share are not measured) and asynchronous gossip
+#: (A²CiD²'s pairwise swaps) or parameter-server traffic, whose NCCL kernels would contend too (0.0-0.4 likewise)
+#: but whose charges the A²CiD² and C-ADP reproductions were pre-registered against; charging the all-reduce
+#: baseline alone would bias those comparisons, so the acid profiles pin ``framework.contention: 0``.
 CONTENTION = 0.10
 #: per-step coefficient of variation of one GPU's compute time [E]: clock boost, host jitter, data loading;
 #: central 2 %, range 0.5-5 %
@@ -54,7 +71,7 @@ TENSORS_PER_LAYER = 2.0
 RANGES: dict[str, tuple[float, float]] = {
     "LAUNCH_S": (2e-6, 10e-6),
     "BUCKET_PASSES": (4.0, 6.0),
-    "CONTENTION": (0.0, 0.3),
+    "CONTENTION": (0.0, 0.4),
     "STEP_CV": (0.005, 0.05),
 }
 
@@ -72,6 +89,35 @@ MEMORY_GBYTES_PER_S: dict[str, float] = {
 _STD_NORMAL = NormalDist()
 
 
+@dataclass(frozen=True)
+class FrameworkCosts:
+    """The framework figures one run is charged with: the profile's ``framework:`` block over the defaults here."""
+
+    backend: str = "nccl"
+    contention: float = CONTENTION
+    launch_s: float = LAUNCH_S
+    bucket_passes: float = BUCKET_PASSES
+
+
+def costs(profile: Any) -> FrameworkCosts:
+    """The framework figures of ``profile`` (a :class:`~distrepro.hardware.profiles.HardwareProfile`): each declared
+    one, else its default; contention defaults to :data:`CONTENTION` on NCCL and to 0 on gloo (not charged)."""
+    block = getattr(profile, "framework", None)
+    backend = profile.backend()
+
+    def pick(name: str, default: float) -> float:
+        value = getattr(block, name, None) if block is not None else None
+        return default if value is None else float(value)
+
+    launch_us = getattr(block, "launch_us", None) if block is not None else None
+    return FrameworkCosts(
+        backend=backend,
+        contention=pick("contention", CONTENTION if backend == "nccl" else 0.0),
+        launch_s=LAUNCH_S if launch_us is None else float(launch_us) / 1e6,
+        bucket_passes=pick("bucket_passes", BUCKET_PASSES),
+    )
+
+
 def memory_bandwidth(device_name: str) -> float | None:
     """Bytes/s of the GPU named ``device_name`` (``a100``, ``t4-node3`` ...), None when no datasheet figure matches."""
     name = device_name.lower()
@@ -81,18 +127,20 @@ def memory_bandwidth(device_name: str) -> float | None:
     return None
 
 
-def bucketed_step_overhead_s(device: Any, layers: Any) -> float:
+def bucketed_step_overhead_s(device: Any, layers: Any, figures: FrameworkCosts | None = None) -> float:
     """Seconds DDP's reducer adds to one bucketed forward/backward of the emulated model on ``device``: hooks and
-    copy launches per tensor, and the bucket copies at the device's memory bandwidth. 0 for a CPU device, a
-    device whose memory bandwidth is unknown, or a workload without a layer table (charged as before)."""
+    copy launches per tensor, and the bucket copies at the device's memory bandwidth (``figures``: the run's
+    framework figures, :func:`costs`; the defaults when None). 0 for a CPU device, a device whose memory bandwidth
+    is unknown, or a workload without a layer table (charged as before)."""
     if layers is None or getattr(device, "kind", "gpu") != "gpu":
         return 0.0
     bandwidth = memory_bandwidth(device.name)
     if bandwidth is None:
         return 0.0
+    figures = figures or FrameworkCosts()
     counted = [layer for layer in layers.layers if layer.params > 0]
-    launches = TENSORS_PER_LAYER * len(counted) * LAUNCH_S
-    copies = BUCKET_PASSES * 4.0 * layers.params / bandwidth
+    launches = TENSORS_PER_LAYER * len(counted) * figures.launch_s
+    copies = figures.bucket_passes * 4.0 * layers.params / bandwidth
     return launches + copies
 
 
@@ -127,16 +175,19 @@ def ddp_step_s(
     overhead_s: float = 0.0,
     contention: float = CONTENTION,
 ) -> float:
-    """One DDP step, analytically: ``buckets`` are (ready fraction of backward, all-reduce seconds), launched in
-    order on one stream as they become ready; backward is lengthened by ``overhead_s`` (the reducer's work) and
-    by ``contention`` × the time a collective overlaps it; the step ends when compute and the last bucket are
-    done. ``contention=0`` and ``overhead_s=0`` give the emulator's earlier rule."""
+    """One DDP step, analytically, as the engines charge it (:mod:`distrepro.engine.contention`): ``buckets`` are
+    (ready fraction of backward, all-reduce seconds), launched in order on one stream as they become ready; backward
+    is lengthened by ``overhead_s`` (the reducer's work) and by ``contention`` × the time the collectives overlap
+    it; the step ends when compute and the last bucket are done. The launches keep their nominal ready times (the
+    engines launch a bucket before the collectives beside it have ended): this leaves out at most the
+    lengthening itself from the last bucket's end. ``contention=0`` and ``overhead_s=0`` give the emulator's
+    earlier rule."""
     forward = (1 - backward_fraction) * compute_s
     backward = backward_fraction * compute_s + overhead_s
-    comm_end = delay = 0.0
+    backward_end = forward + backward
+    comm_end = overlapped = 0.0
     for ready, seconds in buckets:
-        start = max(forward + backward * ready + delay, comm_end)
+        start = max(forward + backward * ready, comm_end)
         comm_end = start + seconds
-        backward_end = forward + backward + delay
-        delay += contention_s(min(comm_end, backward_end) - start, contention)  # later buckets are ready later
-    return max(forward + backward + delay, comm_end)
+        overlapped += max(0.0, min(comm_end, backward_end) - start)
+    return max(backward_end + contention_s(overlapped, contention), comm_end)

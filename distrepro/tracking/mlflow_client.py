@@ -135,8 +135,11 @@ def make_client(tracking_uri: str | None = None) -> MlflowClient:
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
     from mlflow import MlflowClient
 
+    from distrepro.tracking.store_logs import hold_back_store_logs
     from distrepro.tracking.storeguard import GuardedClient, describe_fault
     from distrepro.tracking.storeprobe import first_use_lock, sqlite_path
+
+    hold_back_store_logs()  # a store fault is distrepro's one line, not MLflow's 90-line log of it (not with --debug)
 
     uri = tracking_uri or resolve_tracking_uri()
     path = sqlite_path(uri)

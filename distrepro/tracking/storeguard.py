@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distrepro.errors import StoreUnavailable, TrackingError
@@ -62,15 +63,54 @@ def describe_fault(exc: BaseException, uri: str) -> StoreUnavailable | None:
         return StoreUnavailable(f"MLflow tracking server {uri} stopped answering ({reason})")
     from mlflow.exceptions import MlflowException
 
+    gone, frozen = deleted_store(uri), read_only_store(uri)
     for e in _chain(exc):
         text = str(e)
         db = _DB_ERROR.search(text)
+        if (gone or frozen) is not None and (db is not None or type(e).__name__ == "OperationalError"):
+            what = "was deleted" if gone is not None else "became read-only"
+            return StoreUnavailable(f"tracking store {uri}: its file {what} while this command ran")
         if db is not None or type(e).__name__ == "OperationalError":
             detail = db.group(1) if db else text.splitlines()[0] if text else type(e).__name__
             return StoreUnavailable(f"tracking store {uri}: {detail.strip()}")
         if isinstance(e, MlflowException) and e.error_code == "TEMPORARILY_UNAVAILABLE":
             return StoreUnavailable(f"tracking store {uri}: {text.splitlines()[0] if text else 'unavailable'}")
     return None
+
+
+def deleted_store(uri: str) -> Path | None:
+    """The file of a SQLite store ``uri`` if it no longer exists (deleted mid-run: SQLite then reports "attempt to
+    write a readonly database", which would send the user after permissions); None otherwise."""
+    from distrepro.tracking.storeprobe import sqlite_path
+
+    path = sqlite_path(uri)
+    return path if path is not None and not path.exists() else None
+
+
+def read_only_store(uri: str) -> Path | None:
+    """The file of a SQLite store ``uri`` if it exists but cannot be opened for writing now (made read-only or
+    immutable mid-run: SQLite then says "disk I/O error"); None otherwise. Tried, not asked: ``os.access`` says
+    yes to root for an immutable file."""
+    from distrepro.tracking.storeprobe import sqlite_path
+
+    path = sqlite_path(uri)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with path.open("r+b"):
+            return None
+    except OSError:
+        return path
+
+
+def after_the_fault(uri: str, resume: str) -> str:
+    """What is left after a store fault mid-run, and what to do: ``resume`` is the command(s) that continue.
+
+    A store whose file was deleted kept nothing: there is nothing to resume, only to start again."""
+    gone = deleted_store(uri)
+    if gone is not None:
+        return f"what was logged in it went with the file: restore the file from a copy to {resume}, or start again"
+    return f"what was logged before it is kept: once the store is back, continue with {resume}"
 
 
 class GuardedClient:

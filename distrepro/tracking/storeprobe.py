@@ -37,7 +37,10 @@ from pathlib import Path
 from distrepro.errors import StoreUnavailable
 
 PROBE_TIMEOUT_S = 3.0  # a tracking server that needs longer than this to say "OK" is not usable
-SQLITE_LOCK_WAIT_S = 2.0  # another campaign holding the write lock means the file works: do not wait long
+#: how long the check waits for a SQLite store's write lock: a campaign writing to the same store holds it for
+#: milliseconds at a time, so a lock held longer is another program's (an open transaction in a ``sqlite3`` shell, a
+#: database browser), which MLflow would wait on for most of a minute before failing with a traceback
+SQLITE_LOCK_WAIT_S = 5.0
 _BUILTIN_SCHEMES = frozenset({"", "file", "http", "https", "databricks", "databricks-uc", "uc"})
 _DATABASES = ("postgresql", "mysql", "sqlite", "mssql")  # with or without "+driver", as MLflow accepts
 _HINT = "set MLFLOW_TRACKING_URI to a store you can write (default: sqlite:///./mlflow.db)"
@@ -75,6 +78,24 @@ def first_use_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the flock; SQLite holds no lock between MLflow's calls
+
+
+def _migrating(path: Path) -> bool:
+    """Whether another process holds :func:`first_use_lock` on ``path`` (it is creating the store's tables, which
+    holds SQLite's write lock for seconds); False where ``fcntl`` is missing or the file cannot be opened."""
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the flock if it was taken
+    return False
 
 
 def _scheme_is_served(scheme: str) -> bool:
@@ -126,7 +147,7 @@ def _check_sqlite(path: Path) -> None:
         what = "its folder" if existing == folder else f"{existing}, where its folder {folder} would be made,"
         raise StoreUnavailable(f"{where}: {what} is not writable (SQLite writes its journal there); {_HINT}")
     if not path.exists():  # a new store: MLflow creates (folders included) and migrates it on first use
-        reason = _cannot_create(folder)
+        reason = cannot_create(folder)
         if reason is not None:
             raise StoreUnavailable(f"{where}: cannot create it: {reason}; {_HINT}")
         return
@@ -142,13 +163,19 @@ def _check_sqlite(path: Path) -> None:
             con.close()
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            return  # another process is writing: the file works
+            if _migrating(path):
+                return  # another distrepro process is creating its tables (first_use_lock): the file works
+            raise StoreUnavailable(
+                f"the store {path} is locked by another process (no write lock within {SQLITE_LOCK_WAIT_S:.0f} s: "
+                "an open transaction in a sqlite3 shell or a database browser?); end it, or "
+                f"{_HINT}"
+            ) from None
         raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
     except sqlite3.DatabaseError as exc:
         raise StoreUnavailable(f"{where}: {exc}; {_HINT}") from None
 
 
-def _cannot_create(folder: Path) -> str | None:
+def cannot_create(folder: Path) -> str | None:
     """Why files cannot be made in ``folder`` (which MLflow creates if missing), else None.
 
     Tried rather than asked: ``os.access`` answers yes to root for ``/proc`` or an immutable folder, where
@@ -183,7 +210,7 @@ def _check_folder_store(uri: str) -> None:
         )
     if folder.exists() and not folder.is_dir():
         raise StoreUnavailable(f"file tracking store {folder} is not a folder; {_HINT}")
-    reason = _cannot_create(folder)
+    reason = cannot_create(folder)
     if reason is not None:
         raise StoreUnavailable(f"file tracking store {folder}: cannot write there: {reason}; {_HINT}")
 

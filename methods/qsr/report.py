@@ -39,23 +39,47 @@ def _steps(lengths: list[int]) -> tuple[list[int], list[int]]:
     return [*starts, t], [*lengths, lengths[-1]]
 
 
+#: per schedule, in order: a colour of the colour-blind palette (seaborn's ``colorblind``, Okabe-Ito-like), a line
+#: style and a marker, so schedules that coincide (every rule holds H_base through warm-up) stay apart
+_COLORS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9")
+_LINESTYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
 def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
+    """H against step for each schedule: a step line per schedule, each in its own colour, line style and
+    marker, drawn thickest first so a later line on the same H runs inside an earlier one; legend beside the
+    axes, outside the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    for label, plan in plans.items():
+    fig, ax = plt.subplots(figsize=(8.5, 3.6), layout="constrained")
+    for i, (label, plan) in enumerate(plans.items()):
         lengths = plan["method_plan"]["round_lengths"]
         x, y = _steps(lengths)
-        ax.step(x, y, where="post", label=f"{label} ({len(lengths)} rounds)")
+        ax.step(x, y, where="post", label=f"{label} ({len(lengths)} rounds)", color=_COLORS[i % len(_COLORS)],
+                ls=_LINESTYLES[i % len(_LINESTYLES)], lw=max(1.2, 3.2 - 0.5 * i))  # fmt: skip
+        every = max(1, len(x) // 8)  # a few round starts name the line, staggered so coinciding lines show each
+        marks = range((i * every) // max(1, len(plans)), len(x), every)
+        ax.plot([x[k] for k in marks], [y[k] for k in marks], ls="", marker=_MARKERS[i % len(_MARKERS)], ms=5,
+                color=_COLORS[i % len(_COLORS)])  # fmt: skip
+    handles = [
+        plt.Line2D([], [], color=_COLORS[i % len(_COLORS)], ls=_LINESTYLES[i % len(_LINESTYLES)],
+                   lw=max(1.2, 3.2 - 0.5 * i), marker=_MARKERS[i % len(_MARKERS)], ms=5)
+        for i in range(len(plans))
+    ]  # fmt: skip
     ax.set_yscale("log")
-    ax.set_xlabel("step")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 2, 5, 100 rather than 2 × 10⁰
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.set_xlabel("training step")
     ax.set_ylabel("H (local steps per round)")
     ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
-    fig.tight_layout()
+    ax.legend(handles, [h.get_label() for h in ax.get_lines()[::2]], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize=10, frameon=False, borderaxespad=0.0)  # fmt: skip
     return fig
 
 

@@ -9,6 +9,7 @@ profile's emulated time, a data file), so it imports torch; the others answer be
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,20 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     (root / "methods" / "blocking").mkdir(parents=True)
     (root / "methods" / "blocking" / "method.py").write_text(
         text.replace(head, blocks).replace('name = "ar_sgd"', 'name = "blocking"'), encoding="utf-8"
+    )
+    # round 4 (issue 34): a config path that is no file; an image folder whose class folders hold nothing
+    (tmp / "config-folder").mkdir()
+    os.mkfifo(tmp / "config-fifo")
+    (tmp / "config-loop").symlink_to(tmp / "config-loop")
+    for split in ("train", "val"):
+        (tmp / "in100-empty" / split / "n01440764").mkdir(parents=True)
+    paths["empty_images"] = _config(
+        tmp / "empty-images.yaml",
+        dataset={
+            "name": "imagenet100",
+            "root": str(tmp / "in100-empty"),
+            "params": {"image_size": 8, "strict_classes": False},
+        },
     )
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
@@ -275,6 +290,33 @@ def cases(p: dict[str, Path]) -> list[Case]:
             (*run, *root, "--set", "profile=billion-devices"),
             ("billion-devices.yaml", "16384"),
             trains=True,
+        ),
+        # round 4 (issue 34): lines that name the file, field or flag
+        Case("out-unwritable", ("results", "--out", "/proc/nope/R.md"), ("--out /proc/nope/R.md", "cannot write")),
+        Case(
+            "report-out-unwritable",
+            ("report", "cadp", "--no-log", "--out", "/proc/nope/report"),
+            ("--out /proc/nope/report", "cannot write there"),
+        ),
+        Case(
+            "model-name-unknown",
+            (*run, "--set", "model.name=nosuch"),
+            (f"{p['tiny']}: field 'model.name'", "unknown model 'nosuch'"),
+            trains=True,
+        ),
+        Case("dataset-empty", (*run, "--set", "dataset.params.train_size=0"), ("field 'dataset.params.train_size'",)),
+        Case(
+            "dataset-empty-class-folders",
+            ("run", str(p["empty_images"]), "--no-progress"),
+            (str(p["empty_images"]), "field 'dataset.root'", "no valid file"),
+            trains=True,
+        ),
+        Case("config-is-a-folder", ("run", str(p["root"].parent / "config-folder")), ("is a folder, not a file",)),
+        Case("config-is-a-fifo", ("run", str(p["root"].parent / "config-fifo")), ("not a regular file (a FIFO",)),
+        Case(
+            "config-is-a-symlink-loop",
+            ("run", str(p["root"].parent / "config-loop")),
+            ("Too many levels of symbolic links",),
         ),
         # tracking stores: one line before torch
         Case(

@@ -30,6 +30,14 @@ additively skewed values (5-11 %, above) exceeds the pooled bound. Every draw co
 Away from the edge (inside or outside the band) the test asserts that a decisive interval always decides: no
 verdict is INCONCLUSIVE while its interval lies wholly inside or wholly outside the band, and every straddling
 interval says how many seeds would clear its edge.
+
+Gates. The rates above hold with every gate a claim on these values can carry: ``min_seeds`` (3, so n = 3 is
+judged), the refusal of ``rule: point`` and bootstrap intervals below 10 seeds (the t-interval here is never
+refused), and a ``detectable`` regime condition, the gate that used to hide decisive intervals: each claim is also
+parsed with one, and on the same draws its verdict, interval and reason must be those of the claim without it (the
+condition is printed as a planning figure, never a gate). ``metric`` and ``control`` regime conditions read other
+metrics than the claim's and are checked before any interval; an unmet one makes the verdict INCONCLUSIVE
+("outside the paper's regime") whatever the values, so it can only lower both error rates.
 """
 
 from __future__ import annotations
@@ -96,6 +104,15 @@ claims:
 """
 SPEC = validate_paper(yaml.safe_load(PAPER_YAML))
 CLAIMS = {c.id: c for c in SPEC.claims}
+#: the same claims, each with a ``detectable`` regime condition (the former gate), parsed by the same schema
+DETECTABLE = {"id": "detectable", "what": "resolves the effect", "source": "planning", "check": "detectable"}
+_RAW = yaml.safe_load(PAPER_YAML)
+_EFFECT = {"acc-noninferior": {"effect": 0.01}}  # no claimed value to default to: the margin's double
+GATED_SPEC = validate_paper(
+    {**_RAW, "claims": [{**c, "regime": [{**DETECTABLE, **_EFFECT.get(c["id"], {})}]} for c in _RAW["claims"]]}
+)
+GATED = {c.id: c for c in GATED_SPEC.claims}
+GATED_DRAWS = 100  # per edge cell: the verdicts must be identical, so a few suffice
 #: the claim's parameter at its (lower) band edge, and a distance in units of the noise's sd away from it
 EDGE = {"acc-gain": 0.01, "acc-noninferior": -0.005, "speedup": math.log(2.0), "time-cut": -math.log(1 - 0.45)}
 ADDITIVE = {"acc-gain", "acc-noninferior"}
@@ -176,6 +193,29 @@ def test_away_from_the_edge_a_decisive_interval_is_never_inconclusive(claim_id: 
             if n == 10:  # 1.5 sd from the edge at 10 seeds: most intervals decide, the right way
                 assert _errors(inside)[0] > AWAY // 2 and _errors(outside)[1] > AWAY // 2
             assert _errors(inside)[1] == 0 or n < 10, "a FAIL 1.5 sd inside the band at 10 seeds"
+
+
+@pytest.mark.parametrize("claim_id", list(NOISE))
+def test_a_detectable_condition_is_printed_and_never_changes_a_verdict(claim_id: str) -> None:
+    for kind in NOISE[claim_id]:
+        for n in SEEDS:
+            for plain, arms in _simulate(claim_id, kind, n, "edge", GATED_DRAWS):
+                gated = judge_values(GATED[claim_id], arms, "calibration")
+                assert (gated.verdict, gated.ci, gated.reason) == (plain.verdict, plain.ci, plain.reason)
+                (check,) = gated.regime
+                assert check.id == "detectable" and "planning figure, not a gate" in check.detail
+                assert not gated.out_of_regime
+
+
+def test_the_calibration_runs_in_ci() -> None:
+    """CI runs ``nox -s tests`` (``-m "not slow and not gpu"``): none of these tests may carry either mark."""
+    import sys
+
+    module = sys.modules[__name__]
+    for name in dir(module):
+        if name.startswith("test_"):
+            marks = {m.name for m in getattr(getattr(module, name), "pytestmark", [])}
+            assert not marks & {"slow", "gpu", "skip"}, name
 
 
 def test_the_run_table_path_gives_the_same_verdicts() -> None:

@@ -26,7 +26,7 @@ POINT = {"rule": "point"}  # tests of a point statistic's band edges (the defaul
 
 
 #: a measured claim may not be judged by a point or a bootstrap interval below 10 seeds (tested in
-#: test_verdict_rule_calibration.py); the arithmetic of those rules is tested here on 3-5 hand-built seeds, so
+#: test_acceptance.py); the arithmetic of those rules is tested here on 3-5 hand-built seeds, so
 #: such claims are marked as deterministic (what a structural claim is) unless the test says otherwise
 ARITHMETIC = {"decided_by": "model_structure", "why": "hand-built values: tests the rule's arithmetic"}
 

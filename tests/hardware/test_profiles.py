@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -263,3 +265,23 @@ def test_a_node_count_stands_for_identical_nodes() -> None:
     assert profile.node_index(4) == 1 and profile.link(0, 4).latency_s == pytest.approx(5e-6)
     with pytest.raises(ValidationError, match="count"):
         HardwareProfile.model_validate(data | {"nodes": [{"count": 0, "name": "b", "devices": [device]}]})
+
+
+def test_a_framework_block_is_checked_and_its_absence_keeps_the_digest(tmp_path: Path) -> None:
+    data = minimal_profile()
+    plain = load_profile(write(tmp_path, data))
+    assert plain.framework is None and plain.backend() in ("nccl", "gloo")
+    dumped = {k: v for k, v in plain.model_dump(mode="json").items() if k != "framework"}
+    text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
+    assert plain.digest() == hashlib.sha256(text.encode()).hexdigest()  # the digest it had before the block existed
+    bad = copy.deepcopy(data)
+    bad["framework"] = {"contention": 2, "source": "[E] test"}
+    expect_error(write(tmp_path, bad), "framework.contention", "less than or equal to 1")
+    bad["framework"] = {"backend": "mpi", "source": "[E] test"}
+    expect_error(write(tmp_path, bad), "framework.backend", "nccl", "gloo")
+    speed = {"speed": {"low": 1, "high": 2, "reason": "x"}}
+    bad["framework"] = {"contention": 0.1, "source": "[E] test", "ranges": speed}
+    expect_error(write(tmp_path, bad), "framework", "ranges only contention, launch_us, bucket_passes")
+    declared = copy.deepcopy(data)
+    declared["framework"] = {"backend": "gloo", "contention": 0.2, "source": "[E] test"}
+    assert load_profile(write(tmp_path, declared)).backend() == "gloo"

@@ -61,6 +61,20 @@ def test_the_hint_is_the_same_command_with_resume() -> None:
     assert exit_status(KeyboardInterrupt()) == 130
 
 
+def test_the_hint_of_reproduce_resumes_its_reproduction_run() -> None:
+    """``reproduce`` closes its arms' runs, then its umbrella run: the hint names the umbrella and the command that
+    continues it (following the old hint, 'run CONFIG --resume <umbrella>', was refused: not a campaign run)."""
+    exc = KeyboardInterrupt()
+    note_killed_run(exc, "a" * 32)  # an arm's campaign run
+    note_killed_run(exc, "b" * 32)  # the umbrella, closed last
+    argv = ["reproduce", "cadp", "--jobs", "2", "--resume", "c" * 32, "--no-progress"]
+    line = interrupted_line(exc, argv)
+    assert line.startswith(f"distrepro: interrupted (Ctrl-C); reproduction run {'b' * 32} marked KILLED")
+    assert line.endswith(f"continue it with: distrepro reproduce cadp --jobs 2 --no-progress --resume {'b' * 32}")
+    bare = interrupted_line(exc, ["reproduce", "cadp", "--resume", "--no-progress"])  # --resume: the newest
+    assert bare.endswith(f"distrepro reproduce cadp --no-progress --resume {'b' * 32}"), bare
+
+
 # ---------------------------------------------------------------------- end to end, both engines
 
 

@@ -4,6 +4,7 @@ that dies costs only its cell (FAILED, with why), which ``--resume`` then runs a
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -101,17 +102,23 @@ def test_a_killed_worker_fails_its_cell_only_and_resume_reruns_it(tmp_path: Path
     assert rerun.info.status == "FINISHED" and rerun.data.tags["distrepro.resumes"] == killed
 
 
-def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
+@pytest.mark.parametrize("after", [": running]", ": done in"])
+def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_uri: str, after: str) -> None:
+    """Ctrl-C once a cell runs, or once one has finished: exit 130, the one interrupt line (no worker's traceback),
+    no process left, the unfinished cells KILLED and a cell that had said "done" still FINISHED."""
     config = write_config(tmp_path, name="stopped", seeds=[0, 1, 2], budget={"steps": 200})
     proc = start_interruptible(config, tmp_path, cli_env(mlflow_uri), "--jobs", "2")
     try:
-        wait_for_line(proc, ": running]")  # the campaign says when a cell starts
+        before = wait_for_line(proc, after)  # the campaign says when a cell starts and when it is done
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    err = "".join(before) + err
     assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert "distrepro: interrupted (Ctrl-C)" in err and "--resume" in err, err[-2000:]
     assert session_processes(proc.pid) == []
     client = make_client(mlflow_uri)
     exp = client.get_experiment_by_name("distrepro/adhoc")
@@ -121,6 +128,10 @@ def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_u
     cells = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(cells) == 3 and {r.info.status for r in cells} <= {"KILLED", "FINISHED"}
     assert "KILLED" in {r.info.status for r in cells}
+    said_done = {int(s) for s in re.findall(r"seed (\d+): done in", err)}
+    status = {int(r.data.tags["distrepro.seed"]): r.info.status for r in cells}
+    assert all(status[seed] == "FINISHED" for seed in said_done), (said_done, status)
+    assert (after == ": done in") <= bool(said_done)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ figure and different arms different colours.
 
 from __future__ import annotations
 
-import itertools
 import struct
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from figure_text import legends_over_data, overlapping_texts, texts_cut_off
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
@@ -131,65 +131,6 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def _drawn_ticklabels(ax: Any, which: str) -> list[Any]:
-    """Tick labels matplotlib draws: the locator also returns ticks beyond the view limits, which it skips."""
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    lo, hi = sorted(axis.get_view_interval())
-    eps = 1e-9 * max(1.0, hi - lo)
-    locs = axis.get_majorticklocs()
-    ticks = axis.get_major_ticks(len(locs))
-    return [t.label1 for loc, t in zip(locs, ticks, strict=True) if lo - eps <= loc <= hi + eps]
-
-
-def _texts(fig: Figure) -> list[tuple[str, Any]]:
-    """Every visible, non-empty text whose overlap with another would make it unreadable."""
-    out = []
-    for ax in fig.axes:
-        if not ax.get_visible():
-            continue
-        texts = [*_drawn_ticklabels(ax, "x"), *_drawn_ticklabels(ax, "y"), ax.xaxis.label, ax.yaxis.label, ax.title]
-        texts += [ax._left_title, ax._right_title]
-        out += [(f"{ax.get_title(loc='left') or ax.get_title()}: {t.get_text()!r}", t) for t in texts]
-    for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
-        if leg is not None:
-            out += [(f"legend {t.get_text()!r}", t) for t in leg.get_texts()]
-    out += [(f"figure label {t.get_text()!r}", t) for t in (fig._supxlabel, fig._supylabel) if t is not None]
-    return [(name, t) for name, t in out if t.get_visible() and t.get_text().strip()]
-
-
-def overlapping_texts(fig: Figure, renderer: Any) -> list[tuple[str, str]]:
-    boxes = [(name, t.get_window_extent(renderer)) for name, t in _texts(fig)]
-    return [
-        (a, b)
-        for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
-        if min(ba.x1, bb.x1) - max(ba.x0, bb.x0) > 0.5 and min(ba.y1, bb.y1) - max(ba.y0, bb.y0) > 0.5
-    ]
-
-
-def texts_cut_off(fig: Figure, renderer: Any) -> list[str]:
-    """Texts reaching past the figure's edge (cut off in the PNG)."""
-    page = fig.bbox
-    return [
-        name
-        for name, t in _texts(fig)
-        if (b := t.get_window_extent(renderer)).x0 < page.x0 - 1
-        or b.y0 < page.y0 - 1
-        or b.x1 > page.x1 + 1
-        or b.y1 > page.y1 + 1
-    ]
-
-
-def legends_over_data(fig: Figure, renderer: Any) -> list[str]:
-    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
-    return [
-        f"legend {[t.get_text() for t in leg.get_texts()][:3]} over axes {ax.get_title(loc='left') or ax.get_title()}"
-        for leg in legends
-        if leg is not None
-        for ax in fig.axes
-        if ax.get_visible() and leg.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
-    ]
-
-
 def arm_colors(fig: Figure) -> dict[str, set[tuple[float, ...]]]:
     """Arm → the colours its ``gid="arm:<name>"`` artists are drawn in (alpha ignored)."""
     out: dict[str, set[tuple[float, ...]]] = {}
@@ -205,7 +146,8 @@ def arm_colors(fig: Figure) -> dict[str, set[tuple[float, ...]]]:
     return out
 
 
-@pytest.mark.parametrize("n_arms", [16, pytest.param(30, marks=pytest.mark.slow)])  # 30: ~15 s on a busy CI box
+@pytest.mark.timeout(1800)  # a hang guard: about 21 s of CPU at 16 arms, several minutes of wall at load 15
+@pytest.mark.parametrize("n_arms", [16, pytest.param(30, marks=pytest.mark.slow)])
 def test_figures_stay_readable_with_many_arms(
     n_arms: int, tmp_path: Path, drawn: dict[str, tuple[Figure, Any]]
 ) -> None:

@@ -93,3 +93,23 @@ def test_more_seeds_could_decide_says_how_many() -> None:
     assert v.verdict == "INCONCLUSIVE" and v.seeds_needed is not None and v.seeds_needed > 5
     assert f"more seeds could decide: about {v.seeds_needed} seeds in a new run" in v.reason
     assert "(n ≈ (t·s/d)²" in v.reason
+
+
+def test_a_verdict_that_depends_on_an_assumption_wears_no_pass_or_fail_badge() -> None:
+    s = spec(GAIN)
+    v = judge(s, _two_arms(0.02))
+    assert v.verdict == "PASS"
+    v.depends_on, v.pass_share = "network.inter_node.bandwidth_gbytes_per_s", 0.4
+    text = claim_sentence(s.claims[0], v)
+    assert text.startswith("**DEPENDS** · depends on an assumption (PASS on the declared hardware): ")
+    assert "**PASS**" not in text
+    assert "depends on network.inter_node.bandwidth_gbytes_per_s (PASS in 40% of the plausible hardware" in text
+
+
+def test_paired_by_seed_only_when_seeds_pair() -> None:
+    unpaired = spec({**GAIN, "accept": {"sided": "one_sided", "paired": False}})  # BCa: allowed at 10 seeds
+    v = judge(unpaired, _two_arms(0.02, seeds=10))
+    assert not v.paired
+    text = tally_text(unpaired, [v])
+    assert "paired by seed" not in text and "same initial model" not in text
+    assert "No verdict here pairs seeds" in text

@@ -33,12 +33,21 @@ ARMS = {
     "chao_adaptive": ("chao_alloc", {"mode": "adaptive", "global_batch": 34}),
 }
 
-#: (gpu speed factor, cpu speed factor, CPU NIC GB/s, backward share): the central setting, a fast network
-#: (compute-bound: all-reduce hidden), a slow one (communication-bound) and a short backward (little to hide)
-SETTINGS = [(1.0, 1.0, 0.1, None), (2.0, 0.5, 1.0, 0.8), (0.5, 2.0, 0.02, 0.3)]
+#: (gpu speed factor, cpu speed factor, CPU NIC GB/s, backward share, contention): the central setting, a fast
+#: network (compute-bound: all-reduce hidden), a slow one (communication-bound), a short backward (little to hide),
+#: and NCCL's contention of the buckets' all-reduces with backward (the mixed cluster runs gloo: none by default)
+SETTINGS = [
+    (1.0, 1.0, 0.1, None, None),
+    (2.0, 0.5, 1.0, 0.8, None),
+    (0.5, 2.0, 0.02, 0.3, None),
+    (2.0, 0.5, 1.0, 0.8, 0.3),
+    (1.0, 1.0, 0.1, None, 0.3),
+]
 
 
-def _profile(folder: Path, gpu: float, cpu: float, nic: float, backward: float | None) -> str:
+def _profile(
+    folder: Path, gpu: float, cpu: float, nic: float, backward: float | None, contention: float | None = None
+) -> str:
     prof = apply_to_profile(
         load_profile(_write(folder, TINY_PROFILE)),
         {"gpu.speed": gpu, "cpu.speed": cpu, "cpu.nic.bandwidth_gbytes_per_s": nic},
@@ -47,7 +56,9 @@ def _profile(folder: Path, gpu: float, cpu: float, nic: float, backward: float |
     if backward is not None:
         data["schema_version"] = 2
         data["backward"] = {"fraction": backward, "source": "[E] test"}
-    data["name"] = f"tiny-{gpu}-{cpu}-{nic}-{backward}"
+    if contention is not None:
+        data["framework"] = {"backend": "nccl", "contention": contention, "source": "[E] test"}
+    data["name"] = f"tiny-{gpu}-{cpu}-{nic}-{backward}-{contention}"
     return _write(folder, data)
 
 
@@ -77,6 +88,24 @@ def test_analytical_overlap_time_equals_the_engines(arm: str, setting: tuple, tm
         assert timing.at_step(rec.step) == pytest.approx(rec.emulated_s, rel=1e-12)
     serial = _job(profile, method, {**params, "overlap": False})
     assert timing.emulated_s < simulate(serial, Prober(serial)).emulated_s  # overlap hides some communication
+
+
+@pytest.mark.parametrize("arm", ["ar_sgd_equal", "chao_adaptive"])
+def test_contention_lengthens_the_overlapped_step_in_the_engine_and_the_replay(arm: str, tmp_path: Path) -> None:
+    """The same run with NCCL's contention at 0 and at 0.3 of the overlapped time: the engine charges more time at
+    0.3, and the replay (what the sensitivity sweep re-times) charges exactly the engine's at both."""
+    method, params = ARMS[arm]
+    times = []
+    for contention in (0.0, 0.3):
+        folder = tmp_path / str(contention)
+        folder.mkdir()
+        data = yaml.safe_load(Path(_profile(folder, 2.0, 0.5, 1.0, 0.8, contention)).read_text())
+        data["name"] = "tiny-contention"  # one name: the seeds (jitter, stragglers) are the same in both runs
+        job = _job(_write(folder, data), method, {**params, "overlap": True})
+        result = InProcessEngine().run(job)
+        assert simulate(job, Prober(job)).emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
+        times.append(result.emulated_s)
+    assert times[1] > times[0]
 
 
 FLIP_LIKE = {

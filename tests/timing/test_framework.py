@@ -34,12 +34,31 @@ def test_reducer_cost_is_charged_for_a_gpu_with_layers_and_scales_with_bytes_ove
 
 
 def test_ddp_step_overlaps_buckets_and_contention_lengthens_backward() -> None:
-    """compute 1 s, backward 2/3; two buckets of 0.1 s ready at half and all of backward."""
+    """compute 1 s, backward 2/3; buckets of 0.1 s ready at half and all of backward."""
     base = fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.0)
     assert base == pytest.approx(1.1)  # the last bucket after backward
-    slowed = fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.1)
-    assert slowed == pytest.approx(1.0 + 0.1 * 0.1 + 0.1)  # 0.1 s overlapped → backward + 10 ms
+    # the first bucket overlaps 0.1 s of backward: backward ends 10 ms late, still before the last bucket's end
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.1) == pytest.approx(1.1)
+    # compute-bound: the one bucket overlaps 0.1 s of backward, which ends 10 ms (or 30 ms at 0.3) late
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.1) == pytest.approx(1.01)
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.3) == pytest.approx(1.03)
+    # a bucket that outlasts backward slows only the part it overlaps: 0.5 s of 0.9 s
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.9)], contention=0.1) == pytest.approx(max(1.05, 0.5 + 0.9))
     assert fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1)], overhead_s=0.05, contention=0.0) == pytest.approx(1.05)
+
+
+def test_framework_figures_resolve_from_the_profile_block_over_the_defaults() -> None:
+    from distrepro.hardware.profiles import load_profile
+
+    nccl = fw.costs(load_profile("a100-ib-8"))
+    assert (nccl.backend, nccl.contention, nccl.launch_s, nccl.bucket_passes) == ("nccl", fw.CONTENTION, 5e-6, 6.0)
+    assert fw.costs(load_profile("acid-a100-16")).contention == 0.0  # pinned off: gossip is charged none either
+    mixed = fw.costs(load_profile("cadp-ijcai25"))  # CPUs beside the GPUs: torch.distributed runs gloo
+    assert (mixed.backend, mixed.contention) == ("gloo", 0.0)
+    table = load_workloads()["transformer_base_wmt14_195tok"].layers
+    gpu = SimpleNamespace(name="a100", kind="gpu")
+    fewer = fw.FrameworkCosts(bucket_passes=4.0)
+    assert fw.bucketed_step_overhead_s(gpu, table, fewer) < fw.bucketed_step_overhead_s(gpu, table)
 
 
 def test_the_engine_realises_the_expected_slowest_of_p(tmp_path: Path) -> None:

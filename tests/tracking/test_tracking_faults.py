@@ -125,3 +125,104 @@ def test_client_calls_fail_fast_once_the_server_is_gone() -> None:
     with pytest.raises(StoreUnavailable, match="stopped answering"):
         client.set_terminated("0" * 32, "FAILED")
     assert reached == []
+
+
+# ---------------------------------------------------------------------- a store that breaks mid-run
+
+#: a method that breaks the store under it after its first step: deletes the SQLite file, or makes it read-only
+#: (``chattr +i`` for root, whom permission bits do not stop)
+_BREAK = """        import os, pathlib, shutil, subprocess
+        store = pathlib.Path(os.environ['BREAK_STORE'])
+        if int(ctx.train_state['step']) >= 1 and not os.environ.get('BROKEN'):
+            os.environ['BROKEN'] = '1'
+            store = pathlib.Path(os.environ['BREAK_STORE'])
+            if os.environ['BREAK_HOW'] == 'delete':
+                store.unlink()
+            else:
+                store.chmod(0o444)
+                if os.geteuid() == 0 and shutil.which('chattr'):
+                    subprocess.run(['chattr', '+i', str(store)], check=True)
+"""
+
+
+def _store_breaker(root: Path) -> None:
+    text = (Path(__file__).resolve().parents[2] / "methods" / "ar_sgd" / "method.py").read_text(encoding="utf-8")
+    head = "    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:\n"
+    assert head in text
+    text = text.replace(head, head + _BREAK).replace('name = "ar_sgd"', 'name = "store_breaker"')
+    (root / "methods" / "store_breaker").mkdir(parents=True)
+    (root / "methods" / "store_breaker" / "method.py").write_text(text, "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("how", "debug", "fragments"),
+    [
+        ("delete", False, ("its file was deleted while this command ran", "went with the file", "or start again")),
+        ("delete", True, ("was deleted while this command ran",)),
+        ("read-only", False, ("its file became read-only", "what was logged before it is kept", "--resume")),
+    ],
+)
+def test_a_store_that_breaks_mid_run_is_one_line_without_mlflows_log(
+    tmp_path: Path,
+    migrated_mlflow_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    debug: bool,
+    fragments: tuple[str, ...],
+) -> None:
+    """MLflow logs each failed store call with SQLAlchemy's traceback (about ninety lines) before it raises: held
+    back, the user sees distrepro's one line, worded for the fault (a deleted file kept nothing); --debug shows
+    MLflow's log too."""
+    if how == "read-only" and os.geteuid() == 0 and shutil.which("chattr") is None:
+        pytest.skip("running as root, where chmod does not stop writes, and chattr +i is not available")
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(migrated_mlflow_db, db)
+    _store_breaker(tmp_path / "root")
+    config = write_config(tmp_path, method="store_breaker", budget={"steps": 3})
+    args = ["run", str(config), "--no-progress", "--root", str(tmp_path / "root"), *(["--debug"] if debug else [])]
+    monkeypatch.setenv("BREAK_STORE", str(db))
+    monkeypatch.setenv("BREAK_HOW", how)
+    try:
+        done = run_cli(args, f"sqlite:///{db}", tmp_path)
+    finally:
+        if db.exists() and shutil.which("chattr"):
+            subprocess.run([str(shutil.which("chattr")), "-i", str(db)], check=False, capture_output=True)
+    assert done.rc == 2, done.err
+    assert len(done.error_lines) == 1, done.err
+    for fragment in fragments:
+        assert fragment in done.error_lines[0], done.error_lines[0]
+    if debug:
+        assert "sqlalchemy.exc.OperationalError" in done.err and "SQLAlchemy database error" in done.err, done.err
+    else:
+        others = [line for line in done.err_lines if line not in done.error_lines]
+        assert all(line.startswith("[store-tiny") for line in others), done.err  # the seed's line, then ours
+        assert "sqlalchemy" not in done.err.lower() and "Traceback" not in done.err, done.err
+
+
+def test_a_store_locked_by_another_process_is_one_line(config: Path, tmp_path: Path, migrated_mlflow_db: Path) -> None:
+    """An open write transaction elsewhere (a sqlite3 shell): MLflow waited on it for most of a minute, then raised
+    with a traceback; the check waits a few seconds (``SQLITE_LOCK_WAIT_S``) and says who is in the way."""
+    import sys
+
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"con = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "con.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        done = run_cli(["run", str(config), "--no-progress"], f"sqlite:///{db}", tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.rc == 2 and done.err_lines == done.error_lines and len(done.error_lines) == 1, done.err
+    assert f"the store {db} is locked by another process" in done.error_lines[0], done.error_lines[0]

@@ -128,7 +128,9 @@ class _CollectiveRequest(Request):
                 f"{self.kind} while others called {pending.kind}"
             )
         if self.async_op:
-            self.work = InProcessWork(fab.comms[self.rank], issue_s=sched.clocks[self.rank].t, results=self.results)
+            clock = sched.clocks[self.rank]
+            self.work = InProcessWork(fab.comms[self.rank], issue_s=clock.t, results=self.results)
+            self.work.backward = clock.backward_tag()  # a group collective: it contends with backward
         pending.arrivals[self.rank] = _Arrival(sched.clocks[self.rank].t, self.tensors, self.extra, self.work)
         if self.async_op:
             sched.resolve(self.rank, self.work)

@@ -47,6 +47,8 @@ class InProcessWork:
     waiter: int | None = None
     value: Any = None
     idle_only: bool = False  # a pairing: the wait is idle time, not communication
+    #: the backward this synchronous collective overlaps (:meth:`~distrepro.engine.clock.VirtualClock.backward_tag`)
+    backward: int | None = None
     #: the request that will complete it if every worker ends up waiting (a non-blocking pairing)
     pending: Request | None = field(default=None, repr=False)
     results: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
@@ -70,7 +72,7 @@ class InProcessWork:
         if self.idle_only:
             clock.idle_until(self.end_s)
         else:
-            clock.finish_op(self.start_s, self.end_s)
+            clock.finish_op(self.start_s, self.end_s, self.backward, self.issue_s)
 
     def complete(self, sched: Scheduler, start: float, end: float, value: Any = None) -> None:
         self.start_s, self.end_s, self.done = start, end, True
@@ -115,6 +117,9 @@ class Op:
     start_s: float = 0.0
     end_s: float = float("nan")
     on_done: Callable[[Op], None] | None = None
+    #: the share of its path's capacity the operation can use: 0.5 for a gloo swap, whose two directions take
+    #: turns (each direction at most half the link's rate, so alone it moves S each way in 2·S/B)
+    cap_scale: float = 1.0
 
 
 class Lanes:
@@ -143,6 +148,7 @@ class Lanes:
             self._data_done(op, t, exact=True)
             return
         cap, uses = self.paths.of(op.hops)
+        cap *= op.cap_scale
         self._ids += 1
         self.net.add(Flow(self._ids, data_s * cap, cap, uses, t, extra=op), t)
         self._reschedule()

@@ -112,9 +112,9 @@ class DistComm(PeerOps, Comm):
         self._bytes += sent
         return seconds, 0
 
-    def _apply(self, start: float, end: float, sent: int) -> None:
+    def _apply(self, start: float, end: float, sent: int, backward: int | None = None, issue_s: float = 0.0) -> None:
         self._bytes += sent
-        self.clock.finish_op(start, end)
+        self.clock.finish_op(start, end, backward, issue_s)
         if self.pace is not None:
             self.pace(self.clock.t)
 

@@ -43,7 +43,7 @@ class PeerOps:
     _finish: Callable[..., None]
     _lanes: dict[Any, DistWork]
     _capture: list[tuple[float, float, int]] | None
-    _apply: Callable[[float, float, int], None]
+    _apply: Callable[..., None]  # (start, end, sent[, backward, issue_s]): DistComm._apply
 
     def exchange(self, peer: int, tensor: torch.Tensor, async_op: bool = False):
         if peer == self.rank or not 0 <= peer < self.world_size:

@@ -26,7 +26,9 @@ class LaneOwner(Protocol):
     _lanes: dict[Any, DistWork]
     _capture: list[tuple[float, float, int]] | None
 
-    def _apply(self, start: float, end: float, sent: int) -> None: ...
+    def _apply(
+        self, start: float, end: float, sent: int, backward: int | None = None, issue_s: float = 0.0
+    ) -> None: ...
 
 
 nbytes_of = payload_bytes  # the name the dist engine uses
@@ -64,6 +66,8 @@ class DistWork:
         self.value: Any = None
         self._sent = 0
         self._resolved = False
+        #: the backward this collective overlaps (a group's lane only: a pair's swap contends with nothing charged)
+        self.backward = comm.clock.backward_tag() if isinstance(lane, tuple) and lane[:1] == ("g",) else None
         self.prev: DistWork | None = comm._lanes.get(lane)
         self.lane = lane
         if lane is not None:
@@ -99,7 +103,7 @@ class DistWork:
     def wait(self) -> None:
         if not self._done:
             self.resolve()
-            self._comm._apply(self.start_s, self.end_s, self._sent)
+            self._comm._apply(self.start_s, self.end_s, self._sent, self.backward, self.issue_s)
             self._done = True
 
     def result(self) -> Any:

@@ -39,6 +39,7 @@ from distrepro.orchestration.executors.cell_task import FAILURE_TAG, CellOutcome
 from distrepro.orchestration.progress import progress_bars, wants_bars
 from distrepro.tracking.mlflow_client import resolve_tracking_uri
 from distrepro.tracking.runlog import check_system_metrics
+from distrepro.tracking.storeguard import after_the_fault
 from distrepro.tracking.storeprobe import check_store, sqlite_path
 
 
@@ -107,18 +108,27 @@ def run_campaigns(
                 file=sys.stderr,
                 flush=True,
             )
+            seen: dict[str, CellOutcome] = {}  # every outcome as it comes: an interrupt loses the executor's list
             with progress_bars(wants_bars(show_progress)) as bars:
-                events = CellProgress(len(tasks), getattr(executor, "jobs", None), bars)
-                outcomes = executor.run(tasks, events) if tasks else []
+                progress = CellProgress(len(tasks), getattr(executor, "jobs", None), bars)
+
+                def events(kind: str, task: CellTask, outcome: CellOutcome | None) -> None:
+                    if kind == "done" and outcome is not None:
+                        seen[task.key] = outcome
+                    progress(kind, task, outcome)
+
+                try:
+                    outcomes = executor.run(tasks, events) if tasks else []
+                except KeyboardInterrupt:
+                    _keep_closed(loggers, seen)
+                    raise
             return _close(prepared, tasks, loggers, outcomes)
     except StoreUnavailable as exc:
         started = [p for p in prepared if p.campaign.run_id is not None]
         if not started:
             raise
         how = "; ".join(f"'distrepro run {p.source or 'CONFIG'} --resume {p.campaign.run_id}'" for p in started)
-        raise StoreUnavailable(
-            f"{exc}; what was logged before it is kept: once the store is back, continue with {how}"
-        ) from exc
+        raise StoreUnavailable(f"{exc}; {after_the_fault(uri, how)}") from exc
 
 
 def _schedule(
@@ -171,6 +181,14 @@ def _schedule(
             tasks.append(task)
             loggers[task.key] = (index, logger)
     return tasks, loggers
+
+
+def _keep_closed(loggers: dict[str, tuple[int, Any]], seen: dict[str, CellOutcome]) -> None:
+    """On Ctrl-C: the cells that had ended (their worker closed the run, FINISHED or FAILED) keep that status; the
+    campaign's exit marks only the others KILLED, and ``--resume`` skips the finished ones."""
+    for key, outcome in seen.items():
+        if outcome.closed or outcome.status == "FINISHED":
+            loggers[key][1].status = outcome.status
 
 
 def _close(

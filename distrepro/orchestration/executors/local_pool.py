@@ -8,8 +8,12 @@ Workers live for the whole campaign, so torch, mlflow and the datasets are impor
 worker, not once per cell (seconds each on a busy two-core machine); they are started (:meth:`LocalExecutor.
 start`) before the campaign builds its jobs and creates its runs, so those imports overlap that work.
 
-Ctrl-C reaches the workers too (same process group): each marks its run KILLED and exits; any worker
-still alive after a grace period is terminated, then killed, so no process is left behind.
+Ctrl-C is the campaign's process's to handle: workers start with SIGINT ignored (set around their start,
+so that even their start-up, before any code of ours runs, cannot print a ``KeyboardInterrupt`` traceback),
+and the campaign's process, on Ctrl-C or SIGTERM, terminates the busy ones: each marks its run KILLED on the
+first SIGTERM, ignores any later one and exits quietly (a second signal arriving in the interpreter's exit
+hooks printed an ``atexit`` traceback). Any worker still alive after a grace period is killed, so no
+process is left behind.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import contextlib
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -31,6 +37,9 @@ GRACE_S = 10.0
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
+    """The first SIGTERM: stop the cell (its run is marked KILLED); any later one is ignored, so the cleanup and
+    the interpreter's exit hooks finish in peace."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -38,14 +47,27 @@ def _serve(conn: Connection, threads: int) -> None:
     """A worker: run the tasks sent down ``conn`` until told to stop (``None``)."""
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # before torch is imported
     signal.signal(signal.SIGTERM, _raise_interrupt)  # terminate() closes the run as Ctrl-C does
-    with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError):
-        _preload()
-        while True:
-            task = conn.recv()
-            if task is None:
-                return
-            conn.send(("running", task.key))
-            conn.send(("done", run_cell_task(task)))
+    try:
+        with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError):
+            _preload()
+            while True:
+                task = conn.recv()
+                if task is None:
+                    return
+                conn.send(("running", task.key))
+                conn.send(("done", _without_models(run_cell_task(task))))
+    finally:  # leaving: a signal now could only interrupt the exit hooks (with a traceback)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _without_models(outcome: CellOutcome) -> CellOutcome:
+    """The outcome without the trained models (the campaign's process reads only the metrics; the runs hold the
+    rest). Sent through the pipe, torch would share each model's storage by passing file descriptors through
+    multiprocessing's ``resource_sharer``, whose server thread in the worker printed a ``ConnectionResetError``
+    traceback when Ctrl-C ended either side during the hand-over (and a ResNet-50 is 100 MB to hand over)."""
+    if outcome.result is not None:
+        outcome.result.models = []
+    return outcome
 
 
 def _preload() -> None:
@@ -54,11 +76,25 @@ def _preload() -> None:
     import distrepro.tracking.mlflow_client  # noqa: F401
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the moment a worker is started (a no-op outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Worker:
     def __init__(self, ctx: Any, threads: int) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, threads), daemon=True, name="distrepro-cell")
-        self.proc.start()
+        with _sigint_ignored():  # inherited by the new interpreter, which then installs no Ctrl-C handler
+            self.proc.start()
         child.close()
         self.task: CellTask | None = None
 

@@ -4,10 +4,15 @@ With many arms on several profiles (Chao: 16 arms on 7 emulated clusters) one pa
 16 tangled lines that only share an axis, not a comparison: arms are then faceted one row per
 group (profile), each row with the legend of its own few arms beside it. Otherwise one row
 holds every arm, the legend beside the last panel.
+
+An arm's curve has its colour, line style and marker (:class:`ArmStyle`), so two arms stay apart
+where their curves overlap or their colours read alike; axes are labelled in words with units
+(:mod:`.metric_labels`), accuracy in per cent.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -16,10 +21,11 @@ from matplotlib.figure import Figure
 
 from distrepro import metrics as M
 from distrepro.report.figures.figure_style import FONT_PT, arm_gid, legend_beside, new_figure
+from distrepro.report.figures.metric_labels import axis_label, describe
 from distrepro.report.figures.palette import ArmStyle
 
 FACET_ABOVE = 6  # arms; with more (and several groups) the curves are faceted by group
-_X_LABEL = {M.EMULATED_S: "emulated time (s)", M.EPOCH: "epochs"}
+MARKS_PER_CURVE = 8  # markers along a curve: enough to tell the arm, few enough not to hide the line
 
 
 def _summary(data: pd.DataFrame, runs: Sequence[str], x: str, metric: str) -> tuple[np.ndarray, ...] | None:
@@ -63,27 +69,34 @@ def curves_figure(
         members = {g: [a for a in arms if style.groups.get(a, "") == g] for g in rows}
     else:
         rows, members = [""], {"": arms}
-    fig = new_figure(4.3 * len(metrics) + 1.8, (2.3 if len(rows) > 1 else 3.4) * len(rows) + 0.2)
+    row_in = 2.3 if len(rows) > 1 else 3.4
+    label_chars = int((row_in - 0.6) * 72 / (FONT_PT * 0.6))  # a y label's line: the plot's height, in characters
+    fig = new_figure(4.3 * len(metrics) + 1.8, row_in * len(rows) + 0.2)
     axes = fig.subplots(len(rows), len(metrics), squeeze=False)  # x not shared: each cluster has its own time scale
     for i, group in enumerate(rows):
         for ax, metric in zip(axes[i], metrics, strict=True):
+            scale = describe(metric).scale
             for arm in members[group]:
                 s = _summary(data, [r for r, lab in labels.items() if lab == arm], x, metric)
                 if s is None:
                     continue
                 grid, med, lo, hi, n = s
                 color = style.color(arm)
-                ax.plot(grid, med, marker="o", ms=2.5, color=color, label=f"{arm} (n={int(n)})", gid=arm_gid(arm))
+                ax.plot(
+                    grid, scale * med, color=color, ls=style.linestyle(arm), lw=1.4, marker=style.marker(arm), ms=4,
+                    markevery=max(1, len(grid) // MARKS_PER_CURVE), label=f"{arm} (n={int(n)} seeds)", gid=arm_gid(arm),
+                )  # fmt: skip
                 if int(n) > 1:
-                    ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
-            ax.set_ylabel(metric, fontsize=FONT_PT)
+                    ax.fill_between(grid, scale * lo, scale * hi, color=color, alpha=0.18, linewidth=0)
+            # wrapped to the panel's height: a faceted row is short, and a label longer than it runs into the next
+            ax.set_ylabel(textwrap.fill(axis_label(metric), label_chars), fontsize=FONT_PT)
             if log_y:
                 ax.set_yscale("log")
             if group:
                 ax.set_title(group, fontsize=FONT_PT, loc="left")
             ax.tick_params(labelsize=FONT_PT)
             if i == len(rows) - 1:
-                ax.set_xlabel(_X_LABEL.get(x, x))
+                ax.set_xlabel(axis_label(x))
         handles, names = axes[i][0].get_legend_handles_labels()
         if handles:
             legend_beside(axes[i][-1], handles, names)

@@ -148,15 +148,3 @@ def worker_frame(done: pd.DataFrame) -> pd.DataFrame:
             for arm, v in done.groupby("arm")[col].mean().dropna().items():
                 rows.append({"arm": arm, "rank": int(m.group(1)), "field": m.group(2), "value": v})
     return pd.DataFrame(rows, columns=["arm", "rank", "field", "value"])
-
-
-def metric_unit(metric: str) -> str:
-    """The unit of a logged metric, from its name (``final/emulated_s`` → ``s``); ``""`` if unitless."""
-    name = metric.removeprefix("final/")
-    if name.endswith("flops_per_emulated_s"):
-        return "FLOP/s"
-    if name.endswith("_s") or name in ("emulated", "wall"):
-        return "s"
-    if name.endswith("bytes") or "bytes_" in name:
-        return "B"
-    return ""

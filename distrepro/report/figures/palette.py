@@ -10,6 +10,12 @@ white, near black or grey, which would vanish against the background or read as 
 :class:`ArmStyle` is computed once per report (:func:`arm_style`) and handed to every figure
 function, so an arm has one colour and one position everywhere; seaborn's ``hue`` would instead
 colour by order of appearance in each table, which is how two figures came to swap colours.
+
+Colour alone does not tell every arm apart: the palette's blue and sky blue read as one hue to many
+readers (and to everyone in a greyscale print), and curves that overlap hide each other's colour. So
+each arm also has a line style and a marker (:data:`LINESTYLES`, :data:`MARKERS`), cycled in report
+order: neighbours in the order, which a figure draws side by side, never share either, and no two
+arms share a (colour, line style) pair since no two share a colour.
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ def distinct_colors(n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: line styles and markers, cycled in report order; lengths 4 and 7 are coprime, so a (style, marker) pair
+#: repeats only every 28 arms
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
 @dataclass(frozen=True)
 class ArmStyle:
     """Order and colour of every arm in a report; ``groups`` (arm → e.g. its profile) lets a figure
@@ -65,6 +77,14 @@ class ArmStyle:
 
     def color(self, arm: str) -> str:
         return self.colors[arm]
+
+    def linestyle(self, arm: str) -> str:
+        """The arm's line style: ``-``, ``--``, ``-.`` or ``:`` (an arm unknown to the style: solid)."""
+        return LINESTYLES[self.order.index(arm) % len(LINESTYLES)] if arm in self.order else "-"
+
+    def marker(self, arm: str) -> str:
+        """The arm's marker (an arm unknown to the style: a dot)."""
+        return MARKERS[self.order.index(arm) % len(MARKERS)] if arm in self.order else "o"
 
     def present(self, arms: Iterable[str]) -> list[str]:
         """``arms`` in report order (arms unknown to the style go last, sorted)."""

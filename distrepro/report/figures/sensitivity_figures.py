@@ -25,16 +25,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
-from distrepro.claims.stats import fmt
 from distrepro.report.figures.figure_style import (
     FONT_PT,
     VERDICT_COLORS,
     bars_height,
     legend_on_top,
-    metric_unit,
     new_figure,
     panel_grid,
 )
+from distrepro.report.figures.metric_labels import describe, shown
 
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE")
 _LOW, _HIGH, _BAND = "#4C72B0", "#DD8452", "#2E7D32"
@@ -42,7 +41,15 @@ MAX_BARS = 8
 
 
 def _scale(unit: str) -> tuple[float, str]:
-    return (100.0, "%") if unit == "fraction" else (1.0, "×" if unit == "x" else "")
+    """The factor from the statistic as judged to as shown, and the unit shown (``× % s`` …, ``""``: none)."""
+    label = describe(unit) if unit else None
+    return (label.scale, label.unit) if label else (1.0, "")
+
+
+def _with_unit(value: float, unit: str) -> str:
+    """An already scaled ``value`` with ``unit`` (``%`` and ``×`` close up, other units after a space)."""
+    number = f"{value:.3g}".replace("inf", "∞")
+    return f"{number}{unit}" if unit in ("", "%", "×") else f"{number} {unit}"
 
 
 def share_figure(result: Any) -> Figure | None:
@@ -67,14 +74,14 @@ def share_figure(result: Any) -> Figure | None:
     ax.set_yticks(range(len(labels)), labels, fontsize=FONT_PT)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, 100)
-    ax.set_xlabel(f"share of {result.samples} plausible settings (Latin hypercube) %", fontsize=FONT_PT)
+    ax.set_xlabel(f"share of {result.samples} plausible settings, Latin hypercube (%)", fontsize=FONT_PT)
     ax.grid(axis="y", visible=False)
     handles = [Patch(color=VERDICT_COLORS[v]) for v in _VERDICTS]
     legend_on_top(fig, handles, list(_VERDICTS))
     return fig
 
 
-def _band(ax: Any, band: Any, k: float) -> None:
+def _band(ax: Any, band: Any, k: float, unit: str = "") -> None:
     """Shade the acceptance band. A band edge near the bars (within twice their spread) widens the x
     range; a far one is named in a note at that side instead, or the bars would shrink to nothing (and
     then the verdict cannot flip in the range, which the note shows)."""
@@ -94,7 +101,7 @@ def _band(ax: Any, band: Any, k: float) -> None:
         ax.axvspan(a, b, color=_BAND, alpha=0.12, lw=0)
     ax.set_xlim(x0, x1)
     if far:
-        text = f"acceptance band [{lo:.3g}, {hi:.3g}]".replace("inf", "∞")
+        text = f"acceptance band [{_with_unit(lo, unit)}, {_with_unit(hi, unit)}]"
         right = all(e > x1 for e in far)
         note = f"{text} →" if right else f"← {text}"
         ax.text(0.98 if right else 0.02, 0.03, note, transform=ax.transAxes, ha="right" if right else "left",
@@ -103,10 +110,7 @@ def _band(ax: Any, band: Any, k: float) -> None:
 
 def _unit_label(unit: str) -> str:
     suffix = _scale(unit)[1]
-    if suffix or unit in ("x", "fraction"):
-        return f"statistic ({suffix})"
-    named = metric_unit(unit) if unit else ""
-    return f"statistic ({named})" if named else "statistic"
+    return f"statistic ({suffix})" if suffix else "statistic"
 
 
 def _span(var: Any) -> str:
@@ -137,8 +141,8 @@ def tornado_figure(result: Any) -> Figure | None:
         ax.set_ylim(len(bars) - 0.5, -0.5)
         ax.axvline(mid, color="black", lw=0.8)
         ax.margins(x=0.08)
-        _band(ax, c.band, k)
-        central = f"central {fmt(c.central.statistic, c.unit)}, {c.central.verdict}"
+        _band(ax, c.band, k, _scale(c.unit)[1])
+        central = f"central {shown(c.central.statistic, c.unit, digits=3)}, {c.central.verdict}"
         ax.set_title(f"{c.claim_id} ({central})", fontsize=FONT_PT, loc="left")
         ax.set_xlabel(_unit_label(c.unit), fontsize=FONT_PT)
         ax.xaxis.set_major_locator(MaxNLocator(5))
@@ -165,7 +169,7 @@ def heatmap_figure(result: Any) -> Figure | None:
         stat = np.array(h.statistic, dtype=float) * k
         if np.isfinite(stat).sum() >= 4 and np.nanmax(stat) > np.nanmin(stat):
             cs = ax.contour(h.xs, h.ys, stat, levels=6, colors="black", linewidths=0.6)
-            ax.clabel(cs, fontsize=FONT_PT, fmt=lambda v, u=unit: f"{v:.3g}{u}")
+            ax.clabel(cs, fontsize=FONT_PT, fmt=lambda v, u=unit: _with_unit(v, u))
         ax.plot([xv.central], [yv.central], marker="*", color="black", ms=9, ls="none")
         for var, axis, set_scale in ((xv, ax.xaxis, ax.set_xscale), (yv, ax.yaxis, ax.set_yscale)):
             if var.choices:  # categorical: one tick per choice, named

@@ -97,7 +97,7 @@ def breakdown_figure(runs: pd.DataFrame, labels: Mapping[str, str], style: ArmSt
         ax.grid(axis="x", visible=False)
         arm_title(ax, arm, style.color(arm))
     fig.supxlabel("worker", fontsize=FONT_PT)
-    fig.supylabel("emulated seconds (mean over seeds)", fontsize=FONT_PT)
+    fig.supylabel("emulated time (s), mean over seeds", fontsize=FONT_PT)
     legend_on_top(fig, _SPAN_HANDLES, list(SPAN_COLORS))
     return fig
 
@@ -126,13 +126,14 @@ def allocation_figure(
         end = last[last["arm"] == arm].groupby("rank")["share"].mean()
         start = first[first["arm"] == arm].groupby("rank")["share"].mean().reindex(end.index)
         x = np.arange(len(end))
-        ax.bar(x, end.to_numpy(), color=style.color(arm), width=0.7, alpha=0.85, gid=arm_gid(arm))
+        ax.bar(x, 100 * end.to_numpy(), color=style.color(arm), width=0.7, alpha=0.85, gid=arm_gid(arm))
         if not np.allclose(start.to_numpy(), end.to_numpy(), atol=1e-9, equal_nan=True):
             moved = True
-            ax.scatter(x, start.to_numpy(), marker="D", s=18, facecolor="white", edgecolor="black", lw=0.8, zorder=4)
+            ax.scatter(x, 100 * start.to_numpy(), marker="D", s=18, facecolor="white", edgecolor="black", lw=0.8,
+                       zorder=4)  # fmt: skip
         if has_speed:
             speed = last[last["arm"] == arm].groupby("rank")["speed_share"].mean().reindex(end.index)
-            ax.scatter(x, speed.to_numpy(), marker="_", s=160, color="black", lw=1.6, zorder=5)
+            ax.scatter(x, 100 * speed.to_numpy(), marker="_", s=160, color="black", lw=1.6, zorder=5)
         ax.set_xticks(x, [str(r) for r in end.index])
         ax.tick_params(labelsize=FONT_PT)
         ax.grid(axis="x", visible=False)
@@ -143,6 +144,6 @@ def allocation_figure(
     if has_speed:
         entries.append((Line2D([], [], marker="_", ls="", color="black", ms=12, mew=1.6), "share of summed speed"))
     fig.supxlabel("worker", fontsize=FONT_PT)
-    fig.supylabel("share of the data", fontsize=FONT_PT)
+    fig.supylabel("share of the data (%)", fontsize=FONT_PT)
     legend_on_top(fig, *zip(*entries, strict=True))
     return fig

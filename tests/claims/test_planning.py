@@ -1,0 +1,48 @@
+"""Seeds to clear an edge (n ≈ (t·s/d)²) and the one-sided p of a decision, against scipy's t distribution."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from distrepro.claims.planning import MAX_SEEDS, implied_spread, one_sided_p, seeds_for_spread, seeds_to_clear
+
+
+def _half(s: float, n: int, level: float = 0.95) -> float:
+    return float(stats.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
+
+
+@pytest.mark.parametrize(("spread", "distance"), [(1.0, 0.5), (0.012, 0.004), (2.0, 3.0), (0.3, 0.01)])
+def test_seeds_for_spread_is_the_smallest_n_that_clears_the_distance(spread: float, distance: float) -> None:
+    n = seeds_for_spread(spread, distance)
+    assert n is not None and n >= 2
+    assert _half(spread, n) < distance
+    step = 1 if n <= 1000 else n // 100 + 1  # the search steps by 1 up to 1000 seeds, then by 1 %
+    assert n == 2 or _half(spread, n - step) >= distance  # a step fewer would not clear it
+    assert n >= (1.959963984540054 * spread / distance) ** 2  # never below the normal approximation
+
+
+def test_an_interval_gives_back_the_seeds_of_its_own_spread() -> None:
+    # a straddling interval of half-width h at n seeds implies s = h·√n/t; the seeds to clear d follow from s
+    s, n, d = 0.8, 5, 0.3
+    h = _half(s, n)
+    assert implied_spread(h, n, 0.95) == pytest.approx(s, rel=1e-12)
+    assert seeds_to_clear(h, d, n, 0.95) == seeds_for_spread(s, d, start=n + 1)
+
+
+def test_no_seed_count_for_a_statistic_on_the_edge() -> None:
+    assert seeds_for_spread(1.0, 0.0) is None and seeds_to_clear(1.0, 0.0, 5, 0.95) is None
+    assert seeds_for_spread(1.0, 1e-4) is None  # more than MAX_SEEDS
+    assert seeds_for_spread(1.0, 1.0 / math.sqrt(MAX_SEEDS) * 3) is not None
+
+
+@pytest.mark.parametrize(("distance", "n"), [(0.4, 5), (-0.2, 3), (1.5, 10)])
+def test_one_sided_p_is_the_t_tail_at_the_standardised_distance(distance: float, n: int) -> None:
+    s = 1.0
+    h = _half(s, n)
+    expected = float(stats.t.sf(distance / (s / math.sqrt(n)), n - 1))
+    assert one_sided_p(h, distance, n, 0.95) == pytest.approx(expected, rel=1e-9)
+    # an interval whose end sits exactly on the edge is a test at 2.5 %
+    assert one_sided_p(h, h, n, 0.95) == pytest.approx(0.025, rel=1e-9)

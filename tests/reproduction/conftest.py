@@ -1,0 +1,3 @@
+"""Fixtures shared by this folder's tests (defined in tests/_support so other folders can use them too)."""
+
+from tiny_paper import paper_root  # noqa: F401  (the fixture)

@@ -1,0 +1,93 @@
+"""The default check of the timing verdicts: a share that matches a hand-computed flip, the decisive figure,
+the cache, and the mark it leaves in a report (no training; the two hand-built runs of the flip setup)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from sensitivity_setups import FLIP_PAPER, FLIP_PROFILE, SPEED, WORKLOAD, _flip_setup
+
+from distrepro.claims.papers import PaperInfo
+from distrepro.claims.schema import validate_paper
+from distrepro.hardware.workloads import get_workload
+from distrepro.report.build import write_report
+from distrepro.report.dependence_section import check_dependence
+from distrepro.sensitivity.dependence import CACHE_FILE, DEFAULT_SAMPLES, Dependence, timing_dependence
+
+BANDWIDTH = "network.inter_node.bandwidth_gbytes_per_s"
+
+
+@pytest.fixture(scope="module")
+def flip_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("dep_profiles") / f"{FLIP_PROFILE['name']}.yaml"
+    path.write_text(yaml.safe_dump(FLIP_PROFILE, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.smoke
+def test_the_share_matches_the_hand_computed_flip_and_names_the_link(flip_profile: str, tmp_path: Path) -> None:
+    # F1 PASSes below B = P·v/16 (tests/sensitivity/test_sensitivity.py): its share is that point's quantile
+    info, rs, jobs = _flip_setup(flip_profile)
+    dep = timing_dependence(info, rs, cache_dir=tmp_path, job_for=lambda run_id, seed: jobs[run_id])
+    assert dep is not None and not dep.cached and not dep.error
+    assert dep.samples == min(DEFAULT_SAMPLES, FLIP_PAPER["setup"]["sensitivity"]["samples"])
+    (claim,) = dep.claims  # F2 (accuracy) is not a timing claim
+    flip_gb = get_workload(WORKLOAD).param_bytes * SPEED / 16 / 1e9
+    quantile = math.log(flip_gb / 0.01) / math.log(10.0 / 0.01)  # log spacing over [0.01, 10]
+    assert claim.claim_id == "F1" and abs(claim.share - quantile) <= 1 / dep.samples + 1e-9
+    assert claim.decisive == BANDWIDTH and sum(claim.counts.values()) == dep.samples
+    assert dep.max_validation_error < 1e-12 and dep.cpu_s > 0
+
+
+def test_a_second_report_reads_the_cache_until_a_run_changes(flip_profile: str, tmp_path: Path) -> None:
+    info, rs, jobs = _flip_setup(flip_profile)
+    first = timing_dependence(info, rs, cache_dir=tmp_path, job_for=lambda run_id, seed: jobs[run_id])
+
+    def refuse(run_id: str, seed: int) -> None:
+        raise AssertionError("a cached check must not rebuild any run")
+
+    again = timing_dependence(info, rs, cache_dir=tmp_path, job_for=refuse)  # type: ignore[arg-type]
+    assert first is not None and again is not None and again.cached and again.shares() == first.shares()
+    rs.runs.loc[0, "final/emulated_s"] *= 1.01  # a re-run: the cached shares no longer describe the runs
+    fresh = timing_dependence(info, rs, cache_dir=tmp_path, job_for=lambda run_id, seed: jobs[run_id])
+    assert fresh is not None and not fresh.cached and fresh.key != first.key
+    assert Dependence.from_json("{not json") is None and Dependence.from_json('{"format": 0}') is None
+    assert (tmp_path / CACHE_FILE).is_file()
+
+
+def test_a_paper_without_timing_claims_is_not_checked(flip_profile: str) -> None:
+    paper = {**FLIP_PAPER, "claims": [c for c in FLIP_PAPER["claims"] if c["id"] == "F2"]}
+    info, rs, jobs = _flip_setup(flip_profile, paper)
+    assert timing_dependence(info, rs, job_for=lambda run_id, seed: jobs[run_id]) is None
+
+
+def test_a_run_without_its_config_leaves_its_claim_unmarked_with_the_reason(flip_profile: str) -> None:
+    info, rs, _ = _flip_setup(flip_profile)
+    dep = check_dependence(info, rs, None)  # the hand-built runs logged no config.resolved.yaml
+    assert dep is not None and not dep.claims and "F1" in dep.skipped
+    assert "cannot be re-timed" in dep.skipped["F1"]
+
+
+def test_a_bad_assumption_is_reported_not_raised(flip_profile: str) -> None:
+    bad = {**FLIP_PAPER, "setup": {**FLIP_PAPER["setup"], "sensitivity": {"assumptions": [
+        {"arm": "nope", "param": "x", "low": 1, "high": 2, "reason": "r"}]}}}  # fmt: skip
+    _, rs, _ = _flip_setup(flip_profile)
+    info = PaperInfo("flip", validate_paper(bad))
+    dep = check_dependence(info, rs, None)
+    assert dep is not None and "unknown arm 'nope'" in dep.error and not dep.claims
+
+
+def test_the_report_marks_the_verdict_and_keeps_it_out_of_the_tally(flip_profile: str, tmp_path: Path) -> None:
+    info, rs, jobs = _flip_setup(flip_profile)
+    dep = timing_dependence(info, rs, job_for=lambda run_id, seed: jobs[run_id])
+    report = write_report(info, rs, tmp_path / "flip", root=tmp_path, dependence=dep)
+    md = report.markdown.read_text()
+    f1 = next(v for v in report.verdicts if v.claim_id == "F1")
+    assert dep is not None and 0.05 < dep.claims[0].share < 0.95
+    assert f1.depends_on == BANDWIDTH and f1.pass_share == dep.claims[0].share
+    assert "### Timing verdicts over the plausible hardware" in md and "1 depends on an assumption" in md
+    assert f"apart: depends on `{BANDWIDTH}`" in md and "--no-sensitivity" in md
+    assert "## Sensitivity of the timing verdicts" not in md  # the full sweep stays with --sensitivity
