@@ -60,10 +60,12 @@ def reproduce(
 
     Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
-    umbrella ends FINISHED, FAILED or KILLED as the reproduction does."""
+    umbrella is a top-level row too, pinned first in the experiment's shared view (MLflow's newest-first sort put
+    it below every arm and seed it opened before); it ends FINISHED, FAILED or KILLED as the reproduction does."""
     from distrepro.plugins.roots import repo_root
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
+    from distrepro.tracking.ui_view import pin_first
 
     info = find_paper(paper, root)
     if not info.method_dirs:
@@ -98,6 +100,7 @@ def reproduce(
     with umbrella:
         assert umbrella.run_id is not None
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
+        pin_first(umbrella.client, umbrella.experiment_id or "", umbrella.run_id)  # the runs table's first row
         campaigns = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics)
         if report:  # products go to the report's folder and are part of it: train only means no products either
             built = report_reproduction(
@@ -116,8 +119,8 @@ def reproduce(
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:
     return (
-        f"`distrepro reproduce {paper}`: one run per arm ({', '.join(f'`{a}`' for a in arms)}, tagged "
-        "`distrepro.reproduction` = this run's id), each with one child run per seed named `<arm>/s<seed>`. The "
+        f"`distrepro reproduce {paper}`: one top-level run per arm beside this one ({', '.join(f'`{a}`' for a in arms)}"
+        ", tagged `distrepro.reproduction` = this run's id), each with one child run per seed named `<arm>/s<seed>`. The "
         "report (`report/report.html`) is logged here once; each arm's run carries its claims' verdicts as tags "
         "`verdict.<claim>`."
     )

@@ -8,6 +8,7 @@ restated from MLflow 3.17's UI, and change with it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 # MLflow 3's UI opens an experiment on its GenAI pages (traces, sessions) unless the experiment is
 # marked as model training. Key and value are those the MLflow UI reads (its ExperimentKind enum in
@@ -38,12 +39,48 @@ VIEW_METRICS = (
 )
 
 
-def view_state(tags: Sequence[str] = ()) -> str:
-    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns."""
+#: at most this many ``reproduce`` runs stay pinned (the newest first): one per scale a paper has is the usual case
+MAX_PINNED = 4
+
+
+def view_state(tags: Sequence[str] = (), pinned: Sequence[str] = ()) -> str:
+    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns,
+    and ``pinned`` run ids at the top of the table.
+
+    Pinned, because MLflow sorts by start time, newest first: a ``reproduce`` run opens before its arms and their
+    seeds, so it sorted below all of them (past the first page, behind "Load more"), and MLflow cannot move a run's
+    start time once it exists. The UI shows pinned runs first, fetched even when they are not on the loaded page."""
     import json
 
     columns = [*(f"metrics.`{m}`" for m in VIEW_METRICS), *(f"tags.`{t}`" for t in tags)]
-    return json.dumps({"selectedColumns": columns, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True})
+    state: dict[str, object] = {"selectedColumns": columns, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True}
+    if pinned:
+        state["runsPinned"] = list(pinned)
+    return json.dumps(state)
+
+
+def view_parts(state: str | None) -> tuple[list[str], list[str]]:
+    """The tag columns and the pinned runs of a view written by :func:`view_state` (nothing for another view)."""
+    import json
+
+    try:
+        parsed = json.loads(state or "{}")
+    except ValueError:
+        return [], []
+    if not isinstance(parsed, dict):
+        return [], []
+    columns = [c for c in parsed.get("selectedColumns", []) if isinstance(c, str)]
+    tags = [c[len("tags.`") : -1] for c in columns if c.startswith("tags.`") and c.endswith("`")]
+    pinned = [r for r in parsed.get("runsPinned", []) if isinstance(r, str)]
+    return tags, pinned
+
+
+def pin_first(client: Any, experiment_id: str, run_id: str) -> None:
+    """Pin ``run_id`` first in the experiment's shared view, keeping its columns and the newest earlier pins."""
+    experiment = client.get_experiment(experiment_id)
+    tags, pinned = view_parts(experiment.tags.get(VIEW_TAG))
+    keep = [run_id, *(r for r in pinned if r != run_id)][:MAX_PINNED]
+    client.set_experiment_tag(experiment_id, VIEW_TAG, view_state(tags, keep))
 
 
 def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:

@@ -57,6 +57,43 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
         assert child.data.tags["distrepro.torch_threads"].startswith("1 (config")
 
 
+@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_is_pinned_first(
+    paper_root: Path, mlflow_uri: str, jobs: int
+) -> None:
+    import json
+
+    from distrepro.orchestration.executors.selection import ExecutorSpec
+    from distrepro.tracking.ui_view import VIEW_TAG
+
+    executor = ExecutorSpec("local", jobs=jobs) if jobs > 1 else None
+    result = reproduce("tinypaper", show_progress=False, root=paper_root, executor=executor)
+    client = make_client(mlflow_uri)
+    umbrella = client.get_run(result.run_id).info
+    for campaign in result.campaigns.values():
+        arm = client.get_run(campaign.parent_run_id).info
+        cells = [client.get_run(c.run_id).info for c in campaign.cells]
+        assert arm.end_time == max(c.end_time for c in cells)  # not when the process closed every arm
+        assert arm.start_time <= min(c.start_time for c in cells)
+        assert arm.end_time < umbrella.end_time  # the report came after the arm
+    view = json.loads(client.get_experiment(result.experiment_id).tags[VIEW_TAG])
+    assert view["runsPinned"] == [result.run_id]  # MLflow's newest-first sort put it below its arms and seeds
+    assert any(c.startswith("tags.`distrepro.verdicts`") for c in view["selectedColumns"])  # the report's columns
+
+
+def test_a_later_reproduction_is_pinned_before_the_earlier_one(paper_root: Path, mlflow_uri: str) -> None:
+    import json
+
+    from distrepro.tracking.ui_view import MAX_PINNED, VIEW_TAG
+
+    runs = [reproduce("tinypaper", seeds="0", report=False, show_progress=False, root=paper_root).run_id]
+    runs.append(reproduce("tinypaper", seeds="0", show_progress=False, root=paper_root).run_id)
+    client = make_client(mlflow_uri)
+    experiment = client.get_experiment_by_name("distrepro/tinypaper")
+    view = json.loads(experiment.tags[VIEW_TAG])
+    assert view["runsPinned"] == runs[::-1] and MAX_PINNED >= 2
+
+
 def test_reproduce_says_its_size_and_estimated_time_before_training(
     paper_root: Path,
     mlflow_uri: str,
