@@ -119,8 +119,9 @@ def reproduce(
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:
     return (
-        f"`distrepro reproduce {paper}`: one top-level run per arm beside this one ({', '.join(f'`{a}`' for a in arms)}"
-        ", tagged `distrepro.reproduction` = this run's id), each with one child run per seed named `<arm>/s<seed>`. The "
-        "report (`report/report.html`) is logged here once; each arm's run carries its claims' verdicts as tags "
+        f"`distrepro reproduce {paper}`: one top-level run per arm beside this one "
+        f"({', '.join(f'`{a}`' for a in arms)}, tagged `distrepro.reproduction` = this run's id), each with one "
+        "child run per seed named `<arm>/s<seed>`. The report (`report/report.html`) is logged here once; each "
+        "arm's run carries its claims' verdicts as tags "
         "`verdict.<claim>`."
     )
