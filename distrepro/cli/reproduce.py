@@ -42,7 +42,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
         print(
-            f"reproduction run {result.run_id} (pinned first in the runs table; the arms' runs are listed beside it, "
+            f"reproduction run {result.run_id} (the runs table's first row; the arms' runs are listed beside it, "
             "tagged distrepro.reproduction; the report is logged on it)"
         )
         print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id)

@@ -99,14 +99,14 @@ def _markdown(
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     n_done = int((rs.runs["status"] == "FINISHED").sum())
-    parts = [f"# {info.title} — reproduction report", ""]
+    # the contents under the title: after the answer and the caveats it fell below a laptop's first screen
+    parts = [f"# {info.title} — reproduction report", "", _CONTENTS, ""]  # filled in once every section is known
     screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]
     parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
     if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
         parts += ["", prereg]
-    parts += ["", _CONTENTS]  # filled in once every section is known
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)

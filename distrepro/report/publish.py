@@ -18,7 +18,7 @@ from typing import Any
 from distrepro.claims.evidence import group_of
 from distrepro.claims.runs import RunSet
 from distrepro.tracking.mlflow_client import REPRODUCTION_TAG
-from distrepro.tracking.ui_view import VIEW_TAG, view_parts, view_state
+from distrepro.tracking.ui_view import VIEW_TAG, view_state
 
 _log = logging.getLogger(__name__)
 
@@ -92,8 +92,7 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
     if rs.campaigns and verdict_columns:  # the runs-table view of every printed link shows them as columns
         try:
             experiment = rs.client.get_run(rs.campaigns[0]).info.experiment_id
-            _, pinned = view_parts(rs.client.get_experiment(experiment).tags.get(VIEW_TAG))  # the reproduce runs
-            rs.client.set_experiment_tag(experiment, VIEW_TAG, view_state(verdict_columns, pinned))
+            rs.client.set_experiment_tag(experiment, VIEW_TAG, view_state(verdict_columns))
         except Exception as exc:
             _log.warning("could not add the verdict columns to the MLflow view: %s", exc)
     logged = []

@@ -60,12 +60,10 @@ def reproduce(
 
     Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
-    umbrella is a top-level row too, pinned first in the experiment's shared view (MLflow's newest-first sort put
-    it below every arm and seed it opened before); it ends FINISHED, FAILED or KILLED as the reproduction does."""
+    umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED, FAILED or KILLED as the reproduction does."""
     from distrepro.plugins.roots import repo_root
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
-    from distrepro.tracking.ui_view import pin_first
 
     info = find_paper(paper, root)
     if not info.method_dirs:
@@ -100,7 +98,7 @@ def reproduce(
     with umbrella:
         assert umbrella.run_id is not None
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
-        pin_first(umbrella.client, umbrella.experiment_id or "", umbrella.run_id)  # the runs table's first row
+        _sort_first(umbrella)
         campaigns = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics)
         if report:  # products go to the report's folder and are part of it: train only means no products either
             built = report_reproduction(
@@ -115,6 +113,22 @@ def reproduce(
                 show_progress,
             )
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "")
+
+
+def _sort_first(umbrella: Any) -> None:
+    """Log the metric the shared view sorts on (:data:`~distrepro.tracking.ui_view.REPRODUCTION_SORT_METRIC`, the
+    start in Unix seconds) now, so that the run is the table's first row while its arms train, and make sure the
+    experiment's view sorts on it."""
+    import time
+
+    from mlflow.entities import Metric
+
+    from distrepro.tracking.ui_view import REPRODUCTION_SORT_METRIC, refresh_view
+
+    now = time.time()
+    metric = Metric(REPRODUCTION_SORT_METRIC, round(now), int(now * 1000), 0)
+    umbrella.client.log_batch(umbrella.run_id, metrics=[metric])
+    refresh_view(umbrella.client, umbrella.experiment_id or "")
 
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:

@@ -39,48 +39,48 @@ VIEW_METRICS = (
 )
 
 
-#: at most this many ``reproduce`` runs stay pinned (the newest first): one per scale a paper has is the usual case
-MAX_PINNED = 4
+#: a metric only ``reproduce`` runs log, at their start: Unix seconds. The shared view sorts on it, newest first, and
+#: MLflow puts runs without it after, in its own order (start time, newest first). So the ``reproduce`` runs, which
+#: hold the report and the headline tally, are the table's first rows: by start time alone a ``reproduce`` run, which
+#: opens before its arms and seeds, sorted below all of them, past the first page. MLflow cannot move a run's start
+#: time once it exists, and a shared view cannot pin runs (MLflow 3.17 drops ``runsPinned`` from a shared view).
+REPRODUCTION_SORT_METRIC = "reproduction_start_s"
 
 
-def view_state(tags: Sequence[str] = (), pinned: Sequence[str] = ()) -> str:
+def view_state(tags: Sequence[str] = ()) -> str:
     """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns,
-    and ``pinned`` run ids at the top of the table.
-
-    Pinned, because MLflow sorts by start time, newest first: a ``reproduce`` run opens before its arms and their
-    seeds, so it sorted below all of them (past the first page, behind "Load more"), and MLflow cannot move a run's
-    start time once it exists. The UI shows pinned runs first, fetched even when they are not on the loaded page."""
+    sorted by :data:`REPRODUCTION_SORT_METRIC` (the ``reproduce`` runs first, then MLflow's default order)."""
     import json
 
     columns = [*(f"metrics.`{m}`" for m in VIEW_METRICS), *(f"tags.`{t}`" for t in tags)]
-    state: dict[str, object] = {"selectedColumns": columns, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True}
-    if pinned:
-        state["runsPinned"] = list(pinned)
-    return json.dumps(state)
+    return json.dumps(
+        {
+            "selectedColumns": columns,
+            "runsHiddenMode": "SHOW_ALL",
+            "hideEmptyCharts": True,
+            "orderByKey": f"metrics.`{REPRODUCTION_SORT_METRIC}`",
+            "orderByAsc": False,
+        }
+    )
 
 
-def view_parts(state: str | None) -> tuple[list[str], list[str]]:
-    """The tag columns and the pinned runs of a view written by :func:`view_state` (nothing for another view)."""
+def view_tags(state: str | None) -> list[str]:
+    """The tag columns of a view written by :func:`view_state` (none for another view)."""
     import json
 
     try:
         parsed = json.loads(state or "{}")
     except ValueError:
-        return [], []
-    if not isinstance(parsed, dict):
-        return [], []
-    columns = [c for c in parsed.get("selectedColumns", []) if isinstance(c, str)]
-    tags = [c[len("tags.`") : -1] for c in columns if c.startswith("tags.`") and c.endswith("`")]
-    pinned = [r for r in parsed.get("runsPinned", []) if isinstance(r, str)]
-    return tags, pinned
+        return []
+    columns = parsed.get("selectedColumns", []) if isinstance(parsed, dict) else []
+    return [c[len("tags.`") : -1] for c in columns if isinstance(c, str) and c.startswith("tags.`") and c.endswith("`")]
 
 
-def pin_first(client: Any, experiment_id: str, run_id: str) -> None:
-    """Pin ``run_id`` first in the experiment's shared view, keeping its columns and the newest earlier pins."""
-    experiment = client.get_experiment(experiment_id)
-    tags, pinned = view_parts(experiment.tags.get(VIEW_TAG))
-    keep = [run_id, *(r for r in pinned if r != run_id)][:MAX_PINNED]
-    client.set_experiment_tag(experiment_id, VIEW_TAG, view_state(tags, keep))
+def refresh_view(client: Any, experiment_id: str) -> None:
+    """Rewrite the experiment's shared view as :func:`view_state` writes it now, keeping its tag columns (a view
+    written by an older distrepro lacks the sort)."""
+    tags = view_tags(client.get_experiment(experiment_id).tags.get(VIEW_TAG))
+    client.set_experiment_tag(experiment_id, VIEW_TAG, view_state(tags))
 
 
 def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:
