@@ -60,7 +60,8 @@ def reproduce(
 
     Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
-    umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED, FAILED or KILLED as the reproduction does."""
+    umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED,
+    FAILED or KILLED as the reproduction does."""
     from distrepro.plugins.roots import repo_root
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, Campaign, experiment_name, resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
