@@ -31,6 +31,11 @@ def _hours(seconds: float) -> str:
     return f"{hours:,.0f} h" if hours >= 10 else f"{hours:.1f} h"
 
 
+def _flop(flops: float) -> str:
+    """``8.5e20``: two significant digits, no ``+`` in the exponent."""
+    return f"{flops:.2g}".replace("e+", "e")
+
+
 def _cluster(plan: dict[str, Any]) -> str:
     """``qsr-16gpu`` (16 × rtx3090), from the plan's config and its per-rank compute groups."""
     groups = plan["time"].get("compute") or []
@@ -60,7 +65,7 @@ def deciding_runs(
     for claim in spec.claims:
         verdict = by_id.get(claim.id)
         if group_of(claim) == "headline" and claim.scale != "proxy" and verdict and verdict.verdict == "INCONCLUSIVE":
-            open_claims.setdefault(claim.scale, []).append(claim)
+            open_claims.setdefault(str(claim.scale), []).append(claim)
     lines = []
     for scale, claims in open_claims.items():
         wanted = {a for c in claims for a in claim_arms(c)} & arms_at_scale(info, scale, root)
@@ -93,6 +98,6 @@ def deciding_runs(
             f"{scale} scale.** `distrepro reproduce {info.id} --scale {scale}` decides them: {len(arms)} arms × "
             f"{seeds} seeds on the emulated cluster {' and '.join(clusters)}, which would take about "
             f"{_hours(emulated)} on that hardware, every arm and seed one after the other (`distrepro plan`'s time "
-            f"model); the training is {flops:.2g} FLOP, a GPU cluster's work, not a CPU session's.{elsewhere}"
+            f"model); the training is {_flop(flops)} FLOP, a GPU cluster's work, not a CPU session's.{elsewhere}"
         )
     return "\n\n".join(lines) + ("\n" if lines else "")

@@ -45,7 +45,7 @@ def test_qsr_first_screen_says_which_command_decides_its_paper_scale_claims() ->
     n = len(calls)
     assert f"{n} arms × 3 seeds on the emulated cluster `qsr-16gpu` (16 × rtx3090)" in text
     assert f"about {n * 3 * 2:,.0f} h on that hardware" in text  # 2 h per seed from the plan, every arm and seed
-    assert f"{n * 1e19:.2g} FLOP" in text
+    assert f"{n * 1e19:.2g} FLOP".replace("e+", "e") in text
     assert "`qsr-64gpu` need the same arms with `--set profile=…`" in text  # Q2 and Q4 are on the 64-GPU profile
 
 
