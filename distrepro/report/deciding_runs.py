@@ -13,6 +13,7 @@ Nothing here is hard-coded: change a config and the sentence changes with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,6 @@ def deciding_runs(
     info: PaperInfo, verdicts: Sequence[Verdict], root: Path | None = None, plan: Planner | None = None
 ) -> str:
     """One paragraph per scale above the proxy whose headline claims are all undecided here; empty otherwise."""
-    from distrepro.reproduction.selection import param_overrides
-
     spec = info.spec
     if spec is None or info.path is None:
         return ""
@@ -77,7 +76,8 @@ def deciding_runs(
         for name, arm in arms:
             path = arm_config_path(info.path, name, arm.config, scale, root)
             sets = [f"paper={info.id}", f"scale={scale}", f"name={arm.campaign or name}", f"method={arm.method}"]
-            p = planner(path, [*sets, *param_overrides(arm.params)])
+            params = [f"method_params.{k}={json.dumps(v)}" for k, v in arm.params.items()]  # as reproduce sets them
+            p = planner(path, [*sets, *params])
             n = int(p["training"].get("seeds") or len(p["config"].get("seeds") or [0]))
             seeds = max(seeds, n)
             emulated += float(p["time"]["total_s"]) * n
