@@ -33,7 +33,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"arm {arm}: campaign run {campaign.parent_run_id}{note}")
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
-        print(f"reproduction run {result.run_id} (the arms are its children; the report is logged on it)")
+        print(
+            f"reproduction run {result.run_id} (the runs table's first row; the arms' runs are listed beside it, "
+            "tagged distrepro.reproduction; the report is logged on it)"
+        )
         print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id)
     if result.report is not None:
         rep = result.report

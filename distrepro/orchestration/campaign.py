@@ -253,10 +253,20 @@ def begin_campaign(prep: PreparedCampaign) -> None:
         campaign.client.set_terminated(run_id, "FAILED")
 
 
+def last_cell_end(campaign: Campaign) -> int | None:
+    """When the campaign's last cell run ended (ms), or None while one is still open: the arm's run ends then, so
+    its Duration in the runs table is the arm's, not the reproduction's (all arms close together under ``--jobs``)."""
+    ends = [run.info.end_time for run in campaign.children()]
+    if not ends or any(end is None for end in ends):
+        return None
+    return max(ends)
+
+
 def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
     """The arm's aggregates on the parent (:mod:`distrepro.orchestration.arm_summary`: the runs table's metric columns);
     the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run."""
     log_arm_summary(prep.campaign)
+    prep.campaign.parent.end_time_ms = last_cell_end(prep.campaign)
     finished = {p.seed for p in prep.plan.seeds.values() if p.finished} | trained
     missing = sorted(set(prep.target.seeds if prep.target else prep.cfg.seeds) - finished)
     if missing:  # some seeds failed, or only some of the campaign's seeds were resumed: the campaign is not done

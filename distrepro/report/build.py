@@ -33,6 +33,7 @@ from distrepro.plugins.roots import repo_root
 from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
 from distrepro.report import sections as sec
+from distrepro.report.deciding_runs import deciding_runs
 from distrepro.report.figure_set import (
     FIGURE_FILES,
     FIGURE_TEXT,
@@ -100,14 +101,17 @@ def _markdown(
     spec = info.spec
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     n_done = int((rs.runs["status"] == "FINISHED").sum())
-    parts = [f"# {info.title} — reproduction report", ""]
+    # the contents under the title: after the answer and the caveats it fell below a laptop's first screen
+    parts = [f"# {info.title} — reproduction report", "", _CONTENTS, ""]  # filled in once every section is known
     screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]
+    deciding = deciding_runs(info, verdicts, root)  # headline claims only a larger scale decides: the command, cost
+    if deciding:
+        parts += [deciding]
     parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
     if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
         parts += ["", prereg]
-    parts += ["", _CONTENTS]  # filled in once every section is known
     if spec is not None:
         c = spec.citation
         cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)

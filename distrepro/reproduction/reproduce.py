@@ -68,7 +68,8 @@ def reproduce(
 
     Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
-    umbrella ends FINISHED, FAILED or KILLED as the reproduction does."""
+    umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED,
+    FAILED or KILLED as the reproduction does."""
     from distrepro.plugins.roots import repo_root
     from distrepro.tracking.mlflow_client import (
         DESCRIPTION_TAG,
@@ -133,6 +134,7 @@ def reproduce(
     with umbrella:
         assert umbrella.run_id is not None
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
+        _sort_first(umbrella)
         trained = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics, resumes)
         campaigns = {name: skipped.get(name) or trained[name] for name in chosen if name in skipped or name in trained}
         if report:  # products go to the report's folder and are part of it: train only means no products either
@@ -185,10 +187,27 @@ def _plan_resume(
     return skipped, resumes, left
 
 
+def _sort_first(umbrella: Any) -> None:
+    """Log the metric the shared view sorts on (:data:`~distrepro.tracking.ui_view.REPRODUCTION_SORT_METRIC`, the
+    start in Unix seconds) now, so that the run is the table's first row while its arms train, and make sure the
+    experiment's view sorts on it."""
+    import time
+
+    from mlflow.entities import Metric
+
+    from distrepro.tracking.ui_view import REPRODUCTION_SORT_METRIC, refresh_view
+
+    now = time.time()
+    metric = Metric(REPRODUCTION_SORT_METRIC, round(now), int(now * 1000), 0)
+    umbrella.client.log_batch(umbrella.run_id, metrics=[metric])
+    refresh_view(umbrella.client, umbrella.experiment_id or "")
+
+
 def _umbrella_note(paper: str, arms: list[str]) -> str:
     return (
-        f"`distrepro reproduce {paper}`: one run per arm ({', '.join(f'`{a}`' for a in arms)}, tagged "
-        "`distrepro.reproduction` = this run's id), each with one child run per seed named `<arm>/s<seed>`. The "
-        "report (`report/report.html`) is logged here once; each arm's run carries its claims' verdicts as tags "
+        f"`distrepro reproduce {paper}`: one top-level run per arm beside this one "
+        f"({', '.join(f'`{a}`' for a in arms)}, tagged `distrepro.reproduction` = this run's id), each with one "
+        "child run per seed named `<arm>/s<seed>`. The report (`report/report.html`) is logged here once; each "
+        "arm's run carries its claims' verdicts as tags "
         "`verdict.<claim>`."
     )

@@ -173,6 +173,9 @@ class RunLogger:
         self._last_flush = time.monotonic()
         self._valid_keys: set[str] = set()
         self.status: RunStatus | None = None  # set by finish()
+        #: the run's end in ms since the epoch, when it is not "now": a campaign run ends when its last cell did, not
+        #: when the process got round to closing it (under an executor every arm closes at the very end)
+        self.end_time_ms: int | None = None
         self._monitor = start_system_metrics(run_id, system_metrics) if system_metrics is not None else None
 
     @property
@@ -299,7 +302,7 @@ class RunLogger:
             self.flush()
         except Exception as exc:
             error, status = exc, "FAILED"
-        self._client.set_terminated(self.run_id, status)
+        self._client.set_terminated(self.run_id, status, end_time=self.end_time_ms)
         self.status = status
         if error is not None:
             raise error

@@ -8,6 +8,7 @@ restated from MLflow 3.17's UI, and change with it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 # MLflow 3's UI opens an experiment on its GenAI pages (traces, sessions) unless the experiment is
 # marked as model training. Key and value are those the MLflow UI reads (its ExperimentKind enum in
@@ -38,12 +39,48 @@ VIEW_METRICS = (
 )
 
 
+#: a metric only ``reproduce`` runs log, at their start: Unix seconds. The shared view sorts on it, newest first, and
+#: MLflow puts runs without it after, in its own order (start time, newest first). So the ``reproduce`` runs, which
+#: hold the report and the headline tally, are the table's first rows: by start time alone a ``reproduce`` run, which
+#: opens before its arms and seeds, sorted below all of them, past the first page. MLflow cannot move a run's start
+#: time once it exists, and a shared view cannot pin runs (MLflow 3.17 drops ``runsPinned`` from a shared view).
+REPRODUCTION_SORT_METRIC = "reproduction_start_s"
+
+
 def view_state(tags: Sequence[str] = ()) -> str:
-    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns."""
+    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns,
+    sorted by :data:`REPRODUCTION_SORT_METRIC` (the ``reproduce`` runs first, then MLflow's default order)."""
     import json
 
     columns = [*(f"metrics.`{m}`" for m in VIEW_METRICS), *(f"tags.`{t}`" for t in tags)]
-    return json.dumps({"selectedColumns": columns, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True})
+    return json.dumps(
+        {
+            "selectedColumns": columns,
+            "runsHiddenMode": "SHOW_ALL",
+            "hideEmptyCharts": True,
+            "orderByKey": f"metrics.`{REPRODUCTION_SORT_METRIC}`",
+            "orderByAsc": False,
+        }
+    )
+
+
+def view_tags(state: str | None) -> list[str]:
+    """The tag columns of a view written by :func:`view_state` (none for another view)."""
+    import json
+
+    try:
+        parsed = json.loads(state or "{}")
+    except ValueError:
+        return []
+    columns = parsed.get("selectedColumns", []) if isinstance(parsed, dict) else []
+    return [c[len("tags.`") : -1] for c in columns if isinstance(c, str) and c.startswith("tags.`") and c.endswith("`")]
+
+
+def refresh_view(client: Any, experiment_id: str) -> None:
+    """Rewrite the experiment's shared view as :func:`view_state` writes it now, keeping its tag columns (a view
+    written by an older distrepro lacks the sort)."""
+    tags = view_tags(client.get_experiment(experiment_id).tags.get(VIEW_TAG))
+    client.set_experiment_tag(experiment_id, VIEW_TAG, view_state(tags))
 
 
 def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:

@@ -57,6 +57,51 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
         assert child.data.tags["distrepro.torch_threads"].startswith("1 (config")
 
 
+def _table_order(client, experiment_id: str) -> list[str]:
+    """The runs in the order the printed link's table shows them: its shared view's sort, as MLflow's UI asks it."""
+    import json
+
+    from distrepro.tracking.ui_view import VIEW_TAG
+
+    view = json.loads(client.get_experiment(experiment_id).tags[VIEW_TAG])
+    order = f"{view['orderByKey']} {'ASC' if view['orderByAsc'] else 'DESC'}"
+    return [r.info.run_id for r in client.search_runs([experiment_id], order_by=[order])]
+
+
+@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_comes_first(
+    paper_root: Path, mlflow_uri: str, jobs: int
+) -> None:
+    import json
+
+    from distrepro.orchestration.executors.selection import ExecutorSpec
+    from distrepro.tracking.ui_view import VIEW_TAG
+
+    executor = ExecutorSpec("local", jobs=jobs) if jobs > 1 else None
+    result = reproduce("tinypaper", show_progress=False, root=paper_root, executor=executor)
+    client = make_client(mlflow_uri)
+    umbrella = client.get_run(result.run_id).info
+    for campaign in result.campaigns.values():
+        arm = client.get_run(campaign.parent_run_id).info
+        cells = [client.get_run(c.run_id).info for c in campaign.cells]
+        assert arm.end_time == max(c.end_time for c in cells)  # not when the process closed every arm
+        assert arm.start_time <= min(c.start_time for c in cells)
+        assert arm.end_time < umbrella.end_time  # the report came after the arm
+        assert arm.start_time > umbrella.start_time  # so MLflow's own newest-first sort puts the umbrella last
+    assert _table_order(client, result.experiment_id)[0] == result.run_id
+    view = json.loads(client.get_experiment(result.experiment_id).tags[VIEW_TAG])
+    assert "tags.`distrepro.verdicts`" in view["selectedColumns"]  # the report's columns kept the sort
+
+
+def test_a_later_reproduction_comes_before_the_earlier_one(paper_root: Path, mlflow_uri: str) -> None:
+    runs = [reproduce("tinypaper", seeds="0", report=False, show_progress=False, root=paper_root).run_id]
+    runs.append(reproduce("tinypaper", seeds="0", show_progress=False, root=paper_root).run_id)
+    client = make_client(mlflow_uri)
+    experiment = client.get_experiment_by_name("distrepro/tinypaper").experiment_id
+    order = _table_order(client, experiment)
+    assert order[:2] == runs[::-1] and len(order) == 2 + 2 * 2 * 2  # then the arms and seeds, newest first
+
+
 def test_reproduce_says_its_size_and_estimated_time_before_training(
     paper_root: Path,
     mlflow_uri: str,

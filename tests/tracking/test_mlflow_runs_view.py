@@ -84,3 +84,26 @@ def test_runs_table_charts_and_compare_view(served: tuple[str, Reproduction], tm
     compare = _dom(f"{base}/#/compare-runs?{query}&workflowType=machine_learning", tmp_path / "compare")
     for name in ("sync/s0", "sync/s1", "local/s0", "local/s1"):
         assert name in compare, name
+
+
+def test_runs_table_on_a_laptop_shows_the_reproduction_first(served: tuple[str, Reproduction], tmp_path: Path) -> None:
+    """At 1366 × 768 the table's first row is the ``reproduce`` run (with the report and the headline tally), not a
+    seed of the last arm, and the headers of the first columns read whole."""
+    base, result = served
+    url = ui_url(result.experiment_id, base)
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}"]
+    browser += ["--virtual-time-budget=30000", "--window-size=1366,768"]
+    dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
+    shot = tmp_path / "table.png"
+    subprocess.run([*browser, f"--screenshot={shot}", url], capture_output=True, timeout=180, check=False)
+    (tmp_path / "table.html").write_text(dom)
+
+    def row_of(text: str) -> int:  # the table row (ag-grid's row-index) whose cells hold ``text``
+        at = dom.index(text)
+        return int(re.findall(r'row-index="(\d+)"', dom[:at])[-1])
+
+    assert row_of("reproduce tinypaper (proxy)") == 0, "the first row is not the reproduction's run"
+    assert row_of(">sync<") > 0 and row_of(">local<") > 0
+    for header in ("Run Name", "Created", "Duration", "acc_mean"):
+        assert header in dom, header
+    assert shot.is_file() and shot.stat().st_size > 10_000
