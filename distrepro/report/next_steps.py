@@ -79,11 +79,22 @@ def next_step(info: PaperInfo, claim: Any, verdict: Verdict, root: Path | None =
         return "no scale the paper ships reaches its regime: it stays undecided here"
     n = _seeds_for_spread(verdict, claim)
     if n is not None and n > verdict.n_seeds:
+        scale = "" if claim.scale == "proxy" else f" --scale {claim.scale}"
+        fresh = _fresh_seeds(verdict, n)
         return (
-            f"next step: about {n} seeds would resolve it at the measured spread "
-            f"(`distrepro reproduce {paper} --seeds {_seeds_arg(n)}`)"
+            f"next step: about {n} seeds would resolve it at the measured spread, in a new confirmatory run on seeds "
+            f"never run before, registered first (`distrepro preregister {paper}{scale or ' --scale proxy'} "
+            f"--seeds {fresh[0]}-{fresh[-1]} --replace`, then `distrepro reproduce {paper}{scale} --seeds "
+            f"{','.join(map(str, fresh))}`)"
         )
     return ""
+
+
+def _fresh_seeds(verdict: Verdict, n: int) -> list[int]:
+    """``n`` seed indices above every seed this verdict read: a confirmatory run never reuses a seed it has seen."""
+    seen = [s for arm in verdict.per_seed.values() for s in arm] + list(verdict.points)
+    start = max(seen, default=-1) + 1
+    return list(range(start, start + n))
 
 
 def with_next_steps(

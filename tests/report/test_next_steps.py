@@ -56,6 +56,18 @@ def test_outside_the_regime_names_the_scale_that_meets_it(paper_root: Path) -> N
     assert "--scale mid" not in next_steps.next_step(info, claims["fewer-bytes"], timing, paper_root)  # bytes stay
 
 
+def test_a_straddling_interval_names_fresh_registered_seeds(paper_root: Path) -> None:  # noqa: F811
+    """The seeds that would decide a straddling interval are new ones (a confirmatory run never reuses a seed whose
+    verdict it has seen), registered before they run."""
+    info, claims = _info(paper_root, mid=False)
+    verdict = _undecided("fewer-bytes", "the CI straddles the margin")
+    verdict.n_seeds, verdict.seeds_needed = 3, 4
+    verdict.per_seed = {"local": {100: 1.0, 101: 1.1, 102: 0.9}, "sync": {100: 1.2, 101: 1.0, 102: 1.1}}
+    step = next_steps.next_step(info, claims["fewer-bytes"], verdict)
+    assert "`distrepro preregister tinypaper --scale proxy --seeds 103-106 --replace`" in step, step
+    assert "`distrepro reproduce tinypaper --seeds 103,104,105,106`" in step, step
+
+
 def test_decided_verdicts_get_no_next_step(paper_root: Path) -> None:  # noqa: F811
     info, claims = _info(paper_root, mid=False)
     passed = Verdict("fewer-bytes", "relative_improvement", "PASS", "")
