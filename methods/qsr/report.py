@@ -78,7 +78,7 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
     ax.set_xlabel("training step")
     ax.set_ylabel("H (local steps per round)")
     ax.set_title(title)
-    ax.legend(handles, [h.get_label() for h in ax.get_lines()[::2]], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+    ax.legend(handles, [str(h.get_label()) for h in ax.get_lines()[::2]], loc="upper left", bbox_to_anchor=(1.01, 1.0),
               fontsize=10, frameon=False, borderaxespad=0.0)  # fmt: skip
     return fig
 
