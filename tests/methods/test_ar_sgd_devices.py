@@ -29,7 +29,8 @@ def _profiles(tmp_path: Path) -> tuple[str, str]:
     mixed = tmp_path / "mixed.yaml"
     # DDP on the GPUs alone runs NCCL among them; the mixed cluster's default backend (gloo: it has CPUs) would
     # charge no contention with backward, so the comparison names the backend both clusters' GPUs use
-    mixed.write_text(yaml.safe_dump({**TINY_PROFILE, "framework": {"backend": "nccl", "source": "[E] test"}}, sort_keys=False))
+    nccl = {"backend": "nccl", "source": "[E] test"}
+    mixed.write_text(yaml.safe_dump({**TINY_PROFILE, "framework": nccl}, sort_keys=False))
     gpus = copy.deepcopy(TINY_PROFILE)
     gpus["nodes"], gpus["name"] = gpus["nodes"][:1], "tiny-gpus"
     only = tmp_path / "gpus.yaml"

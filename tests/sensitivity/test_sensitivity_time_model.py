@@ -107,7 +107,7 @@ def test_an_overhead_range_widened_widens_the_verdicts_range(tmp_path: Path) -> 
 def _algorithm_profile(choices: list[str] | None = None) -> dict[str, Any]:
     data = _profile("algo-sens", 2, 2, collective_algorithm="auto")
     data["ranges"] = {"collective_algorithm": {"choices": choices or ["auto", "hierarchical"], "reason": "test"}}
-    data["framework"] = {"contention": 0.0, "source": "[E] test"}  # pinned: the algorithm is this test's only uncertain figure
+    data["framework"] = {"contention": 0.0, "source": "[E] test"}  # pinned: the algorithm is the only uncertain figure
     return data
 
 
