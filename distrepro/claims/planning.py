@@ -3,7 +3,9 @@
 One computation serves two moments. *Before the runs*, a pilot's per-seed spread ``s`` (on seeds that
 are then discarded) and the smallest distance worth resolving ``d`` (a margin, half the paper's gap)
 give the seeds to plan for: the smallest n with ``t_{n−1, 1−α/2} · s / √n < d``, i.e. n ≈ (t·s/d)²
-solved with the t quantile of that n (:func:`seeds_for_spread`). *After the runs*, an interval that
+solved with the t quantile of that n (:func:`seeds_for_spread`); planned for power, the smallest n with
+``(t_{n−1, 1−α} + t_{n−1, power}) · s / √n < d`` at the verdicts' one-sided α = 2.5 % (:func:`seeds_for_power`,
+what ``distrepro preregister --pilot`` uses: :mod:`distrepro.claims.pilot`). *After the runs*, an interval that
 straddles an edge gives the same figure from its own half-width ``h`` at n seeds: the spread it implies
 is ``s = h·√n / t_{n−1}`` (:func:`seeds_to_clear`). That second figure is a plan for a *new*
 confirmatory run, not a licence to add seeds and look again (two looks at the nominal level err more
@@ -35,6 +37,35 @@ def seeds_for_spread(spread: float, distance: float, level: float = 0.95, start:
     n = max(start, 2, math.ceil((1.959963984540054 * spread / distance) ** 2))  # the normal bound: t is larger
     while n <= MAX_SEEDS:
         if t_quantile(level, n - 1) * spread / math.sqrt(n) < distance:
+            return n
+        n += 1 if n < 1000 else max(1, n // 100)
+    return None
+
+
+def seeds_for_power(
+    spread: float, distance: float, power: float = 0.8, alpha: float = 0.025, start: int = 2
+) -> int | None:
+    """Smallest n ≥ ``start`` with ``(t_{n−1, 1−α} + t_{n−1, power}) · spread / √n < distance``: the seeds at
+    which a one-sided test at ``alpha`` (a 95 % interval's end, α = 2.5 %) clears an edge ``distance`` away from
+    the true value with probability about ``power``. The usual t approximation of the noncentral-t power
+    (e.g. Julious, Statistics in Medicine 23, 2004, eq. 4); it agrees with the exact power within a seed
+    (``tests/claims/test_planning.py``). None when the distance is 0 or :data:`MAX_SEEDS` would not do."""
+    from scipy.special import ndtri, stdtrit  # the normal and t quantiles, as scipy.stats evaluates them
+
+    if not (math.isfinite(spread) and math.isfinite(distance)) or distance <= 0:
+        return None
+    if not (0 < alpha < 0.5 and 0.5 <= power < 1):
+        raise ValueError(f"need 0 < alpha < 0.5 and 0.5 <= power < 1, got alpha={alpha}, power={power}")
+    if spread <= 0:
+        return max(start, 2)
+
+    def clears(n: int) -> bool:
+        return float(stdtrit(n - 1, 1 - alpha) + stdtrit(n - 1, power)) * spread / math.sqrt(n) < distance
+
+    normal = float(ndtri(1 - alpha) + ndtri(power))  # the normal bound: the t quantiles are larger
+    n = max(start, 2, math.ceil((normal * spread / distance) ** 2))
+    while n <= MAX_SEEDS:
+        if clears(n):
             return n
         n += 1 if n < 1000 else max(1, n // 100)
     return None

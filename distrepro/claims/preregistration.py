@@ -21,6 +21,7 @@ import datetime as _dt
 import hashlib
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,11 +101,13 @@ def build_record(
     seeds: list[int],
     looks: list[int] | None = None,
     now: _dt.datetime | None = None,
+    pilot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record of ``paper`` at ``scale``: ``spec_at_scale`` is the resolved spec moved to ``scale``
     (:func:`distrepro.claims.schema.at_scale`); only the claims judged there are registered. ``looks`` (seed
     counts, e.g. [5, 10]) declares a Pocock group-sequential plan; without it the design is a fixed n on the
-    confirmatory ``seeds``."""
+    confirmatory ``seeds``. ``pilot`` is the ``pilot:`` block of a plan from a pilot's spread
+    (:mod:`distrepro.claims.pilot`): how n was chosen."""
     if not seeds:
         raise ConfigError(paper_file, "preregister --seeds", "a record needs the confirmatory seeds")
     if looks and looks[-1] != len(seeds):
@@ -122,7 +125,7 @@ def build_record(
             "boundary_z": round(pocock_boundary(looks), 4),
             "interval": round(pocock_level(looks), 4),
         }
-    return {
+    record = {
         "paper": paper,
         "scale": scale,
         "date": when,
@@ -134,6 +137,9 @@ def build_record(
         "sequential": sequential,
         "claims": {c.id: _claim_entry(c, raw[c.id], spec_at_scale.setup.min_seeds) for c in judged},
     }
+    if pilot is not None:
+        record["pilot"] = pilot
+    return record
 
 
 def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> Path:
@@ -226,8 +232,11 @@ def preregister(
     looks: list[int] | None = None,
     replace: bool = False,
     root: Path | None = None,
+    pilot: Callable[[str, Any, str, int], dict[str, Any]] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Build and write the record of ``paper`` at ``scale`` (the ``distrepro preregister`` command)."""
+    """Build and write the record of ``paper`` at ``scale`` (the ``distrepro preregister`` command). ``pilot``
+    (a :class:`distrepro.claims.pilot.PilotRequest`) plans n from a pilot's spread: the confirmatory seeds are then
+    ``100 .. 100+n−1`` unless ``seeds`` are given, and the record keeps the plan."""
     from distrepro.claims.papers import UnknownPaperError, arms_at_scale, find_paper, known_papers
     from distrepro.claims.schema import TRAINING_SCALES, at_scale
 
@@ -236,5 +245,9 @@ def preregister(
         raise UnknownPaperError(paper, known_papers(root))
     available = arms_at_scale(info, scale, root) if scale in TRAINING_SCALES else None
     spec = at_scale(info.spec, scale, available)  # type: ignore[arg-type]
-    record = build_record(paper, info.path, spec, scale, seeds or default_seeds(info, scale, root), looks)
+    default = default_seeds(info, scale, root)
+    plan = pilot(paper, spec, scale, len(default)) if pilot is not None else None
+    if plan is not None and not seeds:
+        default = list(range(CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + int(plan["n"])))
+    record = build_record(paper, info.path, spec, scale, seeds or default, looks, pilot=plan)
     return write_record(record, record_path(info.path, scale), replace), record
