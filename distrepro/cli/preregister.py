@@ -4,6 +4,10 @@ runs (:mod:`distrepro.claims.preregistration`)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from distrepro.claims.pilot import PilotRequest
 
 
 def _seed_list(text: str) -> list[int]:
@@ -15,6 +19,30 @@ def _seed_list(text: str) -> list[int]:
     return out
 
 
+def _pilot(args: argparse.Namespace) -> PilotRequest | None:
+    """The pilot request of ``--pilot`` (implied by ``--pilot-campaign`` / ``--pilot-seeds``), or None."""
+    if not (args.pilot or args.pilot_campaign or args.pilot_seeds):
+        return None
+    from distrepro.claims.pilot import PilotRequest
+
+    return PilotRequest(
+        campaigns=args.pilot_campaign or None,
+        seeds=_seed_list(args.pilot_seeds) if args.pilot_seeds else None,
+        power=args.power,
+        max_seeds=args.max_seeds,
+    )
+
+
+def _print_pilot(block: dict[str, Any], n: int) -> None:
+    from distrepro.claims.pilot import claim_line, summary_line
+
+    print(summary_line(block))
+    for cid, entry in (block.get("claims") or {}).items():
+        print(f"  {claim_line(cid, entry, int(block.get('max_seeds', 0)))}")
+    if n != block.get("n"):
+        print(f"note: --seeds registers n = {n}, not the n = {block.get('n')} the pilot plans")
+
+
 def _cmd_preregister(args: argparse.Namespace) -> int:
     from distrepro.claims.preregistration import preregister
 
@@ -24,8 +52,11 @@ def _cmd_preregister(args: argparse.Namespace) -> int:
         _seed_list(args.seeds) if args.seeds else None,
         [int(x) for x in args.looks.split(",")] if args.looks else None,
         replace=args.replace,
+        pilot=_pilot(args),
     )
     seeds = record["seeds"]
+    if "pilot" in record:
+        _print_pilot(record["pilot"], len(seeds))
     print(f"registered {len(record['claims'])} claims of {args.paper} at {args.scale} scale: {path}")
     print(
         f"commit it before the runs, then: distrepro reproduce {args.paper} --scale {args.scale} "
@@ -49,6 +80,21 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
     pre.add_argument("--scale", default="mid", choices=["proxy", "mid", "gpu", "paper"], help="default: mid")
     pre.add_argument(
         "--seeds", help="confirmatory seeds, e.g. 100-109 (default: from 100, as many as the arms' configs run)"
+    )
+    pre.add_argument(
+        "--pilot",
+        action="store_true",
+        help="choose n from a pilot: the paper's runs at SCALE on exploratory seeds (below 100) in the MLflow store, "
+        "discarded from confirmation; n = the largest over the headline claims of the seeds each needs for --power",
+    )
+    pre.add_argument("--pilot-campaign", nargs="+", metavar="ID", help="the pilot's campaign run ids (implies --pilot)")
+    pre.add_argument("--pilot-seeds", help="the pilot's seeds, e.g. 0-4, all below 100 (implies --pilot)")
+    pre.add_argument("--power", type=float, default=0.8, help="power the pilot plans for (default: 0.8)")
+    pre.add_argument(
+        "--max-seeds",
+        type=int,
+        default=30,
+        help="cap on n; a claim needing more is listed as not resolvable by seeds at this scale (default: 30)",
     )
     pre.add_argument("--looks", help="a Pocock group-sequential plan: seed counts of each look, e.g. 5,10")
     pre.add_argument("--replace", action="store_true", help="replace an existing record (commit why)")

@@ -3,8 +3,8 @@
 A reader of the report, not only of BENCHMARKS.md, must see which verdicts were decided by a test fixed in
 advance: the record of the judged scale (hash, date, commit, seeds, sequential plan), the claims edited or added
 after it (hash check, :func:`distrepro.claims.preregistration.check_claims`), the runs on seeds outside the
-registered ones, and each claim's own ``post_hoc`` notes from paper.yaml (a seed count raised after an
-INCONCLUSIVE, a threshold or metric changed after a FAIL).
+registered ones, how n was chosen where a pilot chose it (one line per claim), and each claim's own ``post_hoc``
+notes from paper.yaml (a seed count raised after an INCONCLUSIVE, a threshold or metric changed after a FAIL).
 """
 
 from __future__ import annotations
@@ -27,6 +27,17 @@ def load_scale_record(paper_file: Path | None, scale: str) -> tuple[Path | None,
         return None, None
     path = record_path(paper_file, scale)
     return path, load_record(path)
+
+
+def _pilot_lines(block: Any) -> list[str]:
+    """How the record chose n from a pilot's spread (its ``pilot:`` block): one line per claim; none without it."""
+    if not isinstance(block, dict):
+        return []
+    from distrepro.claims.pilot import claim_line, summary_line
+
+    cap = int(block.get("max_seeds") or 0)
+    claims = block.get("claims") or {}
+    return ["", f"{summary_line(block)}.", ""] + [f"- {claim_line(cid, e, cap)}" for cid, e in claims.items()]
 
 
 def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_seeds: list[int] | None = None) -> str:
@@ -60,6 +71,7 @@ def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_
             f"at commit `{commit}`; claims file sha256 `{str(record['claims_sha256'])[:12]}`; "
             f"confirmatory seeds {seeds[0]}-{seeds[-1]} (n = {len(seeds)}); {design}."
         )
+        lines += _pilot_lines(record.get("pilot"))
         for status in check_claims(record, paper_file, [c.id for c in judged]) if paper_file else []:
             if status.post_hoc:
                 marked.setdefault(status.claim_id, []).insert(0, f"**post hoc**: {status.status}")
