@@ -133,11 +133,11 @@ def summary_line(block: dict[str, Any]) -> str:
     seeds = block.get("seeds") or []
     span = f"{seeds[0]}-{seeds[-1]}" if seeds else "none"
     campaigns = block.get("campaigns") or []
-    where = f", campaign(s) {', '.join(c[:8] for c in campaigns)}" if campaigns else ""
+    where = f", campaign(s) {', '.join(c[:12] for c in campaigns)}" if campaigns else ""
     return (
-        f"n = {block.get('n')} planned from a pilot on seeds {span}{where} (discarded from confirmation) for "
+        f"A pilot on seeds {span}{where} (discarded from confirmation) planned the seeds for "
         f"{100 * float(block.get('power', DEFAULT_POWER)):.0f} % power at the one-sided 2.5 % of a 95 % interval: "
-        f"{block.get('n_from')} (cap {block.get('max_seeds')} seeds)"
+        f"n = {block.get('n')}, {block.get('n_from')} (cap {block.get('max_seeds')} seeds)"
     )
 
 
@@ -295,7 +295,7 @@ def plan_scale(
         n, n_from = max(floor, *setting), "the largest over the planned headline claims"
     else:
         n = max(floor, fallback_n or floor)
-        n_from = "no headline claim planned: the arms' configs' seed count"
+        n_from = "as many as the arms' configs run: no headline claim was planned"
     return PilotPlan(seeds, campaigns, power, max_seeds, n, n_from, plans)
 
 

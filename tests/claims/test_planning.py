@@ -7,7 +7,14 @@ import math
 import pytest
 from scipy import stats
 
-from distrepro.claims.planning import MAX_SEEDS, implied_spread, one_sided_p, seeds_for_spread, seeds_to_clear
+from distrepro.claims.planning import (
+    MAX_SEEDS,
+    implied_spread,
+    one_sided_p,
+    seeds_for_power,
+    seeds_for_spread,
+    seeds_to_clear,
+)
 
 
 def _half(s: float, n: int, level: float = 0.95) -> float:
@@ -46,3 +53,38 @@ def test_one_sided_p_is_the_t_tail_at_the_standardised_distance(distance: float,
     assert one_sided_p(h, distance, n, 0.95) == pytest.approx(expected, rel=1e-9)
     # an interval whose end sits exactly on the edge is a test at 2.5 %
     assert one_sided_p(h, h, n, 0.95) == pytest.approx(0.025, rel=1e-9)
+
+
+def _exact_power(spread: float, distance: float, n: int, alpha: float = 0.025) -> float:
+    """The power of the one-sided t-test at ``alpha`` when the truth lies ``distance`` past the edge: the noncentral
+    t's tail beyond the critical value, noncentrality ``distance·√n/spread``."""
+    critical = stats.t.ppf(1 - alpha, n - 1)
+    return float(stats.nct.sf(critical, n - 1, distance * math.sqrt(n) / spread))
+
+
+@pytest.mark.parametrize(
+    ("spread", "distance", "power"),
+    [(1.0, 0.5, 0.8), (0.03, 0.02, 0.8), (1.0, 2.0, 0.8), (0.05, 0.0953, 0.9), (0.2, 0.05, 0.95), (1.0, 3.0, 0.8)],
+)
+def test_seeds_for_power_is_within_one_seed_of_the_noncentral_t(spread: float, distance: float, power: float) -> None:
+    n = seeds_for_power(spread, distance, power)
+    assert n is not None and n >= 2
+    exact = next(m for m in range(2, 10_000) if _exact_power(spread, distance, m) >= power)
+    assert abs(n - exact) <= 1
+    # its own criterion: n clears, n − 1 does not (unless n is the floor of 2)
+    crit = (stats.t.ppf(0.975, n - 1) + stats.t.ppf(power, n - 1)) * spread / math.sqrt(n)
+    assert crit < distance
+    if n > 2:
+        before = (stats.t.ppf(0.975, n - 2) + stats.t.ppf(power, n - 2)) * spread / math.sqrt(n - 1)
+        assert before >= distance
+    # planning for power needs more seeds than an interval that merely clears the distance
+    assert n >= (seeds_for_spread(spread, distance) or 0)
+
+
+def test_seeds_for_power_edges() -> None:
+    assert seeds_for_power(1.0, 0.0) is None and seeds_for_power(1.0, -0.1) is None
+    assert seeds_for_power(1.0, 1e-4) is None  # past MAX_SEEDS
+    assert seeds_for_power(0.0, 0.1, start=7) == 7  # no spread: the floor
+    assert seeds_for_power(1.0, 0.5, 0.9) > seeds_for_power(1.0, 0.5, 0.8)  # type: ignore[operator]
+    with pytest.raises(ValueError, match="power"):
+        seeds_for_power(1.0, 0.5, power=1.0)
