@@ -10,11 +10,15 @@ if TYPE_CHECKING:
     from distrepro.claims.pilot import PilotRequest
 
 
-def _seed_list(text: str) -> list[int]:
-    """``100-109`` or ``100,101,102``: the confirmatory seeds of a pre-registration."""
+def _seed_list(text: str, flag: str = "--seeds") -> list[int]:
+    """``100-109`` or ``100,101,102``: the confirmatory seeds of a pre-registration (or a pilot's seeds)."""
+    from distrepro.errors import ConfigError
+
     out: list[int] = []
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
+        if not lo.isdecimal() or not (hi.isdecimal() or not hi):
+            raise ConfigError(flag, None, f"{part.strip()!r} is not a seed index or range (e.g. 100-109 or 100,101)")
         out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
     return out
 
@@ -27,7 +31,7 @@ def _pilot(args: argparse.Namespace) -> PilotRequest | None:
 
     return PilotRequest(
         campaigns=args.pilot_campaign or None,
-        seeds=_seed_list(args.pilot_seeds) if args.pilot_seeds else None,
+        seeds=_seed_list(args.pilot_seeds, "--pilot-seeds") if args.pilot_seeds else None,
         power=args.power,
         max_seeds=args.max_seeds,
     )
