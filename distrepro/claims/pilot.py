@@ -59,7 +59,7 @@ RULE = (
     "distance); n = the largest over the headline claims within max_seeds, at least the claims' min_seeds"
 )
 NOT_RESOLVABLE = "not resolvable by seeds at this scale"
-SAFEGUARD = "no effect size in the claim: the pilot's safeguard distance, its 80 % lower bound"
+SAFEGUARD = "the claim sets no effect size: the pilot's safeguard distance, its 80 % lower bound"
 
 
 class NoPilotError(DistreproError):
@@ -131,9 +131,11 @@ def claim_line(claim_id: str, entry: dict[str, Any], max_seeds: int) -> str:
 def summary_line(block: dict[str, Any]) -> str:
     """The record's ``pilot:`` block in one sentence: seeds, power, the n chosen and why."""
     seeds = block.get("seeds") or []
-    span = f"{seeds[0]}-{seeds[-1]}" if seeds else "none"
+    run = bool(seeds) and seeds == list(range(seeds[0], seeds[-1] + 1))
+    span = f"{seeds[0]}-{seeds[-1]}" if run and len(seeds) > 2 else ", ".join(map(str, seeds)) or "none"
     campaigns = block.get("campaigns") or []
-    where = f", campaign(s) {', '.join(c[:12] for c in campaigns)}" if campaigns else ""
+    where = f", campaign(s) {', '.join(c[:12] for c in campaigns)}" if 0 < len(campaigns) <= 3 else ""
+    where = f", {len(campaigns)} campaigns" if len(campaigns) > 3 else where
     return (
         f"A pilot on seeds {span}{where} (discarded from confirmation) planned the seeds for "
         f"{100 * float(block.get('power', DEFAULT_POWER)):.0f} % power at the one-sided 2.5 % of a 95 % interval: "
@@ -262,7 +264,10 @@ def plan_claim(
         if d is None:  # no effect size in the claim: the safeguard distance, never the pilot's observed one
             d, d_from = _safeguard(claim, values, edge), SAFEGUARD
             if not d > 0:
-                why = f"not planned: {SAFEGUARD} does not clear the edge (the pilot shows no effect to plan for)"
+                why = (
+                    "not planned: the claim sets no effect size, and the pilot's safeguard distance (its 80 % lower "
+                    "bound) does not clear the edge: the pilot shows no effect to plan for"
+                )
                 return ClaimPlan(claim.id, headline, why, len(points), s, None, "", on)
         ds.append(d)
         froms.append(d_from)
@@ -287,8 +292,11 @@ def plan_scale(
     claims (``fallback_n``, else the setup's min_seeds, when none is)."""
     claims = [c for c in spec_at_scale.claims if c.scale == scale]
     plans = [plan_claim(c, spec_at_scale, runs, curves, power, max_seeds) for c in claims]
-    seeds = sorted({int(s) for s in runs["seed"]}) if "seed" in runs else []
-    campaigns = sorted({str(p) for p in runs.get("parent_run_id", pd.Series(dtype=object)).dropna()})
+    read = [select_arm(runs, spec_at_scale, a, c.profile, c.scale) for c in claims for a in _names(c)]
+    used = pd.concat(read) if read else runs.iloc[0:0]
+    used = used[used["status"] == "FINISHED"] if "status" in used else used
+    seeds = sorted({int(s) for s in used["seed"]}) if "seed" in used else []
+    campaigns = sorted({str(p) for p in used.get("parent_run_id", pd.Series(dtype=object)).dropna()})
     setting = [p.n for p in plans if p.headline and p.n is not None]
     floor = int(spec_at_scale.setup.min_seeds)
     if setting:

@@ -142,12 +142,17 @@ def build_record(
     return record
 
 
-def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> Path:
-    """Write ``record`` to ``path``; an existing record is frozen: replacing it needs ``replace`` (and a commit
-    that says why: the old record stays in git history)."""
+def refuse_frozen(path: Path, replace: bool) -> None:
+    """An existing record is frozen: writing over it needs ``replace``."""
     if path.exists() and not replace:
         why = "already registered; a record is frozen (pass --replace and commit why, git keeps the old one)"
         raise ConfigError(path, "preregistration", why)
+
+
+def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> Path:
+    """Write ``record`` to ``path``; an existing record is frozen: replacing it needs ``replace`` (and a commit
+    that says why: the old record stays in git history)."""
+    refuse_frozen(path, replace)
     path.parent.mkdir(parents=True, exist_ok=True)
     head = (
         f"# Pre-registration of {record['paper']} at {record['scale']} scale, written by `distrepro preregister` "
@@ -245,9 +250,11 @@ def preregister(
         raise UnknownPaperError(paper, known_papers(root))
     available = arms_at_scale(info, scale, root) if scale in TRAINING_SCALES else None
     spec = at_scale(info.spec, scale, available)  # type: ignore[arg-type]
+    path = record_path(info.path, scale)
+    refuse_frozen(path, replace)  # before a pilot is read, not after
     default = default_seeds(info, scale, root)
     plan = pilot(paper, spec, scale, len(default)) if pilot is not None else None
     if plan is not None and not seeds:
         default = list(range(CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + int(plan["n"])))
     record = build_record(paper, info.path, spec, scale, seeds or default, looks, pilot=plan)
-    return write_record(record, record_path(info.path, scale), replace), record
+    return write_record(record, path, replace), record

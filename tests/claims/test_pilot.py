@@ -112,7 +112,7 @@ def test_a_pilot_without_an_effect_gives_nothing_to_plan_for() -> None:
     noisy = {0: 10.5, 1: 11.5, 2: 9.5, 3: 10.5, 4: 11.0}  # ratios around 1: the 80 % bound does not clear 1
     plan = plan_claim(spec.claims[0], spec, _runs({"base": same, "fast": noisy}), None, 0.8, 30)
     assert plan.status.startswith("not planned") and plan.n is None and plan.d is None
-    assert "no effect to plan for" in claim_line("fast", {**plan.__dict__, "headline": True}, 30)
+    assert "the pilot shows no effect to plan for" in claim_line("fast", {**plan.__dict__, "headline": True}, 30)
 
 
 def test_a_claim_needing_more_than_the_cap_is_not_resolvable_and_does_not_set_n() -> None:
@@ -259,3 +259,20 @@ def test_preregister_pilot_plans_n_and_writes_the_block(
     # the claim is derived, not the paper's: n comes from the configs (2 seeds), and the seeds follow it from 100
     assert record["n"] == block["n"] == 2 and record["seeds"] == [100, 101]
     assert "`fewer-bytes` (not headline: does not set n)" in out and "--seeds 100,101" in out
+
+
+def test_the_block_names_only_the_seeds_and_campaigns_the_claims_read() -> None:
+    # a run of another method (another scale's arm, say) on seed 7 is in the store but no claim here reads it
+    runs = _runs({"base": BASE, "fast": FAST, "unrelated": {7: 1.0}})
+    block = plan_scale(_spec(SPEEDUP), "proxy", runs, None).record()
+    assert block["seeds"] == [0, 1, 2, 3, 4] and "campaign-unrelated" not in block["campaigns"]
+
+
+def test_a_frozen_record_is_refused_before_the_pilot_is_read(paper_root: Path) -> None:  # noqa: F811
+    from distrepro.claims.preregistration import preregister
+
+    preregister("tinypaper", "proxy")
+    read = []
+    with pytest.raises(ConfigError, match="already registered"):
+        preregister("tinypaper", "proxy", pilot=lambda *a: read.append(a) or {"n": 2})
+    assert read == []  # the store was never asked
