@@ -80,6 +80,7 @@ class ClaimPlan:
     on: str = "value"  # the interval's scale: "value" or "log"
     n: int | None = None
     power_per_edge: float | None = None
+    alpha: float | None = None  # one-sided, (1 − ci)/2 of the claim's interval: 2.5 % for 95 %
 
 
 @dataclass
@@ -273,7 +274,9 @@ def plan_claim(
         froms.append(d_from)
         needed.append(seeds_for_power(s, d, per_edge, alpha))
     k = int(np.argmin(ds))
-    plan = ClaimPlan(claim.id, headline, "planned", len(points), s, ds[k], froms[k], on, None, round(per_edge, 4))
+    plan = ClaimPlan(
+        claim.id, headline, "planned", len(points), s, ds[k], froms[k], on, None, round(per_edge, 4), round(alpha, 6)
+    )
     if any(n is None or n > max_seeds for n in needed):
         return dataclasses.replace(plan, status=NOT_RESOLVABLE)
     return dataclasses.replace(plan, n=max(max(n for n in needed if n), _floor(claim, spec.setup.min_seeds)))

@@ -259,6 +259,11 @@ def test_preregister_pilot_plans_n_and_writes_the_block(
     # the claim is derived, not the paper's: n comes from the configs (2 seeds), and the seeds follow it from 100
     assert record["n"] == block["n"] == 2 and record["seeds"] == [100, 101]
     assert "`fewer-bytes` (not headline: does not set n)" in out and "--seeds 100,101" in out
+    assert entry["alpha"] == 0.025 and entry["power_per_edge"] == 0.9  # a two-sided band: each edge at 0.9
+    # --seeds overrides the plan's n, and the command says so
+    again = ["preregister", "tinypaper", "--scale", "proxy", "--pilot-seeds", "0-3", "--seeds", "100-104", "--replace"]
+    assert main(again) == 0
+    assert "note: --seeds registers n = 5, not the n = 2 the pilot plans" in capsys.readouterr().out
 
 
 def test_the_block_names_only_the_seeds_and_campaigns_the_claims_read() -> None:
