@@ -77,3 +77,44 @@ def test_a_declared_plan_sets_the_interval_level_verdicts_use(tmp_path: Path) ->
     s3 = [ln for ln in (before, after) for ln in ln.splitlines() if "(S3; table)" in ln]
     assert "(95% CI, 3 seeds)" in s3[0]
     assert "(97% CI, 3 seeds)" in s3[1]  # Pocock at looks 2 and 3: a wider interval for the same runs
+
+
+def test_a_pilot_block_prints_one_line_per_claim(tmp_path: Path) -> None:
+    from distrepro.report.preregistration_section import preregistration_section
+
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    spec = at_scale(load_paper_file(paper_file), "proxy")
+    planned = {"headline": True, "status": "planned", "pilot_seeds": 5, "s": 0.04, "d": 0.0953, "on": "log", "n": 6}
+    block = {
+        "seeds": [0, 1, 2, 3, 4],
+        "campaigns": ["a" * 32],
+        "power": 0.8,
+        "max_seeds": 30,
+        "n": 6,
+        "n_from": "the largest over the planned headline claims",
+        "claims": {
+            "S1": {**planned, "d_from": "the tolerance around the claimed value"},
+            "S2": {**planned, "headline": False, "status": "not resolvable by seeds at this scale", "n": None},
+            "S4": {"headline": True, "status": "not planned: no finished pilot run with a value of arm(s) nothere"},
+        },
+    }
+    seeds = list(range(100, 106))
+    record = build_record("synth", paper_file, spec, "proxy", seeds, pilot=block)
+    write_record(record, record_path(paper_file, "proxy"))
+    section = preregistration_section(spec, paper_file, "proxy")
+    assert "A pilot on seeds 0-4, campaign(s) aaaaaaaaaaaa (discarded from confirmation)" in section
+    assert "80 % power" in section and "n = 6, the largest over the planned headline claims (cap 30 seeds)" in section
+    s1 = "- `S1`: s = 0.04 on the log scale (5 pilot seeds), d = 0.0953 (the tolerance around the claimed value)"
+    assert f"{s1}; needs 6 seeds" in section
+    assert "- `S2` (not headline: does not set n): s = 0.04" in section
+    assert "needs more than 30 seeds: not resolvable by seeds at this scale" in section
+    assert "- `S4`: not planned: no finished pilot run with a value of arm(s) nothere" in section
+
+
+def test_a_record_without_a_pilot_prints_no_plan(tmp_path: Path) -> None:
+    from distrepro.report.preregistration_section import preregistration_section
+
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    _register(paper_file, [100, 101, 102])
+    section = preregistration_section(at_scale(load_paper_file(paper_file), "proxy"), paper_file, "proxy")
+    assert "confirmatory seeds 100-102" in section and "pilot" not in section
