@@ -47,9 +47,10 @@ def seeds_for_power(
 ) -> int | None:
     """Smallest n ≥ ``start`` with ``(t_{n−1, 1−α} + t_{n−1, power}) · spread / √n < distance``: the seeds at
     which a one-sided test at ``alpha`` (a 95 % interval's end, α = 2.5 %) clears an edge ``distance`` away from
-    the true value with probability about ``power``. The usual t approximation of the noncentral-t power
-    (e.g. Julious, Statistics in Medicine 23, 2004, eq. 4); it agrees with the exact power within a seed
-    (``tests/claims/test_planning.py``). None when the distance is 0 or :data:`MAX_SEEDS` would not do."""
+    the true value with probability about ``power``. The usual t approximation of the noncentral-t power (Julious,
+    "Sample sizes for clinical trials with Normal data", Stat. Med. 23(12), 2004); it agrees with the exact power
+    within a seed (``tests/claims/test_planning.py``). None when the distance is 0 or :data:`MAX_SEEDS` would not
+    do."""
     from scipy.special import ndtri, stdtrit  # the normal and t quantiles, as scipy.stats evaluates them
 
     if not (math.isfinite(spread) and math.isfinite(distance)) or distance <= 0:
