@@ -69,6 +69,7 @@ def _log_ratios() -> np.ndarray:
     return np.log([BASE[s] / FAST[s] for s in sorted(BASE)])
 
 
+@pytest.mark.smoke
 def test_a_tolerance_sets_d_and_both_edges_share_the_miss_rate() -> None:
     # band [1.8, 2.2] around the claimed 2.0: on the log scale the edges are log(2/1.8) = 0.1054 below and
     # log(2.2/2) = 0.0953 above; two edges → each planned at power 1 − 0.2/2 = 0.9
