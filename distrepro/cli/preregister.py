@@ -6,22 +6,14 @@ from __future__ import annotations
 import argparse
 
 
-def _seed_list(text: str) -> list[int]:
-    """``100-109`` or ``100,101,102``: the confirmatory seeds of a pre-registration."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return out
-
-
 def _cmd_preregister(args: argparse.Namespace) -> int:
     from distrepro.claims.preregistration import preregister
+    from distrepro.config.run_config import parse_seeds
 
     path, record = preregister(
         args.paper,
         args.scale,
-        _seed_list(args.seeds) if args.seeds else None,
+        parse_seeds(args.seeds) if args.seeds else None,
         [int(x) for x in args.looks.split(",")] if args.looks else None,
         replace=args.replace,
     )
