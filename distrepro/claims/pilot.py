@@ -323,7 +323,7 @@ def no_pilot(paper: str, scale: str, where: str) -> NoPilotError:
     """The one-line error of ``--pilot`` without a pilot in the store."""
     return NoPilotError(
         f"preregister --pilot: no runs of {paper} at {scale} scale on seeds below {CONFIRMATORY_FIRST_SEED} "
-        f"({where}); run e.g. `distrepro reproduce {paper} --scale {scale} --seeds 0,1,2,3,4` first"
+        f"({where}); run e.g. `distrepro reproduce {paper} --scale {scale} --seeds 0-4` first"
     )
 
 

@@ -10,28 +10,16 @@ if TYPE_CHECKING:
     from distrepro.claims.pilot import PilotRequest
 
 
-def _seed_list(text: str, flag: str = "--seeds") -> list[int]:
-    """``100-109`` or ``100,101,102``: the confirmatory seeds of a pre-registration (or a pilot's seeds)."""
-    from distrepro.errors import ConfigError
-
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        if not lo.isdecimal() or not (hi.isdecimal() or not hi):
-            raise ConfigError(flag, None, f"{part.strip()!r} is not a seed index or range (e.g. 100-109 or 100,101)")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
-    return out
-
-
 def _pilot(args: argparse.Namespace) -> PilotRequest | None:
     """The pilot request of ``--pilot`` (implied by ``--pilot-campaign`` / ``--pilot-seeds``), or None."""
     if not (args.pilot or args.pilot_campaign or args.pilot_seeds):
         return None
     from distrepro.claims.pilot import PilotRequest
+    from distrepro.config.run_config import parse_seeds
 
     return PilotRequest(
         campaigns=args.pilot_campaign or None,
-        seeds=_seed_list(args.pilot_seeds, "--pilot-seeds") if args.pilot_seeds else None,
+        seeds=parse_seeds(args.pilot_seeds, "--pilot-seeds") if args.pilot_seeds else None,
         power=args.power,
         max_seeds=args.max_seeds,
     )
@@ -49,11 +37,12 @@ def _print_pilot(block: dict[str, Any], n: int) -> None:
 
 def _cmd_preregister(args: argparse.Namespace) -> int:
     from distrepro.claims.preregistration import preregister
+    from distrepro.config.run_config import parse_seeds
 
     path, record = preregister(
         args.paper,
         args.scale,
-        _seed_list(args.seeds) if args.seeds else None,
+        parse_seeds(args.seeds) if args.seeds else None,
         [int(x) for x in args.looks.split(",")] if args.looks else None,
         replace=args.replace,
         pilot=_pilot(args),

@@ -78,7 +78,7 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         metavar="KEY=VALUE",
         help="override a config field, e.g. --set budget.steps=50 --set method_params.lr=0.1",
     )
-    run.add_argument("--seeds", help="comma-separated seed indices, e.g. 0,1,2 (overrides the config)")
+    run.add_argument("--seeds", help="seed indices, e.g. 0,1,2 or 100-109 (overrides the config)")
     run.add_argument("--engine", choices=["inprocess", "dist"], help="execution engine (default: the config's)")
     run.add_argument("--no-progress", action="store_true", help="no live progress bar (a heartbeat line instead)")
     add_system_metrics_arg(run)

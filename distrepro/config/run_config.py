@@ -42,6 +42,8 @@ MAX_STEPS = 10**9
 #: largest seed index: seeds are indices the run derives its random streams from (:mod:`distrepro.seeding`),
 #: not seeds themselves, so 0, 1, 2 ... suffice; the bound keeps them a 32-bit integer for every tool
 MAX_SEED_INDEX = 2**31 - 1
+#: the most seeds one ``--seeds`` may name (ranges included)
+MAX_SEEDS_GIVEN = 10_000
 #: smallest budget or evaluation period in epochs or emulated seconds: below a millionth, a value is a typo
 #: (``1e-300``) whose only effect would be an evaluation after every step, or none at all
 MIN_FRACTION = 1e-6
@@ -286,20 +288,31 @@ class RunConfig(_Strict):
 
 
 def parse_seeds(text: str, origin: str = "--seeds") -> list[int]:
-    """``0,1,2`` as seed indices: decimal digits only, so that ``true``, ``0x10`` or ``1e3`` (which YAML would
-    read as 1, 16 or a string) are errors rather than another seed, each within ``0..MAX_SEED_INDEX``."""
+    """``0,1,2`` or ``100-109`` (or a mix) as seed indices: decimal digits only, so that ``true``, ``0x10`` or
+    ``1e3`` (which YAML would read as 1, 16 or a string) are errors rather than another seed, each within
+    ``0..MAX_SEED_INDEX``. A range is inclusive, as a pre-registration writes it, and at most
+    :data:`MAX_SEEDS_GIVEN` seeds are accepted in all (a typo such as ``100-1000000`` would otherwise queue a
+    million cells)."""
+    what = "comma-separated whole numbers or ranges, e.g. 0,1,2 or 100-109"
     seeds: list[int] = []
     if not text.strip():
-        raise ConfigError(origin, None, "no seed index given (comma-separated whole numbers, e.g. 0,1,2)")
+        raise ConfigError(origin, None, f"no seed index given ({what})")
     for token in (t.strip() for t in text.split(",")):
-        if not token.isdecimal() or not token.isascii():
-            what = "comma-separated whole numbers, e.g. 0,1,2"
-            raise ConfigError(origin, None, f"{token!r} is not a seed index ({what})")
-        if int(token) > MAX_SEED_INDEX:
-            raise ConfigError(origin, None, f"seed index {token} is above {MAX_SEED_INDEX} (indices: 0, 1, 2, ...)")
-        if int(token) in seeds:
-            raise ConfigError(origin, None, f"seed index {token} is given twice")
-        seeds.append(int(token))
+        lo, dash, hi = token.partition("-")
+        for part in (lo, hi) if dash else (lo,):
+            if not part.isdecimal() or not part.isascii():
+                raise ConfigError(origin, None, f"{token!r} is not a seed index ({what})")
+            if int(part) > MAX_SEED_INDEX:
+                raise ConfigError(origin, None, f"seed index {part} is above {MAX_SEED_INDEX} (indices: 0, 1, 2, ...)")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise ConfigError(origin, None, f"range {token!r} ends before it starts ({what})")
+        if len(seeds) + last - first + 1 > MAX_SEEDS_GIVEN:
+            raise ConfigError(origin, None, f"more than {MAX_SEEDS_GIVEN} seeds given ({token!r})")
+        for seed in range(first, last + 1):
+            if seed in seeds:
+                raise ConfigError(origin, None, f"seed index {seed} is given twice")
+            seeds.append(seed)
     return seeds
 
 

@@ -85,7 +85,7 @@ def next_step(info: PaperInfo, claim: Any, verdict: Verdict, root: Path | None =
             f"next step: about {n} seeds would resolve it at the measured spread, in a new confirmatory run on seeds "
             f"never run before, registered first (`distrepro preregister {paper}{scale or ' --scale proxy'} "
             f"--seeds {fresh[0]}-{fresh[-1]} --replace`, then `distrepro reproduce {paper}{scale} --seeds "
-            f"{','.join(map(str, fresh))}`)"
+            f"{fresh[0]}-{fresh[-1]}`)"
         )
     return ""
 

@@ -44,7 +44,8 @@ def latest_runs(runs: pd.DataFrame) -> pd.DataFrame:
         return runs
     key = runs[_CONFIG_TAG] if _CONFIG_TAG in runs else pd.Series(None, index=runs.index, dtype=object)
     named = ["campaign", "method", "profile", "profile_variant", "scale"]
-    fields = runs.reindex(columns=named + sorted(c for c in runs if c.startswith("params."))).fillna("").astype(str)
+    fields = runs.reindex(columns=named + sorted(c for c in runs if c.startswith("params."))).astype(object)
+    fields = fields.where(fields.notna(), "").astype(str)  # not fillna(""): pandas warns it will stop downcasting
     fallback = fields.agg("|".join, axis=1)
     identity = key.where(key.notna() & (key.astype(str) != ""), fallback).astype(str) + "#" + runs["seed"].astype(str)
     rank = runs.assign(

@@ -214,7 +214,7 @@ def test_pilot_without_runs_is_one_line_naming_what_is_missing(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "no runs of tinypaper at proxy scale on seeds below 100" in err
-    assert "distrepro reproduce tinypaper --scale proxy --seeds 0,1,2,3,4" in err
+    assert "distrepro reproduce tinypaper --scale proxy --seeds 0-4" in err
     assert not (paper_root / "methods" / "tiny" / "preregistration" / "proxy.yaml").exists()
 
 

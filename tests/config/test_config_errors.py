@@ -279,3 +279,31 @@ def test_profile_batch_sizes_are_used_when_declared(tmp_path: Path) -> None:
     path = write_config(tmp_path, with_(profile=str(profile), batch_size="profile"))
     job = build_job(load_config(path), 0, source=path)
     assert job.batch_sizes == (4, 4)
+
+
+@pytest.mark.smoke
+def test_seeds_take_inclusive_ranges_as_a_preregistration_writes_them() -> None:
+    from distrepro.config.run_config import parse_seeds
+
+    assert parse_seeds("100-103") == [100, 101, 102, 103]
+    assert parse_seeds("0,1, 5-6") == [0, 1, 5, 6]
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("109-100", "ends before it starts"),
+        ("0-2,2", "seed index 2 is given twice"),
+        ("100-", "is not a seed index"),
+        ("-1", "is not a seed index"),
+        ("0-99999999", "more than 10000 seeds given"),
+    ],
+)
+def test_bad_seed_ranges_get_one_line_naming_the_flag(text: str, message: str) -> None:
+    from distrepro.config.run_config import parse_seeds
+    from distrepro.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse_seeds(text)
+    assert message in str(err.value) and "--seeds" in str(err.value)

@@ -65,7 +65,7 @@ def test_a_straddling_interval_names_fresh_registered_seeds(paper_root: Path) ->
     verdict.per_seed = {"local": {100: 1.0, 101: 1.1, 102: 0.9}, "sync": {100: 1.2, 101: 1.0, 102: 1.1}}
     step = next_steps.next_step(info, claims["fewer-bytes"], verdict)
     assert "`distrepro preregister tinypaper --scale proxy --seeds 103-106 --replace`" in step, step
-    assert "`distrepro reproduce tinypaper --seeds 103,104,105,106`" in step, step
+    assert "`distrepro reproduce tinypaper --seeds 103-106`" in step, step
 
 
 def test_decided_verdicts_get_no_next_step(paper_root: Path) -> None:  # noqa: F811
