@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from distrepro.errors import ConfigError
+from distrepro.seeding import derive_seed
 
 #: cuBLAS workspace setting that makes its reductions deterministic (torch's reproducibility notes)
 CUBLAS_WORKSPACE = ":4096:8"
@@ -95,3 +96,19 @@ def deterministic_cuda(device: torch.device) -> Iterator[None]:
     finally:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = before[2], before[3]
+
+
+@contextmanager
+def seeded_global_rng(device: torch.device, *parts: object) -> Iterator[None]:
+    """torch's process-wide random generator seeded from the run (``parts``) for the duration, then restored.
+
+    Why: code the harness does not own draws from the global generator (a dataset's random crop and flip, as
+    torchvision's transforms do; dropout). Unseeded, those draws depend on whatever ran before in the process, so a
+    cell's result depended on the cells a pool worker had run before it, and two runs of one job in one process
+    differed (seen on an H100 and on its host's CPU: A²CiD² and QSR GPU recipes with augmentation). Seeded here,
+    they are derived like every other stream; runs that never draw from it are unchanged bit for bit."""
+    cuda = device.type == "cuda"
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] if cuda else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(derive_seed(*parts, "global-rng"))
+        yield

@@ -71,3 +71,28 @@ def test_cli_refuses_cuda_in_one_line_before_anything_is_logged(tmp_path: Path) 
     client = MlflowClient(uri)
     experiments = client.search_experiments()
     assert not client.search_runs([e.experiment_id for e in experiments]) if experiments else True
+
+
+def test_a_dataset_drawing_from_the_global_rng_repeats_in_one_process(tmp_path: Path) -> None:
+    """CIFAR-10's random crop and flip draw from torch's global generator (as torchvision's transforms do). The
+    engine seeds it from the run, so the same job twice in one process (a pool worker's next cell, after anything
+    else drew from it) trains to the same bits, and the caller's generator is left where it was."""
+    from imagefolders import write_fake_cifar
+
+    write_fake_cifar(tmp_path, per_batch=16, n_test=8)
+    sets = [
+        "device=cpu", f"dataset.root={tmp_path}", "dataset.params.verify_checksums=false", "model.params.width=4",
+        "batch_size=2", "budget={steps: 2}", "eval={times: 1, batch_size: 8}", "seeds=[0]", "scale=gpu",
+        "torch_threads=1", "schedule.warmup_steps=1",
+    ]  # fmt: skip
+    cfg = load_config(Path(__file__).resolve().parents[2] / "methods/qsr/configs/qsr.gpu.yaml", sets)
+    assert cfg.dataset.params.get("augment") is True  # the point of the test: crops and flips are drawn
+    runs = []
+    for draws in (0, 5):
+        torch.rand(draws)  # what ran before in the process moves the global generator
+        before = torch.get_rng_state()
+        runs.append(InProcessEngine().run(build_job(cfg, 0)))
+        assert torch.equal(torch.get_rng_state(), before)
+    assert runs[0].final.metrics == runs[1].final.metrics
+    for a, b in zip(runs[0].models, runs[1].models, strict=True):
+        assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))

@@ -24,7 +24,7 @@ import torch
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.device import describe, deterministic_cuda, resolve_device
+from distrepro.engine.device import describe, deterministic_cuda, resolve_device, seeded_global_rng
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
@@ -99,7 +99,7 @@ class InProcessTransport:
         threads = torch.get_num_threads()
         torch.set_num_threads(resolve_threads(self.job.config.torch_threads)[0])
         try:
-            with deterministic_cuda(self.device):
+            with deterministic_cuda(self.device), seeded_global_rng(self.device, *self.job.seed_parts):
                 yield
         finally:
             torch.set_num_threads(threads)

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
+from distrepro.engine.device import seeded_global_rng
 from distrepro.engine.evaluation import param_mask, param_vector
 from distrepro.engine.loop import Harness
 from distrepro.engine.multiprocess.comm import DistComm
@@ -141,7 +142,8 @@ class DistTransport:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        yield
+        with seeded_global_rng(self.device, *self.job.seed_parts, "rank", self.rank):  # each rank its own stream
+            yield
 
     # ------------------------------------------------------------------ time
     def _pace(self, virtual_t: float) -> None:
