@@ -141,6 +141,20 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     return CellOutcome(task.key, task.seed, task.run_id, "FINISHED", None, result, time.perf_counter() - t0, where)
 
 
+def without_models(outcome: CellOutcome) -> CellOutcome:
+    """``outcome`` without its trained models, for an executor that ships outcomes back from another process (a
+    pool worker, a Ray task, a SLURM job): the campaign reads only the metrics and the runs hold the rest, and a
+    ResNet-50 is 100 MB to pickle back per cell. Only a cell run in the campaign's own process keeps them."""
+    if outcome.result is not None:
+        outcome.result.models = []
+    return outcome
+
+
+def run_cell_task_shipped(task: CellTask) -> CellOutcome:
+    """:func:`run_cell_task` for a job whose outcome is pickled back to the campaign (a SLURM job): no models."""
+    return without_models(run_cell_task(task))
+
+
 def _tag_failure(client: Any, run_id: str, reason: str) -> None:
     """Best effort: a store that failed the run cannot always take its reason too."""
     with contextlib.suppress(Exception):  # the outcome still carries the reason to the campaign, which prints it
