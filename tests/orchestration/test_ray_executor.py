@@ -59,7 +59,9 @@ def test_ray_campaign_equals_one_process(
 class _Keeping(RayExecutor):
     """The Ray executor, keeping the outcomes its run returns (the campaign reads only their metrics)."""
 
-    outcomes: list[Any] = []
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: list[Any] = []
 
     def run(self, tasks: list[Any], events: Any) -> list[Any]:
         self.outcomes = super().run(tasks, events)
