@@ -111,6 +111,7 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     from distrepro.orchestration.campaign import get_engine, train_cell
     from distrepro.spec.job import build_job
     from distrepro.tracking.mlflow_client import make_client
+    from distrepro.tracking.run_start import now_ms, set_start_time
     from distrepro.tracking.runlog import RunLogger
 
     if not task.config.get("torch_threads"):
@@ -118,6 +119,8 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     where = worker_name(task.executor)
     client = make_client(task.tracking_uri)
     client.update_run(task.run_id, status="RUNNING")
+    if task.resume_from is None:  # a new run starts now, not when it was queued (a reopened one keeps its start)
+        set_start_time(client, task.run_id, now_ms())
     sampled = {"tracking_uri": task.tracking_uri} if task.system_metrics else None
     try:  # the sampler runs here, beside the training, on whatever machine that is
         logger = RunLogger(client, task.run_id, system_metrics=sampled)
