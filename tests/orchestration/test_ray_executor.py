@@ -109,7 +109,7 @@ def _interrupt_ray_run(tmp_path: Path, mlflow_uri: str, name: str, after: str) -
     """``distrepro run --executor ray`` (a Ray it starts itself: a fresh CLI process, no session of the test's),
     Ctrl-C'd to its whole session as a terminal does once a stderr line contains ``after``; its exit status,
     stderr and child runs, after checking that no process it started is left."""
-    config = write_config(tmp_path, name=name, seeds=[0, 1, 2, 3], budget={"steps": 100})
+    config = write_config(tmp_path, name=name, seeds=[0, 1, 2, 3], budget={"steps": 30})
     proc = start_interruptible(config, tmp_path, cli_env(mlflow_uri), "--executor", "ray")
     try:
         seen = wait_for_line(proc, after)
@@ -134,6 +134,7 @@ def _says_how_to_resume(err: str, cells: list[Any]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a Ray of its own starts in 10 to 40 s on a loaded two-core machine
 def test_ctrl_c_cancels_ray_tasks_keeps_finished_cells_and_leaves_no_process(tmp_path: Path, mlflow_uri: str) -> None:
     rc, err, cells = _interrupt_ray_run(tmp_path, mlflow_uri, "raystop", ": done in")
     assert rc == 130, err[-2000:]
@@ -146,6 +147,7 @@ def test_ctrl_c_cancels_ray_tasks_keeps_finished_cells_and_leaves_no_process(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_ctrl_c_while_ray_starts_exits_130_without_a_crash(tmp_path: Path, mlflow_uri: str) -> None:
     """Ray logs that it started just before the driver builds its core worker: a Ctrl-C cutting that short left a
     half-made driver whose interpreter died of a segmentation fault (status -11) after printing the hint."""
