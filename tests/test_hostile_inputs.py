@@ -6,6 +6,7 @@ profiles, plugins, data files, tracking stores), each row run as the CLI subproc
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
@@ -486,7 +487,7 @@ def _fill(disk: Path) -> None:
                 out.write(b"\0" * 65536)
                 out.flush()
         except OSError as exc:
-            assert exc.errno == 28, exc  # ENOSPC: no space left on the device
+            assert exc.errno == errno.ENOSPC, exc
 
 
 def _child_running(db: Path) -> bool:
