@@ -6,6 +6,7 @@ profiles, plugins, data files, tracking stores), each row run as the CLI subproc
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
@@ -457,3 +458,95 @@ def test_a_config_that_is_not_a_file_says_what_it_is(
     elif kind == "loop":
         path.symlink_to(path)
     one_line_error(capsys, ["run", str(path), "--no-progress"], str(path), fragment)
+
+
+# ---------------------------------------------------------------------- a full disk under the tracking store
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A 16 MiB tmpfs mounted for the test (root only, where ``mount`` is allowed), unmounted after it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _fill(disk: Path) -> None:
+    """Every free block of ``disk`` taken by one file (written until the filesystem says it is full)."""
+    with (disk / "filler").open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+
+
+def _child_running(db: Path) -> bool:
+    """Whether a cell's run is RUNNING in the store, read without disturbing its writer."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+        try:
+            rows = con.execute(
+                "SELECT COUNT(*) FROM runs JOIN tags ON tags.run_uuid = runs.run_uuid "
+                "WHERE tags.key = 'mlflow.parentRunId' AND runs.status = 'RUNNING'"
+            ).fetchone()
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return False
+    return bool(rows and rows[0])
+
+
+@pytest.mark.parametrize("when", ["before", "while training"])
+def test_a_store_on_a_full_disk_is_one_line(small_disk: Path, migrated_mlflow_db: Path, when: str) -> None:
+    """The store's disk full before the command, or filling up while a cell trains: distrepro's one line naming
+    the store (exit 2), not MLflow's SQLAlchemy log of the failed statement, and no traceback."""
+    db = small_disk / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    steps = 2 if when == "before" else 600  # long enough to fill the disk while it trains
+    config = write(small_disk.parent / "full.yaml", {**TINY, "name": "full", "budget": {"steps": steps}})
+    if when == "before":
+        _fill(small_disk)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "DISTREPRO_DEBUG"))}
+    env |= {"MLFLOW_TRACKING_URI": f"sqlite:///{db}", "MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", "run", str(config), "--no-progress"],
+        cwd=small_disk.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if when != "before":
+            deadline = time.monotonic() + 240
+            while proc.poll() is None and not _child_running(db) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert proc.poll() is None, proc.communicate()
+            _fill(small_disk)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in out + err, err
+    errors = [line for line in err.splitlines() if line.startswith("distrepro: error: ")]
+    others = [line for line in err.splitlines() if line.strip() and not line.startswith(("distrepro: ", "["))]
+    assert len(errors) == 1 and others == [], err  # progress lines ("[...]") aside, only distrepro's line
+    assert f"tracking store sqlite:///{db}: " in errors[0], errors[0]
+    # SQLite's word for it, or the OS's when an artifact (beside the store, on the same disk) was written first
+    assert "database or disk is full" in errors[0] or "its disk is full (No space left on device)" in errors[0]
+    if when != "before":  # the campaign had started: what it logged is kept, and the line says how to go on
+        assert f"continue with 'distrepro run {config} --resume " in errors[0], errors[0]

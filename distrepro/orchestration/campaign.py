@@ -42,6 +42,7 @@ from distrepro.tracking.mlflow_client import (
     make_client,
     resolve_tracking_uri,
 )
+from distrepro.tracking.run_start import first_start, set_start_time
 from distrepro.tracking.runlog import RunLogger, check_system_metrics, flatten_params, logged_params
 from distrepro.tracking.storeguard import after_the_fault
 from distrepro.tracking.storeprobe import check_store
@@ -253,10 +254,11 @@ def begin_campaign(prep: PreparedCampaign) -> None:
         campaign.client.set_terminated(run_id, "FAILED")
 
 
-def last_cell_end(campaign: Campaign) -> int | None:
-    """When the campaign's last cell run ended (ms), or None while one is still open: the arm's run ends then, so
-    its Duration in the runs table is the arm's, not the reproduction's (all arms close together under ``--jobs``)."""
-    ends = [run.info.end_time for run in campaign.children()]
+def last_cell_end(children: list[Any]) -> int | None:
+    """When the campaign's last cell run (of ``children``) ended (ms), or None while one is still open: the arm's
+    run ends then, so its Duration in the runs table is the arm's, not the reproduction's (all arms close together
+    under ``--jobs``); it starts when its first cell did (:mod:`distrepro.tracking.run_start`)."""
+    ends = [run.info.end_time for run in children]
     if not ends or any(end is None for end in ends):
         return None
     return max(ends)
@@ -266,7 +268,12 @@ def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
     """The arm's aggregates on the parent (:mod:`distrepro.orchestration.arm_summary`: the runs table's metric columns);
     the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run."""
     log_arm_summary(prep.campaign)
-    prep.campaign.parent.end_time_ms = last_cell_end(prep.campaign)
+    children = prep.campaign.children()
+    prep.campaign.parent.end_time_ms = last_cell_end(children)
+    start = first_start(children)
+    if start is not None and not prep.resume:  # a resumed campaign keeps its first attempt's start
+        assert prep.campaign.client is not None and prep.campaign.run_id is not None
+        set_start_time(prep.campaign.client, prep.campaign.run_id, start)
     finished = {p.seed for p in prep.plan.seeds.values() if p.finished} | trained
     missing = sorted(set(prep.target.seeds if prep.target else prep.cfg.seeds) - finished)
     if missing:  # some seeds failed, or only some of the campaign's seeds were resumed: the campaign is not done

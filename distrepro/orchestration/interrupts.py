@@ -14,6 +14,11 @@ SLURM sends after its grace period, still ends the process.
 
 A small, reusable piece on purpose: an executor of campaign cells (a process pool) wraps its own main
 loop in it, and a worker process can too.
+
+:func:`deferred_interrupts` is the other half: a few calls must not be cut in the middle (Ray's ``ray.init``,
+interrupted while it builds the driver's core worker, leaves a half-made one that crashes the interpreter at
+exit with a segmentation fault, after the resume hint, so the exit status is -11 instead of 130). Within it
+Ctrl-C and the termination signals are noted and take effect when the block ends.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from distrepro.errors import Terminated, killed_runs
 
@@ -56,6 +62,42 @@ def termination_as_interrupt(signals: tuple[signal.Signals, ...] = TERMINATION_S
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextmanager
+def deferred_interrupts(signals: tuple[signal.Signals, ...] = (signal.SIGINT, *TERMINATION_SIGNALS)) -> Iterator[None]:
+    """Within the block, ``signals`` are noted, not acted on; when it ends, the first one noted is handed to the
+    handler that was in place before (Ctrl-C's ``KeyboardInterrupt``, :func:`termination_as_interrupt`'s
+    :class:`Terminated`), unless an interrupt is already on its way out of the block. Later ones are dropped,
+    as :func:`termination_as_interrupt` drops them. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {sig: signal.signal(sig, note) for sig in signals}
+    interrupted = False
+    try:
+        yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if noted and not interrupted:
+            _deliver(noted[0], previous[signal.Signals(noted[0])])
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Act on ``signum`` now, as the handler that was in place when it arrived would have."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)  # the default action: end the process (as the signal would have)
 
 
 def exit_status(exc: KeyboardInterrupt) -> int:

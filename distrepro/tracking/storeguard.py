@@ -15,6 +15,7 @@ Every other error (a bad metric name, a missing run) passes through unchanged.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,6 +114,10 @@ def after_the_fault(uri: str, resume: str) -> str:
     return f"what was logged before it is kept: once the store is back, continue with {resume}"
 
 
+#: what an artifact write says when the disk (or the user's quota on it) is full
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
 class GuardedClient:
     """An ``MlflowClient`` (every attribute is the client's) whose store faults are one line.
 
@@ -145,6 +150,13 @@ class GuardedClient:
                 if fault is not None:
                     self.unavailable = fault
                     raise fault from exc
+                if isinstance(exc, OSError) and exc.errno in _DISK_FULL and name.startswith("log_"):
+                    # nothing more can be written there: later calls fail at once, and the campaign says how to
+                    # resume once there is room, as for a full database
+                    self.unavailable = StoreUnavailable(
+                        f"tracking store {self._uri}: cannot write an artifact: its disk is full ({exc.strerror})"
+                    )
+                    raise self.unavailable from exc
                 if isinstance(exc, OSError) and name.startswith("log_"):
                     raise TrackingError(f"tracking store {self._uri}: cannot write an artifact ({exc})") from exc
                 raise

@@ -23,7 +23,12 @@ import yaml
 from clirun import TINY, cli_env
 
 from distrepro.errors import Terminated, note_killed_run
-from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
+from distrepro.orchestration.interrupts import (
+    deferred_interrupts,
+    exit_status,
+    interrupted_line,
+    termination_as_interrupt,
+)
 
 # ---------------------------------------------------------------------- the pieces
 
@@ -48,6 +53,36 @@ def test_a_second_sigterm_does_not_interrupt_the_cleanup_of_the_first() -> None:
             time.sleep(0.2)
             cleaned = True
     assert cleaned
+
+
+def test_ctrl_c_in_a_deferred_block_takes_effect_when_the_block_ends() -> None:
+    finished = False
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt) as info, deferred_interrupts():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # a handler would have raised by now
+        os.kill(os.getpid(), signal.SIGINT)  # a second press is dropped
+        time.sleep(0.2)
+        finished = True
+    assert finished and not isinstance(info.value, Terminated)
+    assert signal.getsignal(signal.SIGINT) == before
+
+
+def test_sigterm_in_a_deferred_block_is_handed_to_termination_as_interrupt() -> None:
+    with pytest.raises(Terminated) as info, termination_as_interrupt():
+        with deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+        raise AssertionError("not reached: the SIGTERM takes effect as the block ends")
+    assert exit_status(info.value) == 143
+
+
+def test_a_deferred_signal_does_not_replace_an_interrupt_already_on_its_way() -> None:
+    with pytest.raises(KeyboardInterrupt) as info, deferred_interrupts():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        raise KeyboardInterrupt("the first")
+    assert info.value.args == ("the first",)
 
 
 def test_the_hint_is_the_same_command_with_resume() -> None:

@@ -81,13 +81,17 @@ def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_comes_first(
     result = reproduce("tinypaper", show_progress=False, root=paper_root, executor=executor)
     client = make_client(mlflow_uri)
     umbrella = client.get_run(result.run_id).info
+    arms = []
     for campaign in result.campaigns.values():
         arm = client.get_run(campaign.parent_run_id).info
         cells = [client.get_run(c.run_id).info for c in campaign.cells]
         assert arm.end_time == max(c.end_time for c in cells)  # not when the process closed every arm
-        assert arm.start_time <= min(c.start_time for c in cells)
+        assert arm.start_time == min(c.start_time for c in cells)  # not when the process opened every arm
         assert arm.end_time < umbrella.end_time  # the report came after the arm
         assert arm.start_time > umbrella.start_time  # so MLflow's own newest-first sort puts the umbrella last
+        arms.append((arm.start_time, min(c.end_time for c in cells)))
+    (_, first_cell_end), (second_start, _) = sorted(arms)
+    assert second_start >= first_cell_end  # each arm has as many seeds as there are slots: the second arm waits
     assert _table_order(client, result.experiment_id)[0] == result.run_id
     view = json.loads(client.get_experiment(result.experiment_id).tags[VIEW_TAG])
     assert "tags.`distrepro.verdicts`" in view["selectedColumns"]  # the report's columns kept the sort

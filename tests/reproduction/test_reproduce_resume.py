@@ -6,12 +6,18 @@ mode needs distinct basenames.)"""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cellruns import WALL_CLOCK, campaign_metrics, session_processes, sigint_as_at_a_terminal, wait_for_line
+from clirun import cli_env
 
 import distrepro.orchestration.campaign as campaign_module
 from distrepro.cli import main
@@ -96,6 +102,83 @@ def test_resume_of_an_arm_that_never_started_starts_it_under_the_same_umbrella(
     client = make_client(mlflow_uri)
     assert client.get_run(result.run_id).info.status == "FINISHED"
     assert client.get_run(result.run_id).data.tags["distrepro.seeds"] == "0,1"  # what the resume read back
+
+
+def _arms(uri: str, umbrella: str) -> dict[str, Any]:
+    """arm name → its campaign run in reproduction ``umbrella``."""
+    return {
+        r.data.tags["distrepro.campaign"]: r
+        for r in _runs(uri)
+        if r.data.tags.get("distrepro.reproduction") == umbrella and "mlflow.parentRunId" not in r.data.tags
+    }
+
+
+def _arm_results(uri: str, umbrella: str) -> dict[str, Any]:
+    """Every arm's summary (but wall-clock keys) and every seed's metric histories (bits), of ``umbrella``."""
+    out = {}
+    for name, arm in _arms(uri, umbrella).items():
+        summary = {k: v for k, v in arm.data.metrics.items() if not any(w in k for w in WALL_CLOCK)}
+        out[name] = (summary, campaign_metrics(uri, arm.info.run_id))
+    return out
+
+
+def _reproduce(argv: list[str], uri: str, cwd: Path) -> subprocess.Popen[str]:
+    """``distrepro reproduce ...`` in a session of its own, Ctrl-C-able as at a terminal."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "distrepro.cli", "reproduce", *argv],
+        cwd=cwd,
+        env=cli_env(uri),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_as_at_a_terminal,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # three reproductions with two spawned workers each, on a loaded two-core machine
+def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
+    paper_root: Path, mlflow_uri: str, tmp_path: Path
+) -> None:
+    """Ctrl-C to ``reproduce --jobs 2`` once a cell has finished, then its hint's ``--resume`` (under ``--jobs 2``):
+    every arm ends with the metrics of an uninterrupted reproduction, bit for bit, and no cell that had finished
+    is trained again or marked KILLED."""
+    tiny = paper_root / "methods" / "tiny" / "tiny.yaml"  # cells long enough that Ctrl-C finds some unfinished
+    tiny.write_text(tiny.read_text().replace("budget: {steps: 4}", "budget: {steps: 40}"))
+    argv = ["tinypaper", "--jobs", "2", "--no-report", "--no-progress"]
+    whole = _reproduce(argv, mlflow_uri, tmp_path)
+    _, err = whole.communicate(timeout=600)
+    assert whole.returncode == 0, err[-3000:]
+    (reference,) = [r.info.run_id for r in _runs(mlflow_uri) if r.data.tags.get("distrepro.reproduce")]
+
+    cut = _reproduce(argv, mlflow_uri, tmp_path)
+    try:
+        seen = wait_for_line(cut, ": done in")  # a cell has finished: the pool's worker closed its run
+        os.killpg(cut.pid, signal.SIGINT)
+        _, rest = cut.communicate(timeout=300)
+    finally:
+        if cut.poll() is None:
+            os.killpg(cut.pid, signal.SIGKILL)
+    err = "".join(seen) + rest
+    assert cut.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert session_processes(cut.pid) == []
+    hint = re.search(r"reproduction run (\w+) marked KILLED; continue it with: distrepro (.+)$", err.strip())
+    assert hint is not None, err[-3000:]
+    umbrella, command = hint.group(1), shlex.split(hint.group(2))
+    assert command == ["reproduce", *argv, "--resume", umbrella]
+    before = {r.info.run_id: r for r in _runs(mlflow_uri) if r.data.tags.get("distrepro.reproduction") == umbrella}
+    cells = [r for r in before.values() if "mlflow.parentRunId" in r.data.tags]
+    finished = {r.info.run_id for r in cells if r.info.status == "FINISHED"}
+    assert finished and len(finished) < 4, {r.info.run_name: r.info.status for r in cells}  # a half-done one
+
+    again = _reproduce(command[1:], mlflow_uri, tmp_path)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err[-3000:]
+    after = {r.info.run_id: r for r in _runs(mlflow_uri)}
+    for rid in finished:  # neither trained again nor closed again
+        assert after[rid].info.status == "FINISHED" and after[rid].info.end_time == before[rid].info.end_time
+    assert _arm_results(mlflow_uri, umbrella) == _arm_results(mlflow_uri, reference)
 
 
 @pytest.mark.parametrize(

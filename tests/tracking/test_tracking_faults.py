@@ -10,6 +10,7 @@ the neighbours. ``test_tracking_server.py`` covers a server that dies mid-campai
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -226,3 +227,35 @@ def test_a_store_locked_by_another_process_is_one_line(config: Path, tmp_path: P
         holder.wait()
     assert done.rc == 2 and done.err_lines == done.error_lines and len(done.error_lines) == 1, done.err
     assert f"the store {db} is locked by another process" in done.error_lines[0], done.error_lines[0]
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
+def test_an_artifact_on_a_full_disk_is_a_store_fault_and_later_calls_fail_at_once(code: int) -> None:
+    """A full disk (or quota) under the artifacts: StoreUnavailable (the campaign adds how to resume), and nothing
+    more is tried there; any other OSError stays an artifact error that names its cause."""
+    from distrepro.errors import TrackingError
+    from distrepro.tracking.storeguard import GuardedClient
+
+    calls: list[str] = []
+
+    class Full:
+        def log_text(self, *args: object) -> None:
+            calls.append("log_text")
+            raise OSError(code, os.strerror(code))
+
+        def set_tag(self, *args: object) -> None:
+            calls.append("set_tag")
+
+    guarded = GuardedClient(Full(), "sqlite:///x.db")  # type: ignore[arg-type]
+    with pytest.raises(StoreUnavailable, match=r"tracking store sqlite:///x.db: cannot write an artifact: its disk"):
+        guarded.log_text("run", "text", "a.txt")
+    with pytest.raises(StoreUnavailable):
+        guarded.set_tag("run", "k", "v")
+    assert calls == ["log_text"]
+
+    class Denied(Full):
+        def log_text(self, *args: object) -> None:
+            raise PermissionError(errno.EACCES, "Permission denied")
+
+    with pytest.raises(TrackingError, match=r"cannot write an artifact .*Permission denied"):
+        GuardedClient(Denied(), "sqlite:///x.db").log_text("run", "text", "a.txt")  # type: ignore[arg-type]

@@ -111,6 +111,7 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     from distrepro.orchestration.campaign import get_engine, train_cell
     from distrepro.spec.job import build_job
     from distrepro.tracking.mlflow_client import make_client
+    from distrepro.tracking.run_start import now_ms, set_start_time
     from distrepro.tracking.runlog import RunLogger
 
     if not task.config.get("torch_threads"):
@@ -118,6 +119,8 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     where = worker_name(task.executor)
     client = make_client(task.tracking_uri)
     client.update_run(task.run_id, status="RUNNING")
+    if task.resume_from is None:  # a new run starts now, not when it was queued (a reopened one keeps its start)
+        set_start_time(client, task.run_id, now_ms())
     sampled = {"tracking_uri": task.tracking_uri} if task.system_metrics else None
     try:  # the sampler runs here, beside the training, on whatever machine that is
         logger = RunLogger(client, task.run_id, system_metrics=sampled)
@@ -139,6 +142,20 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
         _tag_failure(client, task.run_id, reason)
         return CellOutcome(task.key, task.seed, task.run_id, "FAILED", reason, None, time.perf_counter() - t0, where)
     return CellOutcome(task.key, task.seed, task.run_id, "FINISHED", None, result, time.perf_counter() - t0, where)
+
+
+def without_models(outcome: CellOutcome) -> CellOutcome:
+    """``outcome`` without its trained models, for an executor that ships outcomes back from another process (a
+    pool worker, a Ray task, a SLURM job): the campaign reads only the metrics and the runs hold the rest, and a
+    ResNet-50 is 100 MB to pickle back per cell. Only a cell run in the campaign's own process keeps them."""
+    if outcome.result is not None:
+        outcome.result.models = []
+    return outcome
+
+
+def run_cell_task_shipped(task: CellTask) -> CellOutcome:
+    """:func:`run_cell_task` for a job whose outcome is pickled back to the campaign (a SLURM job): no models."""
+    return without_models(run_cell_task(task))
 
 
 def _tag_failure(client: Any, run_id: str, reason: str) -> None:

@@ -12,7 +12,11 @@ Ctrl-C is the campaign's process's to handle: workers start with SIGINT ignored 
 so that even their start-up, before any code of ours runs, cannot print a ``KeyboardInterrupt`` traceback),
 and the campaign's process, on Ctrl-C or SIGTERM, terminates the busy ones: each marks its run KILLED on the
 first SIGTERM, ignores any later one and exits quietly (a second signal arriving in the interpreter's exit
-hooks printed an ``atexit`` traceback). Any worker still alive after a grace period is killed, so no
+hooks printed an ``atexit`` traceback). A worker sends its outcome back without the trained models
+(:func:`~distrepro.orchestration.executors.cell_task.without_models`): sent through the pipe, torch would
+share each model's storage by passing file descriptors through multiprocessing's ``resource_sharer``, whose
+server thread printed a ``ConnectionResetError`` traceback when Ctrl-C ended either side during the
+hand-over. Any worker still alive after a grace period is killed, so no
 process is left behind.
 """
 
@@ -29,7 +33,7 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
+from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task, without_models
 from distrepro.orchestration.executors.interface import Events
 
 #: seconds a worker gets to close its run after Ctrl-C or SIGTERM before it is killed
@@ -55,19 +59,9 @@ def _serve(conn: Connection, threads: int) -> None:
                 if task is None:
                     return
                 conn.send(("running", task.key))
-                conn.send(("done", _without_models(run_cell_task(task))))
+                conn.send(("done", without_models(run_cell_task(task))))
     finally:  # leaving: a signal now could only interrupt the exit hooks (with a traceback)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
-def _without_models(outcome: CellOutcome) -> CellOutcome:
-    """The outcome without the trained models (the campaign's process reads only the metrics; the runs hold the
-    rest). Sent through the pipe, torch would share each model's storage by passing file descriptors through
-    multiprocessing's ``resource_sharer``, whose server thread in the worker printed a ``ConnectionResetError``
-    traceback when Ctrl-C ended either side during the hand-over (and a ResNet-50 is 100 MB to hand over)."""
-    if outcome.result is not None:
-        outcome.result.models = []
-    return outcome
 
 
 def _preload() -> None:

@@ -8,7 +8,11 @@ never retried (``max_retries=0``): a cell whose worker died restarts from scratc
 Without an address, a Ray instance is started for the command on this machine (about 4 s) and shut
 down at the end, which stops its workers; a Ray session already started in this process (a notebook,
 the tests) is used as it is and left running. Ctrl-C cancels every task still queued or running
-(``ray.cancel(force=True)`` kills the worker process, and the campaign marks the run KILLED).
+(``ray.cancel(force=True)`` kills the worker process, and the campaign marks the run KILLED); a Ctrl-C while
+``ray.init`` or ``ray.shutdown`` runs takes effect when it returns (cut in the middle, ``ray.init`` left a
+half-made driver that crashed the interpreter at exit, after the resume hint, with a segmentation fault).
+A task returns its outcome without the trained models: the campaign reads only the metrics, and a
+ResNet-50 is 100 MB to ship back per cell.
 
 Which cells are running (rather than queued) the cells say themselves, to a small actor the command
 reads every second: asking the tracking store instead races its writers (a SQLite reader waits for them).
@@ -24,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.errors import DistreproError
-from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
+from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task, without_models
 from distrepro.orchestration.executors.interface import Events
+from distrepro.orchestration.interrupts import deferred_interrupts
 
 
 class _Board:
@@ -43,9 +48,10 @@ class _Board:
 
 
 def _ray_cell(task: CellTask, board: Any) -> CellOutcome:
-    """A Ray task's body: say the cell started, then run it."""
+    """A Ray task's body: say the cell started, then run it; the outcome comes back without the trained models
+    (:func:`~distrepro.orchestration.executors.cell_task.without_models`)."""
     board.started.remote(task.key)
-    return run_cell_task(task)
+    return without_models(run_cell_task(task))
 
 
 class RayExecutor:
@@ -64,22 +70,23 @@ class RayExecutor:
             import ray
         except ImportError:
             raise DistreproError("--executor ray needs Ray: pip install 'distrepro[ray]'") from None
-        started = False
-        if not ray.is_initialized():
-            # a Ray started here forks its workers from this environment; a cluster's workers get these
-            env = {k: v for k, v in os.environ.items() if k.startswith(("MLFLOW_", "DISTREPRO_"))}
-            ray.init(
-                address=self.address,
-                include_dashboard=False,
-                runtime_env={"env_vars": env} if env and self.address else None,
-                _temp_dir=None if self.address else local_temp_dir(),
-            )
-            started = True
+        started = not ray.is_initialized()
         try:
+            if started:
+                # a Ray started here forks its workers from this environment; a cluster's workers get these
+                env = {k: v for k, v in os.environ.items() if k.startswith(("MLFLOW_", "DISTREPRO_"))}
+                with deferred_interrupts():  # cut in the middle, ray.init leaves a driver that crashes at exit
+                    ray.init(
+                        address=self.address,
+                        include_dashboard=False,
+                        runtime_env={"env_vars": env} if env and self.address else None,
+                        _temp_dir=None if self.address else local_temp_dir(),
+                    )
             return self._run(ray, tasks, events)
         finally:
             if started:
-                ray.shutdown()
+                with deferred_interrupts():  # so is ray.shutdown (a no-op when ray.init did not get far)
+                    ray.shutdown()
 
     def _run(self, ray: Any, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
         board = ray.remote(num_cpus=0)(_Board).remote()

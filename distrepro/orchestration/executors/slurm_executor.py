@@ -1,6 +1,7 @@
 """``--executor slurm``: each cell a SLURM job (or a task of one job array), through submitit.
 
-submitit pickles :func:`~distrepro.orchestration.executors.cell_task.run_cell_task` and its
+submitit pickles :func:`~distrepro.orchestration.executors.cell_task.run_cell_task_shipped` (the cell,
+whose outcome comes back without the trained models: the runs hold them) and its
 :class:`~distrepro.orchestration.executors.cell_task.CellTask`, writes an sbatch script that runs it with
 ``srun`` on one task, and reads the outcome back from the job's folder; so the nodes need the same
 installation of distrepro (and the same plugin roots) as the submitting machine, and ``slurm.folder`` on a
@@ -28,7 +29,7 @@ from typing import Any
 
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import DistreproError
-from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task
+from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task_shipped
 from distrepro.orchestration.executors.interface import Events
 
 POLL_S = 2.0
@@ -123,9 +124,9 @@ class SlurmExecutor:
                 cells = [_slurm_task(t) for t in group]
                 if block.array and len(group) > 1:
                     with ex.batch():
-                        submitted = [ex.submit(run_cell_task, t) for t in cells]
+                        submitted = [ex.submit(run_cell_task_shipped, t) for t in cells]
                 else:
-                    submitted = [ex.submit(run_cell_task, t) for t in cells]
+                    submitted = [ex.submit(run_cell_task_shipped, t) for t in cells]
                 jobs.update(zip(submitted, group, strict=True))
             return self._watch(jobs, events)
         except BaseException:
