@@ -109,7 +109,7 @@ def _interrupt_ray_run(tmp_path: Path, mlflow_uri: str, name: str, after: str) -
     """``distrepro run --executor ray`` (a Ray it starts itself: a fresh CLI process, no session of the test's),
     Ctrl-C'd to its whole session as a terminal does once a stderr line contains ``after``; its exit status,
     stderr and child runs, after checking that no process it started is left."""
-    config = write_config(tmp_path, name=name, seeds=[0, 1, 2, 3], budget={"steps": 30})
+    config = write_config(tmp_path, name=name, seeds=[0, 1, 2, 3], budget={"steps": 300})
     proc = start_interruptible(config, tmp_path, cli_env(mlflow_uri), "--executor", "ray")
     try:
         seen = wait_for_line(proc, after)

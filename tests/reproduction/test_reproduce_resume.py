@@ -145,7 +145,7 @@ def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
     every arm ends with the metrics of an uninterrupted reproduction, bit for bit, and no cell that had finished
     is trained again or marked KILLED."""
     tiny = paper_root / "methods" / "tiny" / "tiny.yaml"  # cells long enough that Ctrl-C finds some unfinished
-    tiny.write_text(tiny.read_text().replace("budget: {steps: 4}", "budget: {steps: 40}"))
+    tiny.write_text(tiny.read_text().replace("budget: {steps: 4}", "budget: {steps: 400}"))
     argv = ["tinypaper", "--jobs", "2", "--no-report", "--no-progress"]
     whole = _reproduce(argv, mlflow_uri, tmp_path)
     _, err = whole.communicate(timeout=600)
