@@ -96,6 +96,33 @@ def latest_results(client: Any, paper: str) -> dict[str, ScaleResult]:
     return out
 
 
+def scale_verdicts(result: ScaleResult, scale: str | None = None) -> list[dict[str, Any]]:
+    """The verdicts decided at ``result``'s scale. A report holds every scale since one report serves a paper
+    (each claim judged at the scale that decides it, its ``scale`` field): logged on each scale's reproduction,
+    the same file would otherwise show every claim under every scale. Older, single-scale files are all one scale."""
+    verdicts: list[dict[str, Any]] = result.verdict_file.get("verdicts", [])
+    if not result.verdict_file.get("by_scale"):
+        return verdicts
+    return [v for v in verdicts if v.get("scale", result.scale) == (scale or result.scale)]
+
+
+def _headline(paper: str, result: ScaleResult, verdicts: list[dict[str, Any]], root: Path | None = None) -> str:
+    """The headline tally of the claims decided at this scale, counted as the report counts them (one per unit,
+    FAIL split, "depends on an assumption" apart), with the current claims file's groups and units."""
+    if not result.verdict_file.get("by_scale"):
+        return str(result.verdict_file.get("headline") or "– (none judged)")
+    from types import SimpleNamespace
+
+    from distrepro.claims.tally import tally
+
+    info = find_paper(paper, root)
+    claims = list(info.spec.claims) if info.spec is not None else []
+    known = {c.id for c in claims}
+    fields = {"depends_on": "", "miss": "", "p_value": None, "out_of_regime": False, "holm": ""}
+    t = tally(claims, [SimpleNamespace(**{**fields, **v}) for v in verdicts if v.get("claim_id") in known])
+    return t.text(t.of("headline"), "headline") if t.total("headline") else "– (none decided at this scale)"
+
+
 def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
     chosen = [v for v in verdicts if group is None or v.get("group", "headline") == group]
     return " · ".join(f"{sum(v.get('verdict') == k for v in chosen)} {k}" for k in ("PASS", "FAIL", "INCONCLUSIVE"))
@@ -135,7 +162,9 @@ def _run_note(result: ScaleResult, digest: str) -> str:
     return f"run `{result.run_id}` at commit `{commit}`, {made}"
 
 
-def paper_section(paper: str, title: str, digest: str, results: dict[str, ScaleResult]) -> list[str]:
+def paper_section(
+    paper: str, title: str, digest: str, results: dict[str, ScaleResult], root: Path | None = None
+) -> list[str]:
     """One paper's section: the inputs mark, one summary row per scale, then every claim's verdict per scale."""
     lines = [f"## {title} (`{paper}`)", "", f"<!-- inputs paper={paper} digest={digest} -->", ""]
     if not results:
@@ -144,25 +173,39 @@ def paper_section(paper: str, title: str, digest: str, results: dict[str, ScaleR
             "",
         ]
         return lines
+    order = lambda s: SCALES.index(s) if s in SCALES else len(SCALES)  # noqa: E731
+    newest = max(results.values(), key=lambda r: r.ended_ms)
+    unrun = {v.get("scale") for v in newest.verdict_file.get("verdicts", [])} - set(results) - {None}
+    if not newest.verdict_file.get("by_scale"):
+        unrun = set()
     rows = []
-    for scale in sorted(results, key=lambda s: SCALES.index(s) if s in SCALES else len(SCALES)):
-        r = results[scale]
-        verdicts = r.verdict_file.get("verdicts", [])
+    for scale in sorted([*results, *unrun], key=order):
+        r = results.get(scale, newest)
+        verdicts = scale_verdicts(r, scale)
+        ran = scale in results
+        multi = bool(r.verdict_file.get("by_scale"))
+        runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "") if ran else "none"
         rows.append(
             {
                 "scale": scale,
-                "headline (the paper's own claims)": r.verdict_file.get("headline") or "– (none judged)",
-                "all claims": _counts(verdicts) if verdicts else "no claims encoded",
-                "runs": str(r.verdict_file.get("n_runs", "–")),
-                "run time (wall)": _duration(r.ended_ms - r.started_ms),
-                "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else ""),
-                "date": _utc(r.ended_ms),
+                "headline (the paper's own claims)": _headline(paper, r, verdicts, root),
+                "all claims": _counts(verdicts) if verdicts else "no claims decided at this scale",
+                "runs": runs,
+                "run time (wall)": _duration(r.ended_ms - r.started_ms) if ran else "–",
+                "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else "") if ran else "–",
+                "date": _utc(r.ended_ms) if ran else "not run",
             }
         )
     lines += [f"Inputs `{digest}` (paper.yaml and the arms' configs).", "", table(rows, list(rows[0])), ""]
     for scale in [row["scale"] for row in rows]:
-        r = results[scale]
-        lines += [f"### {paper} at {scale} scale", "", _run_note(r, digest) + ".", ""]
+        r = results.get(scale, newest)
+        note = (
+            _run_note(r, digest)
+            if scale in results
+            else f"no reproduction at this scale in the store; the claims judged at it, as the newest report "
+            f"(run `{newest.run_id}`) reads them"
+        )
+        lines += [f"### {paper} at {scale} scale", "", note + ".", ""]
         claims = [
             {
                 "claim": f"`{v['claim_id']}`",
@@ -173,13 +216,15 @@ def paper_section(paper: str, title: str, digest: str, results: dict[str, ScaleR
                 "seeds": str(v.get("n_seeds", "–")),
                 "reason": _cell(v.get("reason", "")),
             }
-            for v in r.verdict_file.get("verdicts", [])
+            for v in scale_verdicts(r, scale)
         ]
         lines += [table(claims, list(claims[0])) if claims else "_No claims judged at this scale._", ""]
     return lines
 
 
-def render_results(papers: dict[str, tuple[str, str, dict[str, ScaleResult]]], uri: str) -> str:
+def render_results(
+    papers: dict[str, tuple[str, str, dict[str, ScaleResult]]], uri: str, root: Path | None = None
+) -> str:
     """The whole file: ``papers`` maps a paper id to (title, inputs digest, results by scale)."""
     store = re.sub(r"//[^/@]*@", "//", uri)  # never print credentials embedded in a server URI
     head = [
@@ -199,7 +244,7 @@ def render_results(papers: dict[str, tuple[str, str, dict[str, ScaleResult]]], u
     ]
     body: list[str] = []
     for paper, (title, digest, results) in papers.items():
-        body += paper_section(paper, title, digest, results)
+        body += paper_section(paper, title, digest, results, root)
     return "\n".join(head + body).rstrip() + "\n"
 
 
@@ -213,7 +258,7 @@ def write_results(out: Path, tracking_uri: str | None = None, root: Path | None 
     for paper in known_papers(root):
         info = find_paper(paper, root)
         papers[paper] = (info.title, inputs_digest(info, root), latest_results(client, paper))
-    out.write_text(render_results(papers, uri), encoding="utf-8")
+    out.write_text(render_results(papers, uri, root), encoding="utf-8")
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from distrepro.cli import main
-from distrepro.report.results_file import REGENERATE, stale_papers, write_results
+from distrepro.report.results_file import REGENERATE, ScaleResult, paper_section, stale_papers, write_results
 from distrepro.reproduction.reproduce import reproduce
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,9 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     assert "Not yet run" not in text
     tally = r"1 PASS · 0 FAIL · 0 INCONCLUSIVE\s*"
     # its one claim is derived: no headline tally, one PASS among all claims, 2 arms x 2 seeds
-    assert re.search(rf"\| proxy\s*\| – \(none judged\)\s*\| {tally}\| 4\s*\|", text), text
+    assert re.search(rf"\| proxy\s*\| – \(none decided at this scale\)\s*\| {tally}\| 4 \(every scale\)\s*\|", text), (
+        text
+    )
     assert re.search(r"\| `fewer-bytes`\s*\| derived\s*\| PASS\s*\| .*2×", text), text
     assert done.run_id in text and "made on the current paper.yaml and configs" in text
 
@@ -54,3 +56,29 @@ def test_the_check_flag_exits_1_on_a_stale_file(paper_root: Path, tmp_path: Path
     stale.write_text("<!-- inputs paper=tinypaper digest=000000000000 -->\n")
     assert main(["results", "--check", "--out", str(stale)]) == 1
     assert "R.md is stale: tinypaper: inputs 000000000000 recorded" in capsys.readouterr().out
+
+
+def _verdict(claim: str, scale: str, verdict: str = "PASS") -> dict[str, object]:
+    return {"claim_id": claim, "scale": scale, "verdict": verdict, "group": "derived", "reason": f"{claim} here"}
+
+
+def test_a_report_of_every_scale_shows_each_claim_once_under_the_scale_that_decided_it(paper_root: Path) -> None:
+    """One report serves a paper across scales and is logged on each scale's reproduction: RESULTS lists a claim
+    only under the scale its verdict is from, and a scale judged but never run (paper scale) gets its own row."""
+    file = {
+        "verdicts": [_verdict("fewer-bytes", "proxy"), _verdict("at-mid", "mid", "FAIL"), _verdict("big", "paper")],
+        "by_scale": {"proxy": {}, "mid": {}, "paper": {}},
+        "n_runs": 12,
+    }
+    results = {
+        scale: ScaleResult(scale, f"run-{scale}", "abc", False, "", 1000 * i, 2000 * i, file)
+        for i, scale in ((1, "proxy"), (2, "mid"))
+    }
+    text = "\n".join(paper_section("tinypaper", "Tiny", "d" * 12, results, paper_root))
+    sections = dict(re.findall(r"### tinypaper at (\w+) scale\n(.*?)(?=\n### |\Z)", text, flags=re.S))
+    assert list(sections) == ["proxy", "mid", "paper"]
+    assert "fewer-bytes" in sections["proxy"] and "at-mid" not in sections["proxy"] and "big" not in sections["proxy"]
+    assert "at-mid" in sections["mid"] and "fewer-bytes" not in sections["mid"]
+    assert "big" in sections["paper"] and "no reproduction at this scale" in sections["paper"]
+    assert re.search(r"\| paper\s*\|.*\| none\s*\|.*not run", text), text
+    assert re.search(r"\| mid\s*\|.*\| 0 PASS · 1 FAIL · 0 INCONCLUSIVE\s*\| 12 \(every scale\)", text), text
