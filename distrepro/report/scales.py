@@ -124,9 +124,7 @@ def judge_across_scales(
         judged = [(s, by_scale[s][claim.id]) for s in by_scale if claim.id in by_scale[s]]
         if not judged:  # cannot happen (every claim moves to some scale), but a row must not vanish
             continue
-        decided = [(s, v) for s, v in judged if v.verdict != "INCONCLUSIVE"]
-        own_pick = next(((s, v) for s, v in judged if s == claim.scale), judged[-1])
-        scale, verdict = decided[0] if decided else own_pick
+        scale, verdict = deciding_verdict(judged, claim.scale)
         others = [f"{s}: {v.verdict}" for s, v in judged if s != scale]
         if others:
             verdict = dataclasses.replace(verdict, reason=_join(verdict.reason, f"at other scales {', '.join(others)}"))
@@ -135,6 +133,19 @@ def judge_across_scales(
     chosen = with_next_steps(info, chosen_claims, chosen, root)  # every INCONCLUSIVE names what would decide it
     merged = base.model_copy(update={"claims": chosen_claims})
     return ScaledVerdicts(merged, chosen, by_scale, {s: m for s, m in missing.items() if m})
+
+
+def deciding_verdict(judged: list[tuple[str, Verdict]], own: str | None) -> tuple[str, Verdict]:
+    """Which of a claim's verdicts (scale, verdict), smallest scale first, the report shows: the first decided one;
+    undecided everywhere, the largest scale whose runs were inside the regime (an interval that straddles at mid
+    says what would decide it, "outside the regime" at proxy does not); else the claim's own scale."""
+    decided = [(s, v) for s, v in judged if v.verdict != "INCONCLUSIVE"]
+    if decided:
+        return decided[0]
+    in_regime = [(s, v) for s, v in judged if not v.out_of_regime and v.n_seeds]
+    if in_regime:
+        return in_regime[-1]
+    return next(((s, v) for s, v in judged if s == own), judged[-1])
 
 
 def _with_plan(info: PaperInfo, spec: PaperSpec, scale: str) -> PaperSpec:

@@ -110,3 +110,18 @@ def test_a_subset_rerun_keeps_the_other_arms_verdicts(paper_root: Path, mlflow_u
     assert verdict.verdict == "PASS", verdict.reason  # read from the earlier session's runs, not "arm missing"
     runs = pd.read_csv("reports/tinypaper/runs.csv")
     assert len(runs) == 4 and runs.groupby(["campaign", "seed"]).size().max() == 1  # one run per (arm, seed)
+
+
+def test_an_undecided_claim_shows_the_scale_inside_its_regime() -> None:
+    """Decent-DP's T2-accum: outside the regime at proxy (7 refreshes), straddling its margin at mid (10 seeds):
+    the mid verdict is the one that says what would decide it; a decided verdict wins over both."""
+    from distrepro.claims.verdict_record import Verdict
+    from distrepro.report.scales import deciding_verdict
+
+    outside = Verdict("c", "difference", "INCONCLUSIVE", "outside the paper's regime", out_of_regime=True)
+    straddles = Verdict("c", "difference", "INCONCLUSIVE", "the CI straddles the margin", n_seeds=10)
+    missing = Verdict("c", "difference", "INCONCLUSIVE", "arm missing")
+    failed = Verdict("c", "difference", "FAIL", "below the margin", n_seeds=5)
+    assert deciding_verdict([("proxy", outside), ("mid", straddles)], "proxy") == ("mid", straddles)
+    assert deciding_verdict([("proxy", outside), ("paper", missing)], "proxy") == ("proxy", outside)
+    assert deciding_verdict([("proxy", straddles), ("mid", failed)], "proxy") == ("mid", failed)
