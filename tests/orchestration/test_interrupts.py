@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,17 @@ def test_a_second_sigterm_does_not_interrupt_the_cleanup_of_the_first() -> None:
     assert cleaned
 
 
-def test_ctrl_c_in_a_deferred_block_takes_effect_when_the_block_ends() -> None:
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own Ctrl-C handler, as a command starts with: a pytest-xdist worker ignores SIGINT instead."""
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, outer)
+
+
+def test_ctrl_c_in_a_deferred_block_takes_effect_when_the_block_ends(ctrl_c_raises: None) -> None:
     finished = False
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt) as info, deferred_interrupts():
