@@ -117,7 +117,8 @@ def interrupted_line(exc: KeyboardInterrupt, argv: list[str]) -> str:
     run_id = runs[-1]  # closed last: the outermost run (``reproduce``'s umbrella run, closed after its arms)
     if argv[:1] == ["reproduce"]:
         line = f"distrepro: {how}; reproduction run {run_id} marked KILLED"
-        return f"{line}; continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
+        again = _without_start_flags(_without_resume(argv))
+        return f"{line}; continue it with: distrepro {shlex.join([*again, '--resume', run_id])}"
     line = f"distrepro: {how}; campaign run {run_id} marked KILLED"
     if argv[:1] == ["run"]:
         return f"{line}; continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
@@ -140,6 +141,27 @@ def _without_resume(argv: list[str]) -> list[str]:
             continue
         if arg == "--resume":
             skip = True
+            continue
+        rest.append(arg)
+    return rest
+
+
+#: ``reproduce`` flags a resume replays from the reproduction's run and refuses on its command line
+_START_FLAGS = ("--seeds", "--arms", "--with", "--set")
+
+
+def _without_start_flags(argv: list[str]) -> list[str]:
+    """``argv`` without ``--seeds``, ``--arms``, ``--with`` and ``--set`` (each with its value): ``reproduce
+    --resume`` continues with the ones the reproduction started with and refuses them given again."""
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in _START_FLAGS:
+            skip = True
+            continue
+        if arg.startswith(tuple(f"{flag}=" for flag in _START_FLAGS)):
             continue
         rest.append(arg)
     return rest

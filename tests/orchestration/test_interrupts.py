@@ -214,3 +214,13 @@ def test_sigterm_kills_the_runs_of_the_inprocess_engine(tmp_path: Path, migrated
 @pytest.mark.distributed
 def test_sigterm_kills_the_runs_and_ranks_of_the_dist_engine(tmp_path: Path, migrated_mlflow_db: Path) -> None:
     _sigterm_a_training_run(tmp_path, migrated_mlflow_db, "dist", workers=4)
+
+
+def test_the_hint_of_reproduce_leaves_out_what_its_resume_replays() -> None:
+    """``reproduce --resume`` takes the seeds, arms and --set it started with from its run and refuses them given
+    again: the hint printed after ``reproduce acid --seeds 100,101 ...`` must run as printed."""
+    exc = Terminated(signal.SIGTERM)
+    note_killed_run(exc, "f" * 32)
+    argv = ["reproduce", "acid", "--seeds", "100,101", "--no-progress", "--set", "a.b=1", "--arms=x,y", "--jobs", "2"]
+    line = interrupted_line(exc, argv)
+    assert line.endswith(f"continue it with: distrepro reproduce acid --no-progress --jobs 2 --resume {'f' * 32}"), line
