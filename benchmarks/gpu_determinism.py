@@ -11,6 +11,7 @@ deterministic CUDA kernel (``use_deterministic_algorithms(True, warn_only=True)`
 from __future__ import annotations
 
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -53,9 +54,8 @@ def twice(name: str, cfg: object) -> None:
 def main() -> int:
     from imagefolders import write_fake_cifar
 
-    root = Path("/tmp/gpu_det_cifar")
-    if not root.exists():
-        write_fake_cifar(root, per_batch=16, n_test=8)
+    root = Path(tempfile.mkdtemp(prefix="gpu_determinism_"))  # a fresh folder: nothing on the machine assumed
+    write_fake_cifar(root, per_batch=16, n_test=8)
     acid = ['method_params.topology="ring"', "schedule.warmup_epochs=0"]
     devices = ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
     for device in devices:

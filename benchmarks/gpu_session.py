@@ -6,7 +6,7 @@ with a guard per step, writing what it measured under ``--out`` (profiles graded
 step, the logs). Nothing here is needed by the test suite; its figures go to BENCHMARKS.md ("GPU recipes").
 
     python benchmarks/gpu_session.py --out "$OUT"                      # on the GPU machine
-    python benchmarks/gpu_session.py --out /tmp/g --device cpu --quick # the same path on a CPU, in a minute
+    python benchmarks/gpu_session.py --out "$DIR" --device cpu --quick  # the same path on a CPU, in a minute
 
 The end-to-end reproduction trains on *random* images in CIFAR-10's file format (no dataset can be fetched
 there): it exercises the GPU path (device placement, deterministic kernels, MLflow, the report), not accuracy.
