@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from importlib import metadata
 from pathlib import Path
 
@@ -21,6 +21,8 @@ torch.set_num_threads(min(2, torch.get_num_threads()))
 REPO = Path(__file__).resolve().parents[1]
 # helpers shared by test modules (``from clirun import ...``): tests/ mirrors the package, helpers live apart
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_support"))
+
+from hang_guard import load_factor  # noqa: E402  (lives in _support, on the path just added)
 
 PAIR_PROFILE = """\
 schema_version: 1
@@ -105,3 +107,24 @@ def mlflow_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, migrated_mlflow_
     uri = f"sqlite:///{db}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Stretch the test's pytest-timeout limit (its marker, else ``--timeout``/the ini's) by the load now.
+
+    The limit ends a hung test; on a loaded machine a correct test is only slower (``hang_guard``'s module says
+    why). The stretched limit is prepended as the test's closest marker, which pytest-timeout reads next.
+    """
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        base = float(marker.args[0])
+    elif marker is not None and "timeout" in marker.kwargs:
+        base = float(marker.kwargs["timeout"])
+    else:
+        option = item.config.getoption("timeout", None)
+        base = float(option if option is not None else (item.config.getini("timeout") or 0))
+    if base > 0:
+        rest = {k: v for k, v in (marker.kwargs if marker is not None else {}).items() if k != "timeout"}
+        item.add_marker(pytest.mark.timeout(base * load_factor(), **rest), append=False)
+    yield

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hang_guard import hang_guard
 
 from distrepro.cli import main
 from distrepro.hardware.profiles import list_profiles
@@ -123,7 +124,7 @@ def _python(code: str, tmp_path: Path, *flags: str) -> str:
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300, check=True)  # fmt: skip
+                          timeout=hang_guard(300), check=True)  # fmt: skip
     return done.stderr
 
 

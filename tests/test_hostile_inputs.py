@@ -24,6 +24,7 @@ import mlflow
 import numpy as np
 import pytest
 import yaml
+from hang_guard import hang_guard
 from imagefolders import write_fake_cifar
 
 from distrepro.cli import main
@@ -320,7 +321,7 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
         for path in cases
     }
     for path, proc in procs.items():
-        out, err = proc.communicate(timeout=240)
+        out, err = proc.communicate(timeout=hang_guard(240))
         assert proc.returncode == 2, (path, out, err)
         assert "Traceback" not in out + err, err
         assert err.startswith(f"distrepro: error: {path}") and err.strip().count("\n") == 0, err
@@ -432,7 +433,12 @@ def test_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
     cmd = f"{sys.executable} -m distrepro.cli list | head -1"
     proc = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+        ["bash", "-o", "pipefail", "-c", cmd],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(240),
     )
     assert proc.returncode == 0 and proc.stderr == "", proc
     assert proc.stdout.startswith("papers"), proc.stdout
@@ -530,12 +536,12 @@ def test_a_store_on_a_full_disk_is_one_line(small_disk: Path, migrated_mlflow_db
     )
     try:
         if when != "before":
-            deadline = time.monotonic() + 240
+            deadline = time.monotonic() + hang_guard(240)
             while proc.poll() is None and not _child_running(db) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert proc.poll() is None, proc.communicate()
             _fill(small_disk)
-        out, err = proc.communicate(timeout=240)
+        out, err = proc.communicate(timeout=hang_guard(240))
     finally:
         if proc.poll() is None:
             proc.kill()

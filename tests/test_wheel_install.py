@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hang_guard import hang_guard
 
 REPO = Path(__file__).resolve().parents[1]
 UV = shutil.which("uv")
@@ -32,7 +33,7 @@ pytestmark = [
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=hang_guard(300))
     assert out.returncode == 0, f"{' '.join(cmd)}\n{out.stdout}\n{out.stderr}"
     return out.stdout
 

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hang_guard import hang_guard
+
 from distrepro import metrics as M
 from distrepro.orchestration.executors.cell_task import WORKER_TAG
 from distrepro.tracking.mlflow_client import make_client
@@ -56,7 +58,7 @@ def kill_running_cell(uri: str, experiment: str, timeout_s: float = 180.0, after
     """Wait until a cell of ``experiment`` is RUNNING in a worker, give it ``after_s``, then SIGKILL that worker
     (its pid from the run's ``distrepro.worker`` tag); returns (run id, pid)."""
     client = make_client(uri)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + hang_guard(timeout_s)
     while time.monotonic() < deadline:
         exp = client.get_experiment_by_name(experiment)
         if exp is not None:
@@ -74,7 +76,7 @@ def kill_running_cell(uri: str, experiment: str, timeout_s: float = 180.0, after
 def session_processes(sid: int, grace_s: float = 60.0) -> list[str]:
     """Live processes (not zombies) of session ``sid`` after at most ``grace_s``: what a command started with
     ``start_new_session`` left behind (multiprocessing's resource tracker leaves a moment after its parent)."""
-    deadline = time.monotonic() + grace_s
+    deadline = time.monotonic() + hang_guard(grace_s)
     while (left := _in_session(sid)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
@@ -119,7 +121,7 @@ def wait_for_line(proc: Any, needle: str, timeout_s: float = 300.0) -> list[str]
                 return
 
     threading.Thread(target=read, daemon=True).start()
-    if not found.wait(timeout_s):
+    if not found.wait(hang_guard(timeout_s)):
         raise AssertionError(f"no line with {needle!r} within {timeout_s:.0f} s: {''.join(lines)[-2000:]}")
     return lines
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hang_guard import hang_guard
 
 TINY: dict[str, Any] = {
     "name": "store-tiny",
@@ -91,7 +92,7 @@ def finish(proc: subprocess.Popen[str], started: float, timeout: float = 240) ->
     window would add to it: tests bound it generously, from above)."""
     cpu0 = _children_cpu_s()
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(timeout=hang_guard(timeout))
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()

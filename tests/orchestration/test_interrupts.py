@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from clirun import TINY, cli_env
+from hang_guard import hang_guard
 
 from distrepro.errors import Terminated, note_killed_run
 from distrepro.orchestration.interrupts import (
@@ -180,7 +181,7 @@ def _sigterm_a_training_run(tmp_path: Path, migrated_mlflow_db: Path, engine: st
         text=True,
     )
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + hang_guard(240)
         while time.monotonic() < deadline and proc.poll() is None:
             training = any(parent for _, parent in _runs(db).values())
             if training and len(_descendants(proc.pid)) >= workers:
@@ -191,7 +192,7 @@ def _sigterm_a_training_run(tmp_path: Path, migrated_mlflow_db: Path, engine: st
         started = _descendants(proc.pid)
         assert len(started) >= workers, started
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=hang_guard(120))
     finally:
         if proc.poll() is None:
             proc.kill()

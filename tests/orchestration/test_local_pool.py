@@ -21,6 +21,7 @@ from cellruns import (
     wait_for_line,
 )
 from clirun import cli_env, write_config
+from hang_guard import hang_guard
 
 from distrepro.config.run_config import load_config
 from distrepro.orchestration.campaign import run_campaign
@@ -80,7 +81,7 @@ def test_a_killed_worker_fails_its_cell_only_and_resume_reruns_it(tmp_path: Path
     cfg = load_config(write_config(tmp_path, name="doomed", seeds=[0, 1], budget={"steps": 200}))
     thread, box = _campaign_in_thread(cfg, LocalExecutor(jobs=2, threads=1))
     killed, pid = kill_running_cell(mlflow_uri, "distrepro/adhoc")
-    thread.join(timeout=600)
+    thread.join(timeout=hang_guard(600))
     assert "error" not in box, box.get("error")
     result = box["result"]
     client = make_client(mlflow_uri)
@@ -111,7 +112,7 @@ def test_ctrl_c_cancels_the_cells_and_leaves_no_process(tmp_path: Path, mlflow_u
     try:
         before = wait_for_line(proc, after)  # the campaign says when a cell starts and when it is done
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=hang_guard(120))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

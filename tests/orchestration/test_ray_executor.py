@@ -22,6 +22,7 @@ from cellruns import (
     wait_for_line,
 )
 from clirun import cli_env, run_cli, write_config
+from hang_guard import hang_guard
 
 from distrepro.config.run_config import load_config
 from distrepro.orchestration.campaign import run_campaign
@@ -84,7 +85,7 @@ def test_killed_ray_task_is_failed_then_resumed(ray_cluster: None, tmp_path: Pat
     thread = threading.Thread(target=lambda: box.update(result=run_on(RayExecutor(), cfg)))
     thread.start()
     killed, _ = kill_running_cell(mlflow_uri, "distrepro/adhoc")
-    thread.join(timeout=600)
+    thread.join(timeout=hang_guard(600))
     result = box["result"]
     client = make_client(mlflow_uri)
     assert client.get_run(result.parent_run_id).info.status == "FAILED"
@@ -114,7 +115,7 @@ def _interrupt_ray_run(tmp_path: Path, mlflow_uri: str, name: str, after: str) -
     try:
         seen = wait_for_line(proc, after)
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=hang_guard(120))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hang_guard import hang_guard
 
 from distrepro import api
 from distrepro.cli import build_parser, main
@@ -176,10 +177,10 @@ def test_a_type_checker_sees_each_plugins_own_params(tmp_path: Path) -> None:
     )
     cmd = [sys.executable, "-m", "mypy", "--explicit-package-bases", "--ignore-missing-imports"]
     cmd += ["--follow-imports=silent", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy")]
-    ok = subprocess.run([*cmd, *files], cwd=REPO, capture_output=True, text=True, timeout=600)
+    ok = subprocess.run([*cmd, *files], cwd=REPO, capture_output=True, text=True, timeout=hang_guard(600))
     assert ok.returncode == 0, ok.stdout
     bad = subprocess.run(
-        [*cmd, str(typo / "methods/typo/method.py")], cwd=REPO, capture_output=True, text=True, timeout=600
+        [*cmd, str(typo / "methods/typo/method.py")], cwd=REPO, capture_output=True, text=True, timeout=hang_guard(600)
     )
     assert '"Params" has no attribute "momentun"' in bad.stdout, bad.stdout
 
@@ -242,7 +243,7 @@ def test_mypy_checks_a_plugin_outside_the_repository_against_distrepro(tmp_path:
     cmd = [sys.executable, "-m", "mypy", "--explicit-package-bases", "--follow-imports=silent"]
     cmd += ["--cache-dir", str(tmp_path / ".mypy"), "methods"]
     env = {**os.environ, "MYPYPATH": str(REPO)}
-    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=1100)
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=hang_guard(1100))
     findings = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert findings and all(line.startswith("methods/diloco_bad/method.py:") for line in findings), done.stdout
     out = done.stdout

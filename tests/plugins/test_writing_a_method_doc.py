@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang_guard import hang_guard
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "writing-a-method.md"
@@ -87,7 +88,7 @@ def test_every_command_of_the_guide_runs_against_a_copy_of_the_template(tmp_path
             env=env,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=hang_guard(600),
         )
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         if command.startswith("distrepro list"):

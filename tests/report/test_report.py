@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hang_guard import hang_guard
 
 from distrepro.claims.papers import PaperInfo, find_paper
 from distrepro.claims.runs import RunSet
@@ -137,7 +138,7 @@ def check_in_chromium(html: Path, workdir: Path) -> None:
             "--log-level=0", "--v=0", f"--user-data-dir={workdir / 'profile'}", "--window-size=1280,1600",
             f"--screenshot={shot}", html.as_uri(),
         ],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=hang_guard(120), check=False,
     )  # fmt: skip
     console = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hang_guard import hang_guard
 from matplotlib.text import Text
 from test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
@@ -103,7 +104,7 @@ def test_screenshot_shows_the_verdicts_on_the_first_screen(report, tmp_path: Pat
     subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          f"--user-data-dir={tmp_path / 'p'}", "--window-size=1280,800", f"--screenshot={shot}", report.html.as_uri()],
-        capture_output=True, timeout=120, check=True,
+        capture_output=True, timeout=hang_guard(120), check=True,
     )  # fmt: skip
     px = imread(shot)[..., :3]
     assert px.shape[:2] == (800, 1280)

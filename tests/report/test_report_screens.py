@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hang_guard import hang_guard
 from test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
 from distrepro.claims.papers import PaperInfo
@@ -70,7 +71,7 @@ def _probe(html: Path, workdir: Path) -> dict[str, Any]:
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          f"--user-data-dir={workdir / 'profile'}", f"--window-size={WIDTH},{HEIGHT}", "--virtual-time-budget=10000",
          "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=hang_guard(120), check=False,
     )  # fmt: skip
     found = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
     assert found, f"the probe did not run: {proc.stderr[-1500:]}"

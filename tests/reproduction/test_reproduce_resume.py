@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from cellruns import WALL_CLOCK, campaign_metrics, session_processes, sigint_as_at_a_terminal, wait_for_line
 from clirun import cli_env
+from hang_guard import hang_guard
 
 import distrepro.orchestration.campaign as campaign_module
 from distrepro.cli import main
@@ -148,7 +149,7 @@ def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
     tiny.write_text(tiny.read_text().replace("budget: {steps: 4}", "budget: {steps: 400}"))
     argv = ["tinypaper", "--jobs", "2", "--no-report", "--no-progress"]
     whole = _reproduce(argv, mlflow_uri, tmp_path)
-    _, err = whole.communicate(timeout=600)
+    _, err = whole.communicate(timeout=hang_guard(600))
     assert whole.returncode == 0, err[-3000:]
     (reference,) = [r.info.run_id for r in _runs(mlflow_uri) if r.data.tags.get("distrepro.reproduce")]
 
@@ -156,7 +157,7 @@ def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
     try:
         seen = wait_for_line(cut, ": done in")  # a cell has finished: the pool's worker closed its run
         os.killpg(cut.pid, signal.SIGINT)
-        _, rest = cut.communicate(timeout=300)
+        _, rest = cut.communicate(timeout=hang_guard(300))
     finally:
         if cut.poll() is None:
             os.killpg(cut.pid, signal.SIGKILL)
@@ -173,7 +174,7 @@ def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
     assert finished and len(finished) < 4, {r.info.run_name: r.info.status for r in cells}  # a half-done one
 
     again = _reproduce(command[1:], mlflow_uri, tmp_path)
-    _, err = again.communicate(timeout=600)
+    _, err = again.communicate(timeout=hang_guard(600))
     assert again.returncode == 0, err[-3000:]
     after = {r.info.run_id: r for r in _runs(mlflow_uri)}
     for rid in finished:  # neither trained again nor closed again

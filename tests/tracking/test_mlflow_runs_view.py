@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hang_guard import hang_guard
 from test_mlflow_ui import CHROMIUM, _free_port
 
 from distrepro.reproduction.reproduce import Reproduction, reproduce
@@ -43,7 +44,7 @@ def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + hang_guard(90)
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:

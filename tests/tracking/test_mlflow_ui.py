@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hang_guard import hang_guard
 
 from distrepro.tracking.mlflow_client import ensure_experiment, make_client
 from distrepro.tracking.ui_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, ui_url
@@ -69,7 +70,7 @@ def test_ui_opens_on_the_runs_of_a_distrepro_experiment(mlflow_uri: str, tmp_pat
     )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + hang_guard(90)
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:

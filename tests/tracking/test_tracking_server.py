@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from clirun import Done, finish, free_port, run_cli, start_cli, write_config
+from hang_guard import hang_guard
 
 from distrepro.tracking.mlflow_client import make_client
 
@@ -65,7 +66,7 @@ class MlflowServer:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + hang_guard(READY_TIMEOUT_S)
         while True:
             try:
                 with urllib.request.urlopen(f"{self.uri}/health", timeout=1):
@@ -175,7 +176,7 @@ def _first_finished_cell(db: Path, campaign: str, proc: subprocess.Popen[str], t
         "JOIN tags p ON p.run_uuid = r.run_uuid AND p.key = 'mlflow.parentRunId' "
         "WHERE c.key = 'distrepro.campaign' AND c.value = ? AND r.status = 'FINISHED'"
     )
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + hang_guard(timeout_s)
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the campaign ended before the server could be killed"
         con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=5)
