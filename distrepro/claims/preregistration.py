@@ -215,6 +215,17 @@ def exploratory_seeds(record: dict[str, Any], seeds: list[int]) -> list[int]:
     return sorted({int(s) for s in seeds} - confirmatory)
 
 
+def registered_seeds(paper_file: Path | None, scale: str) -> tuple[list[int], Path] | None:
+    """The confirmatory seeds of ``scale``'s record beside ``paper_file`` and the record's path, or None where the
+    scale was never registered. ``reproduce`` runs them when no ``--seeds`` is given, so that the default session
+    is the registered test itself (bit for bit the runs RESULTS.md reads), not exploratory seeds beside it."""
+    if paper_file is None:
+        return None
+    path = record_path(paper_file, scale)
+    record = load_record(path)
+    return ([int(s) for s in record["seeds"]], path) if record is not None else None
+
+
 def default_seeds(info: Any, scale: str, root: Path | None = None) -> list[int]:
     """From :data:`CONFIRMATORY_FIRST_SEED`, as many seeds as the arms' run configs at ``scale`` run (the most of
     any arm), so the registered n is the one the configs were sized for."""

@@ -99,6 +99,8 @@ def reproduce(
         resumed = find_reproduction(make_client(uri), paper, scale, None if resume == LATEST else resume)
         scale, arms, seeds, overrides = cast("Scale", resumed.scale), resumed.arms, resumed.seeds, resumed.overrides
     scale = scale or "proxy"
+    if seeds is None and resumed is None:
+        seeds = _registered_seeds(info.path, scale)
     chosen = choose_arms(info, scale, arms, with_arms, root)
     configs = arm_configs(info, chosen, scale, seeds, overrides, root)
     check_devices(configs, executor)
@@ -151,6 +153,25 @@ def reproduce(
                 dependence,
             )
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
+
+
+def _registered_seeds(paper_file: Path | None, scale: str) -> str | None:
+    """``--seeds`` when none is given: the scale's pre-registered confirmatory seeds, said on stderr; None (the
+    configs' own seeds) where the scale has no record."""
+    from distrepro.claims.preregistration import registered_seeds
+
+    found = registered_seeds(paper_file, scale)
+    if found is None:
+        return None
+    seeds, path = found
+    span = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    print(
+        f"seeds {span}: the confirmatory seeds pre-registered in {path.parent.parent.name}/{path.parent.name}/"
+        f"{path.name} (--seeds runs others, as exploratory runs)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return ",".join(map(str, seeds))
 
 
 #: ``resume`` of :func:`reproduce` for "the newest reproduction of the paper at this scale"

@@ -160,3 +160,20 @@ def test_arms_trained_here_say_the_cell_count_arm_and_eta(paper_root: Path, mlfl
     assert "[sync (ar_sgd) · hetero-2fast-2slow · seed 0]" in err  # the arm's name, not only its method
     steps = [line for line in err.splitlines() if "] step " in line]
     assert steps and all(line.endswith("(final)") for line in steps)  # per-step lines only with --verbose
+
+
+def test_a_registered_scale_reproduces_on_its_confirmatory_seeds(paper_root: Path, mlflow_uri: str, capsys) -> None:
+    """Without ``--seeds`` a scale with a pre-registration record runs the record's seeds (the registered test, the
+    runs RESULTS.md reads), not the configs' exploratory 0, 1; ``--seeds`` still chooses others."""
+    from distrepro.claims.preregistration import preregister
+
+    preregister("tinypaper", "proxy", [100, 101], root=paper_root)
+    capsys.readouterr()
+    result = reproduce("tinypaper", arms=["sync"], report=False, show_progress=False, root=paper_root)
+    assert sorted(c.seed for c in result.campaigns["sync"].cells) == [100, 101]
+    assert "seeds 100-101: the confirmatory seeds pre-registered in tiny/preregistration/proxy.yaml" in (
+        capsys.readouterr().err
+    )
+    chosen = reproduce("tinypaper", seeds="0", arms=["sync"], report=False, show_progress=False, root=paper_root)
+    assert [c.seed for c in chosen.campaigns["sync"].cells] == [0]
+    assert "pre-registered" not in capsys.readouterr().err
