@@ -307,6 +307,8 @@ def write_report(
         "title": info.title,
         "headline": t.text(t.of("headline"), "headline") if t and t.total("headline") else None,
         "n_runs": len(rs.runs),
+        # per scale, so RESULTS.md gives each scale's row its own count (a report holds every scale's runs)
+        "n_runs_by_scale": rs.runs["scale"].value_counts().to_dict() if "scale" in rs.runs.columns else {},
         "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "experiment": rs.experiment,
         "campaigns": rs.campaigns,

@@ -184,7 +184,13 @@ def paper_section(
         verdicts = scale_verdicts(r, scale)
         ran = scale in results
         multi = bool(r.verdict_file.get("by_scale"))
-        runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "") if ran else "none"
+        per_scale = r.verdict_file.get("n_runs_by_scale") or {}
+        if not ran:
+            runs = "none"
+        elif scale in per_scale:
+            runs = str(per_scale[scale])
+        else:  # a report written before the count per scale
+            runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "")
         rows.append(
             {
                 "scale": scale,

@@ -37,7 +37,7 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     assert "Not yet run" not in text
     tally = r"1 PASS · 0 FAIL · 0 INCONCLUSIVE\s*"
     # its one claim is derived: no headline tally, one PASS among all claims, 2 arms x 2 seeds
-    assert re.search(rf"\| proxy\s*\| – \(none decided at this scale\)\s*\| {tally}\| 4 \(every scale\)\s*\|", text), (
+    assert re.search(rf"\| proxy\s*\| – \(none decided at this scale\)\s*\| {tally}\| 4\s*\|", text), (
         text
     )
     assert re.search(r"\| `fewer-bytes`\s*\| derived\s*\| PASS\s*\| .*2×", text), text
@@ -82,3 +82,20 @@ def test_a_report_of_every_scale_shows_each_claim_once_under_the_scale_that_deci
     assert "big" in sections["paper"] and "no reproduction at this scale" in sections["paper"]
     assert re.search(r"\| paper\s*\|.*\| none\s*\|.*not run", text), text
     assert re.search(r"\| mid\s*\|.*\| 0 PASS · 1 FAIL · 0 INCONCLUSIVE\s*\| 12 \(every scale\)", text), text
+
+
+def test_each_scales_row_counts_its_own_runs(paper_root: Path) -> None:
+    """A report of every scale counts its runs per scale: each row says how many runs its scale holds."""
+    file = {
+        "verdicts": [_verdict("fewer-bytes", "proxy"), _verdict("at-mid", "mid", "FAIL")],
+        "by_scale": {"proxy": {}, "mid": {}},
+        "n_runs": 12,
+        "n_runs_by_scale": {"proxy": 8, "mid": 4},
+    }
+    results = {
+        scale: ScaleResult(scale, f"run-{scale}", "abc", False, "", 1000 * i, 2000 * i, file)
+        for i, scale in ((1, "proxy"), (2, "mid"))
+    }
+    text = "\n".join(paper_section("tinypaper", "Tiny", "d" * 12, results, paper_root))
+    assert re.search(r"\| proxy\s*\|.*\| 8\s*\|", text) and re.search(r"\| mid\s*\|.*\| 4\s*\|", text), text
+    assert "every scale" not in text
