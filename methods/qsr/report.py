@@ -50,13 +50,14 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
     """H against step for each schedule: a step line per schedule, each in its own colour, line style and
     marker, drawn thickest first so a later line on the same H runs inside an earlier one; legend beside the
     axes, outside the data."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(8.5, 3.6), layout="constrained")
+    fig = Figure(figsize=(8.5, 3.6), layout="constrained")  # outside pyplot's registry: nothing keeps it open
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     for i, (label, plan) in enumerate(plans.items()):
         lengths = plan["method_plan"]["round_lengths"]
         x, y = _steps(lengths)
@@ -67,7 +68,7 @@ def schedule_figure(plans: Mapping[str, Mapping[str, Any]], title: str) -> Any:
         ax.plot([x[k] for k in marks], [y[k] for k in marks], ls="", marker=_MARKERS[i % len(_MARKERS)], ms=5,
                 color=_COLORS[i % len(_COLORS)])  # fmt: skip
     handles = [
-        plt.Line2D([], [], color=_COLORS[i % len(_COLORS)], ls=_LINESTYLES[i % len(_LINESTYLES)],
+        Line2D([], [], color=_COLORS[i % len(_COLORS)], ls=_LINESTYLES[i % len(_LINESTYLES)],
                    lw=max(1.2, 3.2 - 0.5 * i), marker=_MARKERS[i % len(_MARKERS)], ms=5)
         for i in range(len(plans))
     ]  # fmt: skip
