@@ -104,7 +104,11 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         help="continue a reproduction that stopped: its unfinished arms (their finished seeds skipped), then the "
         "report; RUN_ID is its reproduction run, default the newest of PAPER at --scale in the store",
     )
-    rep.add_argument("--seeds", help="seed indices, e.g. 0,1,2 or 100-109 (default: each config's)")
+    rep.add_argument(
+        "--seeds",
+        help="seed indices, e.g. 0,1,2 or 100-109 (default: the seeds pre-registered for the scale, else each "
+        "config's)",
+    )
     rep.add_argument("--arms", help="comma-separated arms to run (default: every arm not marked optional)")
     rep.add_argument(
         "--with",
