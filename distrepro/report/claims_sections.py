@@ -17,6 +17,7 @@ from distrepro.claims.intervals import CI_LABELS
 from distrepro.claims.schema import Claim, PaperSpec, claimed_bounds
 from distrepro.claims.tally import tally
 from distrepro.claims.verdicts import Verdict, fmt
+from distrepro.report.results_inputs import SCALES
 from distrepro.report.sections import table
 
 
@@ -158,9 +159,13 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
     """The report's verdict line, headline first (see :mod:`distrepro.claims.tally`)."""
     t = tally(spec.claims, verdicts)
     where = f"profile `{spec.setup.profile}`, " if spec.setup.profile else ""
+    # a report of every scale judges each claim at the scale that decided it: name those of the headline claims
+    used = {c.scale or spec.setup.scale for c in spec.claims if group_of(c) == "headline"} or {spec.setup.scale}
+    scales = sorted(used, key=lambda s: SCALES.index(s) if s in SCALES else len(SCALES))
+    at = f"scale `{scales[0]}`" if len(scales) == 1 else "scales " + ", ".join(f"`{s}`" for s in scales)
     lines = [
         f"**Headline: {t.text(t.of('headline'), 'headline')}** of the paper's {t.total('headline')} claims as it "
-        f"states them, decided by measurement ({where}scale `{spec.setup.scale}`)."
+        f"states them, decided by measurement ({where}{at})."
     ]
     if t.merged:
         lines.append(

@@ -113,3 +113,14 @@ def test_paired_by_seed_only_when_seeds_pair() -> None:
     text = tally_text(unpaired, [v])
     assert "paired by seed" not in text and "same initial model" not in text
     assert "No verdict here pairs seeds" in text
+
+
+def test_the_headline_names_the_scale_that_decided_it() -> None:
+    """A report of every scale judges a headline claim at the scale that decided it (its ``scale`` moved there):
+    the tally says that scale, not the paper's default one."""
+    s = spec({**GAIN, "origin": "paper"})
+    v = judge(s, _two_arms(0.02))
+    assert "scale `proxy`)" in tally_text(s, [v])
+    at_mid = s.model_copy(update={"claims": [s.claims[0].model_copy(update={"scale": "mid"})]})
+    text = tally_text(at_mid, [v])
+    assert "scale `mid`)" in text and "`proxy`" not in text
