@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
@@ -314,6 +315,18 @@ def parse_seeds(text: str, origin: str = "--seeds") -> list[int]:
                 raise ConfigError(origin, None, f"seed index {seed} is given twice")
             seeds.append(seed)
     return seeds
+
+
+def index_spans(indices: Iterable[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2, 5"``: seed indices as :func:`parse_seeds` reads them back, and rank lists as
+    plans print them."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

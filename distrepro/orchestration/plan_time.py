@@ -16,6 +16,7 @@ from typing import Any
 from distrepro.api.method import PlanSetting
 from distrepro.api.overlap import emulated_buckets
 from distrepro.api.plan import TWO_RANK_PATTERNS, MethodPlan, Transfer
+from distrepro.config.run_config import index_spans
 from distrepro.spec.job import Job
 from distrepro.timing.framework import bucketed_step_overhead_s, costs, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
@@ -74,20 +75,9 @@ def _rank_groups(job: Job, alloc: Any, compute: list[float], overhead: list[floa
         groups.setdefault((job.profile.device(r).name, b, compute[r], overhead[r]), []).append(r)
     out = []
     for (device, batch, seconds, fixed), ranks in groups.items():
-        entry = {"ranks": _rank_span(ranks), "count": len(ranks), "device": device, "batch": batch}
+        entry = {"ranks": index_spans(ranks), "count": len(ranks), "device": device, "batch": batch}
         out.append(entry | {"compute_s": seconds} | ({"step_overhead_s": fixed} if fixed else {}))
     return out
-
-
-def _rank_span(ranks: list[int]) -> str:
-    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
-    runs: list[list[int]] = []
-    for r in ranks:
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _overlapped_step(job: Job, cost: CommCostModel, compute: list[float]) -> dict[str, Any] | None:

@@ -164,10 +164,11 @@ def _registered_seeds(paper_file: Path | None, scale: str) -> str | None:
     if found is None:
         return None
     seeds, path = found
-    span = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    from distrepro.config.run_config import index_spans
+
     print(
-        f"seeds {span}: the confirmatory seeds pre-registered in {path.parent.parent.name}/{path.parent.name}/"
-        f"{path.name} (--seeds runs others, as exploratory runs)",
+        f"seeds {index_spans(seeds)}: the confirmatory seeds pre-registered in "
+        f"{path.parent.parent.name}/{path.parent.name}/{path.name} (--seeds runs others, as exploratory runs)",
         file=sys.stderr,
         flush=True,
     )

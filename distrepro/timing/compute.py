@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any
 
+from distrepro.config.run_config import index_spans
 from distrepro.errors import ConfigError
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.seeding import derive_seed
@@ -44,17 +44,6 @@ def sigma_of_cv(cv: float) -> float:
 def lognormal(sigma: float, u: float) -> float:
     """``exp(σZ − σ²/2)`` with Z = Φ⁻¹(u): mean exactly 1, so noise adds spread without moving the mean."""
     return math.exp(sigma * _STD_NORMAL.inv_cdf(u) - 0.5 * sigma * sigma)
-
-
-def _ranks(ranks: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` → ``"0-2, 5"``."""
-    runs: list[list[int]] = []
-    for r in sorted(ranks):
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 class ComputeModel:
@@ -143,7 +132,9 @@ class ComputeModel:
         by_device: dict[str, list[int]] = {}
         for rank in ranks:
             by_device.setdefault(self.profile.device(rank).name, []).append(rank)
-        devices = ", ".join(f"{name} (rank{'s' if len(r) > 1 else ''} {_ranks(r)})" for name, r in by_device.items())
+        devices = ", ".join(
+            f"{name} (rank{'s' if len(r) > 1 else ''} {index_spans(r)})" for name, r in by_device.items()
+        )
         return (
             f"profile '{self.profile.name}' has no throughput_samples_per_s entry for workload "
             f"'{self.workload_name}' on {devices}: charged effective_flops_per_s / "

@@ -307,3 +307,10 @@ def test_bad_seed_ranges_get_one_line_naming_the_flag(text: str, message: str) -
     with pytest.raises(ConfigError) as err:
         parse_seeds(text)
     assert message in str(err.value) and "--seeds" in str(err.value)
+
+
+def test_index_spans_is_what_parse_seeds_reads_back() -> None:
+    from distrepro.config.run_config import index_spans, parse_seeds
+
+    assert index_spans([5, 0, 1, 2]) == "0-2, 5" and index_spans([100, 101, 102, 103, 104]) == "100-104"
+    assert parse_seeds(index_spans([0, 1, 2, 5, 7, 8])) == [0, 1, 2, 5, 7, 8]
