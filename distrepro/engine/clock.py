@@ -59,14 +59,14 @@ class VirtualClock:
     # ------------------------------------------------------------------ contention with backward
     def begin_backward(self) -> None:
         """A bucketed backward starts: non-blocking collectives issued until :meth:`end_backward` overlap it."""
-        self.contention.begin()
+        self.contention.begin(self.t)
 
     def end_backward(self) -> None:
         self.contention.end(self.t, self.idle_s + self.comm_s)
 
     def backward_tag(self) -> int | None:
         """What a non-blocking synchronous collective issued now records: the backward it overlaps, if any."""
-        return self.contention.tag()
+        return self.contention.tag(self.t)
 
     def _span(self, kind: SpanKind, dt: float) -> None:
         if dt > 0 and len(self.spans) < self.max_spans:
@@ -115,10 +115,12 @@ class VirtualClock:
         Time before the start is idle (waiting for the last member); the rest up to the end
         is communication. Parts already in the past (overlapped with compute) cost nothing. A synchronous
         collective issued at ``issue_s`` during backward ``tag`` (:meth:`backward_tag`) first charges, as compute,
-        what its overlap slowed that backward and no waiting absorbed (:mod:`distrepro.engine.contention`).
+        what its overlap slowed that backward and no waiting absorbed, and starts no earlier than the slowed backward
+        launched it (:mod:`distrepro.engine.contention`).
         """
         if tag is not None:
-            owed = self.contention.owed(tag, issue_s, start_s, end_s, self.t, self.idle_s + self.comm_s)
+            slack = self.idle_s + self.comm_s
+            owed, start_s, end_s = self.contention.settle(tag, issue_s, start_s, end_s, self.t, slack)
             if owed > 0:
                 self.compute(owed)
         self.idle_until(start_s)

@@ -122,9 +122,9 @@ class _Clocks:
             dt = self.job.compute.step_seconds(rank, n, self.grads[rank], self.t[rank])
             backward = dt * self._backward + self._framework[rank]
             dt += self._framework[rank]
+            self.contention[rank].begin(self.t[rank])
             self.t[rank] += dt - backward
             self._fb[rank] = [dt, backward, dt - backward]
-            self.contention[rank].begin()
             self.ep_samples[rank] += n
             self.ep_compute[rank] += dt
         self.grads[rank] += 1
@@ -146,7 +146,8 @@ class _Clocks:
         """``Work.wait()``: the contention the operation owes backward, then idle until it starts and communicate to
         its end (``finish_op``)."""
         start, end, issue, tag = self._works[rank][index]
-        self.t[rank] += self.contention[rank].owed(tag, issue, start, end, self.t[rank], self.slack[rank])
+        owed, start, end = self.contention[rank].settle(tag, issue, start, end, self.t[rank], self.slack[rank])
+        self.t[rank] += owed
         before = self.t[rank]
         if start > self.t[rank]:
             self.t[rank] = start
@@ -228,7 +229,7 @@ class _Clocks:
                     self.t[r] = start + (end - start)
                     self.slack[r] += self.t[r] - before
                 else:
-                    self._works[r].append((start, end, issue[r], self.contention[r].tag()))
+                    self._works[r].append((start, end, issue[r], self.contention[r].tag(issue[r])))
             if nonblocking:
                 lanes[call.ranks] = end
             else:

@@ -42,7 +42,7 @@ _UNITS = {
     "overhead": "× declared",
     "launch_us": "µs",
     "bucket_passes": "bytes per gradient byte",
-    "contention": "of overlapped time",
+    "contention": "fraction slower while overlapped",
 }
 
 #: the default range of each framework figure (:data:`distrepro.timing.framework.RANGES`, in the profile's units)

@@ -20,9 +20,10 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
   mean-1 lognormal step factors (:func:`expected_max_factor`), not their mean.
 * **contention** (charged by both engines, and by the analytical predictions): NCCL's kernels occupy streaming
   multiprocessors (one thread block per channel) and memory bandwidth while they overlap backward, so backward runs
-  slower for as long as a synchronous collective overlaps it: :data:`CONTENTION` of the overlapped time
-  (:mod:`distrepro.engine.contention` charges it). gloo collectives (CPU threads) and asynchronous gossip and
-  parameter-server traffic are not charged it: see :data:`CONTENTION`.
+  :data:`CONTENTION` slower for as long as a synchronous collective overlaps it (:func:`slowed_finish_s`), and the
+  buckets it makes ready later are launched that much later (:mod:`distrepro.engine.contention` charges it). gloo
+  collectives (CPU threads) and asynchronous gossip and parameter-server traffic are not charged it: see
+  :data:`CONTENTION`.
 
 A profile may set each of these figures, and the backend, in its ``framework:`` block
 (:class:`distrepro.hardware.profile_parts.Framework`); :func:`costs` resolves them with the defaults here, and the
@@ -45,7 +46,8 @@ LAUNCH_S = 5e-6
 #: bytes read or written per gradient byte by DDP's bucket handling: copy in (2), divide in place (2), copy back
 #: (2) (``reducer.cpp``, ``default_hooks.py``) [D]; range 4 (a comm hook that fuses the division) to 6
 BUCKET_PASSES = 6.0
-#: fraction of overlapped time by which backward slows while a synchronous NCCL collective runs beside it [E].
+#: how much slower backward's compute runs while a synchronous NCCL collective runs beside it (a rate: work of w
+#: seconds overlapped takes w·(1 + CONTENTION)) [E].
 #: Physical argument: NCCL runs each channel as one thread block pinned to a streaming multiprocessor (2-16 channels
 #: of the 40-132 SMs of a T4-H100: 2-15 % of the SMs) and its copies and reductions take memory bandwidth
 #: (an all-reduce reads and writes about 3 bytes per byte on the wire: 36 GB/s at 12 GB/s InfiniBand, 2-5 % of
@@ -163,9 +165,29 @@ def expected_max_factor(p: int, cv: float = STEP_CV) -> float:
     return total * h / 3
 
 
-def contention_s(overlapped_s: float, factor: float = CONTENTION) -> float:
-    """Seconds backward loses to collectives running beside it for ``overlapped_s`` seconds."""
-    return max(0.0, overlapped_s) * factor
+def slowed_finish_s(begin_s: float, work_s: float, busy: list[tuple[float, float]], factor: float) -> float:
+    """When ``work_s`` seconds of compute begun at ``begin_s`` end, compute running ``1 + factor`` times slower while
+    the communication stream is busy (``busy``: its (start, end) spans, in order and disjoint: one stream runs its
+    collectives one after the other).
+
+    The rate reading of a measured slowdown (:data:`CONTENTION`: overlapped compute "ran 18.9 % slower"): a span of
+    ``d`` seconds beside compute does ``d / (1 + factor)`` of its work, so it delays compute by
+    ``d · factor / (1 + factor)``; compute overlapped from end to end takes ``1 + factor`` times as long."""
+    t, left = begin_s, max(0.0, work_s)
+    for start, end in busy:
+        if start > t:  # the stream idle: compute at full speed up to this span
+            if start - t >= left:
+                return t + left
+            left -= start - t
+            t = start
+        if end <= t:
+            continue
+        done = (end - t) / (1.0 + factor)
+        if done >= left:
+            return t + left * (1.0 + factor)
+        left -= done
+        t = end
+    return t + left
 
 
 def ddp_step_s(
@@ -176,18 +198,18 @@ def ddp_step_s(
     contention: float = CONTENTION,
 ) -> float:
     """One DDP step, analytically, as the engines charge it (:mod:`distrepro.engine.contention`): ``buckets`` are
-    (ready fraction of backward, all-reduce seconds), launched in order on one stream as they become ready; backward
-    is lengthened by ``overhead_s`` (the reducer's work) and by ``contention`` × the time the collectives overlap
-    it; the step ends when compute and the last bucket are done. The launches keep their nominal ready times (the
-    engines launch a bucket before the collectives beside it have ended): this leaves out at most the
-    lengthening itself from the last bucket's end. ``contention=0`` and ``overhead_s=0`` give the emulator's
-    earlier rule."""
+    (ready fraction of backward, all-reduce seconds), launched in order on one stream as backward makes them ready;
+    backward is lengthened by ``overhead_s`` (the reducer's work) and runs ``1 + contention`` times slower while a
+    collective runs beside it (:func:`slowed_finish_s`), which delays the later buckets' launches too; the step ends
+    when compute and the last bucket are done. ``contention=0`` and ``overhead_s=0`` give the emulator's earlier
+    rule."""
     forward = (1 - backward_fraction) * compute_s
     backward = backward_fraction * compute_s + overhead_s
-    backward_end = forward + backward
-    comm_end = overlapped = 0.0
+    comm_end = 0.0
+    busy: list[tuple[float, float]] = []
     for ready, seconds in buckets:
-        start = max(forward + backward * ready, comm_end)
+        launch = slowed_finish_s(0.0, forward + backward * ready, busy, contention)
+        start = max(launch, comm_end)
         comm_end = start + seconds
-        overlapped += max(0.0, min(comm_end, backward_end) - start)
-    return max(backward_end + contention_s(overlapped, contention), comm_end)
+        busy.append((start, comm_end))
+    return max(slowed_finish_s(0.0, forward + backward, busy, contention), comm_end)

@@ -37,12 +37,13 @@ def test_ddp_step_overlaps_buckets_and_contention_lengthens_backward() -> None:
     """compute 1 s, backward 2/3; buckets of 0.1 s ready at half and all of backward."""
     base = fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.0)
     assert base == pytest.approx(1.1)  # the last bucket after backward
-    # the first bucket overlaps 0.1 s of backward: backward ends 10 ms late, still before the last bucket's end
-    assert fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.1) == pytest.approx(1.1)
-    # compute-bound: the one bucket overlaps 0.1 s of backward, which ends 10 ms (or 30 ms at 0.3) late
-    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.1) == pytest.approx(1.01)
-    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.3) == pytest.approx(1.03)
-    # a bucket that outlasts backward slows only the part it overlaps: 0.5 s of 0.9 s
+    # the first bucket runs beside 0.1 s of backward, which ends 0.1·0.1/1.1 late and launches the last bucket then
+    late = 0.1 * 0.1 / 1.1
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1), (1.0, 0.1)], contention=0.1) == pytest.approx(1.1 + late)
+    # compute-bound: the one bucket beside 0.1 s of backward, which ends 9 ms (or 23 ms at 0.3) late
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.1) == pytest.approx(1.0 + late)
+    assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.1)], contention=0.3) == pytest.approx(1.0 + 0.1 * 0.3 / 1.3)
+    # a bucket that outlasts backward: the last 0.5 s of backward's work takes 0.55 s beside it
     assert fw.ddp_step_s(1.0, 2 / 3, [(0.25, 0.9)], contention=0.1) == pytest.approx(max(1.05, 0.5 + 0.9))
     assert fw.ddp_step_s(1.0, 2 / 3, [(0.5, 0.1)], overhead_s=0.05, contention=0.0) == pytest.approx(1.05)
 
