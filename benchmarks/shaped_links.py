@@ -61,12 +61,18 @@ WORKER_TIMEOUT_S = 300
 @dataclass(frozen=True)
 class Op:
     """One timed operation: ``all_reduce`` over every rank, concurrent ``pairs`` exchanging ``nbytes`` each way, or
-    ``send``: the first rank of each pair sends ``nbytes`` to the second (one direction only)."""
+    ``send``: the first rank of each pair sends ``nbytes`` to the second (one direction only).
+
+    ``recv_first``: a pair's ``batch_isend_irecv`` lists its receive before its send, as the engine's
+    ``Comm.exchange`` does (``distrepro/engine/multiprocess/peer.py``, *receive_first_swap*: gloo moves a payload
+    only after the peer's "ready to receive" notice, which it queues behind what the rank already queued, so posted
+    send first the two directions take turns). False: the order the engine used before, for the comparison."""
 
     name: str
     kind: str
     nbytes: int
     pairs: tuple[tuple[int, int], ...] = ()
+    recv_first: bool = True
 
 
 @dataclass(frozen=True)
@@ -89,10 +95,18 @@ class Case:
         raise ValueError(f"rank {rank} outside layout {self.layout}")
 
 
-def cases(nbytes: int, quick: bool = False) -> list[Case]:
-    """The benchmark's cases; ``quick``: one two-node ring, for the test suite."""
+def cases(nbytes: int, quick: bool = False, swaps_only: bool = False) -> list[Case]:
+    """The benchmark's cases; ``quick``: one two-node ring, for the test suite; ``swaps_only``: the pair
+    exchanges alone, each also with the send posted first (:class:`Op`)."""
     if quick:
         return [Case((1, 1), (Op("ring p=2", "all_reduce", nbytes),))]
+    if swaps_only:
+        swaps = []
+        for case in cases(nbytes):
+            ops = [op for op in case.ops if op.kind == "pairs"]
+            ops += [Op(f"{op.name}, send first", op.kind, op.nbytes, op.pairs, False) for op in ops]
+            swaps.append(Case(case.layout, tuple(ops)))
+        return swaps
     pairs4 = ((0, 1), (2, 3))
     pairs8 = ((0, 1), (2, 3), (4, 5), (6, 7))
     return [
@@ -188,12 +202,10 @@ def predict(case: Case, op: Op, rate_mbit: float | None, latency_s: float, algor
     cost = CommCostModel(profile)
     flows = []
     for a, b in op.pairs:
-        # a swap as the in-process engine runs it: S each way over both directions of the pair's path; gloo (the
-        # backend of these CPU profiles) takes turns, so the pair uses at most half of each direction: 2·S/B alone
+        # a swap as the in-process engine runs it: S each way over both directions of the pair's path at once
         cap, uses = paths.of(((a, b), (b, a)))
-        half = 0.5 if profile.backend() == "gloo" else 1.0
         data_s = cost.exchange(a, b, op.nbytes) - profile.link(a, b).latency_s
-        flows.append((0.0, data_s * cap * half, cap * half, uses))
+        flows.append((0.0, data_s * cap, cap, uses))
     ends = simulate(flows, paths.capacity)
     return max(ends) + max(profile.link(a, b).latency_s for a, b in op.pairs)
 
@@ -226,9 +238,9 @@ def worker(spec_path: str) -> int:
                     dist.send(buf, partner)
                 else:
                     dist.recv(recv, partner)
-            elif partner is not None:  # as the engine's Comm.exchange does it
-                swap = [dist.P2POp(dist.isend, buf, partner), dist.P2POp(dist.irecv, recv, partner)]
-                for req in dist.batch_isend_irecv(swap):
+            elif partner is not None:  # a swap, as the engine's Comm.exchange issues it (receive first) or not
+                swap = [dist.P2POp(dist.irecv, recv, partner), dist.P2POp(dist.isend, buf, partner)]
+                for req in dist.batch_isend_irecv(swap if op["recv_first"] else swap[::-1]):
                     req.wait()
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             stats = torch.tensor([wall, cpu], dtype=torch.float64)
@@ -262,7 +274,10 @@ def run_case(
             "out": f"{tmp}/result.json",
             "warmup": warmup,
             "reps": reps,
-            "ops": [{"name": o.name, "kind": o.kind, "nbytes": o.nbytes, "pairs": o.pairs} for o in case.ops],
+            "ops": [
+                {"name": o.name, "kind": o.kind, "nbytes": o.nbytes, "pairs": o.pairs, "recv_first": o.recv_first}
+                for o in case.ops
+            ],
         }
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(json.dumps(spec))
@@ -458,6 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one two-node ring only")
     parser.add_argument("--no-training", action="store_true", help="collectives only, no AR-SGD training runs")
     parser.add_argument("--no-collectives", action="store_true", help="AR-SGD training runs only")
+    parser.add_argument(
+        "--swaps-only", action="store_true", help="pair exchanges only, each posted receive first and send first"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker)
@@ -474,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     latency_s = measure_latency(args.reps)
     rows = []
     for rate in [] if args.no_collectives else args.rates:
-        for case in cases(nbytes, args.quick):
+        for case in cases(nbytes, args.quick, args.swaps_only):
             results = run_case(case, rate, args.reps, args.warmup, args.cpu_quota, args.delay_ms)
             for op, res in zip(case.ops, results, strict=True):
                 measured = statistics.median(res["wall_s"])
@@ -486,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                     "measured_s": measured,
                     "measured_min_s": min(res["wall_s"]),
                     "measured_max_s": max(res["wall_s"]),
+                    "measured_all_s": res["wall_s"],
                     "cpu_s_all_ranks": statistics.median(res["cpu_s_all_ranks"]),
                     "predicted_s": ring,
                     "error": ring / measured - 1,
@@ -493,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
                 if op.kind == "all_reduce" and len(case.layout) < case.world:
                     row["predicted_hierarchical_s"] = predict(case, op, rate, latency_s, "hierarchical")
                 rows.append(row)
-    if not args.quick and not args.no_training:
+    if not args.quick and not args.no_training and not args.swaps_only:
         rows += training_rows(args.rates, latency_s, cpu_quota=args.cpu_quota)
     end = os.times()
     summary = {

@@ -46,8 +46,14 @@ def test_flows_through_one_nic_share_it() -> None:
     for m in (1, 2, 4):
         pairs = tuple((i, m + i) for i in range(m))
         case = links.Case((m, m), (links.Op("shared", "pairs", MIB4, pairs),))
-        # a gloo swap is half duplex: one pair alone takes 2·S/B; m >= 2 pairs fill both directions: m·S/B
-        assert links.predict(case, case.ops[0], 100.0, latency_s=0.0) == pytest.approx(max(m, 2) * MIB4 / bandwidth)
+        # a swap (receive posted first) runs both directions at once: m pairs share each direction, m·S/B
+        assert links.predict(case, case.ops[0], 100.0, latency_s=0.0) == pytest.approx(m * MIB4 / bandwidth)
+
+
+def test_swaps_only_runs_each_pair_exchange_in_both_orders() -> None:
+    swaps = [op for case in links.cases(MIB4, swaps_only=True) for op in case.ops]
+    assert {op.kind for op in swaps} == {"pairs"}
+    assert sum(op.recv_first for op in swaps) == sum(not op.recv_first for op in swaps) == 5
 
 
 def _namespaces() -> str:

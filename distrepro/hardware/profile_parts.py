@@ -235,7 +235,7 @@ class Framework(Strict):
     of :mod:`distrepro.timing.framework`, which says where it comes from).
 
     ``backend``: ``nccl`` (GPU kernels; links full duplex, collectives contend with backward for SMs and memory
-    bandwidth) or ``gloo`` (CPU threads over TCP; a pairwise swap of ``batch_isend_irecv`` measured half duplex).
+    bandwidth) or ``gloo`` (CPU threads over TCP; collectives do not contend with backward).
     Default: ``nccl`` when every device is a GPU, else ``gloo`` (``torch.distributed`` runs NCCL only on GPUs).
     ``contention``: the fraction by which backward slows while a synchronous collective overlaps it (0 pins it
     off). ``launch_us`` and ``bucket_passes``: DDP's per-tensor host cost and bytes moved per gradient byte."""

@@ -193,15 +193,11 @@ class CommCostModel:
         return self._noisy("p2p", pair, self.profile.link(a, b).transfer_s(self._size(nbytes)), nbytes)
 
     def exchange(self, a: int, b: int, nbytes: float) -> float:
-        """A swap of ``nbytes`` each way (``batch_isend_irecv``). NCCL runs both directions at once over full-duplex
-        links: one p2p. gloo does not: the shaped-link benchmark (BENCHMARKS.md, "Shaped links") measured its swap
-        at 2·S/B, the two messages one after the other, so on a gloo cluster (``profile.backend()``) the data term
-        counts twice; the latency once (both sends are posted together). At the exchange efficiency either way."""
+        """A swap of ``nbytes`` each way (``batch_isend_irecv``): both directions at once over full-duplex links, one
+        p2p, at the exchange efficiency. NCCL coalesces the two; gloo runs them at once because the engines post the
+        receive first (:mod:`distrepro.engine.multiprocess.peer`, *receive_first_swap*; measured through shaped
+        links, BENCHMARKS.md "Shaped links")."""
         eff = self.profile.efficiency("exchange")
-        if self.profile.backend() == "gloo":
-            link = self.profile.link(a, b)
-            seconds = link.latency_s + 2.0 * self._size(nbytes) / (link.bandwidth_bytes_per_s * eff)
-            return self._noisy("p2p", (a, b) if a < b else (b, a), seconds, nbytes)
         if eff == 1.0:
             return self.p2p(a, b, nbytes)
         link = self.profile.link(a, b)

@@ -117,9 +117,6 @@ class Op:
     start_s: float = 0.0
     end_s: float = float("nan")
     on_done: Callable[[Op], None] | None = None
-    #: the share of its path's capacity the operation can use: 0.5 for a gloo swap, whose two directions take
-    #: turns (each direction at most half the link's rate, so alone it moves S each way in 2·S/B)
-    cap_scale: float = 1.0
 
 
 class Lanes:
@@ -148,7 +145,6 @@ class Lanes:
             self._data_done(op, t, exact=True)
             return
         cap, uses = self.paths.of(op.hops)
-        cap *= op.cap_scale
         self._ids += 1
         self.net.add(Flow(self._ids, data_s * cap, cap, uses, t, extra=op), t)
         self._reschedule()

@@ -56,9 +56,7 @@ class ExchangeRequest(Request):
         latency = fab.cost.exchange(self.rank, self.peer, 0)
         hops = ((self.rank, self.peer), (self.peer, self.rank))
         members = {self.rank: self.work, self.peer: peer_req.work}
-        half = 0.5 if fab.cost.profile.backend() == "gloo" else 1.0  # a gloo swap is half duplex (CommCostModel)
         op = Op(("p", pair), start, seconds, min(latency, seconds), hops, members, {self.rank: b, self.peer: a})
-        op.cap_scale = half
         fab.lanes.submit(op)
 
 

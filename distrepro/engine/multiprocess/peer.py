@@ -4,6 +4,16 @@ pairing coordinator's answers, and the gossip agent's swaps on its own process g
 A mixin, apart from the collectives because pairwise traffic carries its clock differently: the sender's
 virtual clock rides at the end of the exchanged vector (two float slots), and an exchange starts when the later
 of the two peers issued it. Charges follow :func:`distrepro.engine.charges.exchange`, as in the in-process engine.
+
+*receive_first_swap*: every swap lists its receive before its send. gloo moves a payload only once the peer's
+"ready to receive" notice has arrived, and writes that notice behind whatever the rank has already queued on the
+connection (facebookincubator/gloo ``gloo/transport/tcp/pair.cc``: ``Pair::send`` parks a send until
+``shiftRemotePendingRecv``; ``Pair::recv`` writes the notice through ``sendAsyncMode``, behind the connection's
+``tx_`` queue). Posted send first, the later rank's notice waits behind its own payload and the two directions take
+turns: the swap measured 2·S/B through shaped links, and m pairs through one NIC between m·S/B and 2·S/B by the
+order the ranks happened to arrive in. Posted receive first, both notices leave before either payload: S/B, the
+full-duplex swap the emulator charges (BENCHMARKS.md, "Shaped links"). NCCL coalesces the batch, so the order is
+moot there.
 """
 
 from __future__ import annotations
@@ -52,9 +62,9 @@ class PeerOps:
         dtype = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
         mine = self._to_wire(torch.cat([flat.to(dtype), clock_slots(self.clock.t, 0, 1, dtype).to(flat.device)]))
         theirs = torch.empty_like(mine)
-        ops = [
-            dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
+        ops = [  # receive posted first: full duplex on gloo (receive_first_swap)
             dist.P2POp(dist.irecv, theirs, peer, group=self._world.handle),
+            dist.P2POp(dist.isend, mine, peer, group=self._world.handle),
         ]
         reqs = dist.batch_isend_irecv(ops)
         issued = self.clock.t
@@ -110,9 +120,9 @@ class PeerOps:
         """Send ``vector`` to ``peer`` and receive its vector, on the gossip group (the agent's thread)."""
         mine = self._to_wire(vector.detach().reshape(-1))
         theirs = torch.empty_like(mine)
-        ops = [
-            dist.P2POp(dist.isend, mine, peer, group=self.gossip_group),
+        ops = [  # receive posted first: full duplex on gloo (receive_first_swap)
             dist.P2POp(dist.irecv, theirs, peer, group=self.gossip_group),
+            dist.P2POp(dist.isend, mine, peer, group=self.gossip_group),
         ]
         for req in dist.batch_isend_irecv(ops):
             req.wait()
