@@ -48,20 +48,27 @@ def _git(repo: Path, *args: str) -> str | None:
     return proc.stdout.strip()
 
 
+#: top-level folders the suite itself writes: changes there do not make a work tree dirty (:func:`git_info`)
+OUTPUTS = ("reports",)
+
+
 def git_info(repo: Path) -> dict[str, str]:
     """Return ``commit``, ``dirty`` and ``branch`` of the git work tree containing ``repo``.
 
     Outside a git work tree (an installed wheel, a tarball) or without a ``git`` binary every
     field is ``"unknown"``, so a run is still logged but can be told apart from a clean one.
     ``dirty`` is ``"true"`` when tracked files differ from ``HEAD`` *or* untracked files that are
-    not ignored exist: an untracked new method or profile changes results just as an edit does.
+    not ignored exist: an untracked new method or profile changes results just as an edit does. The work tree's
+    top-level ``reports/`` is left out (:data:`OUTPUTS`): the suite writes it (a reproduction rewrites
+    ``reports/<paper>/``, Decent-DP's tracked Fig. 6 grid among them), so a change there is an output of an
+    earlier run, not an input of this one, and must not mark every later run of that checkout dirty.
     ``branch`` is ``"detached"`` on a detached ``HEAD``.
     """
     repo = Path(repo)
     if _git(repo, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": UNKNOWN, "dirty": UNKNOWN, "branch": UNKNOWN}
     commit = _git(repo, "rev-parse", "HEAD") or UNKNOWN  # a repo without commits has no HEAD
-    status = _git(repo, "status", "--porcelain")
+    status = _git(repo, "status", "--porcelain", "--", ":(top)", *(f":(top,exclude){p}" for p in OUTPUTS))
     dirty = UNKNOWN if status is None else ("true" if status else "false")
     branch = _git(repo, "symbolic-ref", "--short", "-q", "HEAD") or "detached"
     return {"commit": commit, "dirty": dirty, "branch": branch}

@@ -76,6 +76,25 @@ def test_untracked_file_counts_as_dirty_but_ignored_does_not(isolated_git: Path)
     assert git_info(repo)["dirty"] == "true"
 
 
+def test_what_the_suite_writes_under_reports_does_not_make_the_tree_dirty(isolated_git: Path) -> None:
+    """A reproduction rewrites reports/<paper>/ (Decent-DP's tracked fig6.csv): the next run of that checkout is
+    still on clean code; an edit anywhere else, or a new file in a folder named reports deeper down, is not."""
+    repo = isolated_git / "repo"
+    _make_repo(repo)
+    (repo / "reports" / "decentdp").mkdir(parents=True)
+    (repo / "reports" / "decentdp" / "fig6.csv").write_text("a\n")
+    _git(repo, "add", "reports")
+    _git(repo, "commit", "-q", "-m", "grid")
+    (repo / "reports" / "decentdp" / "fig6.csv").write_text("b\n")
+    (repo / "reports" / "qsr").mkdir()
+    (repo / "reports" / "qsr" / "report.md").write_text("x\n")
+    assert git_info(repo)["dirty"] == "false"
+    assert git_info(repo / "reports")["dirty"] == "false"
+    (repo / "methods" / "reports").mkdir(parents=True)
+    (repo / "methods" / "reports" / "new.py").write_text("x = 1\n")
+    assert git_info(repo)["dirty"] == "true"
+
+
 @pytest.mark.smoke
 def test_git_status_leaves_index_untouched(isolated_git: Path) -> None:
     """git_info must not rewrite .git/index (no lock taken while someone else commits)."""
