@@ -20,6 +20,8 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,12 +161,16 @@ def time_steps(
     return out
 
 
-def provenance(device: Any, precision: str, timings: list[BatchTiming], warmup: int, load: tuple[Any, Any]) -> str:
-    """The rest of the ``[M]`` source: machine, versions, date, repeats, CPU beside wall, load average."""
+def provenance(
+    device: Any, precision: str, timings: list[BatchTiming], warmup: int, load: tuple[Any, Any], kernels: str = ""
+) -> str:
+    """The rest of the ``[M]`` source: machine, versions, date, repeats, CPU beside wall, load average, and on a GPU
+    which kernels ran (``kernels``)."""
     cpu = ", ".join(f"b={t.batch}: {t.median_cpu_s / t.median_wall_s:.2f}" for t in timings)
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f"{precision.upper()}, synthetic data, full step with SGD momentum; {len(timings[0].wall_s)} timed steps per "
+        f"{precision.upper()}{'; ' + kernels if kernels else ''}, synthetic data, full step with SGD momentum; "
+        f"{len(timings[0].wall_s)} timed steps per "
         f"batch after {warmup} discarded; CPU/wall per step {cpu}; load average {load[0][0]:.2f} before, "
         f"{load[1][0]:.2f} after; {machine_description(device)}; distrepro calibrate, {date}"
     )
@@ -210,13 +216,21 @@ def calibrate(
     warmup: int,
     repeats: int,
     name: str | None,
+    deterministic: Callable[[Any], AbstractContextManager[Any]] | None = None,
 ) -> tuple[str, dict[str, Any], StepFit, list[BatchTiming]]:
-    """Measure and fit: (profile name, the ``[M]`` device entry, the fit, the timings)."""
+    """Measure and fit: (profile name, the ``[M]`` device entry, the fit, the timings).
+
+    ``deterministic``: the context that switches the device to the deterministic kernels training runs under
+    (:func:`distrepro.engine.device.deterministic_cuda`, handed down by ``distrepro calibrate --deterministic``: this
+    layer sits below the engine), entered around the timing; None: torch's defaults. On a GPU they cost a step
+    about 11 % (median on an H100, BENCHMARKS.md "GPU recipes"), so a profile that prices this suite's own GPU runs
+    is measured with them, one of the paper's hardware at its usual speed without; the source says which."""
     if not 0 <= warmup <= MAX_REPEATS or not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError("--repeats", None, f"--warmup 0..{MAX_REPEATS} and --repeats 1..{MAX_REPEATS}")
     device = resolve_device(device_name, precision)
     load_before = os.getloadavg()
-    timings = time_steps(workload, device, batches, warmup, repeats, precision)
+    with (deterministic or nullcontext)(device):
+        timings = time_steps(workload, device, batches, warmup, repeats, precision)
     load = (load_before, os.getloadavg())
     fit = fit_step_curve([(t.batch, t.median_wall_s) for t in timings])
     profile_name = name or f"calibrated-{platform.node() or 'host'}-{device.type}".lower()
@@ -227,6 +241,7 @@ def calibrate(
     else:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     kind = "gpu" if device.type == "cuda" else "cpu"
-    where = provenance(device, precision, timings, warmup, load)
+    chosen = ("deterministic kernels" if deterministic else "default kernels") if device.type == "cuda" else ""
+    where = provenance(device, precision, timings, warmup, load, chosen)
     entry = device_entry(workload, fit, f"{kind}-{platform.node() or 'host'}", kind, memory, where)
     return profile_name, entry, fit, timings

@@ -84,3 +84,28 @@ def test_calibrate_goes_into_a_root_and_never_into_the_shipped_profiles(tmp_path
 def test_a_workload_without_an_architecture_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", "gpt2_small_owt_1024tok", "--batches", "1"]) == 2
     assert "calibrate supports" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("small_architecture")
+def test_deterministic_kernels_are_entered_around_the_timing_and_said_on_a_gpu(tmp_path: Path) -> None:
+    """``--deterministic`` hands the engine's deterministic-kernel context down; the timing runs inside it. On the
+    CPU the source names no kernels (torch's CPU kernels have no such switch); on a GPU it names which ran."""
+    from contextlib import contextmanager
+
+    entered: list[str] = []
+
+    @contextmanager
+    def recording(device):  # type: ignore[no-untyped-def]
+        entered.append(device.type)
+        yield
+
+    _, entry, _, _ = calibration.calibrate("resnet18_cifar_32", "cpu", "fp32", [1], 0, 1, None, recording)
+    assert entered == ["cpu"]
+    assert "kernels" not in entry["source"]
+    timings = [calibration.BatchTiming(1, (0.01,), (0.01,))]
+    load = ((0.5, 0.5, 0.5), (0.6, 0.6, 0.6))
+    said = calibration.provenance(resolve_device("cpu", "fp32"), "fp32", timings, 0, load, "deterministic kernels")
+    assert said.startswith("FP32; deterministic kernels, synthetic data")
+    argv = ["calibrate", "resnet18_cifar_32", "--batches", "1", "--warmup", "0", "--repeats", "1", "--deterministic"]
+    assert main([*argv, "--out", str(tmp_path / "det.yaml"), "--name", "det"]) == 0
+    assert load_profile(tmp_path / "det.yaml").device(0).source.startswith("[M]")

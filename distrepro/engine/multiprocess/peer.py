@@ -10,7 +10,7 @@ of the two peers issued it. Charges follow :func:`distrepro.engine.charges.excha
 connection (facebookincubator/gloo ``gloo/transport/tcp/pair.cc``: ``Pair::send`` parks a send until
 ``shiftRemotePendingRecv``; ``Pair::recv`` writes the notice through ``sendAsyncMode``, behind the connection's
 ``tx_`` queue). Posted send first, the later rank's notice waits behind its own payload and the two directions take
-turns: the swap measured 2·S/B through shaped links, and m pairs through one NIC between m·S/B and 2·S/B by the
+turns: the swap measured 2·S/B through shaped links, and m pairs through one NIC between m·S/B and 2m·S/B by the
 order the ranks happened to arrive in. Posted receive first, both notices leave before either payload: S/B, the
 full-duplex swap the emulator charges (BENCHMARKS.md, "Shaped links"). NCCL coalesces the batch, so the order is
 moot there.
