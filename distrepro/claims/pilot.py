@@ -47,6 +47,7 @@ from distrepro.claims.preregistration import CONFIRMATORY_FIRST_SEED
 from distrepro.claims.samples import interval_scale, paired_sample
 from distrepro.claims.stats import stat
 from distrepro.claims.verdict_record import Verdict
+from distrepro.config.run_config import index_spans
 from distrepro.errors import ConfigError, DistreproError
 
 DEFAULT_POWER = 0.8
@@ -131,9 +132,7 @@ def claim_line(claim_id: str, entry: dict[str, Any], max_seeds: int) -> str:
 
 def summary_line(block: dict[str, Any]) -> str:
     """The record's ``pilot:`` block in one sentence: seeds, power, the n chosen and why."""
-    seeds = block.get("seeds") or []
-    run = bool(seeds) and seeds == list(range(seeds[0], seeds[-1] + 1))
-    span = f"{seeds[0]}-{seeds[-1]}" if run and len(seeds) > 2 else ", ".join(map(str, seeds)) or "none"
+    span = index_spans(block.get("seeds") or []) or "none"
     campaigns = block.get("campaigns") or []
     where = f", campaign(s) {', '.join(c[:12] for c in campaigns)}" if 0 < len(campaigns) <= 3 else ""
     where = f", {len(campaigns)} campaigns" if len(campaigns) > 3 else where
