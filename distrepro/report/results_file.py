@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.claims.papers import find_paper, known_papers
-from distrepro.report.results_inputs import INPUTS_TAG, SCALES, inputs_digest
+from distrepro.report.results_inputs import INPUTS_TAG, SCALES, configs_digest, inputs_digest
 from distrepro.report.sections import table
 
 RESULTS_FILE = "RESULTS.md"
@@ -150,16 +150,39 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _run_note(result: ScaleResult, digest: str) -> str:
-    """Where the row comes from, and whether it was made on the inputs checked in now."""
+def _run_note(result: ScaleResult, digest: str, paper: str = "", root: Path | None = None) -> str:
+    """Where the row comes from, and whether it was made on the configs checked in now.
+
+    Where the run's commit is in this checkout's history and its tree was clean, its arms and configs at its scale
+    are read at that commit and compared as data with the checkout's (:func:`configs_digest`): a reworded comment
+    or a claim's margin does not make its runs stale (the report judges them on the current claims). Otherwise the
+    digest the run was tagged with is compared with the checkout's, byte for byte, as before."""
     commit = result.commit[:10] + (" (uncommitted changes)" if result.dirty else "")
-    if not result.inputs:
+    same = _same_configs(result, paper, root) if paper and not result.dirty else None
+    if same is True:
+        made = "made on the current configs (its arms and run configs at this scale, read at its commit)"
+    elif same is False:
+        made = "**made on other configs**: an arm or its run config at this scale changed since; re-run it"
+    elif not result.inputs:
         made = "inputs not recorded (a run older than the `distrepro.inputs` tag)"
     elif result.inputs == digest:
         made = "made on the current paper.yaml and configs"
     else:
         made = f"**made on other inputs ({result.inputs})**: paper.yaml or a config changed since; re-run it"
     return f"run `{result.run_id}` at commit `{commit}`, {made}"
+
+
+def _same_configs(result: ScaleResult, paper: str, root: Path | None) -> bool | None:
+    """Whether ``result`` ran on the checkout's arms and configs at its scale; None when its commit's files cannot
+    be read here (no git, a commit this checkout does not have)."""
+    from distrepro.tracking.provenance import file_at_commit
+
+    info = find_paper(paper, root)
+    if info.path is None or file_at_commit(info.path, result.commit) is None:
+        return None
+    then = configs_digest(info, result.scale, lambda p: file_at_commit(p, result.commit), root)
+    now = configs_digest(info, result.scale, lambda p: p.read_text(encoding="utf-8"), root)
+    return then == now
 
 
 def paper_section(
@@ -206,7 +229,7 @@ def paper_section(
     for scale in [row["scale"] for row in rows]:
         r = results.get(scale, newest)
         note = (
-            _run_note(r, digest)
+            _run_note(r, digest, paper, root)
             if scale in results
             else f"no reproduction at this scale in the store; the claims judged at it, as the newest report "
             f"(run `{newest.run_id}`) reads them"

@@ -9,10 +9,13 @@ other inputs shows as such in the file instead of passing for current.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 from distrepro.claims.papers import PaperInfo, arm_config_path
 from distrepro.errors import ConfigError
+from distrepro.safe_yaml import load_yaml
 
 INPUTS_TAG = "distrepro.inputs"
 SCALES = ("proxy", "mid", "gpu", "paper")
@@ -47,4 +50,39 @@ def inputs_digest(info: PaperInfo, root: Path | None = None) -> str:
         except ValueError:  # a config shared from another plugin root
             name = path.name
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def configs_digest(info: PaperInfo, scale: str, read: Callable[[Path], str | None], root: Path | None = None) -> str:
+    """What the runs at ``scale`` depend on, as one digest: ``paper.yaml``'s arms and each arm's run config at that
+    scale, as parsed YAML data, each file read through ``read`` (the checkout's text, or a commit's).
+
+    Why not :func:`inputs_digest`: that one covers the claims too (a margin changes the verdicts, not the runs) and
+    every byte (a comment reworded in a config marked every run of the paper "made on other inputs"). A run at
+    ``scale`` was made on the current configs when this digest, taken on its commit's files, equals the checkout's.
+    A file that is missing or does not parse hashes as such, so it differs from any real one."""
+    if info.path is None:
+        return ""
+
+    def parsed(path: Path) -> object:
+        text = read(path)
+        if text is None:
+            return "<missing>"
+        try:
+            return load_yaml(text, path)
+        except ConfigError:
+            return "<unparsable>"
+
+    def canonical(value: object) -> bytes:
+        return json.dumps(value, sort_keys=True, default=str).encode() + b"\0"
+
+    paper = parsed(info.path)
+    setup = paper.get("setup") if isinstance(paper, dict) else paper
+    h = hashlib.sha256(canonical(setup.get("arms") if isinstance(setup, dict) else setup))
+    for name, arm in (info.spec.setup.arms if info.spec is not None else {}).items():
+        try:
+            path = arm_config_path(info.path, name, arm.config, scale, root)
+        except ConfigError:  # no config at this scale: nothing to hash
+            continue
+        h.update(name.encode() + b"\0" + canonical(parsed(path)))
     return h.hexdigest()[:DIGEST_CHARS]

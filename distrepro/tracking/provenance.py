@@ -74,6 +74,13 @@ def git_info(repo: Path) -> dict[str, str]:
     return {"commit": commit, "dirty": dirty, "branch": branch}
 
 
+def file_at_commit(path: Path, commit: str) -> str | None:
+    """The text of ``path`` (a file of a git work tree) as it was at ``commit``; None without git, outside a work
+    tree, for an unknown commit or a file the commit did not have."""
+    path = Path(path)
+    return _git(path.parent, "show", f"{commit}:./{path.name}")
+
+
 def _dist_version(name: str) -> str | None:
     """Installed version of distribution ``name`` from its metadata, without importing it.
 

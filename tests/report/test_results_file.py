@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from distrepro.cli import main
-from distrepro.report.results_file import REGENERATE, ScaleResult, paper_section, stale_papers, write_results
+from distrepro.report.results_file import (
+    REGENERATE,
+    ScaleResult,
+    _run_note,
+    paper_section,
+    stale_papers,
+    write_results,
+)
 from distrepro.reproduction.reproduce import reproduce
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +55,36 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     assert problem.startswith("tinypaper: inputs ")
     write_results(out, mlflow_uri, paper_root)
     assert "**made on other inputs" in out.read_text()  # the old run no longer passes for current
+
+
+def test_a_runs_note_compares_the_configs_read_at_its_commit(
+    paper_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reworded comment or a claim's margin leaves a run current; a changed run config makes it stale; a commit
+    this checkout does not have falls back to the digest the run was tagged with."""
+    import subprocess
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(paper_root.parent))
+
+    def git(*args: str) -> str:
+        cfg = ["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+        done = subprocess.run(["git", *cfg, "-C", str(paper_root), *args], check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "runs")
+    result = ScaleResult("proxy", "r1", git("rev-parse", "HEAD"), False, "0123456789ab", 0, 1, {})
+    paper = paper_root / "methods" / "tiny" / "paper.yaml"
+    paper.write_text("# reworded\n" + paper.read_text().replace("rel_tolerance: 0.2", "rel_tolerance: 0.25"))
+    assert "made on the current configs" in _run_note(result, "ba9876543210", "tinypaper", paper_root)
+    config = paper_root / "methods" / "tiny" / "tiny.yaml"
+    config.write_text(config.read_text().replace("steps: 4", "steps: 5"))
+    assert "**made on other configs**" in _run_note(result, "ba9876543210", "tinypaper", paper_root)
+    unknown = ScaleResult("proxy", "r1", "f" * 40, False, "0123456789ab", 0, 1, {})
+    assert "**made on other inputs (0123456789ab)**" in _run_note(unknown, "ba9876543210", "tinypaper", paper_root)
 
 
 def test_the_check_flag_exits_1_on_a_stale_file(paper_root: Path, tmp_path: Path, capsys) -> None:
