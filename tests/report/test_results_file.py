@@ -57,9 +57,7 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     assert "**made on other inputs" in out.read_text()  # the old run no longer passes for current
 
 
-def test_a_runs_note_compares_the_configs_read_at_its_commit(
-    paper_root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_runs_note_compares_the_configs_read_at_its_commit(paper_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reworded comment or a claim's margin leaves a run current; a changed run config makes it stale; a commit
     this checkout does not have falls back to the digest the run was tagged with."""
     import subprocess
