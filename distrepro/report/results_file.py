@@ -150,7 +150,7 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _run_note(result: ScaleResult, digest: str, paper: str = "", root: Path | None = None) -> str:
+def _run_note(result: ScaleResult, digest: str, paper: str, root: Path | None = None) -> str:
     """Where the row comes from, and whether it was made on the configs checked in now.
 
     Where the run's commit is in this checkout's history and its tree was clean, its arms and configs at its scale
@@ -158,7 +158,7 @@ def _run_note(result: ScaleResult, digest: str, paper: str = "", root: Path | No
     or a claim's margin does not make its runs stale (the report judges them on the current claims). Otherwise the
     digest the run was tagged with is compared with the checkout's, byte for byte, as before."""
     commit = result.commit[:10] + (" (uncommitted changes)" if result.dirty else "")
-    same = _same_configs(result, paper, root) if paper and not result.dirty else None
+    same = None if result.dirty else _same_configs(result, paper, root)
     if same is True:
         made = "made on the current configs (its arms and run configs at this scale, read at its commit)"
     elif same is False:

@@ -76,9 +76,9 @@ def configs_digest(info: PaperInfo, scale: str, read: Callable[[Path], str | Non
     def canonical(value: object) -> bytes:
         return json.dumps(value, sort_keys=True, default=str).encode() + b"\0"
 
-    paper = parsed(info.path)
-    setup = paper.get("setup") if isinstance(paper, dict) else paper
-    h = hashlib.sha256(canonical(setup.get("arms") if isinstance(setup, dict) else setup))
+    paper = parsed(info.path)  # its arms only: the claims decide verdicts, not what the runs did
+    arms = (paper.get("setup") or {}).get("arms") if isinstance(paper, dict) else paper
+    h = hashlib.sha256(canonical(arms))
     for name, arm in (info.spec.setup.arms if info.spec is not None else {}).items():
         try:
             path = arm_config_path(info.path, name, arm.config, scale, root)

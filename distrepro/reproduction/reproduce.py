@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
 from distrepro.claims.schema import Scale
+from distrepro.config.run_config import index_spans
 from distrepro.errors import ConfigError, DistreproError
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.executors.interface import Executor
@@ -164,8 +165,6 @@ def _registered_seeds(paper_file: Path | None, scale: str) -> str | None:
     if found is None:
         return None
     seeds, path = found
-    from distrepro.config.run_config import index_spans
-
     print(
         f"seeds {index_spans(seeds)}: the confirmatory seeds pre-registered in "
         f"{path.parent.parent.name}/{path.parent.name}/{path.name} (--seeds runs others, as exploratory runs)",
