@@ -73,7 +73,7 @@ def eval_wall_s(cfg_dict: dict[str, Any], threads: int) -> float:
     from distrepro.config.run_config import validate_config
     from distrepro.engine.evaluation import evaluate
     from distrepro.engine.streams import iterate_eval
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     job = build_job(validate_config(cfg_dict), 0)
     model = job.make_model()

@@ -142,7 +142,7 @@ def worker_main(args: argparse.Namespace) -> int:
     from distrepro.engine.multiprocess.pinning import pin_worker
     from distrepro.engine.multiprocess.run import DistRun, store_of_default_group
     from distrepro.engine.multiprocess.worker import choose_backend
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     spec = json.loads(Path(args.job).read_text())
     cfg = validate_config(spec["config"])
@@ -243,7 +243,7 @@ def run_e2e(args: argparse.Namespace, world: int, steps: int) -> float:
     """``RunResult.wall_s`` of a run through the real launcher (``DistEngine.run_cell``), no logger."""
     from distrepro.config.run_config import validate_config
     from distrepro.engine.multiprocess.launch import DistEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     job = build_job(validate_config(make_config(args, world, steps)), 0)
     return DistEngine().run_cell(job, None).wall_s
@@ -263,7 +263,7 @@ def packing_micro(models: list[str], image_size: int) -> list[dict[str, Any]]:
     from distrepro.config.run_config import validate_config
     from distrepro.engine.clock import VirtualClock
     from distrepro.engine.multiprocess.comm import DistComm
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     torch.set_num_threads(1)
     tmp = tempfile.mkdtemp(prefix="dist-overhead-micro-")

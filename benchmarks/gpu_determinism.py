@@ -33,7 +33,7 @@ def _arm(recipe: str, root: Path, device: str, extra: list[str]) -> list[str]:
 
 def twice(name: str, cfg: object) -> None:
     from distrepro.engine.inprocess import InProcessEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,7 +1,7 @@
 """What the deterministic CUDA settings training runs use cost per step (a lent-GPU measurement).
 
 ``distrepro calibrate`` times steps with torch's defaults (cuDNN may pick any algorithm); a training run on CUDA
-enters :func:`distrepro.engine.device.deterministic_cuda` (deterministic algorithms, ``cudnn.deterministic``, no
+enters :func:`distrepro.hardware.device.deterministic_cuda` (deterministic algorithms, ``cudnn.deterministic``, no
 ``cudnn.benchmark``). This times the same steps both ways, interleaved, so the GPU recipes' price can say what
 determinism adds.
 
@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from distrepro.engine.device import deterministic_cuda, resolve_device
+from distrepro.hardware.device import deterministic_cuda, resolve_device
 from distrepro.training.calibration import time_steps
 
 CASES = [("resnet18_cifar_32", [64, 128, 256]), ("resnet50_in1k_224", [32, 64])]

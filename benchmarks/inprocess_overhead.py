@@ -11,7 +11,7 @@ its shard), forward, cross-entropy, backward, SGD-with-momentum step.
 * ``local_sgd``: the plain loop runs forward/backward/step per replica and every ``period`` steps
   averages the parameters the same way.
 
-The engine side is ``distrepro.spec.job.build_job`` + ``InProcessEngine().run(job)`` with evaluation pushed
+The engine side is ``distrepro.job.resolve.build_job`` + ``InProcessEngine().run(job)`` with evaluation pushed
 past the budget (only the final evaluation runs). Timing on the engine side comes from an observer
 that stamps ``time.perf_counter()`` in ``on_progress``, which the engine calls once per lockstep
 iteration, after all K workers finished it. A run's time per step is ``(t[N] - t[W]) / (N - W)``
@@ -66,7 +66,7 @@ if str(REPO) not in sys.path:
 from distrepro.api.tensors import grads_of  # noqa: E402
 from distrepro.config.run_config import validate_config  # noqa: E402
 from distrepro.engine.inprocess.run import InProcessEngine  # noqa: E402
-from distrepro.spec.job import Job, build_job  # noqa: E402
+from distrepro.job.resolve import Job, build_job  # noqa: E402
 
 LR, MOMENTUM = 0.05, 0.9
 

@@ -68,7 +68,7 @@ from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess.run import InProcessTransport
 from distrepro.engine.loop import Harness
 from distrepro.orchestration.budget_check import check_budget
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 phase("imports")
 path = sys.argv[1]

@@ -3,7 +3,7 @@
 This is what a user would write without distrepro, and the baseline of
 ``benchmarks/dist_overhead.py``. Only the *setup* borrows from the suite, so that both sides train
 exactly the same thing: the synthetic dataset and the initial weights come from
-``distrepro.spec.job.build_job`` of the same config (bit-identical tensors and weights); everything that is
+``distrepro.job.resolve.build_job`` of the same config (bit-identical tensors and weights); everything that is
 timed is plain torch: ``DistributedDataParallel`` (default 25 MB buckets, gradient all-reduce
 overlapped with backward), ``torch.optim.SGD`` with momentum, and a per-rank shard (rank r takes
 every world-th sample, like ``DistributedSampler``) reshuffled every pass and gathered with
@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def setup_data_and_model(args: argparse.Namespace, world: int):
     """The same dataset tensors and initial weights as a distrepro run of the same config (seed 0)."""
     from distrepro.config.run_config import validate_config
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     cfg = validate_config(
         {

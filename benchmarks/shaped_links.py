@@ -416,7 +416,7 @@ def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: fl
 def proxy_flops_per_sample() -> float:
     """The training FLOPs per sample the engine charges the trained model itself (``emulated_workload: None``)."""
     from distrepro.config.run_config import validate_config
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     cfg = validate_config(train_config(REPO / "hardware_profiles" / "homogeneous-4.yaml", 1))
     return float(build_job(cfg, 0).proxy_flops_per_sample)

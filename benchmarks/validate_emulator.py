@@ -243,9 +243,9 @@ def predict_nccl(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
 def predict_engine(point: dict[str, Any]) -> Outcome:
     """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
     from distrepro.config.run_config import validate_config
+    from distrepro.job.resolve import build_job
     from distrepro.orchestration.campaign import get_engine
     from distrepro.plugins.registry import plugin_module
-    from distrepro.spec.job import build_job
 
     fig6 = plugin_module("decentdp", "fig6")
     steps = fig6.cell_steps(point["method"], point["gpus"])

@@ -12,7 +12,7 @@ The file holds the validated config (every field resolved, overrides applied), t
 optionally the MLflow run that rank 0 logs to:
 
 * without ``--mlflow``: nothing is logged; rank 0 writes ``OUT/result.pkl`` (a
-  :class:`distrepro.spec.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
+  :class:`distrepro.job.results.RunResult`), every rank writes ``OUT/rank<r>.status.json``;
 * with ``checkpoint.every_steps`` set, every rank writes checkpoints below
   ``checkpoint.dir/<run id>`` (``job-<name of the job file>`` without ``--mlflow``), which must be
   on a filesystem all nodes share; ``--resume-from checkpoint.dir/<run>/step…`` continues from one;
@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 def job_spec(config: Path, overrides: list[str], seed: int | None) -> tuple[dict[str, Any], Any]:
     """The job dict (as ``DistEngine.run_cell`` writes it, without a run) and the built job."""
     from distrepro.config.run_config import load_config
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     cfg = load_config(config, overrides)
     if seed is None:
@@ -107,8 +107,8 @@ def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tupl
 def finish(out: Path, job_file: Path) -> int:
     """Log the result rank 0 left in ``out`` to the job's MLflow run and close the run."""
     from distrepro.config.run_config import validate_config
+    from distrepro.job.resolve import build_job
     from distrepro.orchestration.campaign import evals_table, summary_metrics, timeline_table
-    from distrepro.spec.job import build_job
     from distrepro.tracking.mlflow_client import make_client
     from distrepro.tracking.runlog import RunLogger
 

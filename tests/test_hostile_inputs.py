@@ -30,13 +30,13 @@ from imagefolders import write_fake_cifar
 from distrepro.cli import main
 from distrepro.config.run_config import load_config, validate_config
 from distrepro.data.loading import build_dataset
-from distrepro.engine import charges
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.errors import ConfigError
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.campaign import run_campaign
 from distrepro.plugins import registry
-from distrepro.spec.job import build_job
+from distrepro.timing import charges
 from distrepro.timing.timemodel import CommCostModel
 
 TINY: dict[str, Any] = {

@@ -191,7 +191,7 @@ class Comm(abc.ABC):
         For arms whose communication is done by an external library (a real DeepSpeed engine) that
         cannot go through this interface: they charge what that library sent. A collective (every
         member calls it in the same order; start = last arrival). ``pattern``: ``all_reduce``,
-        ``reduce_scatter``, ``all_gather``, ``parameter_server`` (:data:`distrepro.engine.charges.PATTERNS`);
+        ``reduce_scatter``, ``all_gather``, ``parameter_server`` (:data:`distrepro.timing.charges.PATTERNS`);
         ``nbytes``: real bytes of the whole vector (all-gather: the gathered output), scaled like any call.
         ``async_op=True`` returns a :class:`Work` (the charge runs on the group's lane meanwhile).
         """

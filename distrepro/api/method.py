@@ -326,7 +326,7 @@ class Method(abc.ABC, Generic[P]):
         """Timed warm-up steps per worker before the first :meth:`allocate` (0 = none, the default).
 
         For methods that allocate from *profiled* speeds (C-ADP): the harness then fills
-        ``ClusterView.profiled_samples_per_s`` (:mod:`distrepro.engine.warmup`). Not charged to the clock.
+        ``ClusterView.profiled_samples_per_s`` (:mod:`distrepro.timing.warmup_profile`). Not charged to the clock.
         """
         return 0
 

@@ -28,7 +28,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out:  # before the minutes of measuring
         check_output(args.out)
 
-    from distrepro.engine.device import deterministic_cuda
+    from distrepro.hardware.device import deterministic_cuda
 
     name, entry, fit, timings = calibrate(
         args.workload,

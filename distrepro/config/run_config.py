@@ -246,7 +246,7 @@ class RunConfig(_Strict):
     #: strict: YAML's ``true`` is not seed 1
     seeds: list[Annotated[int, Field(strict=True, ge=0, le=MAX_SEED_INDEX)]] = Field(default_factory=lambda: [0])
     engine: Literal["inprocess", "dist"] = "inprocess"
-    #: where the real training runs (distrepro.engine.device): cpu (default), cuda (an error where there is none)
+    #: where the real training runs (distrepro.hardware.device): cpu (default), cuda (an error where there is none)
     #: or auto (cuda where torch sees one); emulated time never depends on it. The dist engine trains on the
     #: rank's GPU whenever its backend is NCCL, whatever this says (NCCL carries only CUDA tensors)
     device: Literal["cpu", "cuda", "auto"] = "cpu"

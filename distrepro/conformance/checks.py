@@ -20,7 +20,7 @@ import torch
 
 from distrepro import api
 from distrepro.config.run_config import RunConfig, validate_config
-from distrepro.engine.harness_worker import cluster_layout
+from distrepro.hardware.cluster_layout import cluster_layout
 from distrepro.hardware.profiles import load_profile
 from distrepro.orchestration.campaign import run_campaign
 from distrepro.plugins import registry
@@ -152,7 +152,7 @@ def _unsaved_after_a_short_run(cfg: RunConfig) -> list[str]:
     """Run the round trip's config two steps in-process and list what ``state_dict`` leaves out (the harness's
     view of the method's attributes after ``setup`` and a few steps)."""
     from distrepro.engine.inprocess.run import InProcessEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     short = validate_config(
         {**cfg.model_dump(mode="json", exclude={"checkpoint"}), "engine": "inprocess", "budget": {"steps": 2}}
@@ -169,7 +169,8 @@ def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str
     out. ``test_opt_outs["checkpoint"]`` leaves a method out, with its reason."""
     from distrepro.engine import checkpoint
     from distrepro.engine.multiprocess.launch import DistEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
+    from distrepro.tracking.run_observer import MlflowRunSink
     from distrepro.tracking.runlog import RunLogger
 
     cls = registry.methods()[name].cls
@@ -192,7 +193,8 @@ def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str
     assert checkpoint.latest_complete(ckpt / clean.run_id) is not None and half.is_dir()
     client = make_client(tracking_uri)
     second = client.create_run(client.get_run(clean.run_id).info.experiment_id)
-    resumed = DistEngine().run_cell(build_job(cfg, 0), RunLogger(client, second.info.run_id), resume_from=half)
+    sink = MlflowRunSink(RunLogger(client, second.info.run_id))
+    resumed = DistEngine().run_cell(build_job(cfg, 0), sink, resume_from=half)
     differ = differing_tensors(resumed.models[0], clean.result.models[0])
     if differ:
         unsaved = _unsaved_after_a_short_run(cfg)

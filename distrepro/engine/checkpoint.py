@@ -27,12 +27,12 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from distrepro.api.method import Allocation
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.run_setup import TargetTracker
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
-from distrepro.spec.job import Job
-from distrepro.spec.results import EvalRecord
+from distrepro.job.resolve import Job
+from distrepro.job.results import EvalRecord
+from distrepro.timing.budget_schedule import TrainingSchedule
 
 MARKER = "COMPLETE"
 #: version of a rank file's layout: every piece's own state_dict() since 2

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from distrepro.engine.contention import ContentionLedger
-from distrepro.spec.results import Span, SpanKind
+from distrepro.job.results import Span, SpanKind
+from distrepro.timing.contention import ContentionLedger
 
 
 @dataclass
@@ -31,7 +31,7 @@ class VirtualClock:
     idle_s: float = 0.0
     step: int = 0
     spans: list[Span] = field(default_factory=list)
-    #: what synchronous collectives overlapping this worker's backward cost it (:mod:`distrepro.engine.contention`);
+    #: what synchronous collectives overlapping this worker's backward cost it (:mod:`distrepro.timing.contention`);
     #: factor 0 (the default) charges nothing
     contention: ContentionLedger = field(default_factory=lambda: ContentionLedger(0.0))
 
@@ -116,7 +116,7 @@ class VirtualClock:
         is communication. Parts already in the past (overlapped with compute) cost nothing. A synchronous
         collective issued at ``issue_s`` during backward ``tag`` (:meth:`backward_tag`) first charges, as compute,
         what its overlap slowed that backward and no waiting absorbed, and starts no earlier than the slowed backward
-        launched it (:mod:`distrepro.engine.contention`).
+        launched it (:mod:`distrepro.timing.contention`).
         """
         if tag is not None:
             slack = self.idle_s + self.comm_s

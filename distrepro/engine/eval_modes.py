@@ -39,7 +39,7 @@ from distrepro.api.method import Batch
 from distrepro.data.loading import DatasetBundle
 from distrepro.engine.evaluation import evaluate
 from distrepro.engine.streams import WorkerStream, iterate_eval
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
 
 #: the metrics of :func:`distrepro.engine.evaluation.evaluate` summarised over replicas
 REPLICA_METRICS = M.REPLICA_METRICS

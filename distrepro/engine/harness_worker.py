@@ -14,10 +14,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from distrepro.api.method import Batch, ClusterLayout, Comm, LRSchedule, OptimizerConfig, OptimizerT
+from distrepro.api.method import Batch, Comm, LRSchedule, OptimizerConfig, OptimizerT
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.contention import ContentionLedger
 from distrepro.seeding import derive_seed, generator
+from distrepro.timing.contention import ContentionLedger
 
 #: (rank, n_samples, step_index, at_s) -> seconds
 ComputeCharge = Callable[[int, int, int, float], float]
@@ -52,7 +52,7 @@ class HarnessWorker:
         #: what DDP's reducer adds to a bucketed forward/backward (:mod:`distrepro.timing.framework`)
         self._framework_s = framework_s
         #: fraction by which backward slows while a synchronous collective overlaps it
-        #: (:mod:`distrepro.engine.contention`)
+        #: (:mod:`distrepro.timing.contention`)
         clock.contention = ContentionLedger(contention)
         self._buckets: tuple[int, list[Any], list[float]] | None = None
         self.world_size = world_size
@@ -199,14 +199,3 @@ class HarnessWorker:
         speed = self.epoch_samples / self.epoch_compute_s if self.epoch_compute_s > 0 else float("nan")
         self.epoch_samples, self.epoch_compute_s = 0, 0.0
         return speed
-
-
-def cluster_layout(profile: Any) -> ClusterLayout:
-    """``ctx.cluster`` of a hardware profile: the node and device kind of each rank."""
-    n = profile.world_size
-    return ClusterLayout(
-        n,
-        tuple(profile.node_index(r) for r in range(n)),
-        tuple(node.name for node in profile.nodes),
-        tuple(profile.device(r).kind for r in range(n)),
-    )

@@ -21,19 +21,20 @@ import torch
 from distrepro import metrics as M
 from distrepro.api.method import Allocation, Method
 from distrepro.engine import checkpoint
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.eval_modes import ReplicaScorer, recalibrate_evaluated, replica_stats
 from distrepro.engine.evaluation import evaluate
-from distrepro.engine.harness_worker import HarnessWorker, cluster_layout
+from distrepro.engine.harness_worker import HarnessWorker
 from distrepro.engine.rank_reports import Progress, RankReport, assemble
 from distrepro.engine.run_setup import TargetTracker, make_streams
 from distrepro.engine.streams import iterate_eval
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
-from distrepro.spec.job import Job
-from distrepro.spec.observer import RunObserver
-from distrepro.spec.results import EvalRecord, RunResult
+from distrepro.hardware.cluster_layout import cluster_layout
+from distrepro.job.observer import RunObserver
+from distrepro.job.resolve import Job
+from distrepro.job.results import EvalRecord, RunResult
 from distrepro.timing import framework
+from distrepro.timing.budget_schedule import TrainingSchedule
 from distrepro.training.ingredients import LRPlan
 
 

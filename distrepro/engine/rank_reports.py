@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from distrepro import metrics as M
-from distrepro.spec.results import EvalRecord, WorkerTotals
+from distrepro.job.results import EvalRecord, WorkerTotals
 
 
 @dataclass(frozen=True)
 class Progress:
     """Where training was, as the reporting process saw it (global units, see
-    :mod:`distrepro.engine.budget_schedule`)."""
+    :mod:`distrepro.timing.budget_schedule`)."""
 
     step: int
     epoch: float

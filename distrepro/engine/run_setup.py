@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from distrepro.api.method import Allocation, Batch
 from distrepro.config.run_config import Target
-from distrepro.engine.partition import full_shuffle, iid_shards
 from distrepro.engine.streams import WorkerStream
+from distrepro.job.resolve import Job
 from distrepro.seeding import generator
-from distrepro.spec.job import Job
+from distrepro.training.partition import full_shuffle, iid_shards
 
 
 class EmptyStream:

@@ -29,11 +29,11 @@ from typing import Any, Literal, Protocol
 import torch
 
 from distrepro.api.method import Allocation, Comm
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.rank_reports import Progress, RankReport
 from distrepro.engine.worker_slot import Slot
-from distrepro.spec.results import Span
+from distrepro.job.results import Span
+from distrepro.timing.budget_schedule import TrainingSchedule
 
 
 class HarnessView(Protocol):
@@ -76,7 +76,7 @@ class Transport(Protocol):
         """Before the warm-up and the first allocation (calibration of throttling)."""
 
     def profile(self, steps: int) -> tuple[float, ...]:
-        """Every rank's warm-up speed (:mod:`distrepro.engine.warmup`), identical on every process."""
+        """Every rank's warm-up speed (:mod:`distrepro.timing.warmup_profile`), identical on every process."""
 
     def run_workers(self, body: Callable[[Slot], None]) -> None:
         """Run ``body`` for every local slot to completion."""

@@ -1,18 +1,13 @@
-"""Timed warm-up: each device's speed, profiled before the first allocation.
+"""Timed warm-up on real hardware: each device's speed, profiled before the first allocation.
 
 Some methods split the data by device speed *as profiled* (C-ADP: "device speeds taken from
-profiling"), not as declared. When a method asks for it (:meth:`distrepro.api.method.Method.warmup_steps`),
-the engine runs a short warm-up on every worker before training and hands the speeds to
-``allocate`` in ``ClusterView.profiled_samples_per_s``:
-
-* **emulated clock** (in-process, and the distributed engine unthrottled, where time is the
-  virtual clock's too): the speed the clock charges for ``steps`` batches of the worker's
-  configured size, so a profile's jitter and stragglers show in it and nothing is computed;
-* **throttled distributed run** (wall time follows the emulated devices): the worker times
-  ``steps`` real forward/backward passes (after ``UNTIMED_PASSES`` untimed ones) on a scratch copy of the model,
-  each paced to D x its charge as in training; wall / D is the device's speed as a profiler on it
-  would see it, including any pass the host could not finish within its deadline. Unpaced
-  (``dilation=None``) it is the host's raw speed, for callers that want that.
+profiling"), not as declared. On the emulated clock the speed is the clock's own charge
+(:mod:`distrepro.timing.warmup_profile`, shared with the sensitivity replay). In a **throttled distributed
+run** (wall time follows the emulated devices) the worker instead times ``steps`` real forward/backward
+passes (after ``UNTIMED_PASSES`` untimed ones) on a scratch copy of the model, each paced to D x its
+charge as in training; wall / D is the device's speed as a profiler on it would see it, including any
+pass the host could not finish within its deadline. Unpaced (``dilation=None``) it is the host's raw
+speed, for callers that want that.
 
 Neither is charged to the run's clock or consumes the training data order: profiling happens
 before training starts, and its batch comes from its own derived stream.
@@ -28,7 +23,8 @@ import torch.nn.functional as F
 
 from distrepro.api.method import Batch
 from distrepro.engine.streams import WorkerStream
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
+from distrepro.timing.warmup_profile import warmup_charge
 
 #: passes run before timing starts on real hardware: first-call allocations, kernel selection, caches
 UNTIMED_PASSES = 5
@@ -39,25 +35,6 @@ def warmup_batch(job: Job, rank: int) -> Batch:
     indices = torch.arange(len(job.bundle.train))
     stream = WorkerStream(job.bundle, indices, job.batch_sizes[rank], (*job.seed_parts, "rank", rank, "warmup"))
     return stream.next_batch()
-
-
-def _charge(job: Job, rank: int, n: int, i: int) -> float:
-    """The clock's charge for warm-up pass ``i`` (negative step indices: noise apart from training's)."""
-    return job.compute_seconds(rank, n, -(i + 1), 0.0)
-
-
-def emulated_speed(job: Job, rank: int, steps: int) -> float:
-    """Samples per emulated second over ``steps`` warm-up batches, as the clock would charge them."""
-    n = job.batch_sizes[rank]
-    if n == 0 or steps <= 0:
-        return float("nan")
-    return steps * n / sum(_charge(job, rank, n, i) for i in range(steps))
-
-
-def emulated_profile(job: Job, steps: int) -> tuple[float, ...]:
-    """Every worker's :func:`emulated_speed`: a pure function of the job, so any process can compute
-    it for all ranks without communicating."""
-    return tuple(emulated_speed(job, r, steps) for r in range(job.world_size))
 
 
 def paced_elapsed(
@@ -102,6 +79,6 @@ def timed_speed(
 
     for _ in range(UNTIMED_PASSES):
         run_pass()
-    charges = [_charge(job, rank, n, i) for i in range(steps)]
+    charges = [warmup_charge(job, rank, n, i) for i in range(steps)]
     elapsed = paced_elapsed(run_pass, charges, dilation)
     return steps * n / (elapsed / (dilation or 1.0))

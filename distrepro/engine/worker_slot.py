@@ -19,7 +19,7 @@ from distrepro.engine.harness_worker import HarnessWorker
 from distrepro.engine.rank_reports import Progress, RankReport
 from distrepro.engine.run_setup import EmptyStream
 from distrepro.engine.streams import WorkerStream
-from distrepro.spec.results import WorkerTotals
+from distrepro.job.results import WorkerTotals
 
 
 @dataclass

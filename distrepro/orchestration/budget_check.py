@@ -20,7 +20,7 @@ from pathlib import Path
 
 from distrepro.config.run_config import MAX_STEPS
 from distrepro.errors import ConfigError
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
 
 #: most emulated seconds the store can record: ``emu/*`` points are logged at step = emulated ms, an int64
 STORE_LIMIT_S = (2**63 - 1) / 1000

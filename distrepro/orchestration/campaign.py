@@ -24,16 +24,17 @@ import yaml
 
 from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
-from distrepro.engine.device import resolve_device
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.errors import ConfigError, StoreUnavailable
+from distrepro.hardware.device import resolve_device
+from distrepro.job.engine import Engine
+from distrepro.job.observer import RunObserver, eval_metrics
+from distrepro.job.resolve import Job, build_job, warn_time_fallbacks
+from distrepro.job.results import RunResult
 from distrepro.orchestration.arm_summary import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.progress import ProgressObserver, heartbeat, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
-from distrepro.spec.job import Job, build_job, warn_time_fallbacks
-from distrepro.spec.observer import eval_metrics
-from distrepro.spec.results import RunResult
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
     REPRODUCTION_TAG,
@@ -42,6 +43,7 @@ from distrepro.tracking.mlflow_client import (
     make_client,
     resolve_tracking_uri,
 )
+from distrepro.tracking.run_observer import MlflowRunSink
 from distrepro.tracking.run_start import first_start, set_start_time
 from distrepro.tracking.runlog import RunLogger, check_system_metrics, flatten_params, logged_params
 from distrepro.tracking.storeguard import after_the_fault
@@ -66,7 +68,7 @@ class CampaignResult:
     failed: int = 0
 
 
-def get_engine(name: str) -> Any:
+def get_engine(name: str) -> Engine:
     if name == "inprocess":
         from distrepro.engine.inprocess.run import InProcessEngine
 
@@ -174,7 +176,7 @@ class PreparedCampaign:
     uri: str
     resume: str | None
     target: ResumeTarget | None
-    engine: Any
+    engine: Engine
     jobs: list[Job]
     params: dict[int, dict[str, str]]
     plan: ResumePlan
@@ -326,7 +328,7 @@ def run_campaign(
 
 
 def _run_cell(
-    campaign: Campaign, engine: Any, job: Job, plan: SeedPlan, params: dict[str, str], progress: Any
+    campaign: Campaign, engine: Engine, job: Job, plan: SeedPlan, params: dict[str, str], progress: Any
 ) -> CellResult | None:
     """Train one seed as ``plan`` says: skip it, continue its checkpointed run, or start a new run."""
     cfg = job.config
@@ -380,12 +382,11 @@ def _closed_on_error(logger: RunLogger) -> Iterator[None]:
         raise
 
 
-def train_cell(engine: Any, job: Job, logger: Any, observer: Any, resume_from: Path | None = None) -> RunResult:
+def train_cell(
+    engine: Engine, job: Job, logger: RunLogger, observer: RunObserver | None, resume_from: Path | None = None
+) -> RunResult:
     """Train ``job`` into ``logger``'s run, then log its summary metrics and tables (wherever it runs)."""
-    if resume_from is not None:
-        result = engine.run_cell(job, logger, observer, resume_from=resume_from)
-    else:
-        result = engine.run_cell(job, logger, observer)
+    result = engine.run_cell(job, MlflowRunSink(logger), observer, resume_from=resume_from)
     logger.log_summary(summary_metrics(job, result))
     logger.log_text(_csv(evals_table(result)), "evals.csv")
     logger.log_text(_csv(timeline_table(result)), "timeline.csv")

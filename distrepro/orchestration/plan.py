@@ -26,13 +26,13 @@ from distrepro.api.method import PlanSetting
 from distrepro.api.plan import MethodPlan, ParamShape
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
-from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import ConfigError, PluginError
+from distrepro.hardware.cluster_layout import cluster_layout
 from distrepro.hardware.flops import param_bytes
+from distrepro.job.resolve import Job, _dataset_seed, build_job, missing_requirements
 from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.plan_time import NOT_ESTIMATED, estimate
 from distrepro.plugins.registry import get_dataset
-from distrepro.spec.job import Job, _dataset_seed, build_job, missing_requirements
 
 #: the version of :func:`build_plan`'s JSON: 2 is the typed method plan (``method_plan.transfers``, each priced
 #: in ``time.collectives``), which replaced version 1's untyped ``method_plan.comm``

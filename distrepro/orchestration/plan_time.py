@@ -17,7 +17,7 @@ from distrepro.api.method import PlanSetting
 from distrepro.api.overlap import emulated_buckets
 from distrepro.api.plan import TWO_RANK_PATTERNS, MethodPlan, Transfer
 from distrepro.config.run_config import index_spans
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
 from distrepro.timing.framework import bucketed_step_overhead_s, costs, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
 

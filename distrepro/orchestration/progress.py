@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from distrepro import metrics as M
 from distrepro.api.method import Allocation
-from distrepro.spec.results import EvalRecord
+from distrepro.job.results import EvalRecord
 
 #: set by ``--verbose`` (and inherited by workers, ranks and SLURM jobs): every evaluation gets a line
 VERBOSE_ENV = "DISTREPRO_VERBOSE"

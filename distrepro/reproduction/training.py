@@ -11,7 +11,7 @@ import sys
 import time
 
 from distrepro.config.run_config import RunConfig
-from distrepro.engine.device import resolve_device
+from distrepro.hardware.device import resolve_device
 from distrepro.orchestration.campaign import CampaignResult, run_campaign
 from distrepro.orchestration.executors.interface import Executor
 from distrepro.orchestration.executors.selection import ExecutorSpec, make_executor

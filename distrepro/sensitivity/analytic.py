@@ -10,12 +10,12 @@ the same schedule as :class:`distrepro.engine.inprocess.run.InProcessEngine` for
 * per iteration, each rank's events from :class:`~distrepro.sensitivity.probe.Prober`: a compute
   call of n samples costs ``ComputeModel.step_seconds`` at the rank's current time (speed changes,
   jitter and stragglers with the run's own seeds), a collective starts when its last member
-  arrives and ends at ``start + cost`` for all (:mod:`distrepro.engine.charges`);
+  arrives and ends at ``start + cost`` for all (:mod:`distrepro.timing.charges`);
 * DDP-style overlap (:mod:`distrepro.api.overlap`): backward is the profile's ``backward_fraction`` of the
   step's compute and reaches bucket i's ready time after the share of elements up to it; bucket i's
   all-reduce starts at ``max(last member ready, bucket i-1's end)`` (one FIFO lane per group) and the
   step ends, per rank, at ``max(compute end, last bucket's end)`` when the rank waits;
-* the budget, epochs and samples by :class:`distrepro.engine.budget_schedule.TrainingSchedule`.
+* the budget, epochs and samples by :class:`distrepro.timing.budget_schedule.TrainingSchedule`.
 
 The arithmetic is the engine's, in the same order, so at a profile's central values the result
 equals the run's logged ``final/emulated_s`` to rounding (``tests/test_sensitivity_analytic.py``).
@@ -31,14 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from distrepro.api.method import Allocation
-from distrepro.engine import charges
-from distrepro.engine.budget_schedule import TrainingSchedule
-from distrepro.engine.contention import ContentionLedger
-from distrepro.engine.partition import shard_sizes
-from distrepro.engine.warmup import emulated_profile
+from distrepro.job.resolve import Job
 from distrepro.sensitivity.probe import Call, Event, NotAnalysable, Prober
-from distrepro.spec.job import Job
-from distrepro.timing import framework
+from distrepro.timing import charges, framework
+from distrepro.timing.budget_schedule import TrainingSchedule
+from distrepro.timing.contention import ContentionLedger
+from distrepro.timing.warmup_profile import emulated_profile
+from distrepro.training.partition import shard_sizes
 
 
 @dataclass

@@ -27,12 +27,12 @@ from distrepro.claims.schema import PaperSpec
 from distrepro.claims.verdicts import latest_per_seed, select_arm
 from distrepro.config.run_config import validate_config
 from distrepro.errors import ConfigError, DistreproError
+from distrepro.job.resolve import Job, build_job
 from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.safe_yaml import load_yaml
 from distrepro.sensitivity.probe import NotAnalysable
 from distrepro.sensitivity.retime import RetimedRun, has_noise, reseed
 from distrepro.sensitivity.space import Variable
-from distrepro.spec.job import Job, build_job
 
 TIME_METRICS = frozenset(
     {M.FINAL_EMULATED_S, "emulated_s", M.FINAL_USEFUL_FLOPS, "useful_flops_per_emulated_s", M.TIME_TO_TARGET_S}

@@ -30,13 +30,13 @@ import torch
 
 from distrepro.api.method import Batch, Comm, Group, LRSchedule, MethodParams, OptimizerConfig, OptimizerT
 from distrepro.api.overlap import bucket_plan
-from distrepro.engine import charges
-from distrepro.engine.charges import payload_bytes
-from distrepro.engine.harness_worker import cluster_layout
 from distrepro.errors import DistreproError
+from distrepro.hardware.cluster_layout import cluster_layout
+from distrepro.job.resolve import Job
 from distrepro.seeding import derive_seed, generator
 from distrepro.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
-from distrepro.spec.job import Job
+from distrepro.timing import charges
+from distrepro.timing.charges import payload_bytes
 from distrepro.timing.timemodel import CommCostModel
 
 
@@ -46,7 +46,7 @@ class NotAnalysable(DistreproError):
 
 @dataclass(frozen=True)
 class Call:
-    """One blocking collective: ``kind`` as :mod:`distrepro.engine.charges` names it, its group, and the
+    """One blocking collective: ``kind`` as :mod:`distrepro.timing.charges` names it, its group, and the
     payload bytes before the emulated workload's ``bytes_scale`` (the fabric scales them)."""
 
     kind: str

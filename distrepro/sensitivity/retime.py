@@ -1,6 +1,6 @@
 """The runs of a report, re-timed for one setting of the uncertain figures.
 
-Each finished run is rebuilt as the :class:`~distrepro.spec.job.Job` it ran (its logged
+Each finished run is rebuilt as the :class:`~distrepro.job.resolve.Job` it ran (its logged
 ``config.resolved.yaml`` and seed; the profile as the repository declares it now), then for a
 setting its profile and method parameters are changed and :func:`~distrepro.sensitivity.analytic.simulate`
 gives its emulated time. :meth:`Retimer.tables` writes those times into copies of the run and
@@ -27,10 +27,10 @@ import pandas as pd
 from distrepro import metrics as M
 from distrepro.api.method import MethodParams
 from distrepro.hardware.profiles import HardwareProfile
+from distrepro.job.resolve import Job
 from distrepro.sensitivity.analytic import Timing, simulate
 from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.space import apply_to_profile, profile_variables
-from distrepro.spec.job import Job
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
 

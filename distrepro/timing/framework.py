@@ -21,7 +21,7 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
 * **contention** (charged by both engines, and by the analytical predictions): NCCL's kernels occupy streaming
   multiprocessors (one thread block per channel) and memory bandwidth while they overlap backward, so backward runs
   :data:`CONTENTION` slower for as long as a synchronous collective overlaps it (:func:`slowed_finish_s`), and the
-  buckets it makes ready later are launched that much later (:mod:`distrepro.engine.contention` charges it). gloo
+  buckets it makes ready later are launched that much later (:mod:`distrepro.timing.contention` charges it). gloo
   collectives (CPU threads) and asynchronous gossip and parameter-server traffic are not charged it: see
   :data:`CONTENTION`.
 
@@ -197,7 +197,7 @@ def ddp_step_s(
     overhead_s: float = 0.0,
     contention: float = CONTENTION,
 ) -> float:
-    """One DDP step, analytically, as the engines charge it (:mod:`distrepro.engine.contention`): ``buckets`` are
+    """One DDP step, analytically, as the engines charge it (:mod:`distrepro.timing.contention`): ``buckets`` are
     (ready fraction of backward, all-reduce seconds), launched in order on one stream as backward makes them ready;
     backward is lengthened by ``overhead_s`` (the reducer's work) and runs ``1 + contention`` times slower while a
     collective runs beside it (:func:`slowed_finish_s`), which delays the later buckets' launches too; the step ends

@@ -16,12 +16,15 @@ back from MLflow only; they are defined in :mod:`distrepro.metrics`:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from distrepro import metrics as M
 from distrepro.api.method import Allocation
-from distrepro.spec.observer import eval_metrics
-from distrepro.spec.results import EvalRecord
+from distrepro.job.observer import eval_metrics
+from distrepro.job.results import EvalRecord
+from distrepro.tracking.mlflow_client import RunLogger, make_client
 
 
 class MlflowObserver:
@@ -45,3 +48,38 @@ class MlflowObserver:
 
     def on_progress(self, fraction: float, emulated_s: float) -> None:
         pass
+
+
+class MlflowRunSink:
+    """A cell's MLflow run as an engine sees it (:class:`distrepro.job.engine.RunSink`): the campaign's
+    :class:`~distrepro.tracking.runlog.RunLogger` for that run, with its observer and a way to reopen it elsewhere."""
+
+    def __init__(self, logger: RunLogger) -> None:
+        self.logger = logger
+
+    @property
+    def run_id(self) -> str:
+        return self.logger.run_id
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        self.logger.set_tags(tags)
+
+    def observer(self) -> MlflowObserver:
+        return MlflowObserver(self.logger)
+
+    def flush(self) -> None:
+        self.logger.flush()
+
+    def reopener(self) -> ReopenMlflowRun:
+        return ReopenMlflowRun(getattr(self.logger._client, "tracking_uri", None), self.run_id)
+
+
+@dataclass(frozen=True)
+class ReopenMlflowRun:
+    """Opens run ``run_id`` of the store at ``tracking_uri`` again, in whatever process calls it (picklable)."""
+
+    tracking_uri: str | None
+    run_id: str
+
+    def __call__(self) -> MlflowRunSink:
+        return MlflowRunSink(RunLogger(make_client(self.tracking_uri), self.run_id))

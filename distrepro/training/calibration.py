@@ -221,7 +221,7 @@ def calibrate(
     """Measure and fit: (profile name, the ``[M]`` device entry, the fit, the timings).
 
     ``deterministic``: the context that switches the device to the deterministic kernels training runs under
-    (:func:`distrepro.engine.device.deterministic_cuda`, handed down by ``distrepro calibrate --deterministic``: this
+    (:func:`distrepro.hardware.device.deterministic_cuda`, handed down by ``distrepro calibrate --deterministic``: this
     layer sits below the engine), entered around the timing; None: torch's defaults. On a GPU they cost a step
     about 11 % (median on an H100, BENCHMARKS.md "GPU recipes"), so a profile that prices this suite's own GPU runs
     is measured with them, one of the paper's hardware at its usual speed without; the source says which."""

@@ -19,7 +19,7 @@ How a method takes part (``distrepro.api.method.WorkerContext``):
 The peak LR is declared, never found by a field's name: the method's params field typed ``api.PeakLR`` (whatever
 its name), replaced by the ``lr`` of its ``api.OptimizerConfig`` field and then by the run config's
 ``optimizer.lr`` where those are given (:func:`distrepro.api.method.declared_peak_lr`). A run's plan
-(:class:`LRPlan`) is bound once, when its job is built (:attr:`distrepro.spec.job.Job.lr_plan`), and
+(:class:`LRPlan`) is bound once, when its job is built (:attr:`distrepro.job.resolve.Job.lr_plan`), and
 read from there by both engines and ``distrepro plan``.
 """
 

@@ -9,8 +9,9 @@ How that maps onto the harness (README: every choice with its evidence grade):
 * ``allocate`` (the data owner) solves problem P with Algorithm 1 (``solver.py``): shares
   ``x̂_j`` of the S training samples with ``a_j = 1/speed_j`` and ``c_j`` the per-round sync cost.
   Speeds come from profiling (``speeds: profiled``, default): a timed warm-up of ``warmup_steps``
-  batches per device that the harness runs before training (:mod:`distrepro.engine.warmup`: real
-  passes on the distributed engine, the emulated clock's charges in-process); ``declared`` uses the
+  batches per device that the harness runs before training (real passes on the distributed engine,
+  :mod:`distrepro.engine.warmup`; the emulated clock's charges in-process, :mod:`distrepro.timing.warmup_profile`);
+  ``declared`` uses the
   profile's figures unmeasured; with ``co_adaptive`` every later epoch re-solves from the speeds
   measured over the previous one.
 * One lockstep engine iteration is **one round**: device *j* receives ``B_j ≈ x̂_j / R`` samples

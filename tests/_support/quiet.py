@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
 

@@ -10,9 +10,9 @@ from distrepro.claims.papers import PaperInfo
 from distrepro.claims.runs import RunSet
 from distrepro.claims.schema import validate_paper
 from distrepro.config.run_config import validate_config
+from distrepro.job.resolve import Job, build_job
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
-from distrepro.spec.job import Job, build_job
 
 WORKLOAD = "resnet18_in100_224"
 

@@ -14,7 +14,7 @@ import yaml
 
 from distrepro.cli import main
 from distrepro.config.run_config import load_config
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 pytestmark = pytest.mark.smoke
 

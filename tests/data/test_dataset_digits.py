@@ -10,7 +10,7 @@ import torch
 from distrepro.config.run_config import validate_config
 from distrepro.data.loading import build_dataset, load_dataset_plugin
 from distrepro.engine.inprocess.run import InProcessEngine
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 pytest.importorskip("sklearn")
 pytestmark = pytest.mark.smoke

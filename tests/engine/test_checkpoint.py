@@ -12,11 +12,11 @@ from test_inprocess_comm import Net
 from distrepro.api.method import Batch
 from distrepro.config.run_config import Budget, EvalSchedule
 from distrepro.engine import checkpoint
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.harness_worker import HarnessWorker
 from distrepro.engine.run_setup import EmptyStream
 from distrepro.hardware.profiles import load_profile
+from distrepro.timing.budget_schedule import TrainingSchedule
 from distrepro.timing.timemodel import CommCostModel
 
 pytestmark = pytest.mark.smoke

@@ -16,8 +16,8 @@ from distrepro.config.run_config import validate_config
 from distrepro.engine.evaluation import consensus_distance, param_mask
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.evals import flat_state
-from distrepro.spec.job import build_job
-from distrepro.spec.results import RunResult
+from distrepro.job.resolve import build_job
+from distrepro.job.results import RunResult
 
 
 def _replica(weight: list[float], bias: float) -> torch.nn.Module:

@@ -286,8 +286,8 @@ def test_rank0_evaluations_reach_the_launchers_log_lines(tmp_path):
     import io
 
     from distrepro.engine.multiprocess.launch import ProgressFile, _forward_progress
+    from distrepro.job.results import EvalRecord
     from distrepro.orchestration.progress import ProgressObserver
-    from distrepro.spec.results import EvalRecord
 
     def record(step: int, acc: float, final: bool = False) -> EvalRecord:
         metrics = {"val_accuracy": acc, "val_loss": 1.0}

@@ -21,12 +21,12 @@ from distrepro.config.run_config import validate_config
 from distrepro.data.loading import DatasetBundle
 from distrepro.engine.evaluation import average_into, evaluate
 from distrepro.engine.inprocess.run import InProcessEngine
-from distrepro.engine.partition import iid_shards
 from distrepro.engine.streams import WorkerStream, iterate_eval
+from distrepro.job.resolve import Job, build_job
+from distrepro.job.results import EvalRecord, RunResult
 from distrepro.plugins.registry import get_method
 from distrepro.seeding import generator
-from distrepro.spec.job import Job, build_job
-from distrepro.spec.results import EvalRecord, RunResult
+from distrepro.training.partition import iid_shards
 
 pytestmark = pytest.mark.smoke
 

@@ -21,15 +21,15 @@ import torch
 
 from distrepro.config.run_config import RunConfig, validate_config
 from distrepro.engine.evaluation import average_into, evaluate
-from distrepro.engine.harness_worker import cluster_layout
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
 from distrepro.engine.rank_reports import aggregate_records
 from distrepro.engine.streams import iterate_eval
+from distrepro.hardware.cluster_layout import cluster_layout
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import build_job
+from distrepro.job.results import EvalRecord, RunResult
 from distrepro.plugins.registry import get_method, methods
-from distrepro.spec.job import build_job
-from distrepro.spec.results import EvalRecord, RunResult
 
 pytestmark = pytest.mark.distributed
 

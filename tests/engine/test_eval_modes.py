@@ -19,8 +19,8 @@ from distrepro.engine.evaluation import average_into, evaluate
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
 from distrepro.engine.streams import iterate_eval
-from distrepro.spec.job import build_job
-from distrepro.spec.results import RunResult
+from distrepro.job.resolve import build_job
+from distrepro.job.results import RunResult
 
 BN_MODEL = {"name": "resnet18_cifar", "params": {"width": 2}}
 

@@ -142,8 +142,8 @@ def test_async_exchange_and_pair_return_work(tmp_path: Path) -> None:
 def test_schema_2_keys_need_schema_2_and_ctx_cluster_shows_the_layout(tmp_path: Path) -> None:
     """A node NIC in a version-1 file is refused (a v1 reader must not meet semantics it does not declare);
     the layout methods see is the node of each rank."""
-    from distrepro.engine.harness_worker import cluster_layout
     from distrepro.errors import ConfigError
+    from distrepro.hardware.cluster_layout import cluster_layout
 
     Net(tmp_path, 3)
     text = (tmp_path / "lanes.yaml").read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ import pytest
 from distrepro.config.run_config import validate_config
 from distrepro.engine.multiprocess.pinning import cpu_core_sets
 from distrepro.engine.multiprocess.worker import choose_backend
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 
 @pytest.fixture(scope="module")

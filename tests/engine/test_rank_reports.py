@@ -7,7 +7,7 @@ import math
 import pytest
 
 from distrepro.engine.rank_reports import Progress, RankReport, aggregate_records, assemble
-from distrepro.spec.results import WorkerTotals
+from distrepro.job.results import WorkerTotals
 
 pytestmark = pytest.mark.smoke
 

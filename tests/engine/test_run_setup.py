@@ -9,11 +9,11 @@ import torch
 
 from distrepro.api.method import Allocation
 from distrepro.config.run_config import validate_config
-from distrepro.engine.partition import full_shuffle, iid_shards
 from distrepro.engine.run_setup import EmptyStream, make_stream, make_streams
 from distrepro.engine.streams import WorkerStream
+from distrepro.job.resolve import Job, build_job
 from distrepro.seeding import generator
-from distrepro.spec.job import Job, build_job
+from distrepro.training.partition import full_shuffle, iid_shards
 
 pytestmark = pytest.mark.smoke
 

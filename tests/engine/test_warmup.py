@@ -10,8 +10,9 @@ from quiet import quiet_job
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
-from distrepro.engine.warmup import emulated_speed, paced_elapsed, timed_speed, warmup_batch
-from distrepro.spec.job import build_job
+from distrepro.engine.warmup import paced_elapsed, timed_speed, warmup_batch
+from distrepro.job.resolve import build_job
+from distrepro.timing.warmup_profile import emulated_speed
 
 DECLARED_CADP = (1600.0,) * 4 + (12.0, 12.0, 39.0, 22.0)  # cadp-ijcai25, resnet18_in100_224
 

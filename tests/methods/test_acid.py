@@ -13,11 +13,11 @@ from pydantic import ValidationError
 
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.campaign import summary_metrics
 from distrepro.orchestration.plan import build_plan
 from distrepro.plugins.registry import get_method, plugin_module
 from distrepro.plugins.roots import repo_root
-from distrepro.spec.job import build_job
 
 graph = plugin_module("acid", "graph")
 dynamics = plugin_module("acid", "dynamics")

@@ -19,10 +19,10 @@ from distrepro.config.run_config import validate_config
 from distrepro.engine.evaluation import consensus_distance
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
+from distrepro.job.resolve import build_job
 from distrepro.plugins.registry import get_method
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
-from distrepro.spec.job import build_job
 
 
 def _profiles(tmp_path: Path) -> tuple[str, str]:

@@ -20,9 +20,9 @@ from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import build_job
 from distrepro.plugins.registry import get_method
 from distrepro.reproduction.reproduce import reproduce
-from distrepro.spec.job import build_job
 from distrepro.timing.timemodel import CommCostModel
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,10 +17,10 @@ from distrepro.api.method import ClusterView, DeviceView
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import build_job
 from distrepro.plugins.registry import get_method
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
-from distrepro.spec.job import build_job
 from distrepro.timing.timemodel import CommCostModel
 
 

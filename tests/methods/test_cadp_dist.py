@@ -8,7 +8,7 @@ import torch
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 
 def _flat(model: torch.nn.Module) -> torch.Tensor:

@@ -12,8 +12,8 @@ import pytest
 from distrepro.api.method import Allocation, ClusterView, DeviceView
 from distrepro.config.run_config import load_config, validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.plugins.registry import get_method, plugin_module
-from distrepro.spec.job import build_job
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "methods" / "chao_alloc"

@@ -28,7 +28,7 @@ def test_sgp_out_peer_walks_the_exponential_graph() -> None:
 
 
 def test_aer_on_one_node_is_skipped_with_a_reason() -> None:
-    from distrepro.engine.harness_worker import cluster_layout
+    from distrepro.hardware.cluster_layout import cluster_layout
     from distrepro.hardware.profiles import load_profile
     from distrepro.plugins.registry import get_method
 

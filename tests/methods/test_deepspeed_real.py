@@ -16,8 +16,8 @@ from distrepro import api
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.multiprocess.launch import DistEngine
+from distrepro.job.resolve import build_job
 from distrepro.plugins import registry
-from distrepro.spec.job import build_job
 
 try:
     HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
@@ -35,7 +35,7 @@ sys.meta_path.insert(0, _Block())
 from distrepro.plugins import registry
 from distrepro.config.run_config import validate_config
 from distrepro.errors import ConfigError
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 plugin = registry.methods()["deepspeed_real"]
 from distrepro.api import ClusterLayout
 print(plugin.cls(plugin.cls.Params()).skip(ClusterLayout(2, (0, 0), ("n0",))))

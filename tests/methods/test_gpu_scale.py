@@ -16,8 +16,8 @@ from distrepro.claims.papers import arm_config_path, arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.plan import build_plan
-from distrepro.spec.job import build_job
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(ROOT.glob("methods/*/configs/*.gpu.yaml"))
@@ -126,7 +126,7 @@ def test_reproducing_a_gpu_scale_without_cuda_is_one_line_and_logs_nothing(tmp_p
 def test_a_gpu_arm_trains_on_cuda_and_repeats_itself(tiny_cifar: Path) -> None:
     """A²CiD² on the ring (16 workers, the asynchronous engine path, the gossip agent, the full-width ResNet-18):
     three steps on the GPU, twice; the replicas live on the GPU, the metrics are Python floats, and the two runs
-    agree bit for bit (deterministic kernels, ``distrepro.engine.device.deterministic_cuda``)."""
+    agree bit for bit (deterministic kernels, ``distrepro.hardware.device.deterministic_cuda``)."""
     sets = [*_tiny(tiny_cifar, "cuda"), "model.params.width=64", "batch_size=4", "budget={steps: 3}"]
     sets += ['method_params.topology="ring"', "schedule.warmup_epochs=0"]
     cfg = load_config(ROOT / "methods/acid/configs/train16.gpu.yaml", sets)

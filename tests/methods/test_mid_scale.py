@@ -13,10 +13,10 @@ from distrepro.claims.papers import arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms, judged_at_mid
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.reproduction import reproduce as reproduce_module
 from distrepro.reproduction import training as training_module
-from distrepro.spec.job import build_job
 
 pytest.importorskip("mnist1d")
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,9 @@ import yaml
 
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.plan import build_plan
 from distrepro.plugins.registry import get_method, plugin_module
-from distrepro.spec.job import build_job
 
 rule = plugin_module("qsr", "rule")
 SyncRule = rule.SyncRule

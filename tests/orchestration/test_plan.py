@@ -13,9 +13,9 @@ import pytest
 from distrepro.cli import main
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.plan import NOT_ESTIMATED, build_plan
 from distrepro.plugins.roots import repo_root
-from distrepro.spec.job import build_job
 
 ROOT = repo_root()
 CONFIGS = sorted([*ROOT.glob("configs/*.yaml"), *ROOT.glob("methods/*/configs/*.yaml")])

@@ -42,12 +42,12 @@ class _CtrlCInSeed1:
     def __init__(self, inner: Any) -> None:
         self.inner, self.name = inner, inner.name
 
-    def run_cell(self, job: Any, logger: Any, observer: Any, **kw: Any) -> Any:
+    def run_cell(self, job: Any, sink: Any, observer: Any, **kw: Any) -> Any:
         if job.seed == 1:
-            logger.log_metrics({"val_accuracy": 0.992}, step=120)
-            logger.flush()
+            sink.logger.log_metrics({"val_accuracy": 0.992}, step=120)
+            sink.flush()
             raise KeyboardInterrupt
-        return self.inner.run_cell(job, logger, observer, **kw)
+        return self.inner.run_cell(job, sink, observer, **kw)
 
 
 @pytest.fixture

@@ -22,13 +22,13 @@ from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.hardware.profiles import load_profile
 from distrepro.hardware.workloads import get_workload
+from distrepro.job.resolve import build_job
 from distrepro.report.build import write_report
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.retime import reseed
 from distrepro.sensitivity.runner import sensitivity
 from distrepro.sensitivity.space import apply_to_profile, latin_hypercube
-from distrepro.spec.job import build_job
 
 
 @pytest.fixture(scope="module")
@@ -225,9 +225,9 @@ def test_a_run_the_replay_cannot_time_leaves_its_claims_unswept(
 ) -> None:
     """Decent-DP's overlapped AER rounds (non-blocking collectives of two groups at once) are not replayed: the sweep
     lists the claims on such a run as not swept, with the reason, instead of stopping with an error."""
+    from distrepro.job.resolve import Job
     from distrepro.sensitivity import retime
     from distrepro.sensitivity.analytic import Timing
-    from distrepro.spec.job import Job
 
     real = retime.simulate
 

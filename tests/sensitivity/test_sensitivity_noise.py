@@ -21,10 +21,10 @@ from sensitivity_setups import TINY_PROFILE, _config
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import Job, build_job
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
 from distrepro.sensitivity.retime import RetimedRun, Retimer, check_central, has_noise
-from distrepro.spec.job import Job, build_job
 
 
 def _noisy_profile(folder: Path) -> str:

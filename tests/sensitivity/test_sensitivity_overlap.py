@@ -21,10 +21,10 @@ from distrepro.api.overlap import bucket_plan
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.hardware.profiles import load_profile
+from distrepro.job.resolve import Job, build_job
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
 from distrepro.sensitivity.space import apply_to_profile
-from distrepro.spec.job import Job, build_job
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
 ARMS = {

@@ -17,7 +17,7 @@ from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.engine.run_setup import make_stream
 from distrepro.hardware.profiles import load_profile
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 from distrepro.timing.timemodel import CommCostModel, ComputeModel, sigma_of_cv
 
 pytestmark = pytest.mark.smoke

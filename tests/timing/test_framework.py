@@ -70,7 +70,7 @@ def test_the_engine_realises_the_expected_slowest_of_p(tmp_path: Path) -> None:
 
     from distrepro.config.run_config import validate_config
     from distrepro.engine.inprocess import InProcessEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     p = 8
     device = {"name": "gpu", "kind": "gpu", "count": p, "memory_gib": 8, "source": "[E] test"}

@@ -12,7 +12,7 @@ import torch
 
 from distrepro.config.run_config import RunConfig, validate_config
 from distrepro.errors import ConfigError
-from distrepro.spec.job import build_job
+from distrepro.job.resolve import build_job
 
 #: warm-up 0.02 → 0.1 over 2 steps, then cosine to 0 over the 4 remaining steps (hand-computed)
 SCHEDULE = {"kind": "cosine", "warmup_steps": 2, "warmup_start_lr": 0.02}

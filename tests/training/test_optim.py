@@ -12,7 +12,7 @@ def test_ar_sgd_follows_the_harness_step_schedule():
 
     from distrepro.config.run_config import validate_config
     from distrepro.engine.inprocess.run import InProcessEngine
-    from distrepro.spec.job import build_job
+    from distrepro.job.resolve import build_job
 
     def final_params(epochs: int, **schedule) -> torch.Tensor:
         cfg = validate_config(

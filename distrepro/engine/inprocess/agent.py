@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from distrepro.api.gossip import GossipEndpoint, check_neighbors
-from distrepro.engine import charges
-from distrepro.engine.charges import payload_bytes
 from distrepro.engine.inprocess.fabric_view import FabricView
 from distrepro.engine.inprocess.lanes import Op
 from distrepro.engine.inprocess.scheduler import Request, Scheduler
 from distrepro.errors import CommError
+from distrepro.timing import charges
+from distrepro.timing.charges import payload_bytes
 
 if TYPE_CHECKING:
     import torch

@@ -22,8 +22,6 @@ import torch
 
 from distrepro.api.gossip import GossipEndpoint
 from distrepro.api.method import Comm, Group, ReduceOp
-from distrepro.engine import charges
-from distrepro.engine.charges import payload_bytes
 from distrepro.engine.inprocess.agent import AgentHub, InProcessAgent
 from distrepro.engine.inprocess.lanes import InProcessWork, Lanes, Op
 from distrepro.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
@@ -33,6 +31,8 @@ from distrepro.engine.inprocess.staging import reduce as _reduce
 from distrepro.engine.inprocess.staging import stage as _stage
 from distrepro.engine.inprocess.staging import unflat_into as _unflat_into
 from distrepro.errors import CommError
+from distrepro.timing import charges
+from distrepro.timing.charges import payload_bytes
 from distrepro.timing.network import Paths
 from distrepro.timing.timemodel import CommCostModel
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import torch
 
-from distrepro.engine import charges
-from distrepro.engine.charges import payload_bytes
 from distrepro.engine.inprocess.fabric_view import FabricView
 from distrepro.engine.inprocess.lanes import InProcessWork, Op
 from distrepro.engine.inprocess.scheduler import Request, Scheduler
 from distrepro.errors import CommError
+from distrepro.timing import charges
+from distrepro.timing.charges import payload_bytes
 
 
 class ExchangeRequest(Request):

@@ -17,14 +17,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
 from distrepro.api.method import Allocation, Comm
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.device import describe, deterministic_cuda, resolve_device, seeded_global_rng
 from distrepro.engine.evaluation import average_into, consensus_distance
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
@@ -33,12 +32,15 @@ from distrepro.engine.loop import Harness
 from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.engine.transport import HarnessView
-from distrepro.engine.warmup import emulated_profile
 from distrepro.engine.worker_slot import Slot
 from distrepro.errors import WorkerFailure
-from distrepro.spec.job import Job
-from distrepro.spec.observer import RunObserver
-from distrepro.spec.results import RunResult, Span
+from distrepro.hardware.device import describe, deterministic_cuda, resolve_device, seeded_global_rng
+from distrepro.job.engine import RunSink
+from distrepro.job.observer import Fanout, RunObserver
+from distrepro.job.resolve import Job
+from distrepro.job.results import RunResult, Span
+from distrepro.timing.budget_schedule import TrainingSchedule
+from distrepro.timing.warmup_profile import emulated_profile
 
 
 class InProcessEngine:
@@ -53,15 +55,24 @@ class InProcessEngine:
         assert result is not None  # the only process reports
         return result
 
-    def run_cell(self, job: Job, logger: Any, progress: RunObserver | None = None) -> RunResult:
-        """Run ``job`` logging to ``logger`` (a :class:`distrepro.tracking.runlog.RunLogger`) as it trains."""
-        from distrepro.spec.observer import Fanout
-        from distrepro.tracking.run_observer import MlflowObserver
+    def run_cell(
+        self,
+        job: Job,
+        sink: RunSink | None,
+        progress: RunObserver | None = None,
+        resume_from: Path | None = None,
+    ) -> RunResult:
+        """Run ``job`` recording into ``sink`` (the cell's run) as it trains.
 
+        The in-process engine resumes a cell by training it again (it is deterministic), so ``resume_from`` must be
+        ``None``: campaigns hand a checkpoint only to an engine that writes them (:mod:`distrepro.engine.checkpoint`).
+        """
+        if resume_from is not None:
+            raise ValueError("the in-process engine does not continue from a checkpoint folder")
         device = resolve_device(job.config.device, job.source)
-        if logger is not None:  # what ``device: auto`` got, and the GPU's name
-            logger.set_tags({"distrepro.device": describe(device)})
-        result = self.run(job, Fanout(MlflowObserver(logger) if logger is not None else None, progress))
+        if sink is not None:  # what ``device: auto`` got, and the GPU's name
+            sink.set_tags({"distrepro.device": describe(device)})
+        result = self.run(job, Fanout(sink.observer() if sink is not None else None, progress))
         if device.type != "cpu":  # a cell's result may be pickled to another process (--jobs): no GPU tensors in it
             result.models = [m.cpu() for m in result.models]
         return result
@@ -76,7 +87,7 @@ class InProcessTransport:
         self.job = job
         k = job.world_size
         self.ranks = range(k)
-        #: the config's ``device`` (:mod:`distrepro.engine.device`): every replica, the evaluated model and the
+        #: the config's ``device`` (:mod:`distrepro.hardware.device`): every replica, the evaluated model and the
         #: batches live there; the clocks, the fabric's bookkeeping and every random stream stay on the CPU
         self.device = resolve_device(job.config.device, job.source)
         self.clocks = [VirtualClock(r, job.config.timeline_spans_per_worker) for r in range(k)]

@@ -1,7 +1,7 @@
 """``Comm`` over ``torch.distributed``: the same method code on real processes.
 
 Every call does the real collective (gloo on CPU, NCCL on GPU) *and* advances the rank's
-virtual clock exactly as the in-process engine does (:mod:`distrepro.engine.charges`). To agree on
+virtual clock exactly as the in-process engine does (:mod:`distrepro.timing.charges`). To agree on
 when a collective starts (the last member's arrival) without an extra round trip, each member
 packs its virtual clock into the payload: a one-hot slot per member, split into a float32
 high part and the remainder so the sum reproduces float64 clocks to ~1e-12 s. Summing one-hot
@@ -37,12 +37,12 @@ import torch
 import torch.distributed as dist
 
 from distrepro.api.method import Comm, Group, ReduceOp
-from distrepro.engine import charges
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.multiprocess.pairing import PairingClient
 from distrepro.engine.multiprocess.peer import PeerOps
 from distrepro.engine.multiprocess.work import DistWork, clock_slots, clocks_from, nbytes_of, returned
 from distrepro.errors import CommError
+from distrepro.timing import charges
 from distrepro.timing.timemodel import CommCostModel
 
 Pace = Callable[[float], None]

@@ -31,8 +31,10 @@ from typing import Any
 
 from distrepro.engine.torch_threads import default_threads
 from distrepro.errors import WorkerFailure
-from distrepro.spec.job import Job
-from distrepro.spec.results import EvalRecord, RunResult
+from distrepro.job.engine import RunSink
+from distrepro.job.observer import RunObserver
+from distrepro.job.resolve import Job
+from distrepro.job.results import EvalRecord, RunResult
 
 #: a launcher line for the ranks (``torchrun ... --nproc-per-node=N``) that replaces ``dist.launcher``: the job
 #: script of a dist-engine cell under ``--executor slurm`` sets it, so the ranks start inside the job's allocation
@@ -118,14 +120,21 @@ def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, 
 class DistEngine:
     name = "dist"
 
-    def run_cell(self, job: Job, logger: Any, progress: Any = None, resume_from: Path | None = None) -> RunResult:
-        """Launch the ranks for ``job``; rank 0 logs to ``logger``'s run; returns rank 0's result.
+    def run_cell(
+        self,
+        job: Job,
+        sink: RunSink | None,
+        progress: RunObserver | None = None,
+        resume_from: Path | None = None,
+    ) -> RunResult:
+        """Launch the ranks for ``job``; rank 0 records into ``sink``'s run (reopened in its process); returns rank 0's
+        result.
 
         With ``checkpoint.every_steps`` set, checkpoints go to ``checkpoint.dir/<run id>``;
         ``resume_from`` is a complete checkpoint folder to continue from.
         """
         cfg = job.config
-        run_id = getattr(logger, "run_id", None)
+        run_id = sink.run_id if sink is not None else None
         ckpt = (cfg.checkpoint.dir / run_id).resolve() if cfg.checkpoint.every_steps and run_id else None
         with tempfile.TemporaryDirectory(prefix="distrepro-dist-") as tmp:
             out = Path(tmp)
@@ -137,14 +146,14 @@ class DistEngine:
                         "seed": job.seed,
                         "source": None,
                         "run_id": run_id,
-                        "tracking_uri": _uri_of(logger),
                         "checkpoint_dir": str(ckpt) if ckpt else None,
                         "resume_from": str(resume_from) if resume_from else None,
                     }
                 )
             )
-            if logger is not None:
-                logger.flush()  # rank 0 writes to this run next; one writer at a time
+            if sink is not None:
+                sink.flush()  # rank 0 writes to this run next; one writer at a time
+                (out / "sink.pkl").write_bytes(pickle.dumps(sink.reopener()))
             world = job.world_size
             env = {**os.environ, "OMP_NUM_THREADS": str(default_threads(world)[0])}  # the host's CPUs, shared
             prefix = os.environ.get(TORCHRUN_ENV)  # set by a SLURM cell's job script (--executor slurm)
@@ -287,8 +296,3 @@ class ProgressFile:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fraction": self.fraction, "emulated_s": self.emulated_s, "evals": self.evals}))
         tmp.replace(self.path)
-
-
-def _uri_of(logger: Any) -> str | None:
-    client = getattr(logger, "_client", None)
-    return getattr(client, "tracking_uri", None)

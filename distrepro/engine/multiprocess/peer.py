@@ -3,7 +3,7 @@ pairing coordinator's answers, and the gossip agent's swaps on its own process g
 
 A mixin, apart from the collectives because pairwise traffic carries its clock differently: the sender's
 virtual clock rides at the end of the exchanged vector (two float slots), and an exchange starts when the later
-of the two peers issued it. Charges follow :func:`distrepro.engine.charges.exchange`, as in the in-process engine.
+of the two peers issued it. Charges follow :func:`distrepro.timing.charges.exchange`, as in the in-process engine.
 
 *receive_first_swap*: every swap lists its receive before its send. gloo moves a payload only once the peer's
 "ready to receive" notice has arrived, and writes that notice behind whatever the rank has already queued on the
@@ -26,12 +26,12 @@ import torch.distributed as dist
 
 from distrepro.api.gossip import GossipEndpoint, check_neighbors
 from distrepro.api.method import Group
-from distrepro.engine import charges
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.multiprocess.agent import DistAgent
 from distrepro.engine.multiprocess.pairing import PairingClient
 from distrepro.engine.multiprocess.work import DistWork, PairWork, clock_slots, clocks_from, nbytes_of
 from distrepro.errors import CommError
+from distrepro.timing import charges
 from distrepro.timing.timemodel import CommCostModel
 
 

@@ -14,7 +14,7 @@ import os
 import torch
 
 from distrepro.engine.torch_threads import default_threads
-from distrepro.spec.job import Job
+from distrepro.job.resolve import Job
 
 
 def cpu_core_sets(job: Job, host_cores: list[int], ranks: list[int] | None = None) -> dict[int, list[int]] | None:

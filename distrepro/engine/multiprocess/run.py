@@ -21,25 +21,26 @@ import torch
 import torch.distributed as dist
 
 from distrepro.api.method import Allocation, Comm
-from distrepro.engine.budget_schedule import TrainingSchedule
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.device import seeded_global_rng
 from distrepro.engine.evaluation import param_mask, param_vector
 from distrepro.engine.loop import Harness
 from distrepro.engine.multiprocess.comm import DistComm
 from distrepro.engine.multiprocess.evals import AsyncEvals, flat_state, load_flat
 from distrepro.engine.multiprocess.pacing import Pacer, choose_dilation
 from distrepro.engine.multiprocess.pairing import PairingClient, PairingCoordinator
-from distrepro.engine.partition import shard_sizes
 from distrepro.engine.rank_reports import RankReport
 from distrepro.engine.run_setup import make_stream
 from distrepro.engine.transport import HarnessView
-from distrepro.engine.warmup import emulated_profile, timed_speed
+from distrepro.engine.warmup import timed_speed
 from distrepro.engine.worker_slot import Slot
 from distrepro.errors import ConfigError
-from distrepro.spec.job import Job
-from distrepro.spec.observer import RunObserver
-from distrepro.spec.results import RunResult, Span
+from distrepro.hardware.device import seeded_global_rng
+from distrepro.job.observer import RunObserver
+from distrepro.job.resolve import Job
+from distrepro.job.results import RunResult, Span
+from distrepro.timing.budget_schedule import TrainingSchedule
+from distrepro.timing.warmup_profile import emulated_profile
+from distrepro.training.partition import shard_sizes
 
 
 class DistRun:

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import torch
 
-from distrepro.engine.charges import payload_bytes
 from distrepro.engine.clock import VirtualClock
+from distrepro.timing.charges import payload_bytes
 
 
 class LaneOwner(Protocol):

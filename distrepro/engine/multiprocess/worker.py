@@ -26,7 +26,8 @@ import torch
 import torch.distributed as dist
 
 if TYPE_CHECKING:
-    from distrepro.spec.observer import RunObserver
+    from distrepro.job.engine import RunSink
+    from distrepro.job.observer import RunObserver
 
 
 def _status(out: Path, rank: int, **fields: object) -> None:
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from distrepro.config.run_config import validate_config
         from distrepro.engine.multiprocess.pinning import pin_worker
-        from distrepro.spec.job import build_job
+        from distrepro.job.resolve import build_job
 
         cfg = validate_config(spec["config"], spec.get("source"))
         job = build_job(cfg, int(spec["seed"]), spec.get("source"))
@@ -84,26 +85,23 @@ def main(argv: list[str] | None = None) -> int:
         from distrepro.engine.multiprocess.run import DistRun, store_of_default_group
 
         observer: RunObserver | None = None
-        logger = None
-        if rank == 0 and spec.get("run_id"):
-            from distrepro.tracking.mlflow_client import RunLogger, make_client
-            from distrepro.tracking.run_observer import MlflowObserver
-
-            logger = RunLogger(make_client(spec["tracking_uri"]), spec["run_id"])
-            logger.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
-            observer = MlflowObserver(logger)
+        sink: RunSink | None = None
+        if rank == 0 and spec.get("run_id"):  # the launcher's run, reopened here by what the caller handed it
+            sink = pickle.loads((out / "sink.pkl").read_bytes())()
+            sink.set_tags({"distrepro.backend": backend, "distrepro.pinning": note})
+            observer = sink.observer()
         if rank == 0:
             from distrepro.engine.multiprocess.launch import ProgressFile
-            from distrepro.spec.observer import Fanout
+            from distrepro.job.observer import Fanout
 
             observer = Fanout(observer, ProgressFile(out / "progress.json"))
         ckpt = Path(spec["checkpoint_dir"]) if spec.get("checkpoint_dir") else None
         resume = Path(spec["resume_from"]) if spec.get("resume_from") else None
         run = DistRun(job, rank, store_of_default_group(), observer, checkpoint_root=ckpt, resume_from=resume)
         result = run.run()
-        if logger is not None:
+        if sink is not None:
             if run.pacer is not None:
-                logger.set_tags(
+                sink.set_tags(
                     {
                         "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
                         "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
@@ -111,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                         "distrepro.throttle.rank0_late_events": str(run.pacer.late_events),
                     }
                 )
-            logger.flush()
+            sink.flush()
         if result is not None:
             (out / "result.pkl").write_bytes(pickle.dumps(result))
         _status(out, rank, status="ok", pinning=note)

@@ -1,6 +1,6 @@
 """One campaign cell (arm × seed) as a self-contained task, and the function that runs it anywhere.
 
-Why a task and not a :class:`~distrepro.spec.job.Job`: a job holds torch modules and a loaded
+Why a task and not a :class:`~distrepro.job.resolve.Job`: a job holds torch modules and a loaded
 dataset, which cannot travel to a Ray worker or a SLURM node. A :class:`CellTask` holds only what
 rebuilds the job there (the resolved config as JSON, the seed, the plugin roots) and where to log it
 (the tracking URI and the child run, created by the campaign before submission). Seeds are derived from
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from distrepro.data.loading import DatasetBundle
-    from distrepro.spec.results import RunResult
+    from distrepro.job.results import RunResult
 
 #: tag on a child run that did not finish: why (the exception, or how its worker died)
 FAILURE_TAG = "distrepro.failure"
@@ -108,8 +108,8 @@ def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
     import torch
 
     from distrepro.config.run_config import validate_config
+    from distrepro.job.resolve import build_job
     from distrepro.orchestration.campaign import get_engine, train_cell
-    from distrepro.spec.job import build_job
     from distrepro.tracking.mlflow_client import make_client
     from distrepro.tracking.run_start import now_ms, set_start_time
     from distrepro.tracking.runlog import RunLogger

@@ -1,4 +1,4 @@
-"""The contention ledger (distrepro/engine/contention.py) on a clock, against step times worked out by hand.
+"""The contention ledger (distrepro/timing/contention.py) on a clock, against step times worked out by hand.
 
 The rule: backward runs 1 + f times slower while one of its collectives is on the stream, so a span of d seconds
 beside it delays it by d·f/(1 + f); a collective cannot start before the slowed backward launched it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from distrepro.engine.clock import VirtualClock
-from distrepro.engine.contention import ContentionLedger
+from distrepro.timing.contention import ContentionLedger
 from distrepro.timing.framework import slowed_finish_s
 
 

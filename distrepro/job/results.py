@@ -34,7 +34,7 @@ class WorkerTotals:
     compute_s: float
     comm_s: float
     idle_s: float
-    bytes_sent: int  # whole bytes (distrepro.engine.charges rounds each message)
+    bytes_sent: int  # whole bytes (distrepro.timing.charges rounds each message)
     samples: int
     gradients: int
 

@@ -1,4 +1,4 @@
-"""The run config's ``device`` (distrepro/engine/device.py): cpu by default and unchanged, ``auto`` falls back to
+"""The run config's ``device`` (distrepro/hardware/device.py): cpu by default and unchanged, ``auto`` falls back to
 the CPU, ``cuda`` without CUDA is one line naming the file and the field, before anything is logged."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import torch
 from clirun import TINY, run_cli, write_config
 
 from distrepro.config.run_config import load_config
-from distrepro.engine.device import deterministic_cuda, resolve_device
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.errors import ConfigError
-from distrepro.spec.job import build_job
+from distrepro.hardware.device import deterministic_cuda, resolve_device
+from distrepro.job.resolve import build_job
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA is absent")
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from distrepro.api.method import Allocation
-from distrepro.engine.partition import full_shuffle, iid_shards, shard_sizes
 from distrepro.seeding import generator
+from distrepro.training.partition import full_shuffle, iid_shards, shard_sizes
 
 pytestmark = pytest.mark.smoke
 

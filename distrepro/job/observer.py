@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from distrepro import metrics as M
 from distrepro.api.method import Allocation
-from distrepro.spec.results import EvalRecord
+from distrepro.job.results import EvalRecord
 
 
 class RunObserver(Protocol):
