@@ -4,7 +4,7 @@
 
 Writes the rows' inputs under OUT_DIR (:func:`hostile_cases.write_inputs`), migrates one SQLite store there
 first (so no row pays for it), then prints one JSON line per row: exit status, wall and CPU seconds (user +
-system, from ``wait4``), the load average, and the error line. BENCHMARKS.md ("Hostile inputs, round 3")
+system, from ``wait4``), the load average, and the error line. BENCHMARKS.md ("Hostile inputs")
 shows the numbers; ``tests/test_hostile_inputs.py`` asserts the same rows.
 """
 
