@@ -11,8 +11,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _contract_layers() -> list[str]:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    (layers,) = [c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
-    return [" | ".join(part.strip() for part in layer.split("|")) for layer in layers]
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    (container,) = contract["containers"]
+    return [" | ".join(f"{container}.{part.strip()}" for part in layer.split("|")) for layer in contract["layers"]]
 
 
 def _drawn_layers() -> list[str]:

@@ -76,14 +76,37 @@ def test_a_stuttering_module_name_and_a_crowded_top_level_are_found(tmp_path: Pa
 
 def test_the_layers_contract_names_every_part_of_the_package_and_lists_no_exception() -> None:
     """The one ``layers`` contract covers every subpackage and top-level module of ``distrepro`` (a new package
-    cannot escape the stack by being left out) and ignores no import."""
+    cannot escape the stack by being left out; import-linter's ``exhaustive`` says so too), and no contract ignores
+    an import."""
     import tomllib
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    for contract in config["contracts"]:
+        assert "ignore_imports" not in contract and "unmatched_ignore_imports_alerting" not in contract
     (layers,) = [c for c in config["contracts"] if c["type"] == "layers"]
-    assert "ignore_imports" not in layers and "unmatched_ignore_imports_alerting" not in layers
-    named = {part.strip() for layer in layers["layers"] for part in layer.split("|")}
+    assert layers["containers"] == ["distrepro"] and layers["exhaustive"] is True
+    named = {f"distrepro.{part.strip()}" for layer in layers["layers"] for part in layer.split("|")}
     package = REPO / "distrepro"
     parts = {f"distrepro.{p.name}" for p in package.iterdir() if (p / "__init__.py").is_file()}
     parts |= {f"distrepro.{p.stem}" for p in package.glob("*.py") if p.name != "__init__.py"}
     assert named == parts
+
+
+def test_the_forbidden_contracts_back_the_architecture_pages_rules() -> None:
+    """docs/architecture.md states that only orchestration calls an engine, that the report and the sensitivity sweep
+    never train, and that engines are handed their run: each is a forbidden contract, so lint fails when one breaks."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    forbidden = {
+        (source, target)
+        for c in config["contracts"]
+        if c["type"] == "forbidden"
+        for source in c["source_modules"]
+        for target in c["forbidden_modules"]
+    }
+    above_orchestration = ("cli", "reproduction", "report", "sensitivity", "conformance")
+    assert {(f"distrepro.{s}", "distrepro.engine") for s in above_orchestration} <= forbidden
+    assert {("distrepro.report", "distrepro.orchestration.campaign")} <= forbidden
+    assert {("distrepro.sensitivity", "distrepro.orchestration.campaign")} <= forbidden
+    assert ("distrepro.engine", "distrepro.tracking") in forbidden

@@ -151,15 +151,13 @@ def differing_tensors(resumed: torch.nn.Module, clean: torch.nn.Module, atol: fl
 def _unsaved_after_a_short_run(cfg: RunConfig) -> list[str]:
     """Run the round trip's config two steps in-process and list what ``state_dict`` leaves out (the harness's
     view of the method's attributes after ``setup`` and a few steps)."""
-    from distrepro.engine.inprocess.run import InProcessEngine
     from distrepro.job.resolve import build_job
+    from distrepro.orchestration.inspection import methods_after_training
 
     short = validate_config(
         {**cfg.model_dump(mode="json", exclude={"checkpoint"}), "engine": "inprocess", "budget": {"steps": 2}}
     )
-    harness = InProcessEngine().harness(build_job(short, 0))
-    harness.run()
-    return unsaved_tensor_attributes(harness.slots[0].method)
+    return unsaved_tensor_attributes(methods_after_training(build_job(short, 0))[0])
 
 
 def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str = PAIR_PROFILE) -> None:
@@ -167,9 +165,9 @@ def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str
     survives a checkpoint: resumed from step 2, the run ends with the uninterrupted run's parameters and
     evaluation. A failure names the tensors that differ and the tensor-holding attributes ``state_dict`` left
     out. ``test_opt_outs["checkpoint"]`` leaves a method out, with its reason."""
-    from distrepro.engine import checkpoint
-    from distrepro.engine.multiprocess.launch import DistEngine
+    from distrepro.job import checkpoint_folders as checkpoint
     from distrepro.job.resolve import build_job
+    from distrepro.orchestration.campaign import get_engine
     from distrepro.tracking.run_observer import MlflowRunSink
     from distrepro.tracking.runlog import RunLogger
 
@@ -194,7 +192,7 @@ def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str
     client = make_client(tracking_uri)
     second = client.create_run(client.get_run(clean.run_id).info.experiment_id)
     sink = MlflowRunSink(RunLogger(client, second.info.run_id))
-    resumed = DistEngine().run_cell(build_job(cfg, 0), sink, resume_from=half)
+    resumed = get_engine("dist").run_cell(build_job(cfg, 0), sink, resume_from=half)
     differ = differing_tensors(resumed.models[0], clean.result.models[0])
     if differ:
         unsaved = _unsaved_after_a_short_run(cfg)

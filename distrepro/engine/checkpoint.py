@@ -30,25 +30,13 @@ from distrepro.api.method import Allocation
 from distrepro.engine.run_setup import TargetTracker
 from distrepro.engine.transport import Transport
 from distrepro.engine.worker_slot import Slot
+from distrepro.job.checkpoint_folders import MARKER, step_dir
 from distrepro.job.resolve import Job
 from distrepro.job.results import EvalRecord
 from distrepro.timing.budget_schedule import TrainingSchedule
 
-MARKER = "COMPLETE"
 #: version of a rank file's layout: every piece's own state_dict() since 2
 FORMAT = 2
-
-
-def step_dir(root: Path, step: int) -> Path:
-    return root / f"step{step:09d}"
-
-
-def latest_complete(root: Path) -> Path | None:
-    """The newest complete checkpoint under ``root`` (a run's checkpoint folder), or None."""
-    if not root.is_dir():
-        return None
-    done = sorted(d for d in root.iterdir() if d.is_dir() and (d / MARKER).is_file())
-    return done[-1] if done else None
 
 
 @runtime_checkable

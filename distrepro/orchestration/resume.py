@@ -158,7 +158,7 @@ def plan_seeds(
     only marked FAILED. Seeds of the campaign that this resume does not run are planned too, so
     the caller can tell which have finished.
     """
-    from distrepro.engine.checkpoint import latest_complete
+    from distrepro.job.checkpoint_folders import latest_complete
 
     experiment_id = client.get_run(target.run_id).info.experiment_id
     children = client.search_runs(
