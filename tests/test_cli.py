@@ -116,6 +116,25 @@ def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) 
     assert "required" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "whole"),
+    [
+        (["reproduce", "chao", "--seed", "0"], "--seed"),
+        (["run", "x.yaml", "--seed", "1"], "--seed"),
+        (["list", "--deb"], "--deb"),
+    ],
+)
+def test_a_flag_is_never_read_from_its_abbreviation(
+    argv: list[str], whole: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--seed 0`` once ran as ``--seeds 0`` (argparse completes a unique prefix) and put an exploratory seed into a
+    registered report: every parser refuses a flag it does not know by its whole name."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert f"unrecognized arguments: {whole}" in capsys.readouterr().err
+
+
 def _python(code: str, tmp_path: Path, *flags: str) -> str:
     """stderr of ``code`` in a fresh interpreter with this checkout first on the path."""
     import os

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distrepro",
         description="Reproduce distributed-training papers on emulated heterogeneous hardware.",
+        allow_abbrev=False,
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     parser.add_argument("--version", action="version", version=f"distrepro {_version()}")
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub, common)
     results.add_parser(sub, common)
     calibrate.add_parser(sub, common)
+    for command in sub.choices.values():  # a flag is spelled whole: `--seed 0` must not be read as `--seeds 0`
+        command.allow_abbrev = False
     return parser
 
 
