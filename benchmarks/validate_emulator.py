@@ -313,6 +313,8 @@ def fold(data: dict[str, Any], held_out: str | None = None) -> tuple[dict[str, A
         calibrating = [points[i] for i in c.get("from_points", [])]
         origins = {p["source"] for p in calibrating} | set(c.get("from_sources", []))
         kept = [p for p in calibrating if p["source"] != held_out]
+        if len({(p["model"], p["gpu"]) for p in calibrating}) > 1:
+            raise ValueError(f"constant {name}: its calibration points are not one model on one GPU")
         if calibrating and len(kept) >= 2:
             rows = [(p["tokens_per_gpu"], p["measured"]) for p in kept]
             value = DERIVATIONS[name](data, rows, kept[0]["model"], kept[0]["gpu"])
@@ -776,6 +778,27 @@ def render_error_bands(report: Report, target: Path = ERROR_BANDS, data_path: Pa
     return _BANDS_HEADER + body
 
 
+def json_payload(report: Report) -> dict[str, Any]:
+    """``--json``: the summary (out of sample; the fit under ``in_sample_fit``) and every scored point."""
+    fit = {o.point["id"]: o for o in report.outcomes}
+    points = [
+        {
+            "id": o.point["id"],
+            "source": o.point["source"],
+            "unit": o.point["unit"],
+            "measured": o.point["measured"],
+            "predicted": o.predicted,
+            "error": o.error,
+            "signed": o.signed,
+            "verdict": o.verdict,
+            "classes": report.classes[o.point["id"]],
+            "in_sample_fit": {"predicted": fit[o.point["id"]].predicted, "error": fit[o.point["id"]].error},
+        }
+        for o in report.out_of_sample
+    ]
+    return report.summary() | {"points": points}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -795,23 +818,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + ablation(args.data))
     summary = report.summary()
     if args.json:
-        fit = {o.point["id"]: o for o in report.outcomes}
-        points = [
-            {
-                "id": o.point["id"],
-                "source": o.point["source"],
-                "unit": o.point["unit"],
-                "measured": o.point["measured"],
-                "predicted": o.predicted,
-                "error": o.error,
-                "signed": o.signed,
-                "verdict": o.verdict,
-                "classes": report.classes[o.point["id"]],
-                "in_sample_fit": {"predicted": fit[o.point["id"]].predicted, "error": fit[o.point["id"]].error},
-            }
-            for o in report.out_of_sample
-        ]
-        args.json.write_text(json.dumps(summary | {"points": points}, indent=1), encoding="utf-8")
+        args.json.write_text(json.dumps(json_payload(report), indent=1), encoding="utf-8")
     if args.write_error_bands:
         args.write_error_bands.parent.mkdir(parents=True, exist_ok=True)
         text = render_error_bands(report, args.write_error_bands, args.data)
