@@ -1,13 +1,16 @@
 """The emulator against published measurements (issue 23): ``benchmarks/validate_emulator.py`` runs in CI.
 
 It predicts every point of ``benchmarks/data/emulator_points.yaml`` with the emulator's own code; this test runs it
-and asserts the bounds it reports (median absolute error <= 15 % overall and <= 25 % within each source, every
-published ordering of methods right), that it stays a quick prediction (under a minute, nothing logged), and that
-the data file keeps its promises (at least 30 scored points from at least 3 sources, each citing where it is from).
+and asserts the bounds it reports on the leave-one-source-out errors (median absolute error <= 15 % overall and
+<= 25 % within each source, every published ordering of methods right), that it stays a quick prediction (under a
+minute, nothing logged), and that the data file keeps its promises (at least 30 scored points from at least 3
+sources, each citing where it is from). Also: a source's own points never choose a constant it is scored with, the
+committed error bands are what the script writes, and a row's "too fast" / "too slow" follows its unit.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import sys
 import time
@@ -15,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from distrepro.safe_yaml import load_yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,3 +72,142 @@ def test_calibration_points_are_reproduced_and_not_scored(report) -> None:
 def test_it_is_a_prediction_under_a_minute(report) -> None:
     _, _, seconds = report
     assert seconds < 60  # CPU seconds of the whole validation: a prediction from tables, no training
+
+
+# ---------------------------------------------------------------------- leave one source out
+
+
+def _analytical(module: ModuleType) -> dict:
+    """The data file without the engine cells (their predictions read no constant of the file): fast to predict."""
+    data = module.read_yaml_mapping(module.DATA, "points")
+    data["points"] = [p for p in data["points"] if p["kind"] != "engine_cell"]
+    return data
+
+
+def _by_id(outcomes) -> dict:
+    return {o.point["id"]: o.predicted for o in outcomes}
+
+
+def test_a_source_is_scored_with_no_constant_chosen_from_its_own_points() -> None:
+    """Moving dle-txl's calibration points far off changes the constants every *other* source is scored with, and
+    dle-txl's own in-sample fit, but not one of dle-txl's out-of-sample predictions."""
+    module = _module()
+    data = _analytical(module)
+    before, _ = module.leave_one_source_out(data)
+    perturbed = copy.deepcopy(data)
+    calibrating = [p for p in perturbed["points"] if p.get("role") == "calibrate"]
+    assert {p["source"] for p in calibrating} == {"dle-txl"}
+    calibrating[0]["measured"] *= 0.9  # a slower small batch: a larger intercept (tau 2.0 -> 2.7 ms)
+    after, folds = module.leave_one_source_out(perturbed)
+    old, new = _by_id(before), _by_id(after)
+
+    own = [i for i, o in zip(new, after, strict=True) if o.point["source"] == "dle-txl"]
+    assert own and all(new[i] == old[i] for i in own)
+    moved = [i for i in new if new[i] != old[i]]
+    assert moved and all(i not in own for i in moved)  # others' predictions moved: the perturbation has teeth
+    fit_before, _ = module.fold(data)
+    fit_after, _ = module.fold(perturbed)
+    assert fit_after["constants"]["tau_v100_ms"]["value"] > 1.2 * fit_before["constants"]["tau_v100_ms"]["value"]
+    assert folds["dle-txl"]["tau_v100_ms"]["from"] == ["dle-transformer"]
+
+
+def test_every_fold_derives_its_constants_without_the_held_out_source() -> None:
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    _, folds = module.leave_one_source_out(_analytical(module))
+    for source in module.validation_sources(data):
+        _, constants = module.fold(data, source)
+        for name, c in constants.items():
+            assert source not in c["from"], (source, name, c)
+    assert set(folds) == set(module.validation_sources(_analytical(module)))
+    # the two constants chosen from scored sources fall back without them; the rest keep their written value
+    assert folds["dle-txl"]["tau_v100_ms"]["changed"] and folds["nccl"]["ib_efficiency"]["changed"]
+    assert folds["nccl"]["ib_efficiency"]["value"] == 1.0
+    assert not any(c["changed"] for s in ("lambda-2023", "dle-rn50") for c in folds[s].values())
+
+
+def test_a_written_constant_is_its_derivation() -> None:
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    derived, provenance = module.fold(data)
+    written = data["constants"]["tau_v100_ms"]["value"]
+    assert abs(derived["constants"]["tau_v100_ms"]["value"] - written) < 0.001, provenance["tau_v100_ms"]
+
+
+def test_a_fold_that_cannot_rederive_a_shipped_profile_is_refused() -> None:
+    """An engine cell runs on a shipped profile; a fold holding out a source its constants cite cannot re-derive it
+    and must fail rather than score the cell in sample."""
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    data["setups"]["a40-25gbe"]["constants_from"].append("decentdp")
+    with pytest.raises(ValueError, match="shipped profile"):
+        module.leave_one_source_out(data)
+
+
+def test_the_figure_of_merit_is_the_out_of_sample_error(report) -> None:
+    module, rep, _ = report
+    summary = rep.summary()
+    oos = [o.signed for o in rep.out_of_sample]
+    assert len(oos) == summary["overall"]["points"] == len(rep.scored())
+    assert summary["overall"]["median"] == module._stats(oos)["median"]
+    assert summary["in_sample_fit"]["overall"]["median"] == module._stats([o.signed for o in rep.scored()])["median"]
+    text = module.render(rep)
+    assert "without dle-txl: tau_v100_ms" in text and "without nccl: ib_efficiency" in text
+    assert "in sample (fit)" in text
+    payload = module.json_payload(rep)
+    assert payload["overall"] == summary["overall"] and set(payload["per_class"]) == set(module.CLASS_AXES)
+    assert all("in_sample_fit" in p and "classes" in p for p in payload["points"])
+
+
+# ---------------------------------------------------------------------- error bands
+
+
+def test_the_committed_error_bands_are_what_the_script_writes(report) -> None:
+    module, rep, _ = report
+    committed = module.ERROR_BANDS.read_text(encoding="utf-8")
+    written = module.render_error_bands(rep)
+    assert written == committed, f"regenerate: {load_yaml(committed, module.ERROR_BANDS)['command']}"
+
+
+def test_the_error_bands_cover_every_class_with_their_counts(report) -> None:
+    module, _, _ = report
+    bands = load_yaml(module.ERROR_BANDS.read_text(encoding="utf-8"), module.ERROR_BANDS)
+    assert bands["method"] == "leave one source out"
+    assert bands["command"].endswith("--write-error-bands hardware_profiles/validation/emulator_error.yaml")
+    header = [line for line in module.ERROR_BANDS.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    assert "LEAVE-ONE-SOURCE-OUT" in " ".join(header) and "too narrow" in " ".join(header)
+    for axis in module.CLASS_AXES:
+        counted = sum(v["points"] for v in bands["classes"][axis].values())
+        assert counted == bands["overall"]["points"], axis
+        for v in bands["classes"][axis].values():
+            assert v["worst_abs"] >= v["median_abs"] >= 0 and v["sources"] == len(v["from"])
+    assert set(bands["classes"]["workload"]) <= set(module.WORKLOAD_CLASSES)
+    assert {"ethernet", "infiniband", "nvlink"} <= set(bands["classes"]["interconnect"])
+    cells = {c["id"]: c for c in bands["cells"]["decentdp"]}
+    assert cells["decentdp-a40-16-aer"]["from"] == "Fig. 6" and cells["decentdp-a40-16-aer"]["verdict"] == "too slow"
+
+
+# ---------------------------------------------------------------------- sign wording
+
+
+def _outcome(module: ModuleType, unit: str, measured: float, predicted: float):
+    point = {"id": "constructed", "source": "s", "kind": "engine_cell", "measured": measured, "unit": unit}
+    return module.Outcome(point, predicted)
+
+
+def test_a_time_predicted_above_its_measurement_is_too_slow() -> None:
+    module = _module()
+    slow = _outcome(module, "ms/iter", 195.5, 222.4)  # Decent-DP's A40 All-Reduce cell, as the engine gives it
+    assert slow.error > 0 and slow.signed < 0
+    assert slow.verdict == "too slow" and slow.describe() == "+13.8% (too slow)"
+    fast = _outcome(module, "us", 10.14, 7.824)
+    assert fast.verdict == "too fast" and fast.signed > 0 and fast.describe() == "-22.8% (too fast)"
+
+
+def test_a_rate_predicted_above_its_measurement_is_too_fast() -> None:
+    module = _module()
+    fast = _outcome(module, "tok/s", 100.0, 110.0)
+    assert fast.verdict == "too fast" and fast.signed == pytest.approx(0.1) and fast.describe() == "+10.0% (too fast)"
+    slow = _outcome(module, "busbw GB/s", 100.0, 90.0)
+    assert slow.verdict == "too slow" and slow.signed == pytest.approx(-0.1)
+    assert _outcome(module, "ms/iter", 5.0, 5.0).verdict == "exact"
