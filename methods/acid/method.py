@@ -180,23 +180,29 @@ class Method(api.Method[Params]):
         if not self.started:
             self.agent.start(self._draw(ctx))
             self.started = True
-        self._compute(ctx, batch)
+        spent = self._compute(ctx, batch)
         self.agent.sync()  # the averagings that ended during the computation are in x
-        self._gradient_event(ctx)
+        self._gradient_event(ctx, spent)
         done = self.agent.barrier(self._draw(ctx))  # the quota of this interval, then the next one's
         ctx.record("averagings_per_step", done)
         ctx.record("sqrt_chi1_over_chi2", self.acceleration)
         # regime of the accuracy claims: training long compared with the mixing time (one gradient = one time unit)
         ctx.record("mixing_times", (int(ctx.train_state["step"]) + 1) / self.chi1)
 
-    def _compute(self, ctx: api.WorkerContext, batch: api.Batch) -> None:
+    def _compute(self, ctx: api.WorkerContext, batch: api.Batch) -> float:
+        """Forward and backward; returns the compute time it took. The first one also sets the time unit (the
+        reference measures it on an initialising gradient); the others enter it after their step."""
         before = ctx.clock.compute_s
         ctx.forward_backward(batch)
         spent = ctx.clock.compute_s - before
-        self.unit = spent if self.unit is None else 0.5 * spent + 0.5 * self.unit
+        if self.unit is None:
+            self.unit = spent
+        return spent
 
-    def _gradient_event(self, ctx: api.WorkerContext) -> None:
-        """Mix forward to now, the optimizer step on x, the same step on x̃."""
+    def _gradient_event(self, ctx: api.WorkerContext, spent: float) -> None:
+        """Mix forward to now, the optimizer step on x, the same step on x̃; then this gradient's compute time
+        ``spent`` enters the time unit (EMA ½), as the reference's ``ADP.step`` does after its step: the mixing up
+        to and at this event, and that of averagings which ended during this gradient, uses the unit as it was."""
         p = self.params
         if self.shift is not None:
             for q, c in zip(self.params_list, self.shift, strict=True):
@@ -206,11 +212,15 @@ class Method(api.Method[Params]):
             clip_grad_norm_(self.params_list, p.clip_grad_norm)
         with torch.no_grad():
             x = self._mix_to(ctx.clock.now())
+            # the parameters become views of ``x`` (``vector_to_parameters``), so the step also moves ``x``:
+            # x̃ takes the step measured against a copy of x from before it
             vector_to_parameters(x, self.params_list)
+            before = x.clone() if self.x_tilde is not None else None
             if p.apply_gradients:
                 self.opt.step()
-            if self.x_tilde is not None:  # x̃ takes exactly the step x took
-                self.x_tilde.add_(parameters_to_vector(self.params_list) - x)
+            if self.x_tilde is not None and before is not None:  # x̃ takes exactly the step x took
+                self.x_tilde.add_(parameters_to_vector(self.params_list) - before)
+        self.unit = spent if self.unit is None else 0.5 * spent + 0.5 * self.unit
 
     def finalize(self, ctx: api.WorkerContext) -> None:
         """Finish the exchange in flight (the peer waits for it); the harness scores the average."""
