@@ -45,7 +45,8 @@ cleared by 23 % of 5-seed samples instead of 71 % (normal noise), 3 sd away by 4
 and 100 %; from 15 seeds on almost nothing. No finite factor holds lognormal noise at n = 3 (G1 of 3 values carries
 almost no information; a factor of 6 still leaves 6 %, and a 3-seed interval 6 times a t-interval's width says
 nothing), so the guard starts at 4 values and a 3-seed t-interval stays plain: below the default ``min_seeds`` of
-5, a claim that lowers it to 3 accepts the t-interval's error under skew (16 % under lognormal noise). That is the price of a mean from 5 seeds whose noise may be skewed; a claim whose
+5, a claim that lowers it to 3 accepts the t-interval's error under skew (16 % under lognormal noise). That is
+the price of a mean from 5 seeds whose noise may be skewed; a claim whose
 noise is multiplicative is better judged on logs (a geometric mean), where the guard rarely bites far from an edge.
 The factor was calibrated at 95 %; another level uses the same factor on its own t quantile.
 
