@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "claims"))
 
-import test_skew_guard as T  # noqa: E402
+import test_skew_guard as T
 
 
 def main() -> None:
