@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from distrepro.claims.intervals import bca_interval, percentile_interval, signflip_interval, t_interval
+from distrepro.claims.intervals import (
+    bca_interval,
+    percentile_interval,
+    signflip_interval,
+    skew_guarded_t_interval,
+    t_interval,
+)
 from distrepro.claims.stats import stat
 from distrepro.claims.verdict_record import Verdict
 
@@ -141,23 +147,28 @@ def unpaired_sample(claim: Any, arms: dict[str, dict[int, float]], names: list[s
     return _Sample(claim.accept.statistic, None, samples, combine)
 
 
-def interval(acc: Any, sample: _Sample, seed: int) -> tuple[float, tuple[float, float]]:
+def interval(acc: Any, sample: _Sample, seed: int, skew_guard: bool = True) -> tuple[float, tuple[float, float]]:
     """The statistic and its CI by ``acc.ci_method`` (see :mod:`distrepro.claims.intervals`), mapped back to the
-    claim's own unit where the sample is on another scale (a fraction judged through its ratio)."""
-    point, (lo, hi) = _interval(acc, sample, seed)
+    claim's own unit where the sample is on another scale (a fraction judged through its ratio). A ``t`` interval
+    carries the skew guard (:func:`~distrepro.claims.intervals.skew_guarded_t_interval`) unless ``skew_guard`` is
+    false (the plain t-interval, which the verdict's reason compares it with)."""
+    point, (lo, hi) = _interval(acc, sample, seed, skew_guard)
     if sample.back is None:
         return point, (lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(sample.back(point)), (float(sample.back(lo)), float(sample.back(hi)))
 
 
-def _interval(acc: Any, sample: _Sample, seed: int) -> tuple[float, tuple[float, float]]:
+def _interval(acc: Any, sample: _Sample, seed: int, skew_guard: bool = True) -> tuple[float, tuple[float, float]]:
     if sample.rows is not None:
         rows = sample.rows
         point = float(np.min(stat(rows, sample.statistic)))
         if acc.ci_method == "t":
             log = sample.statistic == "geometric_mean"
-            bounds = np.array([t_interval(r, acc.ci, log=log) for r in rows])
+            if skew_guard:
+                bounds = np.array([skew_guarded_t_interval(r, acc.ci, log=log)[:2] for r in rows])
+            else:
+                bounds = np.array([t_interval(r, acc.ci, log=log) for r in rows])
             return point, (float(bounds[:, 0].min()), float(bounds[:, 1].min()))
         if acc.ci_method == "signflip":  # on the logs for a geometric mean, like the t-interval
             log = sample.statistic == "geometric_mean"

@@ -66,3 +66,13 @@ def skewness(values: Any) -> float:
         return math.nan
     g1 = float(np.mean(d**3)) / m2**1.5
     return g1 * math.sqrt(n * (n - 1)) / (n - 2)
+
+
+def skewness_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`skewness` of each row of ``x`` (last axis), vectorised; 0 where a row has no spread."""
+    n = x.shape[-1]
+    d = x - x.mean(axis=-1, keepdims=True)
+    m2, m3 = np.mean(d**2, axis=-1), np.mean(d**3, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g1 = np.where(m2 > 0, m3 / m2**1.5, 0.0)
+    return g1 * math.sqrt(n * (n - 1)) / (n - 2)

@@ -34,7 +34,8 @@ class Verdict:
     regime: list[RegimeCheck] = field(default_factory=list)  # the claim's regime checks (distrepro.claims.regime)
     out_of_regime: bool = False  # INCONCLUSIVE because the runs are outside the paper's regime (or arms tie)
     arm_profiles: dict[str, list[str]] = field(default_factory=dict)  # arm → the profiles its deciding runs used
-    skew: float | None = None  # adjusted skewness of the per-seed values on the interval's scale (a diagnostic)
+    skew: float | None = None  # adjusted skewness G1 of the per-seed values on the interval's scale
+    skew_note: str = ""  # which end of a t-interval the skew guard widened, and why (distrepro.claims.intervals)
     seeds_needed: int | None = None  # a straddling interval: seeds to clear the edge (distrepro.claims.planning)
     half_width: float | None = None  # a straddling interval: its half-width towards the edge, in the statistic's unit
     p_value: float | None = None  # one-sided p of the decision taken (PASS/FAIL), t approximation on the CI's scale

@@ -32,6 +32,7 @@ calibration test (``tests/claims/test_verdict_rule_calibration.py``) call it wit
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from distrepro.claims.acceptance import claimed_bounds, refused_below
 from distrepro.claims.decide import censored_convergence, decide
 from distrepro.claims.gather import UNIT_COLUMN, claim_metric, crossing, latest_per_seed, metric_column, seed_values
 from distrepro.claims.gather import select_arm as select_arm
+from distrepro.claims.intervals import SKEW_G1, skew_factor
 from distrepro.claims.regime import check_detectable, first_unmet, run_checks
 from distrepro.claims.samples import STAT_LABEL, interval, interval_scale, paired_sample, unpaired_sample
 from distrepro.claims.schema import Claim, PaperSpec
@@ -205,7 +207,40 @@ def _judge(claim: Any, arms: dict[str, dict[int, float]], paper: str, verdict: V
     scale = interval_scale(claim)
     with np.errstate(divide="ignore", invalid="ignore"):
         verdict.skew = skewness([scale(x) for x in verdict.points.values()])
-    return decide(claim, verdict, arms)
+    decide(claim, verdict, arms)
+    if acc.ci_method == "t":
+        _skew_guard_note(claim, verdict, arms, interval(acc, sample, 0, skew_guard=False)[1])
+    return verdict
+
+
+def _skew_guard_note(
+    claim: Any, verdict: Verdict, arms: dict[str, dict[int, float]], plain: tuple[float, float]
+) -> None:
+    """Say which end the skew guard widened (:func:`distrepro.claims.intervals.skew_guarded_t_interval`) and, when
+    the plain t-interval would have decided what the guarded one leaves INCONCLUSIVE, say so in the reason."""
+    assert verdict.ci is not None
+    ends = [name for name, a, b in (("lower", plain[0], verdict.ci[0]), ("upper", plain[1], verdict.ci[1])) if a != b]
+    if not ends:
+        return
+    g1, n = verdict.skew, verdict.n_seeds
+    which = " and ".join(ends) + (" ends" if len(ends) == 2 else " end")
+    verdict.skew_note = (
+        f"skew guard: per-seed values not measurably skewed away from the {which} (G1 = {fmt(g1)}, "
+        f"|G1| < {SKEW_G1} on that side): widened ×{skew_factor(n):.2f} from the plain t-interval "
+        f"[{fmt(plain[0], verdict.unit)}, {fmt(plain[1], verdict.unit)}], whose one-sided error under skewed "
+        f"per-seed noise exceeds nominal at n = {n}"
+    )
+    if verdict.verdict != "INCONCLUSIVE":
+        return
+    bare = replace(verdict, ci=plain, reason="", seeds_needed=None, half_width=None, p_value=None, miss="")
+    decide(claim, bare, arms)
+    if bare.verdict != "INCONCLUSIVE":
+        verdict.reason += (
+            f"; per-seed values skewed or not measurably symmetric (G1 = {fmt(g1)}): the t-interval's one-sided "
+            f"error exceeds nominal at n = {n}, so its {which} {'are' if len(ends) == 2 else 'is'} widened "
+            f"×{skew_factor(n):.2f}; the plain t-interval [{fmt(plain[0], verdict.unit)}, "
+            f"{fmt(plain[1], verdict.unit)}] would have said {bare.verdict}"
+        )
 
 
 def _check_regime(claim: Any, spec: PaperSpec, runs: pd.DataFrame, verdict: Verdict) -> None:

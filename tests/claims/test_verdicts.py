@@ -235,18 +235,20 @@ def test_rule_ci_is_the_default_and_the_interval_decides() -> None:
 
 
 def test_rule_ci_inconclusive_says_which_edge_and_what_lies_beyond() -> None:
-    # mean 0.32, sd 0.015811: t(0.975, 4) = 2.77645 → [0.30037, 0.33963], across the band's lower edge 0.33
+    # mean 0.32, sd 0.015811: t(0.975, 4) = 2.77645 → [0.30037, 0.33963]; symmetric values (G1 = 0), so the skew
+    # guard widens both ends ×3.65 at n = 5 (distrepro.claims.intervals) → [0.24834, 0.39166], across the lower edge
     t = Table()
     t.arm("fast", "final/val_accuracy", {0: 0.30, 1: 0.31, 2: 0.32, 3: 0.33, 4: 0.34})
     claim = {"id": "f", "kind": "final_metric", "arm": "fast", "metric": "val_accuracy", "direction": "max"}
     v = judge(spec({**claim, "claimed": [0.33, 0.5]}), t)
-    assert v.verdict == "INCONCLUSIVE" and v.ci == pytest.approx((0.30037, 0.33963), rel=1e-4)
+    assert v.verdict == "INCONCLUSIVE" and v.ci == pytest.approx((0.24834, 0.39166), rel=1e-4)
     assert v.reason == (
-        "CI of 0.32 [0.3004, 0.3396], n=5 straddles the lower edge 0.33 of the acceptance band [0.33, 0.5] "
-        "(beyond it the result falls short of the claim); half-width 0.01963 towards the edge; more seeds could "
-        "decide: about 13 seeds in a new run would clear it (n ≈ (t·s/d)², s the per-seed spread, d the distance "
+        "CI of 0.32 [0.2483, 0.3917], n=5 straddles the lower edge 0.33 of the acceptance band [0.33, 0.5] "
+        "(beyond it the result falls short of the claim); half-width 0.07166 towards the edge; more seeds could "
+        "decide: about 131 seeds in a new run would clear it (n ≈ (t·s/d)², s the per-seed spread, d the distance "
         "to the edge)"
-    )  # s = 0.015811, d = 0.01: t_12·s/√13 = 0.00955 < 0.01, t_11·s/√12 = 0.01005 is not
+    )  # the spread the guarded half-width implies, 3.65·0.015811, d = 0.01
+    assert "widened ×3.65 from the plain t-interval [0.3004, 0.3396]" in v.skew_note
     high = judge(spec({**claim, "claimed": [0.1, 0.33]}), t)
     assert "straddles the upper edge 0.33" in high.reason and "exceeds the claim" in high.reason
 

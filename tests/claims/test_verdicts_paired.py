@@ -46,12 +46,14 @@ ORDER = {"id": "o", "kind": "ordering", "arms": ["a", "b"], "metric": "final/val
 
 
 def test_ordering_is_paired_by_seed_so_a_shared_seed_effect_cancels() -> None:
-    # per-seed gaps 1.01, 0.98, 1.0, 1.02, 0.99: mean 1.0, t-CI ±0.0196 → PASS; unpaired, the seed
+    # per-seed gaps 1.01, 0.98, 1.0, 1.02, 0.99: mean 1.0, t-CI ±0.0196, symmetric (G1 = 0) so the skew guard
+    # widens both ends ×3.65 at n = 5 (distrepro.claims.intervals): ±0.0717 → PASS; unpaired, the seed
     # effect (sd ≈ 24) swamps a gap of 1 and the interval straddles 0
     paired = judge(spec(ORDER), _shared_arms(1.0))
     assert paired.verdict == "PASS" and paired.paired and paired.ci_method == "t"
-    assert paired.statistic == pytest.approx(1.0) and paired.ci == pytest.approx((0.98037, 1.01963), rel=1e-4)
+    assert paired.statistic == pytest.approx(1.0) and paired.ci == pytest.approx((0.92834, 1.07166), rel=1e-4)
     assert paired.points == pytest.approx({0: 1.01, 1: 0.98, 2: 1.0, 3: 1.02, 4: 0.99})
+    assert paired.skew_note.startswith("skew guard: per-seed values not measurably skewed away from the lower and")
     assert "paired by seed" in paired.statistic_name
     unpaired = judge(spec({**ORDER, "accept": {"paired": False}}), _shared_arms(1.0))
     assert unpaired.verdict == "INCONCLUSIVE" and not unpaired.paired and unpaired.ci_method == "bca"
