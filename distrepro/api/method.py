@@ -260,6 +260,11 @@ class Method(abc.ABC, Generic[P]):
     #: taken together); asynchronous methods let each worker run at its own pace and stop
     #: on the global budget.
     synchronous: ClassVar[bool] = True
+    #: what a step exchanges, which decides which of the emulator's validated errors its emulated time carries
+    #: (``hardware_profiles/validation/emulator_error.yaml``): ``all_reduce`` (a collective over every worker: DDP,
+    #: Local SGD's averaging, a ring), ``neighbour`` (a decentralised exchange with a few peers: gossip, a
+    #: topology's neighbours), ``parameter_server`` (workers to a server and back) or ``none``
+    exchange: ClassVar[Literal["all_reduce", "neighbour", "parameter_server", "none"]] = "all_reduce"
     #: modules the method needs beyond the core install → how to get them; checked when a run is
     #: configured, so a missing optional extra is one clear error instead of one per started rank
     requires: ClassVar[Mapping[str, str]] = {}

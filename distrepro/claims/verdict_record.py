@@ -42,6 +42,11 @@ class Verdict:
     holm: str = ""  # "stands" / "not after Holm" for a decided headline claim (distrepro.claims.tally)
     depends_on: str = ""  # a timing verdict that flips over the plausible hardware: the figure it depends on
     pass_share: float | None = None  # share of the plausible hardware settings in which the claim PASSes
+    #: the point statistic's range over the corners of the arms' emulator error bands (distrepro.claims.model_interval)
+    model_interval: tuple[float, float] | None = None
+    model_error: dict[str, float] = field(default_factory=dict)  # arm → the relative error band of its emulated time
+    model_basis: str = ""  # what each arm's band rests on, in words
+    within_model_error: bool = False  # INCONCLUSIVE because a corner of the emulator's error does not share the verdict
 
     @property
     def across_profiles(self) -> bool:
@@ -51,7 +56,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["regime"] = [c.to_dict() for c in self.regime]
-        for key in ("statistic", "ci", "band", "skew", "half_width", "p_value"):
+        for key in ("statistic", "ci", "band", "skew", "half_width", "p_value", "model_interval"):
             out[key] = json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}
         for key in ("per_seed", "censored"):

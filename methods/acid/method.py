@@ -86,6 +86,7 @@ def resolved_constants(params: Params, world_size: int) -> dict[str, Any]:
 
 class Method(api.Method[Params]):
     synchronous = False
+    exchange = "neighbour"  # pairwise averagings with a neighbour of the graph
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:

@@ -103,6 +103,7 @@ def solve(params: Params, cluster: api.ClusterView) -> tuple[int, ...]:
 
 class Method(api.Method[Params]):
     name = "cadp"
+    exchange = "parameter_server"  # every worker syncs with the data owner's server (ctx.comm.ps_sync)
     synchronous = True
 
     @classmethod

@@ -49,6 +49,7 @@ class Params(api.MethodParams):
 
 class Method(api.Method[Params]):
     synchronous = True
+    exchange = "neighbour"  # each iteration averages with the topology's neighbours (AER: alternating rings)
     accepts_optimizer = True
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:

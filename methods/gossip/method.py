@@ -57,6 +57,7 @@ def _problem(p: Params, world_size: int) -> str | None:
 
 class Method(api.Method[Params]):
     name = "gossip"
+    exchange = "neighbour"  # pairwise averagings with a neighbour of the graph
     synchronous = False
 
     @classmethod

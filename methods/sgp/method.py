@@ -57,6 +57,7 @@ def _power_of_two(n: int) -> bool:
 
 class Method(api.Method[Params]):
     synchronous = True
+    exchange = "neighbour"  # push-sum to one out-peer of the exponential graph per iteration
     accepts_optimizer = True
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:

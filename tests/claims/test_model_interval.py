@@ -1,0 +1,119 @@
+"""The emulator's validated error in a timing verdict (distrepro.claims.model_interval): a model interval beside the
+seed interval, and a PASS or FAIL that does not hold at every corner of the arms' error bands becomes INCONCLUSIVE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_verdicts import Table, judge, spec
+
+from distrepro.claims import model_interval as mi
+from distrepro.claims.verdicts import judge_values
+from distrepro.hardware.emulator_error import ErrorBand, arm_band, interconnect, workload_class
+from distrepro.hardware.profiles import load_profile
+
+pytestmark = pytest.mark.smoke
+
+SPEEDUP = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 2.0, "accept": {"rel_tolerance": 0.1}}
+
+
+def _table(ratio: float) -> Table:
+    """Five paired seeds whose base/fast ratio is ``ratio`` to within ±0.1 %: a seed interval of almost no width."""
+    t = Table()
+    base = {s: 10.0 + s for s in range(5)}
+    t.arm("base", "final/emulated_s", base)
+    t.arm("fast", "final/emulated_s", {s: v / (ratio * (1 + 0.001 * (s - 2))) for s, v in base.items()})
+    return t
+
+
+def _judge(paper: str = "handpaper") -> mi.Judge:
+    return lambda claim, arms: judge_values(claim, arms, paper)
+
+
+def _band(rel: float) -> ErrorBand:
+    return ErrorBand(rel, 0.0, f"a hand-set {rel:.0%} band", True)
+
+
+def test_a_fail_inside_the_emulators_error_is_inconclusive_and_says_why() -> None:
+    s = spec(SPEEDUP, min_seeds=5)
+    v = judge(s, _table(1.7))  # band [1.8, 2.2]: 1.7 with a zero-width seed interval is a firm FAIL on the seeds
+    assert v.verdict == "FAIL"
+    result = mi.check(s.claims[0], v, {"fast": _band(0.10), "base": _band(0.10)}, _judge())
+    assert result is not None and not result.holds
+    low, high = result.interval  # 1.7 x [0.9/1.1, 1.1/0.9]
+    assert low == pytest.approx(1.7 * 0.9 / 1.1, rel=2e-3) and high == pytest.approx(1.7 * 1.1 / 0.9, rel=2e-3)
+    mi.apply(s.claims[0], v, result, "handpaper")
+    assert v.verdict == "INCONCLUSIVE" and v.within_model_error
+    assert "within the emulator's error" in v.reason and "± up to 10.0%" in v.reason
+    assert "distrepro calibrate" in v.reason and "FAIL on the seeds" in v.reason
+    assert v.model_interval == result.interval and v.model_error == {"fast": 0.10, "base": 0.10}
+
+
+def test_a_fail_beyond_the_emulators_error_stays_a_fail_with_its_model_interval() -> None:
+    s = spec(SPEEDUP, min_seeds=5)
+    v = judge(s, _table(1.2))  # 1.2 x 1.1/0.9 = 1.47 < 1.8: no corner reaches the band
+    result = mi.check(s.claims[0], v, {"fast": _band(0.10), "base": _band(0.10)}, _judge())
+    assert result is not None and result.holds and set(result.corner_verdicts) == {"FAIL"}
+    mi.apply(s.claims[0], v, result, "handpaper")
+    assert v.verdict == "FAIL" and not v.within_model_error
+    assert v.model_interval is not None and v.model_interval[1] < 1.8
+
+
+def test_a_pass_near_the_band_edge_is_inconclusive_but_a_central_one_stands() -> None:
+    s = spec(SPEEDUP, min_seeds=5)
+    edge = judge(s, _table(1.85))
+    assert edge.verdict == "PASS"
+    mi.apply(s.claims[0], edge, mi.check(s.claims[0], edge, {"fast": _band(0.05)}, _judge()), "handpaper")
+    assert edge.verdict == "INCONCLUSIVE"  # 1.85 / 1.05 = 1.76 falls out of [1.8, 2.2]
+    central = judge(s, _table(2.0))
+    mi.apply(s.claims[0], central, mi.check(s.claims[0], central, {"fast": _band(0.05)}, _judge()), "handpaper")
+    assert central.verdict == "PASS" and central.model_interval is not None
+
+
+def test_only_values_read_off_the_emulated_clock_carry_the_band() -> None:
+    speedup = spec(SPEEDUP).claims[0]
+    assert mi.emulated_quantity(speedup) == "time"
+    wall = spec({**SPEEDUP, "clock": "wall"}).claims[0]
+    assert mi.emulated_quantity(wall) is None
+    acc = {"id": "a", "kind": "non_inferiority", "arm": "fast", "metric": "final/val_accuracy", "direction": "max",
+           "margin": 0.01}  # fmt: skip
+    assert mi.emulated_quantity(spec(acc).claims[0]) is None
+    flops = {**acc, "metric": "final/useful_flops_per_emulated_s"}
+    assert mi.emulated_quantity(spec(flops).claims[0]) == "rate"
+
+
+def test_an_unbounded_band_never_leaves_a_firm_verdict() -> None:
+    s = spec(SPEEDUP, min_seeds=5)
+    v = judge(s, _table(1.2))
+    result = mi.check(s.claims[0], v, {"fast": _band(0.97)}, _judge())
+    assert result is not None and not result.holds and result.interval == (float("-inf"), float("inf"))
+
+
+# ------------------------------------------------------------------ which band an arm carries
+
+
+def _decentdp(arm_method: str, params: dict[str, Any]) -> ErrorBand:
+    profile = load_profile("a40-25gbe-16")
+    exchange = "neighbour" if arm_method == "decentdp" else "all_reduce"
+    return arm_band("decentdp", profile, arm_method, exchange, params)
+
+
+def test_a_papers_own_cells_give_its_arms_their_own_out_of_sample_error() -> None:
+    aer = _decentdp("decentdp", {"topology": "alternating-exp-ring"})
+    allreduce = _decentdp("ar_sgd", {})
+    assert aer.rel == pytest.approx(0.5298) and aer.bias < 0 and "decentdp-a40-16-aer" in aer.basis
+    assert allreduce.rel == pytest.approx(0.1377) and "decentdp-a40-16-allreduce" in allreduce.basis
+    # another topology on the same profile is not the AER cell: it takes its class (one source: not narrower)
+    ring = _decentdp("decentdp", {"topology": "ring"})
+    assert "cell" not in ring.basis and not ring.covered and ring.rel >= 0.0862
+
+
+def test_the_class_follows_the_profiles_links_and_the_methods_exchange() -> None:
+    a40 = load_profile("a40-25gbe-16")  # 25 GbE over TCP, 30 us
+    assert interconnect(a40) == "ethernet" and workload_class(a40, "all_reduce") == "ddp_allreduce_inter_node"
+    a100 = load_profile("a100-ib-16")
+    assert interconnect(a100) == "infiniband"
+    cpu = load_profile("cadp-ijcai25")
+    band = arm_band("cadp", cpu, "cadp", "parameter_server", {})
+    assert not band.covered and "not covered" in band.basis and band.rel == pytest.approx(0.0862)
