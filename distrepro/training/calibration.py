@@ -223,8 +223,9 @@ def calibrate(
     ``deterministic``: the context that switches the device to the deterministic kernels training runs under
     (:func:`distrepro.hardware.device.deterministic_cuda`, handed down by ``distrepro calibrate --deterministic``: this
     layer sits below the engine), entered around the timing; None: torch's defaults. On a GPU they cost a step
-    about 11 % (median on an H100, BENCHMARKS.md "GPU recipes on a lent H100"), so a profile that prices this suite's own GPU runs
-    is measured with them, one of the paper's hardware at its usual speed without; the source says which."""
+    about 11 % (median on an H100, BENCHMARKS.md "GPU recipes on a lent H100"), so a profile that prices this suite's
+    own GPU runs is measured with them, one of the paper's hardware at its usual speed without; the source says
+    which."""
     if not 0 <= warmup <= MAX_REPEATS or not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError("--repeats", None, f"--warmup 0..{MAX_REPEATS} and --repeats 1..{MAX_REPEATS}")
     device = resolve_device(device_name, precision)
