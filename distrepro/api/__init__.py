@@ -15,9 +15,10 @@ plugin outside the repository is type-checked against these names. What is here:
 * for dataset plugins: :class:`DatasetBundle`, :class:`DatasetShape`, ImageNet normalisation and transforms,
   :func:`load_torchvision` (torchvision through the harness's CPU shim);
 * errors a plugin raises (:class:`ConfigError`, :class:`CommError`) and seeded generators (:func:`generator`);
-* for a method's report hooks and products (``report.py``: ``section(ctx)``, ``products.py``: ``build(ctx)``):
-  :class:`ReportContext`, which the harness passes in (its folders, the claims as :class:`ClaimView`, a config's
-  plan, a short training run as :class:`EvalPoint` records, saving a figure), so a hook never imports the runner.
+* for a method's report hooks and products (``report.py``: ``section(ctx)``, ``products.py``: ``build(ctx)`` and
+  ``describe(ctx)``): :class:`ReportContext`, which the harness passes in (its folders, the claims as
+  :class:`ClaimView`, a config's plan, a short training run as :class:`EvalPoint` records, the code's version to
+  key a cache, saving a figure), so a hook never imports the runner; :class:`Product`, a product's caption.
 
 Nothing here imports the harness: this package is the contract and can be no larger than it.
 """
@@ -55,7 +56,7 @@ from distrepro.api.method import (
 from distrepro.api.overlap import all_reduce_overlapped
 from distrepro.api.params import PEAK_LR, method_optimizer
 from distrepro.api.plan import MethodPlan, ParamShape, Transfer
-from distrepro.api.report_context import ClaimView, EvalPoint, ReportContext
+from distrepro.api.report_context import ClaimView, EvalPoint, Product, ReportContext
 from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, set_lr, sgd, state_tensors
 from distrepro.data.loading import (
     IMAGENET_MEAN,
@@ -103,6 +104,7 @@ __all__ = [
     "PlanSetting",
     "PositiveFloat",
     "PositiveInt",
+    "Product",
     "ReduceOp",
     "ReportContext",
     "Transfer",

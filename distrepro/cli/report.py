@@ -15,6 +15,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         check_output(args.out, folder=True)
     check_store(args.tracking_uri or resolve_tracking_uri())
     from distrepro.report.build import build_report
+    from distrepro.reproduction.report_context import HarnessReportContext
 
     report = build_report(
         args.paper,
@@ -28,6 +29,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         sensitivity_samples=args.samples,
         dependence=not args.no_sensitivity,
         show_progress=False if args.no_progress else None,
+        make_context=HarnessReportContext,  # the hooks' plans and runs come from the harness: the report never trains
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")

@@ -16,44 +16,25 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import distrepro
 from distrepro.claims.evidence import group_of
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
-from distrepro.claims.runs import NoExperimentError, ReportError, RunSet, load_runs
+from distrepro.claims.runs import NoExperimentError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
 from distrepro.claims.tally import mark_dependence, tally
 from distrepro.claims.verdicts import Verdict
 from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
-from distrepro.report import claims_sections as claims_sec
 from distrepro.report import figures as figs
-from distrepro.report import sections as sec
-from distrepro.report.deciding_runs import deciding_runs
-from distrepro.report.figure_set import (
-    FIGURE_FILES,
-    FIGURE_TEXT,
-    arm_labels,
-    draw_figures,
-    report_style,
-    representatives,
-)
-from distrepro.report.headline import first_screen, provenance
-from distrepro.report.html import contents, render_html
-from distrepro.report.scales import (
-    ScaledVerdicts,
-    judge_across_scales,
-    latest_runs,
-    run_scales,
-    scale_table,
-    tallies_by_scale,
-)
-
-_log = logging.getLogger(__name__)
+from distrepro.report.document import markdown_document
+from distrepro.report.figure_set import FIGURE_FILES, arm_labels, draw_figures
+from distrepro.report.html import render_html
+from distrepro.report.judging import Judgement, judge, preregistration
+from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
+from distrepro.report.scales import latest_runs, tallies_by_scale
 
 
 @dataclass
@@ -86,157 +67,6 @@ class Report:
         return next((group_of(c) for c in self.claims if c.id == verdict.claim_id), "headline")
 
 
-def _markdown(
-    info: PaperInfo,
-    rs: RunSet,
-    labels: dict[str, str],
-    verdicts: list[Verdict],
-    drawn: dict[str, Path],
-    out: Path,
-    root: Path,
-    extra: str = "",
-    prereg: str = "",
-    scaled: ScaledVerdicts | None = None,
-) -> str:
-    spec = info.spec
-    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    n_done = int((rs.runs["status"] == "FINISHED").sum())
-    # the contents under the title: after the answer and the caveats it fell below a laptop's first screen
-    parts = [f"# {info.title} — reproduction report", "", _CONTENTS, ""]  # filled in once every section is known
-    screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
-    if screen:
-        parts += [screen]
-    deciding = deciding_runs(info, verdicts, root)  # headline claims only a larger scale decides: the command, cost
-    if deciding:
-        parts += [deciding]
-    parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
-    if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
-        parts += ["", prereg]
-    if spec is not None:
-        c = spec.citation
-        cite = ", ".join(x for x in (c.authors, f"*{c.title}*", c.venue) if x)
-        parts += ["", f"> {cite}" + (f". <{c.url}>" if c.url else "")]
-    parts += ["", "## Claims", ""]
-    if spec is None or not spec.claims:
-        parts.append("_No claims are encoded for this paper yet; the report shows the runs found._")
-    else:
-        parts += [claims_sec.tally_text(spec, verdicts), "", claims_sec.grouped_claims_tables(spec, verdicts)]
-        by_scale = scale_table(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled else ""
-        if by_scale:
-            several = len(scaled.by_scale) > 1 if scaled else False
-            parts += [
-                "### Verdicts by scale" if several else "### Partial runs",
-                "",
-                "Each claim judged at every scale the store has runs for; a row above shows the largest scale that "
-                "decided it (PASS or FAIL), else the paper's own scale. Each (arm config, seed) counts once: its "
-                "newest finished run."
-                if several
-                else "Some arms the claims read have no runs here (their claims say *arm missing*):",
-                "",
-                by_scale,
-            ]
-        conflicts = claims_sec.conflicts_section(spec)
-        if conflicts:
-            parts += ["### Claims that cannot all hold", "", conflicts]
-        parts += ["### Claim details", "", claims_sec.claim_details(spec, verdicts)]
-    if extra:  # e.g. the sensitivity of the timing verdicts (distrepro/report/sensitivity_section.py)
-        parts += [extra]
-    parts += ["## Runs", "", sec.runs_table(rs.runs, labels)]
-    bounds = sec.time_bounds_table(rs.runs, labels)
-    if bounds:
-        parts += [
-            "### Time against compute bounds",
-            "",
-            "*Balanced*: samples / sum of the devices' declared speeds, the compute time of a perfect split with no "
-            "communication. *Slowest device's compute*: what lockstep training waits for at every step (the straggler "
-            "bound). The rest of an arm's time is communication and waiting. Medians over seeds; all emulated.",
-            "",
-            bounds,
-        ]
-    bad = rs.runs[rs.runs["status"] != "FINISHED"]
-    if len(bad):
-        parts.append(
-            "Not finished (ignored by every verdict): "
-            + ", ".join(
-                f"{labels[r]} seed {s} `{st}` ({r})" for r, s, st in zip(bad.run_id, bad.seed, bad.status, strict=True)
-            )
-            + "\n"
-        )
-    parts += ["## Figures", ""]
-    for key, path in drawn.items():
-        if key not in FIGURE_TEXT:  # a section's own figure, shown in that section
-            continue
-        title, caption = FIGURE_TEXT[key]
-        parts += [f"### {title}", "", f"![{title}]({path.relative_to(out).as_posix()})", "", f"_{caption}_", ""]
-    products = sorted(out.glob("*.png"))  # what the paper's products hook wrote beside the report (Fig. 6's grid)
-    if products:
-        parts += ["## Products beyond the arms", ""]
-        for path in products:
-            data = path.with_suffix(".csv")
-            where = f"; its numbers: `{data.name}`" if data.is_file() else ""
-            parts += [f"![{path.stem}]({path.name})", "", f"_{_product_caption(path.stem)}{where}._", ""]
-    parts += ["## Environment", "", sec.environment(rs.runs, labels)]
-    parts += ["## Known deviations", ""]
-    reps = representatives(rs.runs, labels)
-    for method in sorted(rs.runs["method"].unique()):
-        run_id = next((r for r in reps.values() if rs.runs.set_index("run_id").at[r, "method"] == method), None)
-        text, origin = sec.readme_for(
-            method, rs.artifact_text(run_id, "method_README.md") if run_id else None, info.method_dirs, root
-        )
-        parts += [f"### {method}", ""]
-        parts += [f"_README {origin}._", "", sec.deviations(text)] if text else ["_No README found._", ""]
-    text = "\n".join(parts).rstrip() + "\n"
-    return text.replace(_CONTENTS, contents(text), 1)
-
-
-#: where the table of contents goes on the first screen (replaced once the report's sections are known)
-_CONTENTS = "<!-- contents -->"
-
-
-def _product_caption(stem: str) -> str:
-    if stem == "fig6":
-        return (
-            "Decent-DP Fig. 6 as the emulator predicts it: emulated milliseconds per iteration (Transformer-base, "
-            "25K tokens per iteration) by GPU count, per method, on three emulated clusters"
-        )
-    return f"`{stem}.png`, written by the paper's products hook (`products.py` in its method folder)"
-
-
-def method_sections(info: PaperInfo, fig_dir: Path, out_dir: Path) -> list[tuple[str, dict[str, Path]]]:
-    """Sections a paper's method folders add (``report.py`` with ``section(ctx)`` returning markdown and its saved
-    figures; ``ctx`` a :class:`distrepro.api.ReportContext`): what only the paper needs, e.g. QSR's period
-    schedules from its plans.
-    A section that fails is reported in its place rather than losing the whole report."""
-    out = []
-    for folder in info.method_dirs:
-        if not (folder / "report.py").is_file():
-            continue
-        try:
-            from distrepro.plugins.registry import plugin_module
-            from distrepro.report.plugin_context import plugin_context
-
-            scale = info.spec.setup.scale if info.spec else "proxy"
-            ctx = plugin_context(out_dir, scale, info, fig_dir)
-            out.append(plugin_module(folder.name, "report").section(ctx))
-        except Exception as exc:  # the claims and runs are still worth a report
-            _log.warning("report section of %s failed: %s", folder.name, exc)
-            out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
-    return out
-
-
-def _preregistration(info: PaperInfo, rs: RunSet, scale: str) -> str:
-    """The scale's frozen record stamped into the report (:mod:`distrepro.report.preregistration_section`): which
-    verdicts a record fixed in advance decided, which seeds it named, and every choice made after seeing them."""
-    from distrepro.report.preregistration_section import preregistration_section
-
-    assert info.spec is not None
-    runs = rs.runs
-    has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
-    at = run_scales(runs, info.spec.setup.scale) == scale if has_seeds else None
-    done = runs.loc[(runs["status"] == "FINISHED") & at, "seed"].dropna() if has_seeds else []
-    return preregistration_section(info.spec, info.path, scale, [int(x) for x in done])
-
-
 def write_report(
     info: PaperInfo,
     rs: RunSet,
@@ -246,6 +76,7 @@ def write_report(
     sensitivity: Any | None = None,
     scale: Scale | None = None,
     dependence: Any | None = None,
+    make_context: HookContextFactory | None = None,
 ) -> Report:
     """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
 
@@ -254,55 +85,92 @@ def write_report(
     The figures show the runs of ``scale`` (the paper's own by default), so an arm's bar never mixes scales.
     ``sensitivity``: a :class:`distrepro.sensitivity.sweep.SensitivityResult` to report as its own section;
     else ``dependence`` (:mod:`distrepro.report.dependence_section`) marks the timing verdicts that depend on an
-    assumed figure and adds its short section."""
+    assumed figure and adds its short section. ``make_context`` makes the context the method folders' hooks get
+    (:mod:`distrepro.report.plugin_context`): the harness's, from the caller, since the report never trains.
+
+    Three steps: judge (:func:`distrepro.report.judging.judge`), draw (:func:`_draw`, with the sections added
+    after the claims), write (:func:`_write_files`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
     for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
         stale.unlink()
-    rs = dataclasses.replace(rs, runs=latest_runs(rs.runs))
-    scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
-    if scaled is not None:
-        info = dataclasses.replace(info, spec=scaled.spec)
-    spec = info.spec
-    labels = arm_labels(rs.runs, spec)
-    if baseline is not None and baseline not in set(labels.values()):
-        known = ", ".join(report_style(rs.runs, labels, spec).order)
-        raise ReportError(f"unknown baseline arm {baseline!r} for --baseline; known arms: {known}")
-    verdicts = scaled.verdicts if scaled else []
-    baseline = baseline or (spec.setup.baseline if spec else None)
-    shown = scale or (spec.setup.scale if spec else "proxy")
-    prereg = _preregistration(info, rs, shown) if spec is not None else ""
-    at_shown = run_scales(rs.runs, shown) == shown
-    fig_labels = {r: lab for r, lab in labels.items() if r in set(rs.runs.loc[at_shown, "run_id"])} or labels
-    drawn = {
-        k: figs.save(f, inside(fig_dir, FIGURE_FILES[k]))
-        for k, f in draw_figures(info, rs, fig_labels, verdicts, baseline).items()
-    }
-    extra = ""
+    judged = judge(info, rs, baseline, scale, root)
+    prereg = preregistration(judged)
+    drawn = _draw(judged, fig_dir)
+    extra = _timing_section(judged, drawn, fig_dir, out_dir, sensitivity, dependence)
+    for part, figures in method_sections(judged.info, fig_dir, out_dir, make_context):
+        extra = "\n\n".join(x for x in (extra, part) if x)
+        drawn.update(figures)
+    captions = product_captions(judged.info, fig_dir, out_dir, make_context, root)
+    text = markdown_document(judged, drawn, out_dir, root or repo_root(), extra, prereg, captions)
+    md_path, html_path = _write_files(judged, text, out_dir)
+    spec = judged.info.spec
+    return Report(
+        info.id,
+        out_dir,
+        md_path,
+        html_path,
+        drawn,
+        judged.verdicts,
+        claims=list(spec.claims) if spec else [],
+        sensitivity=sensitivity,
+        dependence=dependence,
+    )
+
+
+def _draw(judged: Judgement, fig_dir: Path) -> dict[str, Path]:
+    """The harness's figures of the shown scale's runs, saved under ``fig_dir``; figure key -> file."""
+    drawn = draw_figures(judged.info, judged.rs, judged.figure_labels(), judged.verdicts, judged.baseline)
+    return {k: figs.save(f, inside(fig_dir, FIGURE_FILES[k])) for k, f in drawn.items()}
+
+
+def _timing_section(
+    judged: Judgement,
+    drawn: dict[str, Path],
+    fig_dir: Path,
+    out_dir: Path,
+    sensitivity: Any | None,
+    dependence: Any | None,
+) -> str:
+    """The section on how the timing verdicts depend on assumed hardware figures: the full sweep's
+    (``sensitivity``, its figures added to ``drawn`` and its data written) or the cheap check's (``dependence``).
+    Either marks, in place, the verdicts that flip over the plausible hardware; so it comes after drawing."""
+    verdicts = judged.verdicts
     if sensitivity is not None:  # a timing verdict that flips over the plausible hardware depends on an assumption
         from distrepro.report import sensitivity_section as sens
 
         mark_dependence(verdicts, {c.claim_id: (c.share("PASS"), c.decisive() or "") for c in sensitivity.claims})
-
         sens_figs = sens.draw(sensitivity, fig_dir)
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
         extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)
         sens.write_data(sensitivity, out_dir)
-    elif dependence is not None:
+        return extra
+    if dependence is not None:
         from distrepro.report import dependence_section as dep
 
         dep.apply(dependence, verdicts)
-        extra = dep.dependence_section(dependence, verdicts, info.id)
-    for part, figures in method_sections(info, fig_dir, out_dir):
-        extra = "\n\n".join(x for x in (extra, part) if x)
-        drawn.update(figures)
-    text = _markdown(info, rs, labels, verdicts, drawn, out_dir, root or repo_root(), extra, prereg, scaled)
+        return dep.dependence_section(dependence, verdicts, judged.info.id)
+    return ""
+
+
+def _write_files(judged: Judgement, text: str, out_dir: Path) -> tuple[Path, Path]:
+    """``report.md``, ``report.html``, ``claims_verdict.json`` and ``runs.csv``; the Markdown's and HTML's paths."""
     md_path, html_path = inside(out_dir, "report.md"), inside(out_dir, "report.html")
     md_path.write_text(text, encoding="utf-8")
-    html_path.write_text(render_html(text, out_dir, f"{info.title} — distrepro report"), encoding="utf-8")
+    html_path.write_text(render_html(text, out_dir, f"{judged.info.title} — distrepro report"), encoding="utf-8")
+    payload = _verdicts_payload(judged)
+    inside(out_dir, "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    judged.rs.runs.to_csv(inside(out_dir, "runs.csv"), index=False)
+    return md_path, html_path
+
+
+def _verdicts_payload(judged: Judgement) -> dict[str, Any]:
+    """``claims_verdict.json``: the verdicts with their group and scale, the tallies, and where the runs came from
+    (RESULTS.md and the papers index read it)."""
+    info, rs, verdicts, scaled, spec = judged.info, judged.rs, judged.verdicts, judged.scaled, judged.info.spec
     t = tally(spec.claims, verdicts) if spec else None
     by_id = {c.id: c for c in spec.claims} if spec else {}
-    payload: dict[str, Any] = {
+    return {
         "paper": info.id,
         "title": info.title,
         "headline": t.text(t.of("headline"), "headline") if t and t.total("headline") else None,
@@ -321,19 +189,6 @@ def write_report(
         "by_scale": tallies_by_scale(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled and spec else {},
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
-    inside(out_dir, "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    rs.runs.to_csv(inside(out_dir, "runs.csv"), index=False)
-    return Report(
-        info.id,
-        out_dir,
-        md_path,
-        html_path,
-        drawn,
-        verdicts,
-        claims=list(spec.claims) if spec else [],
-        sensitivity=sensitivity,
-        dependence=dependence,
-    )
 
 
 def build_report(
@@ -350,6 +205,7 @@ def build_report(
     show_progress: bool | None = None,
     log_campaigns: list[str] | None = None,
     dependence: bool = True,
+    make_context: HookContextFactory | None = None,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
@@ -366,38 +222,19 @@ def build_report(
     ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
     per phase and quarter of it). Without ``sensitivity``, ``dependence`` (the default) runs the cheap check of
     the timing verdicts over the plausible hardware (:mod:`distrepro.sensitivity.dependence`, cached in the
-    report folder) that marks those that depend on an assumption; ``False`` (``--no-sensitivity``) skips it."""
+    report folder) that marks those that depend on an assumption; ``False`` (``--no-sensitivity``) skips it.
+    ``make_context``: the context of the method folders' hooks (:func:`write_report`)."""
     info = find_paper(paper, root)
-    judged_info = info  # the spec moved to the scale asked for: what the sensitivity sweep re-times
-    if info.spec is not None:
-        judged = scale or info.spec.setup.scale
-        available = arms_at_scale(info, judged, root) if judged in TRAINING_SCALES else None
-        judged_info = dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
-    claims = info.spec.claims if info.spec else []
-    targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
-    try:
-        rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
-    except NoExperimentError as exc:  # a paper unknown both to the repo and to MLflow: most likely a typo
-        if info.method_dirs or paper == "adhoc":
-            raise
-        raise UnknownPaperError(paper, known_papers(root)) from exc
-    kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
-    parents = sorted({p for p in kept["parent_run_id"].dropna()})
-    rs = dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))
-    sens = None
-    if sensitivity:
-        from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
-        from distrepro.sensitivity.runner import sensitivity as sweep
-
-        with progress_bars(wants_bars(show_progress)) as bars:
-            sens = sweep(judged_info, rs, sensitivity_samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))
+    judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
+    rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
+    sens = _sweep(paper, judged_info, rs, sensitivity_samples, show_progress) if sensitivity else None
     out = Path(out_dir) if out_dir else inside("reports", paper)
     checked = None
     if dependence and sens is None and judged_info.spec is not None:
         from distrepro.report.dependence_section import check_dependence
 
         checked = check_dependence(judged_info, rs, out, sensitivity_samples)
-    report = write_report(info, rs, out, baseline, root, sens, scale, checked)
+    report = write_report(info, rs, out, baseline, root, sens, scale, checked, make_context)
     if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index
 
@@ -407,3 +244,45 @@ def build_report(
 
         report.logged_to = log_report(rs, report, arm_labels(rs.runs, info.spec))
     return report
+
+
+def _at_judged_scale(info: PaperInfo, scale: Scale | None, root: Path | None) -> PaperInfo:
+    """``info`` with its spec at the scale judged (``scale``, else the paper's), over the arms that scale has."""
+    if info.spec is None:
+        return info
+    judged = scale or info.spec.setup.scale
+    available = arms_at_scale(info, judged, root) if judged in TRAINING_SCALES else None
+    return dataclasses.replace(info, spec=at_scale(info.spec, judged, available))
+
+
+def _read_runs(
+    paper: str,
+    info: PaperInfo,
+    campaigns: list[str] | None,
+    tracking_uri: str | None,
+    root: Path | None,
+    log_campaigns: list[str] | None,
+) -> RunSet:
+    """The paper's runs from MLflow (with the curves its targets read), each (arm config, seed) once, and the
+    campaigns the report goes to. A paper unknown both to the repository and to MLflow is most likely a typo:
+    :class:`UnknownPaperError` lists the known ones."""
+    claims = info.spec.claims if info.spec else []
+    targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
+    try:
+        rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
+    except NoExperimentError as exc:
+        if info.method_dirs or paper == "adhoc":
+            raise
+        raise UnknownPaperError(paper, known_papers(root)) from exc
+    kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
+    parents = sorted({p for p in kept["parent_run_id"].dropna()})
+    return dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))
+
+
+def _sweep(paper: str, judged_info: PaperInfo, rs: RunSet, samples: int | None, show_progress: bool | None) -> Any:
+    """The sensitivity sweep of the timing verdicts (minutes: its progress on stderr, as training's)."""
+    from distrepro.orchestration.progress import PhaseProgress, progress_bars, wants_bars
+    from distrepro.sensitivity.runner import sensitivity as sweep
+
+    with progress_bars(wants_bars(show_progress)) as bars:
+        return sweep(judged_info, rs, samples, progress=PhaseProgress(f"sensitivity · {paper}", bars))

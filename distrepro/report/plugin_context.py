@@ -1,24 +1,44 @@
-"""The harness's :class:`distrepro.api.ReportContext`: what a method folder's ``report.py``/``products.py`` may use.
+"""The report's side of a method folder's hooks: the sections ``report.py`` adds, the captions ``products.py``
+declares, and the context both receive.
 
-Made here, in the report layer, so that a plugin's hook never imports the runner: the context plans configs
-(:func:`distrepro.orchestration.plan.build_plan`), trains short runs (:func:`distrepro.orchestration.campaign.
-run_campaign`, first seed) and saves figures in the report's style.
+The report reads what orchestration produced and never trains, so the context's training services (a config's
+plan, a short training run, the code's version) are not made here: whoever builds the report (``distrepro
+reproduce``, ``distrepro report``) hands a :class:`HookContextFactory` down, the harness's
+:class:`distrepro.reproduction.report_context.HarnessReportContext`. Without one, hooks get a
+:class:`ReadingContext`: the folders, the claims and figure saving, and a clear error where they would train.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
-from distrepro.api.report_context import ClaimView, EvalPoint
+from distrepro.api.report_context import ClaimView, EvalPoint, Product, ReportContext
 from distrepro.claims.papers import PaperInfo
+from distrepro.errors import DistreproError
+
+_log = logging.getLogger(__name__)
+
+
+class HookContextFactory(Protocol):
+    """Makes the :class:`distrepro.api.ReportContext` a hook receives; the report calls it with its folders."""
+
+    def __call__(self, out_dir: Path, fig_dir: Path, scale: str, claims: Sequence[ClaimView]) -> ReportContext: ...
+
+
+class NoTrainingHarness(DistreproError):
+    """A report hook asked for a plan or a training run, and the report was built without the harness's."""
 
 
 @dataclass
-class HarnessReportContext:
-    """:class:`distrepro.api.ReportContext` as the harness provides it."""
+class ReadingContext:
+    """The part of :class:`distrepro.api.ReportContext` the report provides by itself: its folders, the claims
+    and saving a figure in the report's style. :meth:`plan`, :meth:`train` and :meth:`code_version` belong to
+    the harness above the report (:class:`distrepro.reproduction.report_context.HarnessReportContext` overrides
+    them); here they raise :class:`NoTrainingHarness`, so a hook that needs them says why it failed."""
 
     out_dir: Path
     fig_dir: Path
@@ -26,24 +46,26 @@ class HarnessReportContext:
     claims: Sequence[ClaimView] = field(default_factory=tuple)
 
     def plan(self, config: Path, overrides: Sequence[str] = ()) -> Mapping[str, Any]:
-        from distrepro.orchestration.plan import build_plan
-
-        return build_plan(config, list(overrides))
+        _no_harness("plan a config")
 
     def train(self, config: Mapping[str, Any]) -> list[EvalPoint]:
-        from distrepro.config.run_config import RunConfig
-        from distrepro.orchestration.campaign import run_campaign
-        from distrepro.orchestration.progress import silenced
+        _no_harness("train a run")
 
-        with silenced():  # the hook prints its own progress line per run (e.g. Fig. 6's cell counter)
-            result = run_campaign(RunConfig.model_validate(dict(config)), show_progress=False)
-        run = result.cells[0].result
-        return [EvalPoint(e.step, e.emulated_s, dict(e.metrics)) for e in run.evals]
+    def code_version(self, methods: Sequence[str] = ()) -> str:
+        _no_harness("tell the code's version")
 
     def save_figure(self, figure: Any, path: Path) -> Path:
         from distrepro.report.figures.figure_style import save
 
         return save(figure, path)
+
+
+def _no_harness(what: str) -> NoReturn:
+    raise NoTrainingHarness(
+        f"the report's hook context cannot {what}: this report was built without the training harness "
+        "(pass make_context=distrepro.reproduction.report_context.HarnessReportContext, as `distrepro report` "
+        "and `distrepro reproduce` do)"
+    )
 
 
 def claim_views(info: PaperInfo | None) -> tuple[ClaimView, ...]:
@@ -53,8 +75,60 @@ def claim_views(info: PaperInfo | None) -> tuple[ClaimView, ...]:
     return tuple(ClaimView(c.id, str(getattr(c, "metric", "")), c.accept.model_dump()) for c in info.spec.claims)
 
 
-def plugin_context(
-    out_dir: Path, scale: str, info: PaperInfo | None = None, fig_dir: Path | None = None
-) -> HarnessReportContext:
-    """The context a report hook receives: ``out_dir`` the report's folder, figures under ``fig_dir``."""
-    return HarnessReportContext(out_dir, fig_dir or out_dir / "figures", scale, claim_views(info))
+def hook_context(
+    make_context: HookContextFactory | None, info: PaperInfo, out_dir: Path, fig_dir: Path
+) -> ReportContext:
+    """The context a hook of ``info``'s method folders receives: the report's folders, the paper's own scale and
+    its claims, made by ``make_context`` (a :class:`ReadingContext` without one)."""
+    scale = info.spec.setup.scale if info.spec else "proxy"
+    return (make_context or ReadingContext)(out_dir, fig_dir, scale, claim_views(info))
+
+
+def method_sections(
+    info: PaperInfo, fig_dir: Path, out_dir: Path, make_context: HookContextFactory | None = None
+) -> list[tuple[str, dict[str, Path]]]:
+    """Sections a paper's method folders add (``report.py`` with ``section(ctx)`` returning markdown and its saved
+    figures; ``ctx`` a :class:`distrepro.api.ReportContext` made by ``make_context``): what only the paper needs,
+    e.g. QSR's period schedules from its plans.
+    A section that fails is reported in its place rather than losing the whole report."""
+    out = []
+    for folder in info.method_dirs:
+        if not (folder / "report.py").is_file():
+            continue
+        try:
+            from distrepro.plugins.registry import plugin_module
+
+            ctx = hook_context(make_context, info, out_dir, fig_dir)
+            out.append(plugin_module(folder.name, "report").section(ctx))
+        except Exception as exc:  # the claims and runs are still worth a report
+            _log.warning("report section of %s failed: %s", folder.name, exc)
+            out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
+    return out
+
+
+def product_captions(
+    info: PaperInfo,
+    fig_dir: Path,
+    out_dir: Path,
+    make_context: HookContextFactory | None = None,
+    root: Path | None = None,
+) -> dict[str, str]:
+    """File name -> caption, as the ``describe(ctx)`` of each of the paper's ``products.py`` declares its files
+    (:class:`distrepro.api.Product`). Read when the report is written, not when the products were built: the
+    report is rebuilt from disk (``distrepro report``) without building them. A hook without ``describe``, or one
+    that fails, leaves its files under the caption that names the hook."""
+    captions: dict[str, str] = {}
+    for folder in info.method_dirs:
+        if not (folder / "products.py").is_file():
+            continue
+        try:
+            from distrepro.plugins.registry import plugin_module
+
+            describe = getattr(plugin_module(folder.name, "products", root), "describe", None)
+            if describe is None:
+                continue
+            declared: Sequence[Product] = describe(hook_context(make_context, info, out_dir, fig_dir))
+            captions.update({p.name: p.caption for p in declared})
+        except Exception as exc:  # the files still appear, under the caption naming the hook
+            _log.warning("the products of %s declare no caption: %s", folder.name, exc)
+    return captions

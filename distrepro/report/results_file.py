@@ -201,54 +201,65 @@ def paper_section(
     unrun = {v.get("scale") for v in newest.verdict_file.get("verdicts", [])} - set(results) - {None}
     if not newest.verdict_file.get("by_scale"):
         unrun = set()
-    rows = []
-    for scale in sorted([*results, *unrun], key=order):
-        r = results.get(scale, newest)
-        verdicts = scale_verdicts(r, scale)
-        ran = scale in results
-        multi = bool(r.verdict_file.get("by_scale"))
-        per_scale = r.verdict_file.get("n_runs_by_scale") or {}
-        if not ran:
-            runs = "none"
-        elif scale in per_scale:
-            runs = str(per_scale[scale])
-        else:  # a report written before the count per scale
-            runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "")
-        rows.append(
-            {
-                "scale": scale,
-                "headline (the paper's own claims)": _headline(paper, r, verdicts, root),
-                "all claims": _counts(verdicts) if verdicts else "no claims decided at this scale",
-                "runs": runs,
-                "run time (wall)": _duration(r.ended_ms - r.started_ms) if ran else "–",
-                "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else "") if ran else "–",
-                "date": _utc(r.ended_ms) if ran else "not run",
-            }
-        )
+    rows = [_summary_row(paper, scale, results, newest, root) for scale in sorted([*results, *unrun], key=order)]
     lines += [f"Inputs `{digest}` (paper.yaml and the arms' configs).", "", table(rows, list(rows[0])), ""]
     for scale in [row["scale"] for row in rows]:
-        r = results.get(scale, newest)
-        note = (
-            _run_note(r, digest, paper, root)
-            if scale in results
-            else f"no reproduction at this scale in the store; the claims judged at it, as the newest report "
-            f"(run `{newest.run_id}`) reads them"
-        )
-        lines += [f"### {paper} at {scale} scale", "", note + ".", ""]
-        claims = [
-            {
-                "claim": f"`{v['claim_id']}`",
-                "group": v.get("group", "headline"),
-                "verdict": v["verdict"],
-                "statistic": _statistic(v),
-                "95 % CI": _interval(v),
-                "seeds": str(v.get("n_seeds", "–")),
-                "reason": _cell(v.get("reason", "")),
-            }
-            for v in scale_verdicts(r, scale)
-        ]
-        lines += [table(claims, list(claims[0])) if claims else "_No claims judged at this scale._", ""]
+        lines += _scale_claims(paper, scale, results, newest, digest, root)
     return lines
+
+
+def _summary_row(
+    paper: str, scale: str, results: dict[str, ScaleResult], newest: ScaleResult, root: Path | None
+) -> dict[str, str]:
+    """A scale's row of the paper's summary table; a scale without a reproduction shows the newest report's
+    verdicts at it."""
+    r = results.get(scale, newest)
+    verdicts = scale_verdicts(r, scale)
+    ran = scale in results
+    multi = bool(r.verdict_file.get("by_scale"))
+    per_scale = r.verdict_file.get("n_runs_by_scale") or {}
+    if not ran:
+        runs = "none"
+    elif scale in per_scale:
+        runs = str(per_scale[scale])
+    else:  # a report written before the count per scale
+        runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "")
+    return {
+        "scale": scale,
+        "headline (the paper's own claims)": _headline(paper, r, verdicts, root),
+        "all claims": _counts(verdicts) if verdicts else "no claims decided at this scale",
+        "runs": runs,
+        "run time (wall)": _duration(r.ended_ms - r.started_ms) if ran else "–",
+        "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else "") if ran else "–",
+        "date": _utc(r.ended_ms) if ran else "not run",
+    }
+
+
+def _scale_claims(
+    paper: str, scale: str, results: dict[str, ScaleResult], newest: ScaleResult, digest: str, root: Path | None
+) -> list[str]:
+    """A scale's subsection: where its verdicts come from, then every claim's verdict at it."""
+    r = results.get(scale, newest)
+    note = (
+        _run_note(r, digest, paper, root)
+        if scale in results
+        else f"no reproduction at this scale in the store; the claims judged at it, as the newest report "
+        f"(run `{newest.run_id}`) reads them"
+    )
+    claims = [
+        {
+            "claim": f"`{v['claim_id']}`",
+            "group": v.get("group", "headline"),
+            "verdict": v["verdict"],
+            "statistic": _statistic(v),
+            "95 % CI": _interval(v),
+            "seeds": str(v.get("n_seeds", "–")),
+            "reason": _cell(v.get("reason", "")),
+        }
+        for v in scale_verdicts(r, scale)
+    ]
+    table_text = table(claims, list(claims[0])) if claims else "_No claims judged at this scale._"
+    return [f"### {paper} at {scale} scale", "", note + ".", "", table_text, ""]
 
 
 def render_results(

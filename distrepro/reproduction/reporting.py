@@ -14,14 +14,15 @@ from distrepro.claims.schema import Scale
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.progress import heartbeat, wants_bars
 from distrepro.report.build import build_report
-from distrepro.report.plugin_context import plugin_context
+from distrepro.reproduction.report_context import HarnessReportContext, plugin_context
 
 
 def build_products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> list[Path]:
     """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's Fig. 6
     grid). Each of the paper's method folders with a ``products.py`` has its ``build(ctx)`` called with a
     :class:`distrepro.api.ReportContext` whose output folder is ``reports/<paper>`` (the report's folder); it writes
-    files there and returns their paths. The report does not read them: claims stay data in ``paper.yaml``.
+    files there and returns their paths. The report reads no numbers from them (claims stay data in ``paper.yaml``):
+    it shows their figures under the captions the hook's ``describe(ctx)`` declares.
     Products can take minutes (Decent-DP's grid simulates 36 clusters), which a train-only run should not pay."""
     from distrepro.plugins.registry import plugin_module
 
@@ -47,7 +48,8 @@ def report_reproduction(
 ) -> Any:
     """Build the products and the paper's report (a heartbeat line under ``--no-progress``): the report reads every
     run of the paper in the store, so this session's arms add to what earlier sessions (other scales, other arms)
-    decided; its files and verdict tags go to this session's campaigns."""
+    decided; its files and verdict tags go to this session's campaigns. The method folders' report hooks get the
+    harness's context (:class:`HarnessReportContext`): the report itself never trains."""
     with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
         build_products(method_dirs, paper, scale, root)
         return build_report(
@@ -60,4 +62,5 @@ def report_reproduction(
             sensitivity_samples=sensitivity_samples,
             show_progress=show_progress,
             dependence=dependence,
+            make_context=HarnessReportContext,
         )

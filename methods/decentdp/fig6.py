@@ -17,19 +17,19 @@ SGP (Exp)).
 ``python -m`` is not needed: ``distrepro reproduce decentdp`` calls :func:`build` after the arms (the plugin's
 ``products`` hook) with the harness's :class:`distrepro.api.ReportContext`, which trains each cell.
 
-The grid is computed once per code and profile version: :func:`grid_key` hashes every file whose contents can
-change a cell (this folder's code, the cells' method plugins, the hardware profiles and workloads, the harness's
-timing, hardware and engine packages), and :func:`build` retrains only when the key differs from the one saved
-beside the csv (``fig6.key``, untracked). The cells log to their own experiment, ``distrepro/decentdp-fig6``, so
-the paper's runs table holds only its arms; one progress line per cell (counter, cell, ETA) replaces their
-per-step lines. The csv holds only what the emulator predicts (no wall time), and is rewritten only when a value
-changed, so rebuilding it leaves the committed copy, and the checkout, as they were.
+The grid is computed once per code and profile version: the key is the harness's
+``ctx.code_version(CELL_PLUGINS)``, a digest of every file whose contents can change a cell (the cells' method
+plugins, this folder included, and the harness's own timing, hardware and engine code, profiles and workloads),
+and :func:`build` retrains only when the key differs from the one saved beside the csv (``fig6.key``, untracked).
+The cells log to their own experiment, ``distrepro/decentdp-fig6``, so the paper's runs table holds only its
+arms; one progress line per cell (counter, cell, ETA) replaces their per-step lines. The csv holds only what the
+emulator predicts (no wall time), and is rewritten only when a value changed, so rebuilding it leaves the
+committed copy, and the checkout, as they were.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import sys
 import time
@@ -57,30 +57,14 @@ MIN_WINDOW = 4
 #: the cells' MLflow experiment is ``distrepro/<EXPERIMENT>``: apart from the paper's arms
 EXPERIMENT = "decentdp-fig6"
 COLUMNS = ["setup", "gpus", "method", "ms_per_iter", "steps"]
-_HERE = Path(__file__).resolve().parent
-
-
-def _key_sources() -> list[Path]:
-    """The files a cell's number depends on (see the module docstring): code, profiles, workloads."""
-    harness = Path(api.__file__).resolve().parents[1]  # the distrepro package (api/__init__.py is inside it)
-    methods = _HERE.parent
-    plugins = {plugin for plugin, _ in METHODS.values()} | {_HERE.name}
-    found = [f for name in sorted(plugins) for f in sorted((methods / name).glob("*.py"))]
-    for folder in (harness / "timing", harness / "hardware", harness / "engine"):
-        found += sorted(folder.rglob("*.py"))
-    for root in (methods.parent / "hardware_profiles", harness / "_shipped" / "hardware_profiles"):
-        if root.is_dir():
-            found += sorted(f for f in root.rglob("*") if f.is_file() and f.suffix in (".yaml", ".yml", ".json"))
-            break
-    return found
-
-
-def grid_key() -> str:
-    """sha256 over the relative names and contents of :func:`_key_sources`: equal keys, equal grids."""
-    digest = hashlib.sha256()
-    for path in _key_sources():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+#: the method plugins whose code a cell runs, this one (its folder, which holds this file) included: the grid's
+#: cache key is the harness's version of their code and its own (``ctx.code_version``)
+CELL_PLUGINS = tuple(sorted({plugin for plugin, _ in METHODS.values()} | {Path(__file__).resolve().parent.name}))
+#: what the report shows under ``fig6.png`` (declared through ``products.describe``)
+CAPTION = (
+    "Decent-DP Fig. 6 as the emulator predicts it: emulated milliseconds per iteration (Transformer-base, "
+    "25K tokens per iteration) by GPU count, per method, on three emulated clusters"
+)
 
 
 def period(method: str, gpus: int) -> int:
@@ -151,11 +135,11 @@ def run_cell(
 
 def build(ctx: api.ReportContext) -> list[Path]:
     """Write ``fig6.csv`` (setup, gpus, method, ms_per_iter, steps) and ``fig6.png`` into the report's folder,
-    training the 36 cells only when :func:`grid_key` changed since the csv was written."""
+    training the 36 cells only when the code's version (``ctx.code_version``) changed since the csv was written."""
     out = ctx.out_dir
     out.mkdir(parents=True, exist_ok=True)
     csv_path, key_path = out / "fig6.csv", out / "fig6.key"
-    key = grid_key()
+    key = ctx.code_version(CELL_PLUGINS)
     rows = _read(csv_path) if key_path.is_file() and key_path.read_text().strip() == key else None
     if rows is None:
         rows = _train_grid(ctx)

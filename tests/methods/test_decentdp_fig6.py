@@ -13,7 +13,8 @@ import pytest
 
 from distrepro.api.report_context import EvalPoint
 from distrepro.plugins.registry import plugin_module
-from distrepro.report.plugin_context import HarnessReportContext, plugin_context
+from distrepro.reproduction import report_context
+from distrepro.reproduction.report_context import HarnessReportContext, code_sources, code_version, plugin_context
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "reports" / "decentdp" / "fig6.csv"
@@ -63,11 +64,12 @@ def test_rebuilding_the_grid_leaves_the_checkout_clean(tmp_path: Path, monkeypat
 
 def test_the_grid_key_follows_the_code_and_profiles(tmp_path: Path, monkeypatch) -> None:
     fig6 = plugin_module("decentdp", "fig6")
-    sources = fig6._key_sources()
+    ctx = plugin_context(tmp_path, "proxy")  # the key is the harness's version of the cells' code (ctx.code_version)
+    sources = code_sources(fig6.CELL_PLUGINS)
     assert {"fig6.py", "a40-25gbe-16.yaml", "network.py"} <= {p.name for p in sources}  # code, profiles, clock
-    before = fig6.grid_key()
-    assert fig6.grid_key() == before  # stable: one grid per version
+    before = ctx.code_version(fig6.CELL_PLUGINS)
+    assert ctx.code_version(fig6.CELL_PLUGINS) == before == code_version(fig6.CELL_PLUGINS)  # one grid per version
     edited = tmp_path / "a40-25gbe-16.yaml"
     edited.write_text((REPO / "hardware_profiles" / "a40-25gbe-16.yaml").read_text() + "# a changed profile\n")
-    monkeypatch.setattr(fig6, "_key_sources", lambda: [*sources, edited])
-    assert fig6.grid_key() != before
+    monkeypatch.setattr(report_context, "code_sources", lambda methods=(): [*sources, edited])
+    assert ctx.code_version(fig6.CELL_PLUGINS) != before

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from distrepro.plugins.registry import plugin_module
-from distrepro.report.plugin_context import plugin_context
+from distrepro.reproduction.report_context import plugin_context
 
 pytestmark = pytest.mark.smoke
 

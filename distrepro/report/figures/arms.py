@@ -107,18 +107,7 @@ def speedup_figure(
         return None
     group_of = style.groups.get
     refs = dict(references) if references is not None else {group_of(baseline, ""): baseline}
-    per: dict[str, dict[str, list[float]]] = {}
-    for col, what in ((M.FINAL_EMULATED_S, "budget"), (M.TIME_TO_TARGET_S, "to target")):
-        if col not in done:
-            continue
-        for group, ref in refs.items():
-            # one value per seed even if a seed ran twice (the report keeps one run per arm and seed; a caller
-            # that does not is not a crash): the newest run's
-            base = _per_seed(done[done["arm"] == ref], col)
-            for arm, g in done[done["arm"].map(lambda a: group_of(a, "")) == group].groupby("arm"):
-                for seed, t in _per_seed(g, col).items():
-                    if seed in base.index and t > 0 and base[seed] > 0:
-                        per.setdefault(what, {}).setdefault(str(arm), []).append(float(base[seed] / t))
+    per = _paired_speedups(done, refs, style)
     if not per:
         return None
     arms = style.present(done["arm"].unique())
@@ -148,6 +137,25 @@ def speedup_figure(
         over = f"vs {baseline}" if len(rows) == 1 else "over the profile's reference"
         bottom.set_xlabel(f"speedup {over} (×),\ntime {'for the budget' if what == 'budget' else 'to target'}")
     return fig
+
+
+def _paired_speedups(done: pd.DataFrame, refs: Mapping[str, str], style: ArmStyle) -> dict[str, dict[str, list[float]]]:
+    """``"budget"``/``"to target"`` -> arm -> the reference's time over the arm's, one value per seed both ran
+    (each arm divided by its own profile's reference arm, ``refs``: profile -> arm)."""
+    group_of = style.groups.get
+    per: dict[str, dict[str, list[float]]] = {}
+    for col, what in ((M.FINAL_EMULATED_S, "budget"), (M.TIME_TO_TARGET_S, "to target")):
+        if col not in done:
+            continue
+        for group, ref in refs.items():
+            # one value per seed even if a seed ran twice (the report keeps one run per arm and seed; a caller
+            # that does not is not a crash): the newest run's
+            base = _per_seed(done[done["arm"] == ref], col)
+            for arm, g in done[done["arm"].map(lambda a: group_of(a, "")) == group].groupby("arm"):
+                for seed, t in _per_seed(g, col).items():
+                    if seed in base.index and t > 0 and base[seed] > 0:
+                        per.setdefault(what, {}).setdefault(str(arm), []).append(float(base[seed] / t))
+    return per
 
 
 #: inches per panel of the speedup figure, and a character's average width in ems (DejaVu Sans), for wrapping titles
