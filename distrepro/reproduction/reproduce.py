@@ -66,10 +66,8 @@ def reproduce(
     dependence: bool = True,
     resume: str | None = None,
 ) -> Reproduction:
-    """Run the arms of ``paper`` at ``scale`` (default proxy) and build its report; see the module docstring.
-
-    ``seeds`` replace every arm's config's seeds (default: the scale's pre-registered ones, else each config's);
-    ``overrides`` (``--set``, parsed) apply to every arm's config.
+    """Run the arms of ``paper`` at ``scale`` (default proxy) and build its report; see the module docstring. ``seeds``
+    (default: the scale's pre-registered ones, else each config's) and ``overrides`` apply to every arm's config.
 
     ``resume``: continue a reproduction instead (:mod:`distrepro.reproduction.resume`): :data:`LATEST` for the
     newest of ``paper`` at ``scale``, else the id of its umbrella run; its arms, seeds and overrides are the ones it
