@@ -22,13 +22,14 @@ sys.path.insert(0, str(REPO / "tests" / "_support"))
 
 
 def _arm(recipe: str, root: Path, device: str, extra: list[str]) -> list[str]:
+    from distrepro.config.overrides import parse_overrides
     from distrepro.config.run_config import load_config
 
     sets = [
         f"device={device}", f"dataset.root={root}", "dataset.params.verify_checksums=false", "model.params.width=64",
         "batch_size=4", "budget={steps: 3}", "eval={times: 1, batch_size: 8}", "seeds=[0]", "scale=gpu", *extra,
     ]  # fmt: skip
-    return load_config(REPO / recipe, sets)  # type: ignore[return-value]
+    return load_config(REPO / recipe, parse_overrides(sets))  # type: ignore[return-value]
 
 
 def twice(name: str, cfg: object) -> None:

@@ -10,9 +10,10 @@ from distrepro.cli.common import config_path
 def _cmd_plan(args: argparse.Namespace) -> int:
     import json
 
+    from distrepro.config.overrides import parse_overrides
     from distrepro.orchestration.plan import build_plan, render
 
-    plan = build_plan(config_path(args.config), list(args.set or []))
+    plan = build_plan(config_path(args.config), parse_overrides(args.set))
     print(json.dumps(plan, indent=2) if args.json else render(plan))
     return 0
 

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from distrepro.cli.common import add_sensitivity_args, add_system_metrics_arg, print_sensitivity, print_ui_hint
+from distrepro.cli.executor_flags import add_executor_flags, executor_spec
 from distrepro.errors import DistreproError
+
+if TYPE_CHECKING:
+    from distrepro.config.overrides import Override
+    from distrepro.reproduction.reproduce import Reproduction
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from distrepro.config.overrides import parse_overrides
     from distrepro.config.run_config import parse_seeds
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
     check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
-    seeds = ",".join(map(str, parse_seeds(args.seeds))) if args.seeds is not None else None
+    seeds = tuple(parse_seeds(args.seeds)) if args.seeds is not None else None
+    overrides = parse_overrides(args.set)  # each --set read once, here; every arm's config receives the values
     if args.check and args.no_report:
         raise DistreproError("--check judges the claims in the report: it cannot go with --no-report")
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None
@@ -24,7 +31,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from distrepro.reproduction.resume import NothingToResume
 
     try:
-        result = _reproduce(args, seeds, arms, with_arms)
+        result = _reproduce(args, seeds, overrides, arms, with_arms)
     except NothingToResume as exc:  # not an error: a retried resume of a reproduction that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -53,15 +60,20 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reproduce(args: argparse.Namespace, seeds: str | None, arms: list[str] | None, with_arms: list[str] | None) -> Any:
-    from distrepro.orchestration.executors.executor_args import spec_from_args
+def _reproduce(
+    args: argparse.Namespace,
+    seeds: tuple[int, ...] | None,
+    overrides: list[Override],
+    arms: list[str] | None,
+    with_arms: list[str] | None,
+) -> Reproduction:
     from distrepro.reproduction.reproduce import LATEST, reproduce
 
     return reproduce(
         args.paper,
         scale=args.scale,
         seeds=seeds,
-        overrides=list(args.set or []),
+        overrides=overrides,
         arms=arms,
         with_arms=with_arms,
         report=not args.no_report,
@@ -70,7 +82,7 @@ def _reproduce(args: argparse.Namespace, seeds: str | None, arms: list[str] | No
         sensitivity_samples=args.samples,
         dependence=not args.no_sensitivity,
         system_metrics=args.system_metrics,
-        executor=spec_from_args(args),
+        executor=executor_spec(args),
         resume=LATEST if args.resume == "" else args.resume,
     )
 
@@ -130,9 +142,7 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         "--check", action="store_true", help="exit with status 1 if a headline claim (the paper's own) FAILS"
     )
     add_system_metrics_arg(rep)
-    from distrepro.orchestration.executors.executor_args import add_executor_args
-
-    add_executor_args(rep)
+    add_executor_flags(rep)
     rep.set_defaults(func=_cmd_reproduce)
     ext = sub.add_parser(
         "extras",

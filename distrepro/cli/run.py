@@ -7,44 +7,37 @@ import sys
 
 from distrepro import metrics as M
 from distrepro.cli.common import add_system_metrics_arg, config_path, print_ui_hint
+from distrepro.cli.executor_flags import add_executor_flags, executor_spec
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from distrepro.config.overrides import Override, parse_overrides
     from distrepro.config.run_config import load_config, parse_seeds
     from distrepro.orchestration.resume import NothingToResume, check_campaign
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
-    overrides = list(args.set or [])
-    if args.seeds is not None:  # --seeds "" is an error, not the config's seeds
-        overrides.append(f"seeds={parse_seeds(args.seeds)}")
-    if args.engine:
-        overrides.append(f"engine={args.engine}")
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None  # --seeds "" is an error, not the config's
     uri = resolve_tracking_uri()
-    check_store(uri)  # run_campaign checks again; here it comes before the heavy imports (torch, mlflow)
+    check_store(uri)  # the campaign checks again; here it comes before the heavy imports (torch, mlflow)
     if args.resume:
         check_campaign(None, uri, args.resume)  # a wrong run id, before the config imports torch
     config = config_path(args.config)
-    cfg = load_config(config, overrides)  # imports the method plugin (and torch) to validate its params
+    overrides = parse_overrides(args.set)
+    if args.engine:
+        overrides.append(Override(("engine",), args.engine))
+    cfg = load_config(config, overrides, seeds)  # imports the method plugin (and torch) to validate its params
     try:
-        if args.resume:
-            check_campaign(cfg, uri, args.resume)
-        from distrepro.orchestration.campaign import (
-            run_campaign,  # after the config and store checks: they fail without MLflow
-        )
-        from distrepro.orchestration.executors.dispatch import CampaignRequest, run_campaigns
-        from distrepro.orchestration.executors.executor_args import spec_from_args
-        from distrepro.orchestration.executors.selection import make_executor
+        from distrepro.orchestration.execute import RunOptions, execute
 
-        executor = make_executor(spec_from_args(args), [cfg])
-        shown = False if args.no_progress else None
-        if executor is None:  # --jobs 1: the cells train in this process
-            result = run_campaign(
-                cfg, source=config, show_progress=shown, resume=args.resume, system_metrics=args.system_metrics
-            )
-        else:
-            request = CampaignRequest(cfg, config, args.resume, system_metrics=args.system_metrics)
-            result = run_campaigns([request], executor, shown)[0]
+        options = RunOptions(
+            config,
+            executor_spec(args),
+            args.resume,
+            show_progress=False if args.no_progress else None,
+            system_metrics=args.system_metrics,
+        )
+        result = execute(cfg, options, uri)
     except NothingToResume as exc:  # not an error: a retried resume of a campaign that got done
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
@@ -89,7 +82,5 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         "finished seeds are skipped, the others resume from their latest checkpoint (checkpoint.every_steps, "
         "distributed engine) or start over in a new run",
     )
-    from distrepro.orchestration.executors.executor_args import add_executor_args
-
-    add_executor_args(run)
+    add_executor_flags(run)
     run.set_defaults(func=_cmd_run)

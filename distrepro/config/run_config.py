@@ -6,10 +6,9 @@ the file and the dotted field (``budget.steps``), never a pydantic traceback.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
@@ -27,10 +26,11 @@ from pydantic import (
 
 from distrepro.api.lr_schedule import ScheduleConfig
 from distrepro.api.optimizer_config import OptimizerConfig
+from distrepro.config.overrides import Override, apply_overrides
 from distrepro.config.slurm_block import SlurmBlock
 from distrepro.errors import ConfigError, PluginError, format_pydantic_error
 from distrepro.names import name_problem
-from distrepro.safe_yaml import load_yaml, read_yaml_mapping
+from distrepro.safe_yaml import read_yaml_mapping
 
 if TYPE_CHECKING:
     from distrepro.api.method import MethodParams
@@ -329,53 +329,21 @@ def index_spans(indices: Iterable[int]) -> str:
     return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Parse ``a.b.c=value`` (value read as YAML: ``0.1``, ``[1,2]``, ``true``, ``null``)."""
-    if "=" not in text:
-        raise ConfigError("--set", text, "overrides look like key.path=value")
-    key, raw = text.split("=", 1)
-    parts = [p for p in key.strip().split(".") if p]
-    if not parts:
-        raise ConfigError("--set", text, "empty key")
-    try:
-        value = load_yaml(raw, "--set") if raw.strip() else ""
-    except ConfigError as exc:
-        shown = repr(raw) if len(raw) <= 40 else repr(raw[:37] + "...")
-        raise ConfigError("--set", key, f"cannot parse value {shown}: {exc.message}") from None
-    return parts, value
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Return a copy of ``data`` with each ``key.path=value`` applied (creating dicts as needed)."""
-    out = copy.deepcopy(data)
-    for text in overrides:
-        parts, value = parse_override(text)
-        node = out
-        for p in parts[:-1]:
-            nxt = node.get(p)
-            if nxt is None:
-                nxt = node[p] = {}
-            if not isinstance(nxt, dict):
-                raise ConfigError("--set", ".".join(parts), f"'{p}' is not a mapping")
-            node = nxt
-        node[parts[-1]] = value
-        if parts[0] == "budget" and len(parts) == 2:  # a new budget unit replaces the old one
-            for k in ("steps", "epochs", "samples", "emulated_seconds"):
-                if k != parts[1]:
-                    out["budget"].pop(k, None)
-    return out
-
-
 def read_yaml(path: Path) -> dict[str, Any]:
     """Read a YAML mapping (``{}`` if empty) through the suite's one YAML reader (:mod:`distrepro.safe_yaml`):
     errors name the file and the line, duplicate keys, alias bombs and deep nesting included."""
     return read_yaml_mapping(path, "file", empty_ok=True)
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
-    """Load and validate a run config; relative dataset roots resolve against the config's folder."""
+def load_config(path: str | Path, overrides: Sequence[Override] = (), seeds: Sequence[int] | None = None) -> RunConfig:
+    """Load and validate a run config; relative dataset roots resolve against the config's folder.
+
+    ``overrides`` are applied in order, then ``seeds`` (``--seeds``, parsed by :func:`parse_seeds`) replace the
+    config's seeds: both arrive typed, so a seed or a value is never turned into text to be read as YAML again."""
     path = Path(path)
-    data = apply_overrides(read_yaml(path), overrides or [])
+    data = apply_overrides(read_yaml(path), overrides)
+    if seeds is not None:  # validated with the rest of the config (distinct, within bounds)
+        data["seeds"] = list(seeds)
     cfg = validate_config(data, source=path)
     if cfg.dataset.root is not None and not cfg.dataset.root.is_absolute():
         cfg.dataset.root = (path.parent / cfg.dataset.root).resolve()

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import PlanSetting
 from distrepro.api.plan import MethodPlan, ParamShape
+from distrepro.config.overrides import Override, parse_override
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.data.loading import DatasetBundle, DatasetShape, build_dataset
 from distrepro.errors import ConfigError, PluginError
@@ -109,11 +111,15 @@ def _parameter_shapes(model: Any) -> tuple[ParamShape, ...]:
     return tuple(ParamShape(n, tuple(p.shape), p.element_size()) for n, p in reversed(named))
 
 
-def build_plan(config: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+def build_plan(config: str | Path, overrides: Sequence[Override | str] | None = None) -> dict[str, Any]:
     """The plan of ``config`` (keys ``plan_format``, ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``,
     ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported, not an error:
-    planning runs none of its code."""
-    cfg = load_config(config, overrides)
+    planning runs none of its code.
+
+    ``overrides``: parsed ones (``distrepro plan --set``), or ``KEY=VALUE`` texts as a plugin's report hook gives
+    them (:meth:`distrepro.api.report_context.ReportContext.plan`, whose contract is text), read here once."""
+    parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides or ()]
+    cfg = load_config(config, parsed)
     bundle, dataset = _bundle(cfg, config)
     job = build_job(cfg, cfg.seeds[0], config, bundle=bundle, check_requires=False)
     check_budget(job, config)  # what a run would refuse, a plan refuses too

@@ -16,12 +16,14 @@ conditions check that it does); ``gpu`` the sibling ``.gpu.yaml``: the same clai
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from distrepro.claims.papers import UnknownPaperError, find_paper, known_papers
+from distrepro.claims.papers import PaperInfo, UnknownPaperError, find_paper, known_papers
 from distrepro.claims.schema import Scale
+from distrepro.config.overrides import Override
 from distrepro.config.run_config import index_spans
 from distrepro.errors import ConfigError, DistreproError
 from distrepro.orchestration.campaign import CampaignResult
@@ -32,6 +34,9 @@ from distrepro.reproduction.reporting import report_reproduction
 from distrepro.reproduction.resume import NothingToResume, ResumedReproduction, find_reproduction, start_tags
 from distrepro.reproduction.selection import ArmConfig, arm_configs, choose_arms
 from distrepro.reproduction.training import check_devices, say_estimate, train_arms
+
+if TYPE_CHECKING:
+    from distrepro.tracking.mlflow_client import Campaign
 
 
 @dataclass
@@ -47,8 +52,8 @@ class Reproduction:
 def reproduce(
     paper: str,
     scale: Scale | None = None,
-    seeds: str | None = None,
-    overrides: list[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    overrides: Sequence[Override] = (),
     arms: list[str] | None = None,
     with_arms: list[str] | None = None,
     report: bool = True,
@@ -61,7 +66,8 @@ def reproduce(
     dependence: bool = True,
     resume: str | None = None,
 ) -> Reproduction:
-    """Run the arms of ``paper`` at ``scale`` (default proxy) and build its report; see the module docstring.
+    """Run the arms of ``paper`` at ``scale`` (default proxy) and build its report; see the module docstring. ``seeds``
+    (default: the scale's pre-registered ones, else each config's) and ``overrides`` apply to every arm's config.
 
     ``resume``: continue a reproduction instead (:mod:`distrepro.reproduction.resume`): :data:`LATEST` for the
     newest of ``paper`` at ``scale``, else the id of its umbrella run; its arms, seeds and overrides are the ones it
@@ -71,68 +77,15 @@ def reproduce(
     the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
     umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED,
     FAILED or KILLED as the reproduction does."""
-    from distrepro.plugins.roots import repo_root
-    from distrepro.tracking.mlflow_client import (
-        DESCRIPTION_TAG,
-        Campaign,
-        experiment_name,
-        make_client,
-        resolve_tracking_uri,
-    )
-    from distrepro.tracking.storeprobe import check_store
+    from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, resolve_tracking_uri
 
-    info = find_paper(paper, root)
-    if not info.method_dirs:
-        raise UnknownPaperError(paper, known_papers(root))
-    if info.spec is None or not info.spec.setup.arms:
-        where = info.path or (root or repo_root()) / "methods"
-        raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
+    info = _paper_with_arms(paper, root)
     uri = resolve_tracking_uri()
-    resumed = None
-    if resume is not None:
-        given = [flag for flag, value in _start_flags(seeds, overrides, arms, with_arms) if value]
-        if given:
-            raise DistreproError(
-                f"--resume continues a reproduction with the arms, seeds and --set it started with: leave out "
-                f"{', '.join(given)}"
-            )
-        check_store(uri)
-        resumed = find_reproduction(make_client(uri), paper, scale, None if resume == LATEST else resume)
-        scale, arms, seeds, overrides = cast("Scale", resumed.scale), resumed.arms, resumed.seeds, resumed.overrides
-    scale = scale or "proxy"
-    if seeds is None and resumed is None:
-        seeds = _registered_seeds(info.path, scale)
-    chosen = choose_arms(info, scale, arms, with_arms, root)
-    configs = arm_configs(info, chosen, scale, seeds, overrides, root)
-    check_devices(configs, executor)
-    check_store(uri)
-    say_estimate(paper, configs, uri)
-    if seeds is not None:  # below a claim's min_seeds: said now, not after the training
-        from distrepro.report.next_steps import seed_warnings
-
-        fewest = min(len(arm.config.seeds) for arm in configs)
-        for line in seed_warnings(info, chosen, scale, fewest, root):
-            print(line, file=sys.stderr, flush=True)
-    skipped: dict[str, CampaignResult] = {}
-    resumes: dict[str, str] = {}
-    if resumed is not None:  # decided before the umbrella is RUNNING again: a finished one stays FINISHED
-        skipped, resumes, configs = _plan_resume(resumed, configs, uri, experiment_name(paper))
-        if resumed.status == "FINISHED" and not configs:
-            raise NothingToResume(
-                f"reproduction run {resumed.run_id} ({paper}, {scale}) is FINISHED, every arm with it: nothing to "
-                "resume"
-            )
-    umbrella = Campaign(
-        experiment_name(paper),
-        f"reproduce {paper} ({scale})",
-        {
-            "distrepro.paper": paper,
-            **start_tags(scale, chosen, seeds, overrides),
-            INPUTS_TAG: inputs_digest(info, root),  # RESULTS.md tells runs on other paper.yaml/configs apart
-        },
-        tracking_uri=uri,
-        resume_run_id=resumed.run_id if resumed is not None else None,
-    )
+    start = _start(paper, info, _Asked(scale, seeds, overrides, arms, with_arms, resume), uri)
+    chosen = choose_arms(info, start.scale, start.arms, with_arms, root)
+    configs = _load_arms(paper, info, chosen, start, executor, uri, root)
+    skipped, resumes, configs = _resume_arms(paper, start, configs, uri)
+    umbrella = _umbrella(paper, info, chosen, start, uri, root)
     built = None
     with umbrella:
         assert umbrella.run_id is not None
@@ -145,7 +98,7 @@ def reproduce(
                 paper,
                 info.method_dirs,
                 campaigns,
-                scale,
+                start.scale,
                 uri,
                 root,
                 sensitivity,
@@ -156,7 +109,129 @@ def reproduce(
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
 
 
-def _registered_seeds(paper_file: Path | None, scale: str) -> str | None:
+@dataclass(frozen=True)
+class _Asked:
+    """What the caller asked for: the scale, the seeds, the overrides, the arms, and the reproduction to resume."""
+
+    scale: Scale | None
+    seeds: Sequence[int] | None
+    overrides: Sequence[Override]
+    arms: list[str] | None
+    with_arms: list[str] | None
+    resume: str | None
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How the reproduction runs: as asked, or, resumed, as it started (then ``resumed`` is its umbrella's record)."""
+
+    scale: Scale
+    arms: list[str] | None
+    seeds: tuple[int, ...] | None
+    overrides: tuple[Override, ...]
+    resumed: ResumedReproduction | None
+
+
+def _paper_with_arms(paper: str, root: Path | None) -> PaperInfo:
+    """``paper``'s record; an unknown paper, or one that declares no arms, is one line naming it."""
+    from distrepro.plugins.roots import repo_root
+
+    info = find_paper(paper, root)
+    if not info.method_dirs:
+        raise UnknownPaperError(paper, known_papers(root))
+    if info.spec is None or not info.spec.setup.arms:
+        where = info.path or (root or repo_root()) / "methods"
+        raise ConfigError(where, "setup.arms", f"paper '{paper}' declares no arms to reproduce")
+    return info
+
+
+def _start(paper: str, info: PaperInfo, asked: _Asked, uri: str) -> _Start:
+    """The scale, arms, seeds and overrides to run: those of the umbrella run being resumed (none may be given
+    then), else those asked for, the seeds defaulting to the scale's pre-registered ones."""
+    from distrepro.tracking.mlflow_client import make_client
+    from distrepro.tracking.storeprobe import check_store
+
+    if asked.resume is None:
+        scale = asked.scale or "proxy"
+        seeds = tuple(asked.seeds) if asked.seeds is not None else _registered_seeds(info.path, scale)
+        return _Start(scale, asked.arms, seeds, tuple(asked.overrides), None)
+    given = [flag for flag, value in _start_flags(asked.seeds, asked.overrides, asked.arms, asked.with_arms) if value]
+    if given:
+        raise DistreproError(
+            f"--resume continues a reproduction with the arms, seeds and --set it started with: leave out "
+            f"{', '.join(given)}"
+        )
+    check_store(uri)
+    wanted = None if asked.resume == LATEST else asked.resume
+    resumed = find_reproduction(make_client(uri), paper, asked.scale, wanted)
+    scale = cast("Scale", resumed.scale) or "proxy"
+    return _Start(scale, resumed.arms, resumed.seeds, tuple(resumed.overrides), resumed)
+
+
+def _load_arms(
+    paper: str,
+    info: PaperInfo,
+    chosen: list[str],
+    start: _Start,
+    executor: ExecutorSpec | Executor | None,
+    uri: str,
+    root: Path | None,
+) -> list[ArmConfig]:
+    """Every chosen arm's config, loaded, then what can be refused or said before anything trains: a device this
+    host lacks, a store that cannot be used, the estimated wall time, seeds too few for a claim."""
+    from distrepro.tracking.storeprobe import check_store
+
+    configs = arm_configs(info, chosen, start.scale, start.seeds, start.overrides, root)
+    check_devices(configs, executor)
+    check_store(uri)
+    say_estimate(paper, configs, uri)
+    if start.seeds is not None:  # below a claim's min_seeds: said now, not after the training
+        from distrepro.report.next_steps import seed_warnings
+
+        fewest = min(len(arm.config.seeds) for arm in configs)
+        for line in seed_warnings(info, chosen, start.scale, fewest, root):
+            print(line, file=sys.stderr, flush=True)
+    return configs
+
+
+def _resume_arms(
+    paper: str, start: _Start, configs: list[ArmConfig], uri: str
+) -> tuple[dict[str, CampaignResult], dict[str, str], list[ArmConfig]]:
+    """For a resumed reproduction, :func:`_plan_resume`, decided before the umbrella is RUNNING again (a finished
+    one stays FINISHED: nothing to resume); a new one skips nothing and resumes nothing."""
+    from distrepro.tracking.mlflow_client import experiment_name
+
+    resumed = start.resumed
+    if resumed is None:
+        return {}, {}, configs
+    skipped, resumes, left = _plan_resume(resumed, configs, uri, experiment_name(paper))
+    if resumed.status == "FINISHED" and not left:
+        raise NothingToResume(
+            f"reproduction run {resumed.run_id} ({paper}, {start.scale}) is FINISHED, every arm with it: nothing to "
+            "resume"
+        )
+    return skipped, resumes, left
+
+
+def _umbrella(paper: str, info: PaperInfo, chosen: list[str], start: _Start, uri: str, root: Path | None) -> Campaign:
+    """The umbrella run (not yet open): new, tagged with how it started (what a resume reads back), or the resumed
+    one."""
+    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+
+    return Campaign(
+        experiment_name(paper),
+        f"reproduce {paper} ({start.scale})",
+        {
+            "distrepro.paper": paper,
+            **start_tags(start.scale, chosen, start.seeds, start.overrides),
+            INPUTS_TAG: inputs_digest(info, root),  # RESULTS.md tells runs on other paper.yaml/configs apart
+        },
+        tracking_uri=uri,
+        resume_run_id=start.resumed.run_id if start.resumed is not None else None,
+    )
+
+
+def _registered_seeds(paper_file: Path | None, scale: str) -> tuple[int, ...] | None:
     """``--seeds`` when none is given: the scale's pre-registered confirmatory seeds, said on stderr; None (the
     configs' own seeds) where the scale has no record."""
     from distrepro.claims.preregistration import registered_seeds
@@ -171,7 +246,7 @@ def _registered_seeds(paper_file: Path | None, scale: str) -> str | None:
         file=sys.stderr,
         flush=True,
     )
-    return ",".join(map(str, seeds))
+    return tuple(seeds)
 
 
 #: ``resume`` of :func:`reproduce` for "the newest reproduction of the paper at this scale"
@@ -179,7 +254,7 @@ LATEST = "latest"
 
 
 def _start_flags(
-    seeds: str | None, overrides: list[str] | None, arms: list[str] | None, with_arms: list[str] | None
+    seeds: Sequence[int] | None, overrides: Sequence[Override], arms: list[str] | None, with_arms: list[str] | None
 ) -> list[tuple[str, object]]:
     return [("--seeds", seeds), ("--set", overrides), ("--arms", arms), ("--with", with_arms)]
 

@@ -16,9 +16,12 @@ at ``--scale`` (default proxy) in the store is continued.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from distrepro.config.overrides import Override, parse_overrides
+from distrepro.config.run_config import parse_seeds
 from distrepro.errors import DistreproError
 
 #: umbrella tags that record how a reproduction was started, read back by a resume
@@ -41,17 +44,20 @@ class ResumedReproduction:
     status: str
     scale: str
     arms: list[str]
-    seeds: str | None
-    overrides: list[str]
+    seeds: tuple[int, ...] | None
+    overrides: list[Override]
 
 
-def start_tags(scale: str, arms: list[str], seeds: str | None, overrides: list[str] | None) -> dict[str, str]:
-    """The umbrella's tags that a later ``--resume`` reads back (:func:`find_reproduction`)."""
+def start_tags(
+    scale: str, arms: list[str], seeds: Sequence[int] | None, overrides: Sequence[Override]
+) -> dict[str, str]:
+    """The umbrella's tags that a later ``--resume`` reads back (:func:`find_reproduction`): the seeds as
+    ``--seeds`` writes them, the overrides as the ``--set`` texts they were parsed from."""
     return {
         SCALE_TAG: scale,
         ARMS_TAG: ",".join(arms),
-        SEEDS_TAG: seeds or "",
-        OVERRIDES_TAG: json.dumps(list(overrides or [])),
+        SEEDS_TAG: ",".join(map(str, seeds or ())),
+        OVERRIDES_TAG: json.dumps([o.record() for o in overrides]),
     }
 
 
@@ -104,14 +110,15 @@ def _read(client: Any, paper: str, scale: str | None, run_id: str) -> ResumedRep
             f"--resume {run_id}: a reproduction at scale {tags[SCALE_TAG]}, not --scale {scale}; leave --scale out"
         )
     overrides = json.loads(tags.get(OVERRIDES_TAG) or "[]")
+    seeds = tags.get(SEEDS_TAG) or None
     return ResumedReproduction(
         run_id,
         run.info.experiment_id,
         run.info.status,
         tags[SCALE_TAG],
         [a for a in tags.get(ARMS_TAG, "").split(",") if a],
-        tags.get(SEEDS_TAG) or None,
-        [str(o) for o in overrides],
+        tuple(parse_seeds(seeds, f"tag {SEEDS_TAG} of run {run_id}")) if seeds else None,
+        parse_overrides(str(o) for o in overrides),  # the --set texts the reproduction was started with
     )
 
 

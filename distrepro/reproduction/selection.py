@@ -8,13 +8,14 @@ needs an extra install and the torch.distributed engine) run only when named. At
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from distrepro.claims.papers import PaperInfo, arm_config_path, arms_at_scale, scale_only
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale, claim_arms
+from distrepro.config.overrides import Override
 from distrepro.config.run_config import RunConfig, load_config
 from distrepro.errors import ConfigError
 
@@ -28,9 +29,18 @@ class ArmConfig:
     config: RunConfig
 
 
-def param_overrides(params: dict[str, Any]) -> list[str]:
-    """``--set``-style overrides that give an arm its method parameters."""
-    return [f"method_params.{k}={json.dumps(v)}" for k, v in params.items()]
+def param_overrides(params: dict[str, Any]) -> list[Override]:
+    """The overrides that give an arm its method parameters, as ``paper.yaml`` typed them."""
+    return [Override(("method_params", k), v) for k, v in params.items()]
+
+
+def arm_overrides(info: PaperInfo, name: str, scale: Scale) -> list[Override]:
+    """What makes the arm's config file this arm: the paper, the scale, the campaign's name and the method with
+    the arm's parameters (a reproduction's ``--set`` follow and may replace them)."""
+    assert info.spec is not None
+    arm = info.spec.setup.arms[name]
+    fields = {"paper": info.id, "scale": scale, "name": arm.campaign or name, "method": arm.method}
+    return [Override((k,), v) for k, v in fields.items()] + param_overrides(arm.params)
 
 
 def choose_arms(
@@ -59,21 +69,21 @@ def arm_configs(
     info: PaperInfo,
     chosen: list[str],
     scale: Scale,
-    seeds: str | None,
-    overrides: list[str] | None,
+    seeds: Sequence[int] | None,
+    overrides: Sequence[Override],
     root: Path | None,
 ) -> list[ArmConfig]:
-    """Every chosen arm's config at ``scale``, loaded (its method params validated) before any arm trains."""
+    """Every chosen arm's config at ``scale``, loaded (its method params validated) before any arm trains.
+
+    ``seeds`` (``--seeds``, or the pre-registered ones) replace every config's own; ``overrides`` (``--set``) apply
+    to every arm after what makes it that arm."""
     assert info.spec is not None and info.path is not None
     out: list[ArmConfig] = []
     for name in chosen:
         arm = info.spec.setup.arms[name]
         path = arm_config_path(info.path, name, arm.config, scale, root)
-        sets = [f"paper={info.id}", f"scale={scale}", f"name={arm.campaign or name}", f"method={arm.method}"]
-        sets += param_overrides(arm.params) + list(overrides or [])
-        if seeds:
-            sets.append(f"seeds=[{seeds}]")
-        out.append(ArmConfig(name, path, load_config(path, sets)))
+        sets = [*arm_overrides(info, name, scale), *overrides]
+        out.append(ArmConfig(name, path, load_config(path, sets, seeds=seeds or None)))
     return out
 
 

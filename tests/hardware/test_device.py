@@ -9,6 +9,7 @@ import pytest
 import torch
 from clirun import TINY, run_cli, write_config
 
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.errors import ConfigError
@@ -85,7 +86,7 @@ def test_a_dataset_drawing_from_the_global_rng_repeats_in_one_process(tmp_path: 
         "batch_size=2", "budget={steps: 2}", "eval={times: 1, batch_size: 8}", "seeds=[0]", "scale=gpu",
         "torch_threads=1", "schedule.warmup_steps=1",
     ]  # fmt: skip
-    cfg = load_config(Path(__file__).resolve().parents[2] / "methods/qsr/configs/qsr.gpu.yaml", sets)
+    cfg = load_config(Path(__file__).resolve().parents[2] / "methods/qsr/configs/qsr.gpu.yaml", parse_overrides(sets))
     assert cfg.dataset.params.get("augment") is True  # the point of the test: crops and flips are drawn
     runs = []
     for draws in (0, 5):

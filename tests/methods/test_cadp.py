@@ -13,6 +13,7 @@ from quiet import quiet_job
 
 from distrepro.api.method import ClusterView, DeviceView
 from distrepro.api.tensors import state_tensors
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import validate_config
 from distrepro.data.loading import load_dataset_plugin
 from distrepro.engine.clock import VirtualClock
@@ -166,7 +167,7 @@ def test_smoke_reproduction_runs_every_arm_and_reports_the_conflict(mlflow_uri: 
         "eval.every_epochs=4",
         "torch_threads=1",
     ]
-    result = reproduce("cadp", seeds="0,1", overrides=overrides, show_progress=False, root=cadp_root)
+    result = reproduce("cadp", seeds=(0, 1), overrides=parse_overrides(overrides), show_progress=False, root=cadp_root)
     assert set(result.campaigns) == {"cadp", "ddp", "deepspeed", "ddp_gpu", "cadp_async", "cadp_async_prop"}
     verdicts = {v.claim_id: v for v in result.report.verdicts}
     assert set(verdicts) >= {"A-C1", "A-C2", "A-C3", "A-C4", "A-C5"}
@@ -190,7 +191,8 @@ def test_paper_scale_reproduction_runs_on_an_imagenet100_folder(mlflow_uri: str,
         "eval.every_epochs=1",
         "torch_threads=1",
     ]
-    result = reproduce("cadp", scale="paper", seeds="0,1,2", overrides=overrides, show_progress=False, root=cadp_root)
+    sets = parse_overrides(overrides)
+    result = reproduce("cadp", scale="paper", seeds=(0, 1, 2), overrides=sets, show_progress=False, root=cadp_root)
     runs = mlflow.search_runs(experiment_names=["distrepro/cadp"])
     children = runs[runs["tags.mlflow.parentRunId"].notna()]
     assert set(children["tags.distrepro.scale"]) == {"paper"}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from distrepro.api.method import Allocation, ClusterView, DeviceView
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import load_config, validate_config
 from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.job.resolve import build_job
@@ -208,7 +209,7 @@ def test_reproduce_smoke_judges_the_reduction(tmp_path: Path, monkeypatch, mlflo
     monkeypatch.setenv("DISTREPRO_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
     tiny = ["budget.epochs=6", "dataset.params.train_size=256", "dataset.params.test_size=64", "eval.times=1"]
-    result = reproduce("chaosmoke", seeds="0,1", overrides=tiny, show_progress=False, root=root)
+    result = reproduce("chaosmoke", seeds=(0, 1), overrides=parse_overrides(tiny), show_progress=False, root=root)
     assert set(result.campaigns) == {"equal", "adaptive"}
     (verdict,) = result.report.verdicts
     assert verdict.verdict == "PASS", (verdict.statistic, verdict.reason)

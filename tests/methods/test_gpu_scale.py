@@ -14,6 +14,7 @@ from imagefolders import write_fake_cifar
 
 from distrepro.claims.papers import arm_config_path, arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.job.resolve import build_job
@@ -100,7 +101,7 @@ def test_gpu_reproductions_re_decide_accuracy_and_convergence_claims_on_gpu_arms
 def test_one_gpu_arm_per_paper_trains_two_steps_on_the_cpu(
     paper: str, recipe: str, sets: list[str], tiny_cifar: Path
 ) -> None:
-    cfg = load_config(ROOT / recipe, [*_tiny(tiny_cifar), *sets])
+    cfg = load_config(ROOT / recipe, parse_overrides([*_tiny(tiny_cifar), *sets]))
     assert cfg.device == "cpu" and cfg.scale == "gpu"
     result = InProcessEngine().run(build_job(cfg, 0))
     assert result.final.step == 2 and 0.0 <= result.final.metrics["val_accuracy"] <= 1.0
@@ -129,7 +130,7 @@ def test_a_gpu_arm_trains_on_cuda_and_repeats_itself(tiny_cifar: Path) -> None:
     agree bit for bit (deterministic kernels, ``distrepro.hardware.device.deterministic_cuda``)."""
     sets = [*_tiny(tiny_cifar, "cuda"), "model.params.width=64", "batch_size=4", "budget={steps: 3}"]
     sets += ['method_params.topology="ring"', "schedule.warmup_epochs=0"]
-    cfg = load_config(ROOT / "methods/acid/configs/train16.gpu.yaml", sets)
+    cfg = load_config(ROOT / "methods/acid/configs/train16.gpu.yaml", parse_overrides(sets))
     runs = [InProcessEngine().run(build_job(cfg, 0)) for _ in range(2)]
     for result in runs:
         assert all(next(m.parameters()).device.type == "cuda" for m in result.models)

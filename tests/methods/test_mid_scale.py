@@ -11,6 +11,7 @@ import pytest
 
 from distrepro.claims.papers import arms_at_scale, find_paper
 from distrepro.claims.schema import at_scale, claim_arms, judged_at_mid
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import load_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.job.resolve import build_job
@@ -43,7 +44,7 @@ def test_one_mid_arm_per_paper_trains_and_records_its_regime(
 ) -> None:
     sets = [*sets, "budget={steps: 8}", "eval={times: 1}", "seeds=[0]", "scale=mid"]
     sets.append("dataset.params.num_samples=1000")  # the mid configs' 10,000 signals take seconds to generate
-    cfg = load_config(ROOT / config, sets)
+    cfg = load_config(ROOT / config, parse_overrides(sets))
     assert cfg.dataset.name == "mnist1d" and cfg.model.name == "cnn1d" and cfg.scale == "mid"
     result = InProcessEngine().run(build_job(cfg, 0))
     assert result.final.step == 8 and 0.0 <= result.final.metrics["val_accuracy"] <= 1.0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from distrepro.config.overrides import parse_overrides
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.job.resolve import build_job
@@ -138,7 +139,7 @@ def test_smoke_reproduction_reports_the_h_schedules(mlflow_uri: str, tmp_path: P
     monkeypatch.chdir(tmp_path)
     overrides = ["budget.epochs=1", "eval.times=1", "torch_threads=1"]
     arms = ["const", "qsr"]
-    result = reproduce("qsr", seeds="0,1", overrides=overrides, arms=arms, show_progress=False)
+    result = reproduce("qsr", seeds=(0, 1), overrides=parse_overrides(overrides), arms=arms, show_progress=False)
     assert set(result.campaigns) == set(arms)
     verdicts = {v.claim_id: v for v in result.report.verdicts}
     assert verdicts["P1-const"].verdict == "INCONCLUSIVE" and "seeds" in verdicts["P1-const"].reason

@@ -148,12 +148,12 @@ def test_executor_flags_that_do_not_fit_are_one_line(
     tmp_path: Path, mlflow_uri: str, flags: list[str], error: str
 ) -> None:
     from distrepro.cli import build_parser
+    from distrepro.cli.executor_flags import executor_spec
     from distrepro.errors import ConfigError
-    from distrepro.orchestration.executors.executor_args import spec_from_args
 
     args = build_parser().parse_args(["run", "x.yaml", *flags])
     with pytest.raises(ConfigError, match=error.replace("-", "\\-")):
-        spec_from_args(args)
+        executor_spec(args)
 
 
 def test_jobs_are_capped_at_the_cells_and_more_than_the_cores_is_said(

@@ -45,11 +45,11 @@ def test_reproduce_errors_name_the_paper_file(paper_root: Path, mlflow_uri: str,
 
 
 def test_optional_arms_run_only_when_asked(paper_root: Path, mlflow_uri: str) -> None:
-    result = reproduce("tinypaper", seeds="0", with_arms=["rare"], report=False, show_progress=False, root=paper_root)
+    result = reproduce("tinypaper", seeds=(0,), with_arms=["rare"], report=False, show_progress=False, root=paper_root)
     assert set(result.campaigns) == {"sync", "local", "rare"}
     runs = mlflow.search_runs(experiment_names=["distrepro/tinypaper"])
     assert set(runs["params.method_params.period"].dropna()) == {"2", "4"}
-    only = reproduce("tinypaper", seeds="0", arms=["rare"], report=False, show_progress=False, root=paper_root)
+    only = reproduce("tinypaper", seeds=(0,), arms=["rare"], report=False, show_progress=False, root=paper_root)
     assert set(only.campaigns) == {"rare"}
 
 
@@ -101,7 +101,7 @@ def test_a_method_folders_products_are_built_with_the_report_only(
     # train only: Decent-DP's grid (minutes of simulation) was built even so
     assert main(["reproduce", "tinypaper", "--seeds", "0", "--arms", "sync", "--no-report", "--no-progress"]) == 0
     assert not grid.exists() and "report:" not in capsys.readouterr().out
-    reproduce("tinypaper", seeds="0", arms=["sync"], show_progress=False, root=paper_root)
+    reproduce("tinypaper", seeds=(0,), arms=["sync"], show_progress=False, root=paper_root)
     assert grid.read_text().splitlines() == ["scale", "proxy"]
 
 
@@ -143,14 +143,14 @@ def test_system_metrics_reach_every_arms_cells_on_an_executor(
 
     monkeypatch.setattr(runlog, "start_system_metrics", lambda run_id, options: None)  # no sampler thread needed
     result = reproduce(
-        "tinypaper", seeds="0", report=False, show_progress=False, root=paper_root, system_metrics=True,
+        "tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root, system_metrics=True,
         executor=Recording(jobs=1, threads=1),
     )  # fmt: skip
     assert len(seen) == len(result.campaigns) >= 2 and all(flag for _, flag in seen), seen
 
 
 def test_arms_trained_here_say_the_cell_count_arm_and_eta(paper_root: Path, mlflow_uri: str, capsys) -> None:
-    reproduce("tinypaper", seeds="0", report=False, show_progress=False, root=paper_root)
+    reproduce("tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root)
     err = capsys.readouterr().err
     warned = err.index("warning: 1 seed cannot decide claim fewer-bytes (it needs 2: --seeds 0,1)")
     assert warned < err.index("[arm 1/2 sync]")  # said before any training
@@ -174,6 +174,6 @@ def test_a_registered_scale_reproduces_on_its_confirmatory_seeds(paper_root: Pat
     assert "seeds 100-101: the confirmatory seeds pre-registered in tiny/preregistration/proxy.yaml" in (
         capsys.readouterr().err
     )
-    chosen = reproduce("tinypaper", seeds="0", arms=["sync"], report=False, show_progress=False, root=paper_root)
+    chosen = reproduce("tinypaper", seeds=(0,), arms=["sync"], report=False, show_progress=False, root=paper_root)
     assert [c.seed for c in chosen.campaigns["sync"].cells] == [0]
     assert "pre-registered" not in capsys.readouterr().err

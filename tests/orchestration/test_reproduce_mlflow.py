@@ -98,8 +98,8 @@ def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_comes_first(
 
 
 def test_a_later_reproduction_comes_before_the_earlier_one(paper_root: Path, mlflow_uri: str) -> None:
-    runs = [reproduce("tinypaper", seeds="0", report=False, show_progress=False, root=paper_root).run_id]
-    runs.append(reproduce("tinypaper", seeds="0", show_progress=False, root=paper_root).run_id)
+    runs = [reproduce("tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root).run_id]
+    runs.append(reproduce("tinypaper", seeds=(0,), show_progress=False, root=paper_root).run_id)
     client = make_client(mlflow_uri)
     experiment = client.get_experiment_by_name("distrepro/tinypaper").experiment_id
     order = _table_order(client, experiment)

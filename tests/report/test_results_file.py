@@ -39,7 +39,7 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     write_results(out, mlflow_uri, paper_root)
     assert "Not yet run" in out.read_text() and stale_papers(out.read_text(), paper_root) == []
 
-    done = reproduce("tinypaper", seeds="0,1", show_progress=False, root=paper_root)
+    done = reproduce("tinypaper", seeds=(0, 1), show_progress=False, root=paper_root)
     write_results(out, mlflow_uri, paper_root)
     text = out.read_text()
     assert "Not yet run" not in text

@@ -82,7 +82,7 @@ def test_other_scales_and_subset_runs_add_to_the_report(paper_root: Path, mlflow
     quiet = {"show_progress": False, "root": paper_root}
     reproduce("tinypaper", **quiet)
     reproduce("tinypaper", scale="mid", **quiet)
-    subset = reproduce("tinypaper", arms=["sync"], seeds="0", **quiet)  # seed 0 of sync now has two proxy runs
+    subset = reproduce("tinypaper", arms=["sync"], seeds=(0,), **quiet)  # seed 0 of sync now has two proxy runs
     rows = {v.claim_id: v for v in subset.report.verdicts}
     assert rows["fewer-bytes"].verdict == "PASS", rows["fewer-bytes"].reason  # not "arm missing"
     assert "other scales" in rows["as-accurate"].reason  # judged at proxy and at mid, both named
@@ -105,7 +105,7 @@ def test_other_scales_and_subset_runs_add_to_the_report(paper_root: Path, mlflow
 def test_a_subset_rerun_keeps_the_other_arms_verdicts(paper_root: Path, mlflow_uri: str) -> None:  # noqa: F811
     quiet = {"show_progress": False, "root": paper_root}
     reproduce("tinypaper", report=False, **quiet)
-    subset = reproduce("tinypaper", arms=["sync"], seeds="0", **quiet)  # `local` not trained, seed 0 of sync twice
+    subset = reproduce("tinypaper", arms=["sync"], seeds=(0,), **quiet)  # `local` not trained, seed 0 of sync twice
     (verdict,) = subset.report.verdicts
     assert verdict.verdict == "PASS", verdict.reason  # read from the earlier session's runs, not "arm missing"
     runs = pd.read_csv("reports/tinypaper/runs.csv")

@@ -94,7 +94,7 @@ def test_resume_of_an_arm_that_never_started_starts_it_under_the_same_umbrella(
 
     _interrupt_at_cell(monkeypatch, 2)  # sync's seed 1: local never starts
     with pytest.raises(KeyboardInterrupt):
-        reproduce("tinypaper", seeds="0,1", report=False, show_progress=False, root=paper_root)
+        reproduce("tinypaper", seeds=(0, 1), report=False, show_progress=False, root=paper_root)
     monkeypatch.setattr(campaign_module, "_run_cell", REAL_RUN_CELL)
     result = reproduce("tinypaper", report=False, show_progress=False, root=paper_root, resume=LATEST)
     assert set(result.campaigns) == {"sync", "local"} and result.skipped == []

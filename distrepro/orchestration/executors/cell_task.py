@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from distrepro.data.loading import DatasetBundle
+    from distrepro.job.observer import RunObserver
     from distrepro.job.results import RunResult
 
 #: tag on a child run that did not finish: why (the exception, or how its worker died)
@@ -96,7 +97,7 @@ def _bundle_key(config: dict[str, Any]) -> str:
     return json.dumps(config.get("dataset"), sort_keys=True, default=str)
 
 
-def run_cell_task(task: CellTask, observer: Any = None) -> CellOutcome:
+def run_cell_task(task: CellTask, observer: RunObserver | None = None) -> CellOutcome:
     """Train ``task``'s cell and log it to its child run; the outcome, never an exception (but Ctrl-C).
 
     A worker that runs several cells keeps one dataset per dataset config, as a campaign in one process

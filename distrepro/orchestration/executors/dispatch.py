@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distrepro.config.run_config import RunConfig
 from distrepro.errors import DistreproError, StoreUnavailable
 from distrepro.orchestration.campaign import (
     CampaignResult,
@@ -53,7 +54,7 @@ class CampaignRequest:
     run it belongs to (tag ``distrepro.reproduction``) if any, and whether its cells sample MLflow's system
     metrics (``--system-metrics``: in the worker that trains the cell, not here)."""
 
-    cfg: Any  # RunConfig
+    cfg: RunConfig
     source: str | Path | None = None
     resume: str | None = None
     reproduction: str | None = None

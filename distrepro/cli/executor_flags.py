@@ -1,7 +1,9 @@
-"""The command line's ``--executor`` flags (``run`` and ``reproduce``), kept apart from ``distrepro.cli``.
+"""The command line's ``--executor`` flags (``run`` and ``reproduce``) and the typed executor they ask for.
 
-Standard library only: the parser is built at every start of ``distrepro``, before anything heavy is
-imported. ``--slurm-*`` flags left out stay ``None`` and so keep the config's ``slurm:`` block values.
+The flags live here, with the rest of the command line; orchestration receives only what they mean, an
+:class:`~distrepro.orchestration.executors.selection.ExecutorSpec`, checked here so that a flag that does not fit is
+one line naming that flag. Light imports only: the parser is built at every start of ``distrepro``, before anything
+heavy is imported. ``--slurm-*`` flags left out stay ``None`` and so keep the config's ``slurm:`` block values.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from distrepro.errors import ConfigError
 from distrepro.orchestration.executors.selection import EXECUTORS, ExecutorSpec
 
 
-def add_executor_args(parser: argparse.ArgumentParser) -> None:
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """The ``--executor`` group of a subcommand that trains."""
     group = parser.add_argument_group("where the cells (arm x seed) run; see docs/multinode.md")
     group.add_argument(
         "--executor",
@@ -45,7 +48,7 @@ def add_executor_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def spec_from_args(args: argparse.Namespace) -> ExecutorSpec:
+def executor_spec(args: argparse.Namespace) -> ExecutorSpec:
     """The executor the flags ask for; flags of another executor than the chosen one are an error."""
     kind = args.executor
     slurm = {
