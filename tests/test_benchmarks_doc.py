@@ -69,3 +69,27 @@ def test_each_paper_section_opens_with_its_current_results() -> None:
         current = body.split("### Current results", 1)[1].split("\n### ", 1)[0]
         assert f"reproduce-{own['paper']}" in current, f"'{title}': its current results give no command"
         assert "RESULTS.md" in current and "Run time" in current, f"'{title}': no run time or RESULTS.md pointer"
+
+
+#: the documents hold what is current: BENCHMARKS.md one section per benchmark and paper, README.md the pitch, the
+#: two commands, the session table and pointers (the reference lives under docs/)
+MAX_BENCHMARKS_LINES, MAX_README_LINES = 1200, 150
+
+
+def test_the_documents_stay_short_enough_to_hold_only_what_is_current() -> None:
+    benchmarks = (REPO / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()
+    readme = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(benchmarks) <= MAX_BENCHMARKS_LINES, "move superseded figures to CHANGELOG.md"
+    assert len(readme) <= MAX_README_LINES, "move reference material under docs/"
+
+
+def test_no_line_is_both_a_current_figure_and_history() -> None:
+    """A figure is current (BENCHMARKS.md) or history (CHANGELOG.md), never both: a long line or a heading of
+    BENCHMARKS.md that CHANGELOG.md repeats word for word is a table or paragraph kept in two places."""
+    history = {line.strip() for line in (REPO / "CHANGELOG.md").read_text(encoding="utf-8").splitlines()}
+    both = [
+        line
+        for line in (REPO / "BENCHMARKS.md").read_text(encoding="utf-8").splitlines()
+        if (len(line.strip()) > 40 or line.startswith("#")) and line.strip() in history
+    ]
+    assert both == []
