@@ -84,6 +84,12 @@ def qualifier(v: Verdict) -> str:
         share = (
             f"PASS in {100 * v.pass_share:.0f}% of the plausible hardware settings" if v.pass_share is not None else ""
         )
+        if v.unit_pass_share is not None:  # a merged claim: its unit's share decides (distrepro.claims.tally)
+            alone = f"; this claim alone {100 * v.pass_share:.0f}%" if v.pass_share is not None else ""
+            share = (
+                f"its unit with {', '.join(v.unit_with)} holds in {100 * v.unit_pass_share:.0f}% of the plausible "
+                f"hardware settings{alone}"
+            )
         parts.append(f"depends on {v.depends_on}" + (f" ({share})" if share else ""))
     if v.verdict == "FAIL" and v.miss:
         parts.append(v.miss)
