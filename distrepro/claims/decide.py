@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from distrepro.claims.verdict_record import Verdict
 
 MORE_SEEDS = "more seeds could decide"
+#: how a skew-guarded interval's seeds figure is computed, in its reason
+_GUARDED = "; t times the skew guard's factor f(n) at that n, s from the plain t-interval"
 
 
 def higher_is_better(claim: Any) -> bool:
@@ -66,31 +68,37 @@ def miss(above: bool, claim: Any) -> str:
     return EXCEEDS if better else FALLS_SHORT
 
 
-def _scaled(claim: Any, v: Verdict) -> Any:
-    """The statistic, its CI and a mapper to the interval's own scale (logs for ratios: distrepro.claims.samples)."""
-    assert v.statistic is not None and v.ci is not None
+def _scaled(claim: Any, v: Verdict, ci: tuple[float, float] | None = None) -> Any:
+    """The statistic, its CI (or ``ci``) and a mapper to the interval's own scale (logs for ratios:
+    distrepro.claims.samples)."""
+    ci = v.ci if ci is None else ci
+    assert v.statistic is not None and ci is not None
     scale = interval_scale(claim)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return scale(v.statistic), scale(v.ci[0]), scale(v.ci[1]), scale
+        return scale(v.statistic), scale(ci[0]), scale(ci[1]), scale
 
 
-def _towards(claim: Any, v: Verdict, edge: float) -> tuple[float, float]:
+def _towards(claim: Any, v: Verdict, edge: float, ci: tuple[float, float] | None = None) -> tuple[float, float]:
     """``(half-width towards edge, signed distance from the statistic to the edge, positive on the statistic's
-    side)`` on the interval's scale."""
-    point, lo, hi, scale = _scaled(claim, v)
+    side)`` on the interval's scale (of ``ci``, default the verdict's)."""
+    point, lo, hi, scale = _scaled(claim, v, ci)
     e = scale(edge)
     return (point - lo, point - e) if e <= point else (hi - point, e - point)
 
 
 def _more_seeds(claim: Any, v: Verdict, edges: list[float]) -> str:
-    """ "more seeds could decide: about N …" for the edges the interval must clear; sets ``v.seeds_needed``."""
+    """ "more seeds could decide: about N …" for the edges the interval must clear; sets ``v.seeds_needed``. A
+    skew-guarded t-interval (``v.plain_ci`` set) plans from the plain interval's spread and the guard's factor at
+    the planned n (:func:`distrepro.claims.planning.seeds_to_clear`), not from its widened half-width."""
     needed, halves = [], []
+    guarded = v.plain_ci is not None
     for edge in edges:
         half, distance = _towards(claim, v, edge)
         halves.append((half, edge))
         if distance <= 0 or not math.isfinite(distance):
             return f"the statistic sits on the edge {fmt(edge, v.unit)}: no number of seeds decides it"
-        needed.append(seeds_to_clear(half, distance, v.n_seeds, claim.accept.ci))
+        plain = _towards(claim, v, edge, v.plain_ci)[0] if guarded else half
+        needed.append(seeds_to_clear(plain, distance, v.n_seeds, claim.accept.ci, guarded=guarded))
     assert v.ci is not None and v.statistic is not None
     side = [v.statistic - v.ci[0] if e <= v.statistic else v.ci[1] - v.statistic for _, e in halves]
     v.half_width = max(side)
@@ -100,7 +108,7 @@ def _more_seeds(claim: Any, v: Verdict, edges: list[float]) -> str:
     v.seeds_needed = max(n for n in needed if n is not None)
     return (
         f"{text}; {MORE_SEEDS}: about {v.seeds_needed} seeds in a new run would clear it "
-        "(n ≈ (t·s/d)², s the per-seed spread, d the distance to the edge)"
+        f"(n ≈ (t·s/d)², s the per-seed spread, d the distance to the edge{_GUARDED if guarded else ''})"
     )
 
 

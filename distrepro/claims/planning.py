@@ -11,6 +11,15 @@ is ``s = h·√n / t_{n−1}`` (:func:`seeds_to_clear`). That second figure is a
 confirmatory run, not a licence to add seeds and look again (two looks at the nominal level err more
 often than 2.5 %; a group-sequential plan or fresh seed indices avoid it).
 
+**Under the skew guard.** A ``t`` interval is skew-guarded (:func:`distrepro.claims.intervals.skew_guarded_t_interval`):
+an end not measurably skewed away is ``f(n)·t·s/√n`` from the mean (3.65·t·s/√5 at 5 seeds), so its half-width
+does not imply the spread ``h·√n/t``; read so, the spread is f(n) times too large and the seeds (f(n))² times too
+many. The plan takes the spread from the *plain* t-interval of the same values and searches the smallest n with
+``t_{n−1}·f(n)·s/√n < d`` (``guarded=True``): the interval of the new run is guarded too, and f(n) falls towards 1
+as n grows (:data:`~distrepro.claims.intervals.SKEW_FACTOR`), so the figure lies between the plain one and the
+misread one (at s = 0.0158, d = 0.01 and 5 seeds: plain 13, guarded 30, misread 131). It assumes the new run's
+end is widened (its values not measurably skewed away from the edge), which the guard does unless they are.
+
 Everything is on the interval's own scale: the log scale for a geometric mean (ratios, speedups),
 the log-ratio scale for a fraction judged through its ratio (see :mod:`distrepro.claims.samples`).
 Bootstrap and sign-flip intervals are read through the same t approximation (their half-width stands
@@ -21,22 +30,26 @@ from __future__ import annotations
 
 import math
 
-from distrepro.claims.intervals import t_quantile
+from distrepro.claims.intervals import skew_factor, t_quantile
 
 #: give up beyond this many seeds: a distance that small is not worth resolving by seeds
 MAX_SEEDS = 100_000
 
 
-def seeds_for_spread(spread: float, distance: float, level: float = 0.95, start: int = 2) -> int | None:
-    """Smallest n ≥ ``start`` with ``t_{n−1}(level) · spread / √n < distance``; None when the distance is 0
-    or more than :data:`MAX_SEEDS` would be needed. ``spread`` is the per-seed standard deviation."""
+def seeds_for_spread(
+    spread: float, distance: float, level: float = 0.95, start: int = 2, guarded: bool = False
+) -> int | None:
+    """Smallest n ≥ ``start`` with ``t_{n−1}(level) · spread / √n < distance`` (times the skew guard's ``f(n)`` when
+    ``guarded``: the half-width of a skew-guarded interval's widened end); None when the distance is 0 or more than
+    :data:`MAX_SEEDS` would be needed. ``spread`` is the per-seed standard deviation."""
     if not (math.isfinite(spread) and math.isfinite(distance)) or distance <= 0:
         return None
     if spread <= 0:
         return max(start, 2)
-    n = max(start, 2, math.ceil((1.959963984540054 * spread / distance) ** 2))  # the normal bound: t is larger
+    n = max(start, 2, math.ceil((1.959963984540054 * spread / distance) ** 2))  # the normal bound: t·f is larger
     while n <= MAX_SEEDS:
-        if t_quantile(level, n - 1) * spread / math.sqrt(n) < distance:
+        factor = skew_factor(n) if guarded else 1.0
+        if factor * t_quantile(level, n - 1) * spread / math.sqrt(n) < distance:
             return n
         n += 1 if n < 1000 else max(1, n // 100)
     return None
@@ -77,12 +90,14 @@ def implied_spread(half: float, n: int, level: float) -> float:
     return half * math.sqrt(n) / t_quantile(level, n - 1)
 
 
-def seeds_to_clear(half: float, distance: float, n: int, level: float) -> int | None:
+def seeds_to_clear(half: float, distance: float, n: int, level: float, guarded: bool = False) -> int | None:
     """Seeds an interval of half-width ``half`` (towards the edge) at ``n`` seeds would need for that half-width
-    to fall below ``distance`` (the statistic's distance to the edge), the spread held at its estimate."""
+    to fall below ``distance`` (the statistic's distance to the edge), the spread held at its estimate. For a
+    skew-guarded t-interval (``guarded``), ``half`` is the *plain* t-interval's half-width (the spread it implies
+    is the per-seed spread) and the new run's half-width carries the guard's factor f(n) (module docstring)."""
     if n < 2 or not math.isfinite(half):
         return None
-    return seeds_for_spread(implied_spread(half, n, level), distance, level, start=n + 1)
+    return seeds_for_spread(implied_spread(half, n, level), distance, level, start=n + 1, guarded=guarded)
 
 
 def one_sided_p(half: float, distance: float, n: int, level: float) -> float:
@@ -101,5 +116,6 @@ def how_computed() -> str:
     """The sentence a report prints beside a seeds figure."""
     return (
         "n ≈ (t·s/d)²: the smallest n with t_{n−1}·s/√n below the distance d from the statistic to the edge, "
-        "s the per-seed spread the interval implies (half-width·√n/t), on the interval's scale"
+        "s the per-seed spread the interval implies (half-width·√n/t), on the interval's scale; for a skew-guarded "
+        "t-interval, s from the plain t-interval and t·f(n)·s/√n, f(n) the guard's factor at that n"
     )

@@ -9,9 +9,14 @@ What the headline counts (the paper's own claims decided by measurement, :func:`
   the table still lists every claim;
 * **not when an assumption decides it**: a timing verdict that PASSes in more than 5 % and fewer than 95 %
   of the plausible hardware settings (the sensitivity sweep) *depends on* the estimated figure that flips
-  it; it is counted apart, with its share, not as PASS or FAIL;
+  it; it is counted apart, with its share, not as PASS or FAIL. A unit is one claim in every setting too:
+  its verdict there combines its members' verdicts in that setting, and the share of settings in which the
+  unit holds decides for all its members (:func:`unit_shares`); two members that each PASS in a different
+  one of 32 settings make a unit that PASSes in 2/32 = 6 %, which depends on an assumption;
 * **FAIL split by direction**: a result beyond the claim in the paper's favour (``exceeds``) is not the
   same finding as one that ``falls short``; a claimed tie contradicted either way counts as falling short;
+  a FAIL unit whose members miss in opposite directions (one exceeds, one falls short) is ``inconsistent``:
+  the claims in it cannot all hold (:func:`miss_of_unit`);
 * **with its error**: each decision is a one-sided test at 2.5 % (the 95 % interval wholly on one side of
   an edge). Over the m headline units, Holm's step-down procedure (Holm 1979, Scand. J. Statist. 6(2))
   keeps the family-wise error at 2.5 %: sorted ascending, the i-th p-value must be ≤ 0.025/(m − i + 1),
@@ -22,7 +27,7 @@ What the headline counts (the paper's own claims decided by measurement, :func:`
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,18 +38,72 @@ ALPHA = 0.025
 #: PASS shares over the plausible hardware within which a timing verdict depends on an assumption
 FIRM_BELOW, FIRM_ABOVE = 0.05, 0.95
 STANDS, NOT_AFTER_HOLM = "stands", "not after Holm"
+#: a FAIL unit whose members miss in opposite directions (:func:`miss_of_unit`)
+INCONSISTENT = "inconsistent"
 
 
-def mark_dependence(verdicts: Iterable[Any], shares: Mapping[str, tuple[float, str]]) -> None:
+def inconsistent_text(n: int = 1) -> str:
+    """What an :data:`INCONSISTENT` unit means, in words (``n`` such units)."""
+    return f"the claims in {'this unit' if n == 1 else 'each of these units'} cannot all hold"
+
+
+def mark_dependence(
+    verdicts: Sequence[Any],
+    shares: Mapping[str, tuple[float, str]],
+    settings: Mapping[str, Sequence[str]] | None = None,
+    claims: Sequence[Any] = (),
+) -> None:
     """Record each swept claim's PASS share (``shares``: claim id → (share, the decisive figure)) and mark
-    ``depends_on`` where the share is strictly between 5 % and 95 %."""
+    ``depends_on`` where the share is strictly between 5 % and 95 %.
+
+    With ``settings`` (claim id → its verdict at each hardware setting, the same settings in the same order for
+    every claim) and ``claims``, a merged unit (:func:`units`) is one claim in every setting: its share
+    (:func:`unit_shares`) decides ``depends_on`` for every member, named by the members' decisive figures; each
+    member keeps its own share in ``pass_share`` (for display) and the unit's in ``unit_pass_share``."""
+    merged = unit_shares(claims, verdicts, settings) if settings is not None else {}
     for v in verdicts:
-        if v.claim_id not in shares:
-            continue
-        share, figure = shares[v.claim_id]
-        v.pass_share = share
-        if FIRM_BELOW < share < FIRM_ABOVE:
+        share, figure = shares.get(v.claim_id, (None, ""))
+        if share is not None:
+            v.pass_share = share
+        if v.claim_id in merged:
+            share, v.unit_with = merged[v.claim_id]
+            v.unit_pass_share = share
+            named = [shares[i][1] for i in (v.claim_id, *v.unit_with) if i in shares and shares[i][1]]
+            figure = " and ".join(dict.fromkeys(named))
+        if share is not None and FIRM_BELOW < share < FIRM_ABOVE:
             v.depends_on = figure or "the estimated hardware figures"
+
+
+def verdict_of_unit(verdicts: Sequence[str]) -> str:
+    """The rule of :func:`combine` on bare verdicts (one unit in one hardware setting): PASS if any member PASSes,
+    FAIL if all FAIL, else INCONCLUSIVE."""
+    if "PASS" in verdicts:
+        return "PASS"
+    return "FAIL" if verdicts and all(v == "FAIL" for v in verdicts) else "INCONCLUSIVE"
+
+
+def unit_shares(
+    claims: Sequence[Any], verdicts: Sequence[Any], settings: Mapping[str, Sequence[str]]
+) -> dict[str, tuple[float, list[str]]]:
+    """claim id → (its unit's PASS share, the unit's other members), for each member of a merged unit (two or more
+    judged claims, :func:`units`) with a swept member. In each setting the unit's verdict is
+    :func:`verdict_of_unit` of its members' verdicts *in that setting*; a member not swept (not a timing claim, or
+    not re-timed) keeps its reported verdict in every setting. Two members that each PASS in a different one of 32
+    settings make a unit that PASSes in 2 of them (6 %), not two claims that each PASS in 3 %."""
+    judged = {v.claim_id: v for v in verdicts}
+    out: dict[str, tuple[float, list[str]]] = {}
+    for ids in units([c for c in claims if c.id in judged]):
+        swept = [i for i in ids if i in settings]
+        count = len(settings[swept[0]]) if swept else 0
+        if len(ids) < 2 or not count:
+            continue
+        rows = [settings[i] if i in settings else [judged[i].verdict] * count for i in ids]
+        if any(len(row) != count for row in rows):
+            raise ValueError(f"unit {ids}: its members were judged over different numbers of settings")
+        held = sum(verdict_of_unit([row[k] for row in rows]) == "PASS" for k in range(count))
+        for i in ids:
+            out[i] = (held / count, [j for j in ids if j != i])
+    return out
 
 
 def units(claims: Sequence[Any]) -> list[list[str]]:
@@ -90,12 +149,22 @@ def combine(ids: list[str], group: str, verdicts: Sequence[Any]) -> Unit:
     if verdicts and all(v.verdict == "FAIL" for v in verdicts):
         ps = [v.p_value for v in verdicts if v.p_value is not None]
         p = max(ps) if len(ps) == len(verdicts) else None
-        exceeds = all(v.miss.startswith("exceeds") for v in verdicts)
         depends = next((v.depends_on for v in verdicts if v.depends_on), "")
-        return Unit(ids, group, "FAIL", "exceeds" if exceeds else "falls short", p, depends)
+        return Unit(ids, group, "FAIL", miss_of_unit(verdicts), p, depends)
     depends = next((v.depends_on for v in verdicts if v.depends_on), "")
     outside = any(getattr(v, "out_of_regime", False) for v in verdicts if v.verdict == "INCONCLUSIVE")
     return Unit(ids, group, "INCONCLUSIVE", depends_on=depends, out_of_regime=outside)
+
+
+def miss_of_unit(members: Sequence[Any]) -> str:
+    """How a FAIL unit missed the claim: ``exceeds`` when every member exceeds it, :data:`INCONSISTENT` when one
+    member exceeds and another falls short (the claims in the unit cannot all hold: the paper's two readings of one
+    result point opposite ways), else ``falls short`` (a claimed tie contradicted either way counts as falling
+    short)."""
+    over = [v.miss.startswith("exceeds") for v in members]
+    if all(over):
+        return "exceeds"
+    return INCONSISTENT if any(over) else "falls short"
 
 
 def holm(decided: list[Unit], m: int, alpha: float = ALPHA) -> list[Unit]:
@@ -117,7 +186,7 @@ class Tally:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     #: per group, INCONCLUSIVE units whose runs were outside the paper's regime (or tied): counted apart
     outside: dict[str, int] = field(default_factory=dict)
-    #: per group, FAIL units split: {"falls short": n, "exceeds": n}
+    #: per group, FAIL units split: {"falls short": n, "exceeds": n, "inconsistent": n}
     fails: dict[str, dict[str, int]] = field(default_factory=dict)
     #: per group, units whose verdict depends on an assumed hardware figure (not in PASS/FAIL/INCONCLUSIVE)
     depends: dict[str, int] = field(default_factory=dict)
@@ -143,7 +212,10 @@ class Tally:
             split = self.fails.get(group or "", {}) if k == "FAIL" and group else {}
             if k == "FAIL" and counts.get("FAIL", 0) and split:
                 short, over = split.get("falls short", 0), split.get("exceeds", 0)
-                part += f" ({short} fall{'s' if short == 1 else ''} short, {over} exceed{'s' if over == 1 else ''})"
+                odd = split.get(INCONSISTENT, 0)
+                both = f", {odd} {INCONSISTENT}: {inconsistent_text(odd)}" if odd else ""
+                part += f" ({short} fall{'s' if short == 1 else ''} short, {over} exceed{'s' if over == 1 else ''}"
+                part += f"{both})"
             parts.append(part)
         dep = self.depends.get(group or "", 0) if group else 0
         if dep:
@@ -198,7 +270,7 @@ def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
         else:
             t.counts.setdefault(group, dict.fromkeys(VERDICTS, 0))[unit.verdict] += 1
             if unit.verdict == "FAIL":
-                split = t.fails.setdefault(group, {"falls short": 0, "exceeds": 0})
+                split = t.fails.setdefault(group, {"falls short": 0, "exceeds": 0, INCONSISTENT: 0})
                 split[unit.miss] += 1
             if unit.out_of_regime:
                 t.outside[group] = t.outside.get(group, 0) + 1

@@ -36,12 +36,17 @@ class Verdict:
     arm_profiles: dict[str, list[str]] = field(default_factory=dict)  # arm → the profiles its deciding runs used
     skew: float | None = None  # adjusted skewness G1 of the per-seed values on the interval's scale
     skew_note: str = ""  # which end of a t-interval the skew guard widened, and why (distrepro.claims.intervals)
+    plain_ci: tuple[float, float] | None = None  # a skew-guarded t-interval's plain counterpart (seeds are planned on)
     seeds_needed: int | None = None  # a straddling interval: seeds to clear the edge (distrepro.claims.planning)
     half_width: float | None = None  # a straddling interval: its half-width towards the edge, in the statistic's unit
     p_value: float | None = None  # one-sided p of the decision taken (PASS/FAIL), t approximation on the CI's scale
     holm: str = ""  # "stands" / "not after Holm" for a decided headline claim (distrepro.claims.tally)
     depends_on: str = ""  # a timing verdict that flips over the plausible hardware: the figure it depends on
     pass_share: float | None = None  # share of the plausible hardware settings in which the claim PASSes
+    #: a claim merged with others (same_as / counts_with): the share of the settings in which their unit holds, which
+    #: decides ``depends_on`` (distrepro.claims.tally.unit_shares), and the unit's other claims
+    unit_pass_share: float | None = None
+    unit_with: list[str] = field(default_factory=list)
     #: the point statistic's range over the corners of the arms' emulator error bands (distrepro.claims.model_interval)
     model_interval: tuple[float, float] | None = None
     model_error: dict[str, float] = field(default_factory=dict)  # arm → the relative error band of its emulated time
@@ -56,7 +61,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["regime"] = [c.to_dict() for c in self.regime]
-        for key in ("statistic", "ci", "band", "skew", "half_width", "p_value", "model_interval"):
+        for key in ("statistic", "ci", "band", "skew", "half_width", "p_value", "model_interval", "plain_ci"):
             out[key] = json_safe(out[key])
         out["points"] = {str(k): v for k, v in self.points.items()}
         for key in ("per_seed", "censored"):

@@ -207,9 +207,12 @@ def _judge(claim: Any, arms: dict[str, dict[int, float]], paper: str, verdict: V
     scale = interval_scale(claim)
     with np.errstate(divide="ignore", invalid="ignore"):
         verdict.skew = skewness([scale(x) for x in verdict.points.values()])
+    plain = interval(acc, sample, 0, skew_guard=False)[1] if acc.ci_method == "t" else None
+    if plain is not None and sample.rows is not None:  # a skew-guarded t-interval: seeds are planned on the plain one
+        verdict.plain_ci = plain
     decide(claim, verdict, arms)
-    if acc.ci_method == "t":
-        _skew_guard_note(claim, verdict, arms, interval(acc, sample, 0, skew_guard=False)[1])
+    if plain is not None:
+        _skew_guard_note(claim, verdict, arms, plain)
     return verdict
 
 

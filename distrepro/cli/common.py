@@ -50,7 +50,7 @@ def print_sensitivity(report: object) -> None:
     if result is None and checked is not None:  # the default check (distrepro.report.dependence_section)
         from distrepro.report.dependence_section import summary_line as checked_line
 
-        print(checked_line(checked))
+        print(checked_line(checked, getattr(report, "verdicts", None)))
     if result is None:
         return
     from distrepro.report.sensitivity_section import summary_line

@@ -136,10 +136,13 @@ def _timing_section(
     (``sensitivity``, its figures added to ``drawn`` and its data written) or the cheap check's (``dependence``).
     Either marks, in place, the verdicts that flip over the plausible hardware; so it comes after drawing."""
     verdicts = judged.verdicts
+    claims = list(judged.info.spec.claims) if judged.info.spec else []  # merged units are judged as one
     if sensitivity is not None:  # a timing verdict that flips over the plausible hardware depends on an assumption
         from distrepro.report import sensitivity_section as sens
 
-        mark_dependence(verdicts, {c.claim_id: (c.share("PASS"), c.decisive() or "") for c in sensitivity.claims})
+        shares = {c.claim_id: (c.share("PASS"), c.decisive() or "") for c in sensitivity.claims}
+        settings = {c.claim_id: [p.verdict for p in c.lhs] for c in sensitivity.claims}
+        mark_dependence(verdicts, shares, settings, claims)
         sens_figs = sens.draw(sensitivity, fig_dir)
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
         extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)
@@ -148,7 +151,7 @@ def _timing_section(
     if dependence is not None:
         from distrepro.report import dependence_section as dep
 
-        dep.apply(dependence, verdicts)
+        dep.apply(dependence, verdicts, claims)
         return dep.dependence_section(dependence, verdicts, judged.info.id)
     return ""
 

@@ -84,6 +84,12 @@ def qualifier(v: Verdict) -> str:
         share = (
             f"PASS in {100 * v.pass_share:.0f}% of the plausible hardware settings" if v.pass_share is not None else ""
         )
+        if v.unit_pass_share is not None:  # a merged claim: its unit's share decides (distrepro.claims.tally)
+            alone = f"; this claim alone {100 * v.pass_share:.0f}%" if v.pass_share is not None else ""
+            share = (
+                f"its unit with {', '.join(v.unit_with)} holds in {100 * v.unit_pass_share:.0f}% of the plausible "
+                f"hardware settings{alone}"
+            )
         parts.append(f"depends on {v.depends_on}" + (f" ({share})" if share else ""))
     if v.verdict == "FAIL" and v.miss:
         parts.append(v.miss)
@@ -288,9 +294,15 @@ def _rule_lines(v: Verdict) -> list[str]:
         holm = f"; {v.holm} after Holm's step-down over the headline claims" if v.holm else ""
         lines.append(f"- one-sided test at 2.5 %: p = {v.p_value:.2g} (t approximation on the interval's scale){holm}")
     if v.seeds_needed is not None:
+        guard = (
+            "; the new run's interval is skew-guarded, so t·f(n), s from the plain t-interval"
+            if v.plain_ci is not None
+            else ""
+        )
         lines.append(
             f"- seeds to clear the edge in a new run: about {v.seeds_needed} (n ≈ (t·s/d)², s the per-seed spread the "
-            "interval implies, d the distance from the statistic to the edge; a plan, not a licence to add seeds)"
+            f"interval implies, d the distance from the statistic to the edge{guard}; a plan, not a licence to add "
+            "seeds)"
         )
     if v.skew is not None and math.isfinite(v.skew):
         warn = " (|G1| ≥ 1: the interval's two one-sided errors may be unequal)" if abs(v.skew) >= 1 else ""

@@ -3,9 +3,10 @@
 Every report computes it (:mod:`distrepro.sensitivity.dependence`) unless asked not to (``--no-sensitivity``);
 ``--sensitivity`` replaces it by the full sweep and its section (:mod:`distrepro.report.sensitivity_section`).
 A verdict that PASSes in more than 5 % and fewer than 95 % of the settings is marked "depends on <figure>" and
-counted apart from the headline PASS/FAIL tally (:func:`distrepro.claims.tally.mark_dependence`); this section
-says which claims were re-judged, in what share of the settings each PASSes, which were not and why, and what the
-check cost.
+counted apart from the headline PASS/FAIL tally (:func:`distrepro.claims.tally.mark_dependence`); claims merged
+into one unit are judged as one in every setting, and the unit's share decides for all of them. This section says
+which claims were re-judged, in what share of the settings each (and its unit) PASSes, which were not and why, and
+what the check cost.
 """
 
 from __future__ import annotations
@@ -38,9 +39,18 @@ def check_dependence(info: Any, rs: Any, cache_dir: Path | None, samples: int | 
         return Dependence(samples or 0, 0, [], [], {}, error=str(exc))
 
 
-def apply(dependence: Any, verdicts: Sequence[Any]) -> None:
-    """Mark the verdicts whose PASS share lies strictly between 5 % and 95 %."""
-    mark_dependence(verdicts, dependence.shares())
+def apply(dependence: Any, verdicts: Sequence[Any], claims: Sequence[Any] = ()) -> None:
+    """Mark the verdicts whose PASS share (their unit's, for claims merged by ``same_as``/``counts_with`` among
+    ``claims``) lies strictly between 5 % and 95 %."""
+    mark_dependence(verdicts, dependence.shares(), dependence.settings(), claims)
+
+
+def share_text(share: float, v: Any, pct: str = " %") -> str:
+    """``38 %``, or for a merged claim ``3 % (its unit with A-C4: 6 %)``: the unit's share is the one that counts."""
+    own = f"{100 * share:.0f}{pct}"
+    if v is None or getattr(v, "unit_pass_share", None) is None:
+        return own
+    return f"{own} (its unit with {', '.join(v.unit_with)}: {100 * v.unit_pass_share:.0f}{pct})"
 
 
 def _cost(dep: Any) -> str:
@@ -81,7 +91,7 @@ def dependence_section(dep: Any, verdicts: Sequence[Any], paper: str) -> str:
             counted = f"apart: depends on `{v.depends_on}`" if v is not None and v.depends_on else "as its verdict"
             split = " · ".join(str(c.counts.get(k, 0)) for k in ("PASS", "FAIL", "INCONCLUSIVE"))
             figure = f"`{c.decisive}`" if c.decisive else "nothing (same statistic everywhere)"
-            lines.append(f"| {c.claim_id} | {verdict} | {100 * c.share:.0f} % | {split} | {figure} | {counted} |")
+            lines.append(f"| {c.claim_id} | {verdict} | {share_text(c.share, v)} | {split} | {figure} | {counted} |")
         lines.append("")
     if dep.skipped:
         lines += ["Not re-judged (their verdicts carry no mark):", ""]
@@ -97,11 +107,17 @@ def dependence_section(dep: Any, verdicts: Sequence[Any], paper: str) -> str:
     return "\n".join(lines)
 
 
-def summary_line(dep: Any) -> str:
-    """One line for the CLI: how many timing verdicts were checked, how many depend on an assumption, the cost."""
+def summary_line(dep: Any, verdicts: Sequence[Any] | None = None) -> str:
+    """One line for the CLI: how many timing verdicts were checked, how many depend on an assumption, the cost.
+    With the report's ``verdicts`` (marked by :func:`apply`), the marks they carry are counted (a merged claim's
+    follows its unit's share)."""
     if dep.error:
         return f"timing verdicts not checked over the plausible hardware: {dep.error}"
-    marked = sum(FIRM_BELOW < c.share < FIRM_ABOVE for c in dep.claims)
+    marked = (
+        sum(bool(v.depends_on) for v in verdicts)
+        if verdicts is not None
+        else sum(FIRM_BELOW < c.share < FIRM_ABOVE for c in dep.claims)
+    )
     cost = "cached" if dep.cached else f"{dep.cpu_s:.0f} s CPU"
     left = f", {len(dep.skipped)} not re-timed" if dep.skipped else ""
     return (

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from distrepro.claims.evidence import VERDICTS, group_of
-from distrepro.claims.tally import Tally, tally
+from distrepro.claims.tally import INCONSISTENT, Tally, inconsistent_text, tally
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.claims_sections import claimed_text, qualifier, source_text, where_decided
 
@@ -81,7 +81,9 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
     split = t.fails.get("headline", {})
     fail = _count(counts["FAIL"], "does not hold", "do not hold")
     if counts["FAIL"]:
-        fail += f" ({split.get('falls short', 0)} falling short, {split.get('exceeds', 0)} exceeding it)"
+        odd = split.get(INCONSISTENT, 0)
+        both = f", {odd} {INCONSISTENT}: {inconsistent_text(odd)}" if odd else ""
+        fail += f" ({split.get('falls short', 0)} falling short, {split.get('exceeds', 0)} exceeding it{both})"
     depends = t.depends.get("headline", 0)
     dep = f", {_count(depends, 'depends', 'depend')} on an assumed hardware figure" if depends else ""
     n_units = t.total("headline")

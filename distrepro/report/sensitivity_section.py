@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.claims.stats import fmt
+from distrepro.report.dependence_section import share_text
 from distrepro.report.figures import figure_style as common
 from distrepro.report.figures.sensitivity_figures import heatmap_figure, share_figure, tornado_figure
 from distrepro.report.sections import table
@@ -68,7 +69,10 @@ def summary_line(c: Any, space: Any, samples: int) -> str:
     return text + (f"; {_flip_text(c, space)}" if c.flips else "")
 
 
-def _claims_table(result: Any) -> str:
+def _claims_table(result: Any, verdicts: Any = None) -> str:
+    """One row per swept claim; a merged claim's PASS share names its unit's, the one that decides
+    (:func:`distrepro.claims.tally.unit_shares`)."""
+    by_id = {v.claim_id: v for v in verdicts or ()}
     rows = []
     for c in result.claims:
         lo, med, hi = c.stat_quantiles()
@@ -77,7 +81,7 @@ def _claims_table(result: Any) -> str:
             {
                 "claim": f"{c.claim_id}: {c.statement}" if c.statement else c.claim_id,
                 "central": f"{c.central.verdict} ({fmt(c.central.statistic, c.unit)})",
-                "PASS share": f"{100 * c.share('PASS'):.0f}%",
+                "PASS share": share_text(c.share("PASS"), by_id.get(c.claim_id), "%"),
                 "FAIL / INCONCL.": f"{100 * c.share('FAIL'):.0f}% / {100 * c.share('INCONCLUSIVE'):.0f}%",
                 "statistic 5 / 50 / 95 %": " / ".join(fmt(x, c.unit) for x in (lo, med, hi)),
                 "decisive figure": c.decisive() or "–",
@@ -143,7 +147,7 @@ def sensitivity_section(result: Any, figures: dict[str, Path], out_dir: Path, ve
         "bytes, re-allocated for each setting), then the claims are judged by the same rules as above "
         f"({result.simulations} simulations, {result.wall_s:.0f} s). {_validation(result)}"
     )
-    parts += ["", _claims_table(result)]
+    parts += ["", _claims_table(result, verdicts)]
     if _disagreements(result, verdicts):
         parts.append(_disagreements(result, verdicts))
     if result.skipped:

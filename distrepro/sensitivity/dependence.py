@@ -4,7 +4,9 @@ Every report asks this of its timing claims (those decided by emulated time,
 :func:`distrepro.sensitivity.collect.is_timing`), not only a report built with ``--sensitivity``: a verdict
 that PASSes in more than 5 % and fewer than 95 % of the plausible hardware settings is evidence about an
 estimate (a link's bandwidth, a sync period), not about the paper, so the headline tally counts it apart
-(:func:`distrepro.claims.tally.mark_dependence`).
+(:func:`distrepro.claims.tally.mark_dependence`). Claims merged into one unit (``same_as``/``counts_with``) are
+judged as one in every setting, from each claim's verdict there (kept per setting for that), so the unit's share
+decides (:func:`distrepro.claims.tally.unit_shares`).
 
 This is the cheap part of the full sweep (:mod:`distrepro.sensitivity.sweep`): the same runs rebuilt and
 re-timed analytically, the same central-value check, the same Latin hypercube (same seed for the same
@@ -44,7 +46,7 @@ from distrepro.sensitivity.sweep import Judge, sweep_seed
 DEFAULT_SAMPLES = 32
 #: the cache file in the report folder (also what a reader opens for the per-claim shares)
 CACHE_FILE = "timing_dependence.json"
-_FORMAT = 1
+_FORMAT = 2
 
 
 @dataclass
@@ -55,6 +57,8 @@ class ClaimShare:
     share: float  # PASS share over the hypercube
     counts: dict[str, int]
     decisive: str  # the variable most rank-correlated with the statistic ('' when none moves it)
+    #: its verdict at each setting, in the hypercube's order: a merged unit is judged setting by setting from these
+    verdicts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +83,11 @@ class Dependence:
         """claim id -> (PASS share, the decisive figure): what :func:`~distrepro.claims.tally.mark_dependence`
         reads."""
         return {c.claim_id: (c.share, c.decisive) for c in self.claims}
+
+    def settings(self) -> dict[str, list[str]]:
+        """claim id -> its verdict at each setting (the same settings, in the same order, for every claim): what
+        :func:`~distrepro.claims.tally.unit_shares` combines for a merged unit."""
+        return {c.claim_id: list(c.verdicts) for c in self.claims}
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -177,7 +186,8 @@ def compute(info: PaperInfo, rs: Any, samples: int, job_for: JobSource | None = 
                 counts = {k: sum(p.verdict == k for p in mine) for k in ("PASS", "FAIL", "INCONCLUSIVE")}
                 stats = np.array([p.statistic for p in mine], dtype=float)
                 figure = _decisive(design, space, judge.relevant[claim.id], stats) if len(set(stats)) > 1 else ""
-                out.claims.append(ClaimShare(claim.id, counts["PASS"] / samples, counts, figure))
+                verdicts = [p.verdict for p in mine]
+                out.claims.append(ClaimShare(claim.id, counts["PASS"] / samples, counts, figure, verdicts))
     out.wall_s, out.cpu_s = time.perf_counter() - t0, time.process_time() - c0
     return out
 

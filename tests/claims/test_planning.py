@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -88,3 +89,36 @@ def test_seeds_for_power_edges() -> None:
     assert seeds_for_power(1.0, 0.5, 0.9) > seeds_for_power(1.0, 0.5, 0.8)  # type: ignore[operator]
     with pytest.raises(ValueError, match="power"):
         seeds_for_power(1.0, 0.5, power=1.0)
+
+
+def test_a_skew_guarded_verdict_plans_from_the_plain_spread_and_the_guards_factor() -> None:
+    # a paired difference claimed 0 ± 0.1 (the skew guard's test claim); per-seed differences 0.08 ± symmetric
+    # spread at 5 seeds: the plain t-interval [0.060, 0.100) lies inside the band, the guarded one (both ends ×3.65,
+    # G1 = 0) reaches past 0.1. The estimate is the smallest n at which the guarded interval of values with the
+    # measured mean and spread clears the edge: fewer than reading the widened half-width as t·s/√n gives
+    from test_skew_guard import CLAIM, UPPER
+
+    from distrepro.claims.intervals import skew_factor, skew_guarded_t_interval
+    from distrepro.claims.verdicts import judge_values
+
+    diffs = [0.06, 0.07, 0.08, 0.09, 0.10]
+    base = {s: 0.7 for s in range(5)}
+    v = judge_values(CLAIM, {"fast": {s: 0.7 + d for s, d in enumerate(diffs)}, "base": base}, "plan")
+    assert v.verdict == "INCONCLUSIVE" and v.plain_ci is not None and v.plain_ci[1] < UPPER < v.ci[1]  # type: ignore[index]
+    mean, spread = 0.08, float(np.std(diffs, ddof=1))
+    assert v.statistic == pytest.approx(mean) and v.seeds_needed is not None
+
+    def clears(n: int) -> bool:  # n values with the measured mean and spread, symmetric (the guard widens both ends)
+        z = np.linspace(-1.0, 1.0, n)
+        _, hi, widened = skew_guarded_t_interval(mean + spread * z / np.std(z, ddof=1), 0.95)
+        assert widened == "both"
+        return hi < UPPER
+
+    n = v.seeds_needed
+    assert clears(n) and not clears(n - 1)
+    assert n == seeds_to_clear(_half(spread, 5), UPPER - mean, 5, 0.95, guarded=True)
+    assert skew_factor(n) * _half(spread, n) < UPPER - mean
+    plain = seeds_to_clear(_half(spread, 5), UPPER - mean, 5, 0.95)
+    misread = seeds_to_clear(skew_factor(5) * _half(spread, 5), UPPER - mean, 5, 0.95)
+    assert plain is not None and misread is not None and plain < n < misread  # 6 < 13 < 35
+    assert f"about {n} seeds in a new run" in v.reason and "skew guard's factor f(n)" in v.reason

@@ -8,7 +8,16 @@ import pytest
 from test_verdicts import SRC, spec
 
 from distrepro.claims.schema import validate_paper
-from distrepro.claims.tally import holm, mark_dependence, tally, units
+from distrepro.claims.tally import (
+    combine,
+    holm,
+    mark_dependence,
+    miss_of_unit,
+    tally,
+    unit_shares,
+    units,
+    verdict_of_unit,
+)
 from distrepro.claims.verdicts import Verdict
 from distrepro.errors import ConfigError
 
@@ -36,7 +45,7 @@ def test_an_inconsistent_pair_and_a_duplicate_count_once() -> None:
     ]
     t = tally(s.claims, verdicts)
     assert t.of("headline") == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 1} and t.merged == 2
-    assert t.fails["headline"] == {"falls short": 0, "exceeds": 1}
+    assert t.fails["headline"] == {"falls short": 0, "exceeds": 1, "inconsistent": 0}
     assert t.text(t.of("headline"), "headline") == "1 PASS · 1 FAIL (0 fall short, 1 exceeds) · 1 INCONCLUSIVE"
 
 
@@ -75,3 +84,97 @@ def test_holm_step_down() -> None:
     assert [v.holm for v in verdicts] == ["stands", "stands", "not after Holm", "not after Holm"]
     assert "2 of the 4 decided stand(s) after Holm's step-down over the 4 headline claims" in t.holm_text()
     assert holm([], 3) == []
+
+
+# ------------------------------------------------------------------ merged units over the plausible hardware
+
+#: C-ADP's pair: the time cut (A-C2) and the FLOPS ratio (A-C4), one the reciprocal of the other's complement
+PAIR = ({**SPEED, "id": "A-C2"}, {**SPEED, "id": "A-C4", "counts_with": "A-C2"})
+SHORT, OVER = "falls short of the claim", "exceeds the claim"
+
+
+def _one_pass(at: int, n: int = 32) -> list[str]:
+    return ["PASS" if k == at else "FAIL" for k in range(n)]
+
+
+def test_a_merged_unit_is_judged_as_one_in_every_hardware_setting() -> None:
+    # each member PASSes in 1 of 32 settings (3 %: firm alone), in different ones: the unit holds in 2/32 = 6.25 %
+    s = spec(*PAIR)
+    verdicts = [_v("A-C2", "FAIL", 0.001, SHORT), _v("A-C4", "FAIL", 0.001, OVER)]
+    settings = {"A-C2": _one_pass(3), "A-C4": _one_pass(17)}
+    shares = {"A-C2": (1 / 32, "link bandwidth"), "A-C4": (1 / 32, "link bandwidth")}
+    assert unit_shares(s.claims, verdicts, settings) == {"A-C2": (2 / 32, ["A-C4"]), "A-C4": (2 / 32, ["A-C2"])}
+    mark_dependence(verdicts, shares, settings, s.claims)
+    for v, other in zip(verdicts, ("A-C4", "A-C2"), strict=True):
+        assert v.pass_share == 1 / 32 and v.unit_pass_share == 2 / 32 and v.unit_with == [other]
+        assert v.depends_on == "link bandwidth"  # the unit's share decides, for every member
+    t = tally(s.claims, verdicts)
+    assert t.depends == {"headline": 1} and t.of("headline")["FAIL"] == 0 and t.total("headline") == 1
+    assert t.holm_m == 0  # not a firm FAIL: no headline test
+
+
+def test_member_by_member_the_same_pair_was_a_firm_fail() -> None:
+    # the old reading (no per-setting verdicts): 3 % each, both firm, one FAIL unit, whose members miss both ways
+    s = spec(*PAIR)
+    verdicts = [_v("A-C2", "FAIL", 0.001, SHORT), _v("A-C4", "FAIL", 0.001, OVER)]
+    mark_dependence(verdicts, {"A-C2": (1 / 32, "link bandwidth"), "A-C4": (1 / 32, "link bandwidth")})
+    assert not any(v.depends_on for v in verdicts) and all(v.unit_pass_share is None for v in verdicts)
+    t = tally(s.claims, verdicts)
+    assert t.of("headline")["FAIL"] == 1 and t.fails["headline"] == {"falls short": 0, "exceeds": 0, "inconsistent": 1}
+
+
+def test_members_passing_in_the_same_setting_leave_the_unit_firm() -> None:
+    s = spec(*PAIR)
+    verdicts = [_v("A-C2", "FAIL", 0.001, SHORT), _v("A-C4", "FAIL", 0.001, OVER)]
+    mark_dependence(
+        verdicts,
+        {"A-C2": (1 / 32, "bw"), "A-C4": (1 / 32, "bw")},
+        {"A-C2": _one_pass(5), "A-C4": _one_pass(5)},
+        s.claims,
+    )
+    assert [v.unit_pass_share for v in verdicts] == [1 / 32, 1 / 32] and not any(v.depends_on for v in verdicts)
+
+
+def test_a_member_not_swept_keeps_its_verdict_in_every_setting() -> None:
+    # A-C4 is not re-timed: its reported PASS holds in every setting, so the unit holds in all 32 (firm)
+    s = spec(*PAIR)
+    verdicts = [_v("A-C2", "FAIL", 0.001, SHORT), _v("A-C4", "PASS", 0.001)]
+    mark_dependence(verdicts, {"A-C2": (0.5, "bw")}, {"A-C2": _one_pass(0)[:2]}, s.claims)
+    assert verdicts[0].pass_share == 0.5 and verdicts[0].unit_pass_share == 1.0 and not verdicts[0].depends_on
+    assert verdicts[1].pass_share is None and verdicts[1].unit_pass_share == 1.0
+    # the other way round: a constant FAIL partner, the swept member PASSes in 1 of 2 settings: the unit depends
+    verdicts = [_v("A-C2", "PASS", 0.001), _v("A-C4", "FAIL", 0.001, OVER)]
+    mark_dependence(verdicts, {"A-C2": (0.5, "bw")}, {"A-C2": _one_pass(0)[:2]}, s.claims)
+    assert [v.depends_on for v in verdicts] == ["bw", "bw"] and verdicts[1].unit_pass_share == 0.5
+    with pytest.raises(ValueError, match="different numbers of settings"):
+        unit_shares(s.claims, verdicts, {"A-C2": ["PASS"], "A-C4": ["PASS", "FAIL"]})
+
+
+def test_members_missing_in_opposite_directions_make_an_inconsistent_unit() -> None:
+    s = spec(*PAIR, {**SPEED, "id": "F6"}, {**SPEED, "id": "F7", "same_as": "F6"})
+    verdicts = [
+        _v("A-C2", "FAIL", 0.001, SHORT),
+        _v("A-C4", "FAIL", 0.001, OVER),
+        _v("F6", "FAIL", 0.001, SHORT),
+        _v("F7", "FAIL", 0.002, "departs from the claimed tie (the arm is better)"),  # a tie: counts as short
+    ]
+    assert miss_of_unit(verdicts[:2]) == "inconsistent" and miss_of_unit(verdicts[2:]) == "falls short"
+    assert miss_of_unit([verdicts[1]]) == "exceeds"
+    t = tally(s.claims, verdicts)
+    assert t.fails["headline"] == {"falls short": 1, "exceeds": 0, "inconsistent": 1}
+    assert t.text(t.of("headline"), "headline") == (
+        "0 PASS · 2 FAIL (1 falls short, 0 exceed, 1 inconsistent: the claims in this unit cannot all hold) "
+        "· 0 INCONCLUSIVE"
+    )
+    from distrepro.report.headline import first_screen  # the report's first sentence words it the same way
+
+    assert "(1 falling short, 0 exceeding it, 1 inconsistent: the claims in this unit cannot all hold)" in first_screen(
+        s, verdicts
+    )
+
+
+@pytest.mark.parametrize("a", ["PASS", "FAIL", "INCONCLUSIVE"])
+@pytest.mark.parametrize("b", ["PASS", "FAIL", "INCONCLUSIVE"])
+def test_a_setting_combines_its_members_as_the_report_does(a: str, b: str) -> None:
+    members = [_v("x", a, 0.01, SHORT), _v("y", b, 0.01, OVER)]
+    assert verdict_of_unit([a, b]) == combine(["x", "y"], "headline", members).verdict

@@ -228,8 +228,9 @@ def test_rule_ci_is_the_default_and_the_interval_decides() -> None:
     assert ci.ci == pytest.approx((0.65159, 1.14841), rel=1e-4)
     assert ci.verdict == "INCONCLUSIVE"
     assert "wider than the acceptance band [0.85, 0.95]: it reaches past both edges" in ci.reason
-    # s = 0.1 and 0.05 to either edge: t_17·0.1/√18 = 0.0497 < 0.05, t_16·0.1/√17 = 0.0514 is not
-    assert "more seeds could decide: about 18 seeds" in ci.reason and ci.seeds_needed == 18
+    # s = 0.1 and 0.05 to either edge; a new run's interval carries the skew guard's f(n) (1.52 at 40 seeds, 1.62
+    # from 30 to 39): t_39·1.52·0.1/√40 = 0.0486 < 0.05, t_38·1.62·0.1/√39 = 0.0525 is not (18 for a plain t-interval)
+    assert "more seeds could decide: about 40 seeds" in ci.reason and ci.seeds_needed == 40
     far = judge(spec({**claim, "claimed": 0.5, "accept": {"abs_tolerance": 0.05}}), t)
     assert far.verdict == "FAIL" and "entirely outside the acceptance band" in far.reason
 
@@ -245,9 +246,9 @@ def test_rule_ci_inconclusive_says_which_edge_and_what_lies_beyond() -> None:
     assert v.reason == (
         "CI of 0.32 [0.2483, 0.3917], n=5 straddles the lower edge 0.33 of the acceptance band [0.33, 0.5] "
         "(beyond it the result falls short of the claim); half-width 0.07166 towards the edge; more seeds could "
-        "decide: about 131 seeds in a new run would clear it (n ≈ (t·s/d)², s the per-seed spread, d the distance "
-        "to the edge)"
-    )  # the spread the guarded half-width implies, 3.65·0.015811, d = 0.01
+        "decide: about 30 seeds in a new run would clear it (n ≈ (t·s/d)², s the per-seed spread, d the distance "
+        "to the edge; t times the skew guard's factor f(n) at that n, s from the plain t-interval)"
+    )  # s = 0.015811 from the plain interval, d = 0.01: t_29·1.62·s/√30 < d (read off the widened one: 131)
     assert "widened ×3.65 from the plain t-interval [0.3004, 0.3396]" in v.skew_note
     high = judge(spec({**claim, "claimed": [0.1, 0.33]}), t)
     assert "straddles the upper edge 0.33" in high.reason and "exceeds the claim" in high.reason

@@ -15,7 +15,7 @@ from distrepro.claims.schema import validate_paper
 from distrepro.hardware.workloads import get_workload
 from distrepro.report.build import write_report
 from distrepro.report.dependence_section import check_dependence
-from distrepro.sensitivity.dependence import CACHE_FILE, DEFAULT_SAMPLES, Dependence, timing_dependence
+from distrepro.sensitivity.dependence import CACHE_FILE, DEFAULT_SAMPLES, ClaimShare, Dependence, timing_dependence
 
 BANDWIDTH = "network.inter_node.bandwidth_gbytes_per_s"
 
@@ -91,3 +91,37 @@ def test_the_report_marks_the_verdict_and_keeps_it_out_of_the_tally(flip_profile
     assert "### Timing verdicts over the plausible hardware" in md and "1 depends on an assumption" in md
     assert f"apart: depends on `{BANDWIDTH}`" in md and "--no-sensitivity" in md
     assert "## Sensitivity of the timing verdicts" not in md  # the full sweep stays with --sensitivity
+
+
+def test_a_merged_unit_is_counted_once_with_its_share_in_the_section() -> None:
+    # two timing claims merged by counts_with, each PASSing in one (different) of 32 settings: the section shows
+    # both shares and the unit's, the unit's 2/32 marks both members, the tally counts it once, apart
+    from distrepro.claims.tally import tally
+    from distrepro.claims.verdicts import Verdict
+    from distrepro.report.dependence_section import apply, dependence_section
+
+    speed = {"kind": "speedup", "arm": "fast", "claimed": 2.0, "source": {"kind": "text"}, "evidence": "verbatim"}
+    spec = validate_paper({
+        "kind": "reproduction", "citation": {"id": "x", "title": "X"}, "setup": {"baseline": "base"},
+        "claims": [{**speed, "id": "A-C2"}, {**speed, "id": "A-C4", "counts_with": "A-C2"}],
+    })  # fmt: skip
+
+    def one(cid: str, at: int) -> ClaimShare:
+        verdicts = ["PASS" if k == at else "FAIL" for k in range(32)]
+        return ClaimShare(cid, 1 / 32, {"PASS": 1, "FAIL": 31, "INCONCLUSIVE": 0}, BANDWIDTH, verdicts)
+
+    dep = Dependence(32, 7, [BANDWIDTH], [one("A-C2", 4), one("A-C4", 20)], {})
+    again = Dependence.from_json(dep.to_json())
+    assert again is not None and again.settings() == dep.settings() and again.shares() == dep.shares()
+    verdicts = [Verdict("A-C2", "speedup", "FAIL", "", miss="falls short of the claim"),
+                Verdict("A-C4", "speedup", "FAIL", "", miss="exceeds the claim")]  # fmt: skip
+    apply(again, verdicts, spec.claims)
+    assert [(v.depends_on, v.unit_pass_share) for v in verdicts] == [(BANDWIDTH, 2 / 32)] * 2
+    md = dependence_section(again, verdicts, "x")
+    assert (
+        "| A-C2 | FAIL | 3 % (its unit with A-C4: 6 %) |" in md
+        and "| A-C4 | FAIL | 3 % (its unit with A-C2: 6 %) |" in md
+    )
+    assert f"apart: depends on `{BANDWIDTH}`" in md
+    t = tally(spec.claims, verdicts)
+    assert t.depends == {"headline": 1} and t.total("headline") == 1 and t.of("headline")["FAIL"] == 0
