@@ -52,6 +52,7 @@ def mark_dependence(
     shares: Mapping[str, tuple[float, str]],
     settings: Mapping[str, Sequence[str]] | None = None,
     claims: Sequence[Any] = (),
+    not_retimed: Mapping[str, str] | None = None,
 ) -> None:
     """Record each swept claim's PASS share (``shares``: claim id → (share, the decisive figure)) and mark
     ``depends_on`` where the share is strictly between 5 % and 95 %.
@@ -59,8 +60,16 @@ def mark_dependence(
     With ``settings`` (claim id → its verdict at each hardware setting, the same settings in the same order for
     every claim) and ``claims``, a merged unit (:func:`units`) is one claim in every setting: its share
     (:func:`unit_shares`) decides ``depends_on`` for every member, named by the members' decisive figures; each
-    member keeps its own share in ``pass_share`` (for display) and the unit's in ``unit_pass_share``."""
+    member keeps its own share in ``pass_share`` (for display) and the unit's in ``unit_pass_share``.
+
+    ``not_retimed`` (claim id → why) names the timing claims the hardware check could not re-time: a FAIL among them
+    is never firm, since nobody knows whether a plausible setting would let it pass; it depends on the hardware
+    figures the check could not vary, said with the reason."""
     merged = unit_shares(claims, verdicts, settings) if settings is not None else {}
+    for v in verdicts:
+        why = (not_retimed or {}).get(v.claim_id)
+        if why and v.verdict == "FAIL" and not v.depends_on:
+            v.depends_on = f"hardware figures the check could not vary (not re-timed: {why})"
     for v in verdicts:
         share, figure = shares.get(v.claim_id, (None, ""))
         if share is not None:

@@ -142,7 +142,7 @@ def _timing_section(
 
         shares = {c.claim_id: (c.share("PASS"), c.decisive() or "") for c in sensitivity.claims}
         settings = {c.claim_id: [p.verdict for p in c.lhs] for c in sensitivity.claims}
-        mark_dependence(verdicts, shares, settings, claims)
+        mark_dependence(verdicts, shares, settings, claims, sensitivity.skipped)
         sens_figs = sens.draw(sensitivity, fig_dir)
         drawn.update({f"sensitivity_{k}": p for k, p in sens_figs.items()})
         extra = sens.sensitivity_section(sensitivity, sens_figs, out_dir, verdicts)

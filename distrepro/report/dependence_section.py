@@ -42,7 +42,7 @@ def check_dependence(info: Any, rs: Any, cache_dir: Path | None, samples: int | 
 def apply(dependence: Any, verdicts: Sequence[Any], claims: Sequence[Any] = ()) -> None:
     """Mark the verdicts whose PASS share (their unit's, for claims merged by ``same_as``/``counts_with`` among
     ``claims``) lies strictly between 5 % and 95 %."""
-    mark_dependence(verdicts, dependence.shares(), dependence.settings(), claims)
+    mark_dependence(verdicts, dependence.shares(), dependence.settings(), claims, dependence.skipped)
 
 
 def share_text(share: float, v: Any, pct: str = " %") -> str:

@@ -178,3 +178,11 @@ def test_members_missing_in_opposite_directions_make_an_inconsistent_unit() -> N
 def test_a_setting_combines_its_members_as_the_report_does(a: str, b: str) -> None:
     members = [_v("x", a, 0.01, SHORT), _v("y", b, 0.01, OVER)]
     assert verdict_of_unit([a, b]) == combine(["x", "y"], "headline", members).verdict
+
+
+def test_a_fail_the_hardware_check_could_not_re_time_is_never_firm() -> None:
+    fail, passed, kept = _v("a", "FAIL"), _v("b", "PASS"), _v("c", "FAIL")
+    mark_dependence([fail, passed, kept], {"c": (0.0, "bw")}, not_retimed={"a": "asynchronous arm", "b": "idem"})
+    assert fail.depends_on == "hardware figures the check could not vary (not re-timed: asynchronous arm)"
+    assert passed.depends_on == ""  # a PASS keeps its verdict; only a FAIL would count against the paper
+    assert kept.depends_on == "" and kept.pass_share == 0.0  # swept, firm at a share of 0
