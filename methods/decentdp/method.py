@@ -84,13 +84,13 @@ class Method(api.Method[Params]):
             group = ctx.comm.new_group(ranks)
             if ctx.rank in ranks:
                 self.groups[ranks] = group
-        self.ctx = ctx  # what load_state_dict rebuilds the per-bucket optimizers with
-        self.model_params = list(ctx.model.parameters())  # a bucket is saved as positions in this list
+        self.ctx = ctx  # load_state_dict rebuilds the buckets (saved as positions in its model) and their optimizers
         self.iteration = 0
         self.buckets: list[list[torch.nn.Parameter]] = []
         self.optims: list[torch.optim.Optimizer] = []
         #: per bucket, the exchange to mix in at its next hook: its handle (None once waited) and its buffer
         self.pending: list[tuple[api.Work | None, torch.Tensor] | None] = []
+        self.finished = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -145,16 +145,19 @@ class Method(api.Method[Params]):
         """The iteration counter (it picks the round and the first-iteration path), the bucket order (positions in
         ``model.parameters()``), each bucket's optimizer state (AccumAdam's moments and window) and, per bucket, the
         sum received by its last exchange. Exchanges still in flight are drained first (waited for, as the library's
-        ``global_avg`` waits for them): the state holds none in flight, and the mixing stays at the next hook."""
+        ``global_avg`` waits for them): the state holds none in flight, and the mixing stays at the next hook. After
+        :meth:`finalize` nothing is waited for (the run is over, its last exchanges are never mixed in) and they are
+        left out."""
         for b, entry in enumerate(self.pending):
-            if entry is not None and entry[0] is not None:
+            if entry is not None and entry[0] is not None and not self.finished:
                 entry[0].wait()
                 self.pending[b] = (None, entry[1])
         out = super().state_dict()  # the iteration and the rounds (plain values)
-        position = {id(p): i for i, p in enumerate(self.model_params)}
+        position = {id(p): i for i, p in enumerate(self.ctx.model.parameters())}
         out["buckets"] = ("value", [[position[id(p)] for p in params] for params in self.buckets])
         out["optims"] = ("value", [opt.state_dict() for opt in self.optims])
-        out["pending"] = ("value", [None if e is None else e[1].detach().clone() for e in self.pending])
+        received = [None if e is None or e[0] is not None else e[1].detach().clone() for e in self.pending]
+        out["pending"] = ("value", received)
         return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -165,14 +168,14 @@ class Method(api.Method[Params]):
         _, optims = state.pop("optims", ("value", []))
         _, received = state.pop("pending", ("value", []))
         super().load_state_dict(state)
-        self.buckets = [[self.model_params[i] for i in positions] for positions in order]
+        params = list(self.ctx.model.parameters())
+        self.buckets = [[params[i] for i in positions] for positions in order]
         self.optims = []
         if self.buckets:
             self._build_optimizers(self.ctx)
         for opt, saved in zip(self.optims, optims, strict=True):
             opt.load_state_dict(saved)
-        device = self.model_params[0].device
-        self.pending = [None if flat is None else (None, flat.to(device)) for flat in received]
+        self.pending = [None if flat is None else (None, flat.to(params[0].device)) for flat in received]
 
     # ------------------------------------------------------------------ the step
 
@@ -207,6 +210,11 @@ class Method(api.Method[Params]):
         ctx.forward_backward(batch, on_bucket=on_bucket)
         for work in launched:  # no overlap: the exchange is waited for before the next iteration starts
             work.wait()
+
+    def finalize(self, ctx: api.WorkerContext) -> None:
+        """Nothing to do: the exchanges launched in the last iteration stay unwaited, as in the library, whose last
+        exchange is never mixed in either; a state taken from now on leaves them out (:meth:`state_dict`)."""
+        self.finished = True
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:
