@@ -19,11 +19,17 @@ rank, restated on the harness's communicator so every byte and every overlap is 
 
 ``overlap: false`` waits for every exchange at the end of its iteration instead (same parameters, time =
 compute + communication): the "overlap" ablation of the paper's key factors.
+
+Every rank creates every group of every round in :meth:`Method.setup`, in round order, as the library's
+``Topology._create_edges`` does: ``Comm.new_group`` must be called by every rank in the same order (under
+``torch.distributed`` a group's name is a per-process counter). A checkpoint (:meth:`Method.state_dict`) drains
+the exchanges in flight: it waits for them and saves the sums received, which the next iteration's hooks mix in
+as they would have (README, "Checkpoints").
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -71,18 +77,25 @@ class Method(api.Method[Params]):
     def setup(self, ctx: api.WorkerContext) -> None:
         local = self.params.local_world_size or _ranks_per_node(ctx.cluster)
         self.rounds = topo.rounds(self.params.topology, ctx.world_size, local)
+        # every group of every round, on every rank, in the same order (the library's ``_create_edges``): a rank
+        # creating only its own groups, when it first needs them, gives two groups one torch.distributed name
         self.groups: dict[tuple[int, ...], api.Group] = {}
+        for ranks in dict.fromkeys(g for rnd in self.rounds for g in rnd):
+            group = ctx.comm.new_group(ranks)
+            if ctx.rank in ranks:
+                self.groups[ranks] = group
+        self.ctx = ctx  # load_state_dict rebuilds the buckets (saved as positions in its model) and their optimizers
         self.iteration = 0
         self.buckets: list[list[torch.nn.Parameter]] = []
         self.optims: list[torch.optim.Optimizer] = []
-        self.pending: list[tuple[api.Work, torch.Tensor] | None] = []
+        #: per bucket, the exchange to mix in at its next hook: its handle (None once waited) and its buffer
+        self.pending: list[tuple[api.Work | None, torch.Tensor] | None] = []
+        self.finished = False
 
     # ------------------------------------------------------------------ helpers
 
     def _group(self, ctx: api.WorkerContext, step: int) -> tuple[tuple[int, ...], api.Group]:
         ranks = topo.group_of(self.rounds[step % len(self.rounds)], ctx.rank)
-        if ranks not in self.groups:
-            self.groups[ranks] = ctx.comm.new_group(ranks)
         return ranks, self.groups[ranks]
 
     def _launch(self, ctx: api.WorkerContext, b: int, step: int) -> api.Work:
@@ -105,7 +118,8 @@ class Method(api.Method[Params]):
         if entry is None:
             return
         work, flat = entry
-        work.wait()
+        if work is not None:
+            work.wait()
         self.pending[b] = None
         m = len(topo.group_of(self.rounds[step % len(self.rounds)], ctx.rank))
         weight = 1.0 / m
@@ -124,6 +138,44 @@ class Method(api.Method[Params]):
                 api.set_lr(opt, ctx.lr)
             self.optims.append(opt)
         self.pending = [None] * len(self.buckets)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        """The iteration counter (it picks the round and the first-iteration path), the bucket order (positions in
+        ``model.parameters()``), each bucket's optimizer state (AccumAdam's moments and window) and, per bucket, the
+        sum received by its last exchange. Exchanges still in flight are drained first (waited for, as the library's
+        ``global_avg`` waits for them): the state holds none in flight, and the mixing stays at the next hook. After
+        :meth:`finalize` nothing is waited for (the run is over, its last exchanges are never mixed in) and they are
+        left out."""
+        for b, entry in enumerate(self.pending):
+            if entry is not None and entry[0] is not None and not self.finished:
+                entry[0].wait()
+                self.pending[b] = (None, entry[1])
+        out = super().state_dict()  # the iteration and the rounds (plain values)
+        position = {id(p): i for i, p in enumerate(self.ctx.model.parameters())}
+        out["buckets"] = ("value", [[position[id(p)] for p in params] for params in self.buckets])
+        out["optims"] = ("value", [opt.state_dict() for opt in self.optims])
+        received = [None if e is None or e[0] is not None else e[1].detach().clone() for e in self.pending]
+        out["pending"] = ("value", received)
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` after :meth:`setup`: the buckets in their traced order, one optimizer per
+        bucket with its state, and the drained exchanges' sums, mixed in at the buckets' next hooks."""
+        state = dict(state)
+        _, order = state.pop("buckets", ("value", []))
+        _, optims = state.pop("optims", ("value", []))
+        _, received = state.pop("pending", ("value", []))
+        super().load_state_dict(state)
+        params = list(self.ctx.model.parameters())
+        self.buckets = [[params[i] for i in positions] for positions in order]
+        self.optims = []
+        if self.buckets:
+            self._build_optimizers(self.ctx)
+        for opt, saved in zip(self.optims, optims, strict=True):
+            opt.load_state_dict(saved)
+        self.pending = [None if flat is None else (None, flat.to(params[0].device)) for flat in received]
 
     # ------------------------------------------------------------------ the step
 
@@ -158,6 +210,11 @@ class Method(api.Method[Params]):
         ctx.forward_backward(batch, on_bucket=on_bucket)
         for work in launched:  # no overlap: the exchange is waited for before the next iteration starts
             work.wait()
+
+    def finalize(self, ctx: api.WorkerContext) -> None:
+        """Nothing to do: the exchanges launched in the last iteration stay unwaited, as in the library, whose last
+        exchange is never mixed in either; a state taken from now on leaves them out (:meth:`state_dict`)."""
+        self.finished = True
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:

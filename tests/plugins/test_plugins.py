@@ -41,10 +41,7 @@ def test_method_smoke_campaign(name: str, tracking: str) -> None:
 
 
 #: generated cases that fail today, found by these tests: strict xfails, so a fix is noticed
-KNOWN_BROKEN = {
-    "decentdp": "a Decent-DP run checkpointing every 2 steps on the dist engine hangs (a rank stops responding); "
-    "its bucket order, optimizers and in-flight exchanges, built at iteration 1, are not in its state_dict either",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 
 @pytest.mark.distributed
