@@ -2,8 +2,8 @@
 
 The CLI answers a mistyped paper, method folder or config at once, in one line with the closest names
 (:func:`distrepro.errors.did_you_mean`), before a command imports torch or mlflow (seconds on a busy machine).
-Only ``methods/*/paper.yaml`` files are read here; a malformed one is left to :func:`distrepro.claims.papers.find_paper`,
-which says what is wrong with it.
+Only ``methods/*/paper.yaml`` files are read here; a malformed one is left to
+:func:`distrepro.claims.papers.find_paper`, which says what is wrong with it.
 """
 
 from __future__ import annotations
