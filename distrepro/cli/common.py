@@ -13,7 +13,7 @@ def config_path(config: str) -> str:
     nowhere is one line with the closest configs of the roots (before anything imports torch)."""
     from distrepro.plugins.roots import find_file
 
-    if Path(config).is_absolute() or Path(config).exists():
+    if Path(config).is_absolute() or Path(config).exists() or Path(config).is_symlink():
         return config
     found = find_file(config)
     if found is not None:

@@ -113,8 +113,8 @@ def _parameter_shapes(model: Any) -> tuple[ParamShape, ...]:
 
 def build_plan(config: str | Path, overrides: Sequence[Override | str] | None = None) -> dict[str, Any]:
     """The plan of ``config`` (keys ``plan_format``, ``source``, ``config``, ``requires``, ``cluster``, ``dataset``,
-    ``allocation``, ``lr``, ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported, not an error:
-    planning runs none of its code.
+    ``allocation``, ``lr``, ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported,
+    not an error: planning runs none of its code.
 
     ``overrides``: parsed ones (``distrepro plan --set``), or ``KEY=VALUE`` texts as a plugin's report hook gives
     them (:meth:`distrepro.api.report_context.ReportContext.plan`, whose contract is text), read here once."""
