@@ -10,8 +10,28 @@ from __future__ import annotations
 import re
 import signal
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+
+def close_matches(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """The ``choices`` closest to ``name`` (:func:`difflib.get_close_matches`, compared case-insensitively), best
+    first: what a one-letter slip or a wrong case was meant to be."""
+    import difflib
+
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(choice.lower(), choice)
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)]
+
+
+def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
+    """``; did you mean 'chao'?`` (or ``'a' or 'b'``) to follow an "unknown NAME" message, else the empty string."""
+    found = close_matches(name, choices, n)
+    if not found:
+        return ""
+    return "; did you mean " + " or ".join(repr(m) for m in found) + "?"
 
 
 class DistreproError(Exception):

@@ -12,7 +12,7 @@ from typing import Any
 
 from distrepro.claims.schema import PaperSpec, validate_paper
 from distrepro.config.run_config import read_yaml
-from distrepro.errors import ConfigError, DistreproError
+from distrepro.errors import ConfigError, DistreproError, did_you_mean
 from distrepro.names import check_name
 
 
@@ -73,7 +73,7 @@ class UnknownPaperError(DistreproError):
     """A paper id that no ``methods/*/paper.yaml`` declares (and, for a report, no MLflow experiment holds)."""
 
     def __init__(self, paper: str, known: list[str]) -> None:
-        super().__init__(f"unknown paper {paper!r}; known: {', '.join(known) or 'none'}")
+        super().__init__(f"unknown paper {paper!r}{did_you_mean(paper, known)} (known: {', '.join(known) or 'none'})")
 
 
 def known_papers(root: Path | None = None) -> list[str]:

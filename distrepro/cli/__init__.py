@@ -6,6 +6,7 @@ helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
     distrepro --version
     distrepro plan CONFIG [--set key.path=value ...] [--json]
+    distrepro plan PAPER [--scale proxy|mid|gpu|paper]   (every arm x seed, emulated hours, GPU-hours)
     distrepro reproduce PAPER [--seeds 0,1,2] [--with ARMS] [--scale proxy|mid|gpu|paper] [--sensitivity] [--check]
     distrepro reproduce PAPER --resume [RUN_ID]   (continue a stopped reproduction: its unfinished arms, the report)
     distrepro extras PAPER [ARM ...]

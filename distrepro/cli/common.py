@@ -9,13 +9,33 @@ from pathlib import Path
 
 def config_path(config: str) -> str:
     """``config`` as given, else (a relative path not found here) the file of that name in a plugin root,
-    so ``distrepro run configs/quickstart.yaml`` works from any folder, a wheel install included."""
+    so ``distrepro run configs/quickstart.yaml`` works from any folder, a wheel install included. A config found
+    nowhere is one line with the closest configs of the roots (before anything imports torch)."""
     from distrepro.plugins.roots import find_file
 
-    if Path(config).is_absolute() or Path(config).exists():
+    if Path(config).is_absolute() or Path(config).exists() or Path(config).is_symlink():
         return config
     found = find_file(config)
-    return str(found) if found is not None else config
+    if found is not None:
+        return str(found)
+    from distrepro.errors import ConfigError
+    from distrepro.plugins.catalog import config_hint
+
+    raise ConfigError(config, None, f"run config not found{config_hint(config)}")
+
+
+def paper_id(name: str, strict: bool = True) -> str:
+    """The paper id ``name`` means (:func:`distrepro.plugins.catalog.resolve_paper`: the id up to case, or the paper
+    of a method folder, said on stderr); an unknown one is one line with the closest ids, from the ``paper.yaml``
+    files alone, before the command imports torch or mlflow."""
+    import sys
+
+    from distrepro.plugins.catalog import resolve_paper
+
+    paper, note = resolve_paper(name, strict=strict)
+    if note:
+        print(f"distrepro: {note}", file=sys.stderr)
+    return paper
 
 
 def print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> None:

@@ -38,23 +38,54 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_papers() -> None:
-    """``distrepro reproduce <paper id>`` targets, each with its arms (optional ones marked)."""
-    from distrepro.claims.papers import find_paper, known_papers
+SCALES = ("proxy", "mid", "gpu", "paper")
 
-    print("papers (distrepro reproduce PAPER; * = optional arm, run with --with):")
+
+def _list_papers() -> None:
+    """``distrepro reproduce <paper id>`` targets, each with its arms (optional ones marked) grouped by the scales
+    they run at (an arm runs at a scale when its config has that scale's sibling file). A copy of the template
+    whose citation is still the template's placeholder is left out, in one line saying where it is."""
+    from distrepro.claims.papers import arms_at_scale, find_paper, known_papers
+
+    print("papers (distrepro reproduce PAPER [--scale S]; * = optional arm, run with --with):")
+    placeholder = _template_citation()
+    left_out = []
     for paper in known_papers():
         try:
             info = find_paper(paper)
         except DistreproError as exc:
             print(f"  {paper:<14} INVALID: {exc}")
             continue
+        if placeholder is not None and (paper, info.title) == placeholder:
+            left_out.append(str(info.path))
+            continue
         arms = info.spec.setup.arms if info.spec is not None else {}
-        names = [f"{n}*" if a.optional else n for n, a in arms.items()]
+        at = {scale: arms_at_scale(info, scale) for scale in SCALES}
+        groups: dict[str, list[str]] = {}
+        for name, arm in arms.items():
+            where = " ".join(s for s in SCALES if name in at[s]) or "no config found"
+            groups.setdefault(where, []).append(f"{name}*" if arm.optional else name)
         print(f"  {paper:<14} {info.title}")
-        arms_text = f"{len(names)} arms: {', '.join(names) or '-'}"
-        wrap = textwrap.TextWrapper(110, initial_indent=" " * 17, subsequent_indent=" " * 19, break_on_hyphens=False)
-        print(wrap.fill(arms_text))
+        print(f"{' ' * 17}{len(arms)} arms, by the scales each runs at:")
+        for where, names in groups.items():
+            wrap = textwrap.TextWrapper(
+                110, initial_indent=" " * 19, subsequent_indent=" " * 21, break_on_hyphens=False
+            )
+            print(wrap.fill(f"{where}: {', '.join(names)}"))
+    for path in left_out:
+        print(f"  (not listed: {path} still has the template's citation; give it your paper's id and title)")
+
+
+def _template_citation() -> tuple[str, str] | None:
+    """(id, title) of the template's placeholder citation (``methods/_template/paper.yaml``), None without it."""
+    from distrepro.plugins.roots import shipped_root
+    from distrepro.safe_yaml import read_yaml_mapping
+
+    try:
+        cite = read_yaml_mapping(shipped_root() / "methods" / "_template" / "paper.yaml").get("citation") or {}
+    except DistreproError:
+        return None
+    return (str(cite.get("id")), str(cite.get("title"))) if isinstance(cite, dict) else None
 
 
 def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:

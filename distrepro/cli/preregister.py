@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from distrepro.cli.common import paper_id
+
 if TYPE_CHECKING:
     from distrepro.claims.pilot import PilotRequest
 
@@ -36,6 +38,7 @@ def _print_pilot(block: dict[str, Any], n: int) -> None:
 
 
 def _cmd_preregister(args: argparse.Namespace) -> int:
+    args.paper = paper_id(args.paper)
     from distrepro.claims.preregistration import preregister
     from distrepro.config.run_config import parse_seeds
 

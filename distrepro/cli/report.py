@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, check_output, print_sensitivity
+from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, check_output, paper_id, print_sensitivity
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    if args.paper != "adhoc":  # a paper known only to the store is reported too: only a slip's case or folder is read
+        args.paper = paper_id(args.paper, strict=False)
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 

@@ -6,16 +6,24 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from distrepro.cli.common import add_sensitivity_args, add_system_metrics_arg, print_sensitivity, print_ui_hint
+from distrepro.cli.common import (
+    add_sensitivity_args,
+    add_system_metrics_arg,
+    paper_id,
+    print_sensitivity,
+    print_ui_hint,
+)
 from distrepro.cli.executor_flags import add_executor_flags, executor_spec
 from distrepro.errors import DistreproError
 
 if TYPE_CHECKING:
     from distrepro.config.overrides import Override
+    from distrepro.orchestration.campaign import CampaignResult
     from distrepro.reproduction.reproduce import Reproduction
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
+    args.paper = paper_id(args.paper)  # a slip is one line with the closest ids, before torch or mlflow is imported
     from distrepro.config.overrides import parse_overrides
     from distrepro.config.run_config import parse_seeds
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
@@ -36,8 +44,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"distrepro: {exc}", file=sys.stderr)
         return 0
     for arm, campaign in result.campaigns.items():
-        note = " (finished before: skipped)" if arm in result.skipped else f" ({len(campaign.cells)} seed(s))"
-        print(f"arm {arm}: campaign run {campaign.parent_run_id}{note}")
+        print(f"arm {arm}: campaign run {campaign.parent_run_id}{_seeds_note(campaign, arm in result.skipped)}")
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
         print(
@@ -58,6 +65,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"--check: {len(headline_fails)} headline claim(s) FAIL: {ids}", file=sys.stderr)
             return 1
     return 0
+
+
+def _seeds_note(campaign: CampaignResult, skipped: bool) -> str:
+    """`` (N seed(s))``: the seeds the verdicts read, every FINISHED seed of the campaign (after a resume, those of
+    earlier sessions too), and how many of them trained in this session when that is fewer."""
+    if skipped:
+        return " (finished before: skipped)"
+    used = len(campaign.finished_seeds) or len(campaign.cells)
+    now = len(campaign.cells)
+    return f" ({used} seed(s))" if now == used else f" ({used} seed(s), {now} trained in this session)"
 
 
 def _reproduce(
@@ -88,6 +105,7 @@ def _reproduce(
 
 
 def _cmd_extras(args: argparse.Namespace) -> int:
+    args.paper = paper_id(args.paper)
     from distrepro.reproduction.selection import arm_extras
 
     print(" ".join(arm_extras(args.paper, args.arms)))

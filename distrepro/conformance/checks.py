@@ -196,15 +196,20 @@ def checkpoint_round_trip(name: str, tracking_uri: str, ckpt: Path, profile: str
     differ = differing_tensors(resumed.models[0], clean.result.models[0])
     if differ:
         unsaved = _unsaved_after_a_short_run(cfg)
-        hint = (
-            f"; attributes holding tensors that {name}'s state_dict() leaves out: {', '.join(unsaved)} "
-            "(override state_dict/load_state_dict to save them: docs/writing-a-method.md, 'Saving state')"
+        head = (
+            f"state_dict() leaves out: {', '.join(unsaved)}"
             if unsaved
-            else f"; every tensor-holding attribute of {name} is in its state_dict()"
+            else "resumed from step 2, other parameters than the uninterrupted run"
+        )
+        hint = (
+            " (attributes holding tensors; override state_dict/load_state_dict to save them: "
+            "docs/writing-a-method.md, 'Saving state')"
+            if unsaved
+            else f" (every tensor-holding attribute of {name} is in its state_dict())"
         )
         raise AssertionError(
-            f"{name} resumed from step 2 ends with other parameters than the uninterrupted run: "
-            f"{', '.join(differ[:8])}{' ...' if len(differ) > 8 else ''}{hint}"
+            f"{head}{hint}; {name} resumed from step 2 ends with other parameters than the uninterrupted run: "
+            f"{', '.join(differ[:8])}{' ...' if len(differ) > 8 else ''}"
         )
     assert resumed.final.step == clean.result.final.step == 4
     for key in ("val_loss", "val_accuracy"):

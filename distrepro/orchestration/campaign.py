@@ -66,6 +66,9 @@ class CampaignResult:
     experiment_id: str = ""
     #: cells that ended FAILED or KILLED (an executor reports them instead of raising): the command fails
     failed: int = 0
+    #: every seed of the campaign with a FINISHED run, those of earlier sessions included (a resumed campaign's
+    #: ``cells`` are only the seeds trained in this session; its verdicts read all of these)
+    finished_seeds: tuple[int, ...] = ()
 
 
 def get_engine(name: str) -> Engine:
@@ -266,9 +269,10 @@ def last_cell_end(children: list[Any]) -> int | None:
     return max(ends)
 
 
-def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
+def end_campaign(prep: PreparedCampaign, trained: set[int]) -> tuple[int, ...]:
     """The arm's aggregates on the parent (:mod:`distrepro.orchestration.arm_summary`: the runs table's metric columns);
-    the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run."""
+    the parent is FAILED (and says which seeds to ``--resume``) unless every seed has a FINISHED run. Returns the
+    seeds with a FINISHED run, this session's and earlier ones'."""
     log_arm_summary(prep.campaign)
     children = prep.campaign.children()
     prep.campaign.parent.end_time_ms = last_cell_end(children)
@@ -282,6 +286,7 @@ def end_campaign(prep: PreparedCampaign, trained: set[int]) -> None:
         campaign = prep.campaign
         print(f"campaign run {campaign.run_id}: seeds {missing} still to run (--resume again)", file=sys.stderr)
         campaign.parent.finish("FAILED")
+    return tuple(sorted(finished))
 
 
 def run_campaign(
@@ -317,14 +322,16 @@ def run_campaign(
                 cell = _run_cell(campaign, prep.engine, job, prep.plan.seeds[job.seed], prep.params[job.seed], progress)
                 if cell is not None:
                     cells.append(cell)
-            end_campaign(prep, {c.seed for c in cells})
+            finished = end_campaign(prep, {c.seed for c in cells})
     except StoreUnavailable as exc:
         if campaign.run_id is None:
             raise
         how = f"'distrepro run {source or 'CONFIG'} --resume {campaign.run_id}'"
         raise StoreUnavailable(f"{exc}; {after_the_fault(uri, how)}") from exc
     assert campaign.run_id is not None
-    return CampaignResult(experiment, campaign.run_id, uri, cells, campaign.experiment_id or "")
+    return CampaignResult(
+        experiment, campaign.run_id, uri, cells, campaign.experiment_id or "", finished_seeds=finished
+    )
 
 
 def _run_cell(

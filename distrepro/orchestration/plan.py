@@ -112,9 +112,9 @@ def _parameter_shapes(model: Any) -> tuple[ParamShape, ...]:
 
 
 def build_plan(config: str | Path, overrides: Sequence[Override | str] | None = None) -> dict[str, Any]:
-    """The plan of ``config`` (keys ``plan_format``, ``config``, ``requires``, ``dataset``, ``allocation``, ``lr``,
-    ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported, not an error:
-    planning runs none of its code.
+    """The plan of ``config`` (keys ``plan_format``, ``source``, ``config``, ``requires``, ``cluster``, ``dataset``,
+    ``allocation``, ``lr``, ``method_plan``, ``time``, ``training``). A method's missing optional extra is reported,
+    not an error: planning runs none of its code.
 
     ``overrides``: parsed ones (``distrepro plan --set``), or ``KEY=VALUE`` texts as a plugin's report hook gives
     them (:meth:`distrepro.api.report_context.ReportContext.plan`, whose contract is text), read here once."""
@@ -158,8 +158,10 @@ def build_plan(config: str | Path, overrides: Sequence[Override | str] | None = 
     }
     return {
         "plan_format": PLAN_FORMAT,
+        "source": str(config),
         "config": cfg.model_dump(mode="json"),
         "requires": f"to run: {', '.join(missing)}" if missing else "installed",
+        "cluster": _cluster(job),
         "dataset": dataset,
         "allocation": allocation,
         "lr": lr,
@@ -167,6 +169,34 @@ def build_plan(config: str | Path, overrides: Sequence[Override | str] | None = 
         "time": estimate(job, setting, method_plan),
         "training": _training(job, alloc),
     }
+
+
+def _cluster(job: Job) -> dict[str, Any]:
+    """The emulated cluster: its profile, its devices by name, how many and how many of them are GPUs (``kind:
+    gpu``): the figure a GPU-hour count multiplies the emulated time by."""
+    devices = [job.profile.device(r) for r in range(job.world_size)]
+    names: dict[str, int] = {}
+    for device in devices:
+        names[device.name] = names.get(device.name, 0) + 1
+    gpus = sum(1 for device in devices if device.kind == "gpu")
+    return {"profile": job.profile.name, "devices": len(devices), "gpus": gpus, "by_name": names}
+
+
+def cpu_warning(device: str, gpus: int) -> str | None:
+    """Why a recipe that names GPUs (``gpus`` emulated GPUs, or ``device: cuda``) would train on this machine's CPU,
+    in words, else None: ``device: cpu`` with GPUs emulated, or ``auto``/``cuda`` where torch sees no CUDA."""
+    if device == "cpu":
+        if not gpus:
+            return None
+        return f"the profile emulates {gpus} GPUs but device: cpu trains on the CPU; on a GPU machine --set device=cuda"
+    if device == "auto" and not gpus:
+        return None
+    from distrepro.hardware.device import cuda_absent_reason
+
+    absent = cuda_absent_reason()
+    if absent is None:
+        return None
+    return f"device: {device} asks for a GPU, but {absent}: {'the CPU trains' if device == 'auto' else 'a run refuses'}"
 
 
 def _training(job: Job, alloc: Any) -> dict[str, Any]:
@@ -221,7 +251,10 @@ def render(plan: dict[str, Any]) -> str:
     for key in ("method", "method_params", "profile", "dataset", "model", "budget", "batch_size", "schedule", "device"):
         lines.append(f"  {key}: {_short(cfg.get(key))}")
     lines.append(f"requires: {plan['requires']}")
-    for section in ("dataset", "allocation", "lr", "method_plan", "time", "training"):
+    source = str(plan.get("source") or "")
+    gpus = plan["cluster"]["gpus"] if source.endswith((".gpu.yaml", ".paper.yaml")) else 0
+    warning = cpu_warning(str(cfg.get("device")), gpus)
+    for section in ("cluster", "dataset", "allocation", "lr", "method_plan", "time", "training"):
         value = plan[section]
         if not isinstance(value, dict):
             lines.append(f"{section}: {value}")
@@ -233,6 +266,8 @@ def render(plan: dict[str, Any]) -> str:
                 lines.extend(f"    {_collective_line(c)}" for c in v)
             else:
                 lines.append(f"  {k}: {_short(v)}")
+    if warning is not None:
+        lines.append(f"warning: {warning}")
     return "\n".join(lines)
 
 

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.api.method import Method
-from distrepro.errors import PluginError
-from distrepro.plugins.roots import RootArg, as_roots, defined_twice
+from distrepro.errors import PluginError, did_you_mean
+from distrepro.plugins.roots import RootArg, as_roots, defined_twice, method_dirs
 from distrepro.safe_yaml import read_yaml_mapping
 
 #: private parent package of method plugins in ``sys.modules``
@@ -76,20 +76,6 @@ def _short_error(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
     return f"{type(exc).__name__}: {exc}{where}"
-
-
-def method_dirs(root: RootArg = None) -> dict[str, Path]:
-    """Method folders by name (``_``/``.``-prefixed ones are ignored), over the roots; read, not imported."""
-    found: dict[str, Path] = {}
-    for base in as_roots(root):
-        folder = base / "methods"
-        for path in sorted(folder.iterdir() if folder.is_dir() else []):
-            if not path.is_dir() or path.name.startswith(("_", ".")):
-                continue
-            if path.name in found:
-                raise defined_twice("method", path.name, found[path.name], path)
-            found[path.name] = path
-    return found
 
 
 def _method_package(name: str, folder: Path) -> str:
@@ -162,7 +148,8 @@ def _lookup(kind: str, name: str, found: dict[str, Any], failed: tuple[FailedPlu
     for f in failed:
         if f.name == name:
             raise PluginError(f"{kind} '{name}' failed to load from {f.path}: {f.error}")
-    raise PluginError(f"unknown {kind} '{name}'; available: {', '.join(sorted(found)) or 'none'}")
+    hint = did_you_mean(name, found)
+    raise PluginError(f"unknown {kind} '{name}'{hint} (available: {', '.join(sorted(found)) or 'none'})")
 
 
 def get_method(name: str, root: RootArg = None) -> MethodPlugin:

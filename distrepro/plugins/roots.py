@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from distrepro.errors import ConfigError, PluginError
+from distrepro.errors import ConfigError, PluginError, did_you_mean
 
 #: files in ``hardware_profiles/`` that are not profiles (the workload table)
 RESERVED_PROFILE_NAMES = frozenset({"workloads"})
@@ -99,6 +99,20 @@ def defined_twice(kind: str, name: str, first: Path, second: Path) -> PluginErro
     return PluginError(f"{kind} '{name}' is defined twice: {first} and {second}; rename one or drop one root")
 
 
+def method_dirs(root: RootArg = None) -> dict[str, Path]:
+    """Method folders by name (``_``/``.``-prefixed ones are ignored), over the roots; read, not imported."""
+    found: dict[str, Path] = {}
+    for base in as_roots(root):
+        folder = base / "methods"
+        for path in sorted(folder.iterdir() if folder.is_dir() else []):
+            if not path.is_dir() or path.name.startswith(("_", ".")):
+                continue
+            if path.name in found:
+                raise defined_twice("method", path.name, found[path.name], path)
+            found[path.name] = path
+    return found
+
+
 def profile_paths(root: RootArg = None) -> dict[str, Path]:
     """Hardware profile files by name over the roots (``workloads.yaml`` is the workload table, not a profile)."""
     found: dict[str, Path] = {}
@@ -124,7 +138,8 @@ def find_profile(name: str) -> Path:
     where = ", ".join(str(r / "hardware_profiles") for r in roots())
     known = ", ".join(sorted(found)) or "none"
     missing = repo_root() / "hardware_profiles" / f"{name}.yaml"
-    raise ConfigError(missing, None, f"hardware profile not found; available profiles in {where}: {known}")
+    hint = did_you_mean(name, found)
+    raise ConfigError(missing, None, f"hardware profile not found{hint} (available profiles in {where}: {known})")
 
 
 def find_file(relative: str | Path, root: RootArg = None) -> Path | None:

@@ -334,7 +334,12 @@ def test_a_relative_config_not_found_here_is_taken_from_the_roots(
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "mine.yaml").write_text("method: local_sgd\n")
     assert _config_path("configs/mine.yaml") == "configs/mine.yaml"  # the folder you are in comes first
-    assert _config_path("configs/nope.yaml") == "configs/nope.yaml"  # left to load_config's own error
+    with pytest.raises(
+        ConfigError, match=r"configs/mine\.yamll: run config not found; did you mean 'configs/mine\.yaml'\?"
+    ):
+        _config_path("configs/mine.yamll")  # found nowhere: one line with the closest config of the roots
+    (tmp_path / "configs" / "dangling.yaml").symlink_to(tmp_path / "gone.yaml")
+    assert _config_path("configs/dangling.yaml") == "configs/dangling.yaml"  # left to load_config's own error
 
 
 @pytest.mark.parametrize(

@@ -351,7 +351,7 @@ def test_cli_unknown_paper_lists_the_known_ones(mlflow_uri: str, tmp_path: Path,
     for command in (["report", "nosuchpaper", "--out", str(tmp_path / "r")], ["reproduce", "nosuchpaper"]):
         assert main(command) == 2, command
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"distrepro: error: unknown paper 'nosuchpaper'; known: {', '.join(known_papers())}"]
+        assert err == [f"distrepro: error: unknown paper 'nosuchpaper' (known: {', '.join(known_papers())})"]
     assert not (tmp_path / "r").exists()
 
 

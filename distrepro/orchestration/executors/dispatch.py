@@ -221,7 +221,7 @@ def _close(
         done = sorted(cells.get(index, []), key=lambda c: c.seed)
         for line in failures.get(index, []):
             print(f"distrepro: campaign {prep.cfg.name}: FAILED {line}", file=sys.stderr)
-        end_campaign(prep, {c.seed for c in done})
+        finished = end_campaign(prep, {c.seed for c in done})
         campaign = prep.campaign
         assert campaign.run_id is not None
         results.append(
@@ -232,6 +232,7 @@ def _close(
                 done,
                 campaign.experiment_id or "",
                 failed=len(failures.get(index, [])),
+                finished_seeds=finished,
             )
         )
     return results
