@@ -425,6 +425,55 @@ def test_a_method_that_calls_sys_exit_leaves_its_runs_failed_and_the_command_fai
     assert len(runs) >= 2 and {r.info.status for r in runs} == {"FAILED"}, runs
 
 
+def _all_runs(db: Path) -> list[Any]:
+    client = mlflow.MlflowClient(f"sqlite:///{db}")
+    return [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+
+
+def test_a_method_that_swallows_the_watchdog_is_still_stopped_by_dist_timeout(
+    tmp_path: Path, migrated_mlflow_db: Path
+) -> None:
+    """The one-shot watchdog raised once; a ``train_step`` that catches ``Exception`` around its wait, again and
+    again, hung for ever even with ``dist.timeout_s: 3``. The watchdog keeps firing with what ``except Exception``
+    cannot catch, and the scheduler does not resume the rank: the cell fails with the timeout named."""
+    paths = hostile_cases.write_inputs(tmp_path)
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--jobs", "1")
+    case = hostile_cases.Case("swallows", (*argv, "--set", "method=swallowing", "--set", "dist.timeout_s=2"), ())
+    with ThreadPoolExecutor(1) as pool:  # a regression hangs: the guard below fails the test instead
+        future = pool.submit(_run_row, case, tmp_path, f"sqlite:///{db}")
+        got = future.result(timeout=hang_guard(240))
+    assert got.rc == 2 and "Traceback" not in got.out + got.err, got.err
+    errors = [line for line in got.err.splitlines() if line.startswith("distrepro: error: ")]
+    assert len(errors) == 1 and "worker rank 0 failed" in errors[0], got.err
+    assert "no worker made progress for 2 s (dist.timeout_s)" in errors[0], errors
+    assert {r.info.status for r in _all_runs(db)} == {"FAILED"}
+
+
+def test_a_method_that_calls_os_exit_under_jobs_2_leaves_its_runs_failed_naming_the_exit(
+    tmp_path: Path, migrated_mlflow_db: Path
+) -> None:
+    """``os._exit(0)`` cannot be caught: the worker process ends, exit code 0, with nothing reported. Its pool sees
+    the worker gone without an outcome and marks the cell's run FAILED with the exit named; the command fails."""
+    from distrepro.orchestration.executors.cell_task import FAILURE_TAG
+
+    paths = hostile_cases.write_inputs(tmp_path)
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--seeds", "0,1")
+    case = hostile_cases.Case("vanishes", (*argv, "--jobs", "2", "--set", "method=vanishing"), ())
+    got = _run_row(case, tmp_path, f"sqlite:///{db}")
+    assert got.rc == 1 and "Traceback" not in got.out + got.err, got.err
+    assert "worker exited without finishing (exit code 0)" in got.err, got.err
+    runs = _all_runs(db)
+    assert len(runs) == 3 and {r.info.status for r in runs} == {"FAILED"}, [r.info.status for r in runs]
+    cells = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(cells) == 2, cells
+    for cell in cells:
+        assert "worker exited without finishing (exit code 0)" in cell.data.tags[FAILURE_TAG], cell.data.tags
+
+
 # ---------------------------------------------------------------------- round 4 (issue 34): lines that name the thing
 
 

@@ -31,6 +31,7 @@ import yaml
 from distrepro.claims.sequential import ONE_SIDED_ALPHA, pocock_boundary, pocock_level
 from distrepro.config.run_config import read_yaml
 from distrepro.errors import ConfigError
+from distrepro.safe_write import write_text
 
 CONFIRMATORY_FIRST_SEED = 100
 #: fields of a claim that describe it without changing its verdict
@@ -153,16 +154,13 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
     """Write ``record`` to ``path``; an existing record is frozen: replacing it needs ``replace`` (and a commit
     that says why: the old record stays in git history)."""
     refuse_frozen(path, replace)
-    path.parent.mkdir(parents=True, exist_ok=True)
     head = (
         f"# Pre-registration of {record['paper']} at {record['scale']} scale, written by `distrepro preregister` "
         "before the confirmatory runs.\n# Do not edit: reports compare each claim's hash with this record and mark "
         "any claim changed since as post hoc.\n"
     )
-    path.write_text(
-        head + yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=120, default_flow_style=None)
-    )
-    return path
+    text = head + yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=120, default_flow_style=None)
+    return write_text(path.parent, path, text)
 
 
 def load_record(path: Path) -> dict[str, Any] | None:

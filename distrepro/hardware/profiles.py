@@ -53,6 +53,38 @@ from distrepro.safe_yaml import read_yaml_mapping
 #: file stems in the profiles folder that are not profiles
 
 
+def _declared_devices(node: dict[str, Any]) -> int:
+    """Devices one node entry declares per node (the ``count`` of each device group that has a whole one; a
+    malformed group is left to the schema, which names it)."""
+    groups = node.get("devices")
+    if not isinstance(groups, list):
+        return 0
+    counts = [g.get("count", 1) if isinstance(g, dict) else 1 for g in groups]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0)
+
+
+def _check_world_before_expanding(nodes: list[Any]) -> None:
+    """The ranks the ``nodes`` list declares (each entry's ``count`` times its devices per node), held to
+    :data:`MAX_RANKS` before any node is copied: ``count: 2000000`` built two million nodes (gigabytes) before the
+    rank limit was checked, and ``count: 1000000000`` would have exhausted the machine. The message names the entry
+    (``nodes[i].count``) that crosses the limit."""
+    total = 0
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            continue
+        count = node.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            continue  # refused with its own message below
+        per_node = max(1, _declared_devices(node))
+        total += count * per_node
+        if total > MAX_RANKS:
+            where = f"nodes[{i}].count" if "count" in node else f"nodes[{i}].devices"
+            raise ValueError(
+                f"{where}: {count} node(s) of {per_node} device(s) bring the cluster to {total} devices, more than "
+                f"the {MAX_RANKS} ranks a run can hold (refused before any node is built)"
+            )
+
+
 class HardwareProfile(Strict):
     """A validated profile. Build it with :func:`load_profile` so errors name the file."""
 
@@ -90,6 +122,7 @@ class HardwareProfile(Strict):
         identical machines is written once."""
         if not isinstance(nodes, list):
             return nodes
+        _check_world_before_expanding(nodes)
         out: list[Any] = []
         for node in nodes:
             if not isinstance(node, dict) or "count" not in node:

@@ -33,6 +33,7 @@ from distrepro.job.resolve import Job, build_job, warn_time_fallbacks
 from distrepro.job.results import RunResult
 from distrepro.orchestration.arm_summary import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.orchestration.budget_check import check_budget
+from distrepro.orchestration.machine_memory import check_memory
 from distrepro.orchestration.progress import ProgressObserver, heartbeat, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
 from distrepro.tracking.mlflow_client import (
@@ -214,6 +215,8 @@ def prepare_campaign(
         bundle = job.bundle
         jobs.append(job)
     check_budget(jobs[0], source)  # seeds share budget and profile: a run that cannot finish is refused once
+    if trains_here:  # replicas that cannot fit in this machine's memory: refused before a run exists
+        check_memory(jobs[0], source)
     warn_time_fallbacks(jobs)
     config_dict = cfg.model_dump(mode="json")
     params = {job.seed: cell_params(config_dict, job) for job in jobs}

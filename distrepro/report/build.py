@@ -35,6 +35,7 @@ from distrepro.report.html import render_html
 from distrepro.report.judging import Judgement, judge, preregistration
 from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
 from distrepro.report.scales import latest_runs, tallies_by_scale
+from distrepro.safe_write import checked, remove, write_text, write_with
 
 
 @dataclass
@@ -92,8 +93,10 @@ def write_report(
     after the claims), write (:func:`_write_files`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fig_dir = out_dir / "figures"
-    for stale in fig_dir.glob("*.png"):  # a figure that no longer applies must not linger
-        stale.unlink()
+    for product in ("figures", *PRODUCTS):  # a link planted there and leading elsewhere: refused before anything
+        checked(out_dir, out_dir / product)  # is drawn, written or removed
+    for stale in (p for p in fig_dir.glob("*.png") if p.is_file()):  # a figure that no longer applies goes
+        remove(out_dir, stale)
     judged = judge(info, rs, baseline, scale, root)
     prereg = preregistration(judged)
     drawn = _draw(judged, fig_dir)
@@ -121,7 +124,7 @@ def write_report(
 def _draw(judged: Judgement, fig_dir: Path) -> dict[str, Path]:
     """The harness's figures of the shown scale's runs, saved under ``fig_dir``; figure key -> file."""
     drawn = draw_figures(judged.info, judged.rs, judged.figure_labels(), judged.verdicts, judged.baseline)
-    return {k: figs.save(f, inside(fig_dir, FIGURE_FILES[k])) for k, f in drawn.items()}
+    return {k: figs.save(f, fig_dir / FIGURE_FILES[k], fig_dir.parent) for k, f in drawn.items()}
 
 
 def _timing_section(
@@ -156,14 +159,19 @@ def _timing_section(
     return ""
 
 
+#: the files :func:`_write_files` writes in the report's folder
+PRODUCTS = ("report.md", "report.html", "claims_verdict.json", "runs.csv")
+
+
 def _write_files(judged: Judgement, text: str, out_dir: Path) -> tuple[Path, Path]:
     """``report.md``, ``report.html``, ``claims_verdict.json`` and ``runs.csv``; the Markdown's and HTML's paths."""
-    md_path, html_path = inside(out_dir, "report.md"), inside(out_dir, "report.html")
-    md_path.write_text(text, encoding="utf-8")
-    html_path.write_text(render_html(text, out_dir, f"{judged.info.title} — distrepro report"), encoding="utf-8")
+    md_path = write_text(out_dir, out_dir / "report.md", text)
+    html = render_html(text, out_dir, f"{judged.info.title} — distrepro report")
+    html_path = write_text(out_dir, out_dir / "report.html", html)
     payload = _verdicts_payload(judged)
-    inside(out_dir, "claims_verdict.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    judged.rs.runs.to_csv(inside(out_dir, "runs.csv"), index=False)
+    write_text(out_dir, out_dir / "claims_verdict.json", json.dumps(payload, indent=2, default=str))
+    runs = judged.rs.runs
+    write_with(out_dir, out_dir / "runs.csv", lambda tmp: runs.to_csv(tmp, index=False))
     return md_path, html_path
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from distrepro.report.html import render_html
 from distrepro.report.sections import table
+from distrepro.safe_write import write_text
 
 INDEX = "index.html"
 
@@ -72,7 +73,5 @@ def write_index(reports_dir: Path) -> Path:
             table(rows, cols) if rows else "_No reports yet: run `distrepro reproduce PAPER`._",
         ]
     )
-    (reports_dir / "index.md").write_text(text + "\n", encoding="utf-8")
-    out = reports_dir / INDEX
-    out.write_text(render_html(text, reports_dir, "distrepro reports"), encoding="utf-8")
-    return out
+    write_text(reports_dir, reports_dir / "index.md", text + "\n")
+    return write_text(reports_dir, reports_dir / INDEX, render_html(text, reports_dir, "distrepro reports"))

@@ -57,7 +57,7 @@ class ReadingContext:
     def save_figure(self, figure: Any, path: Path) -> Path:
         from distrepro.report.figures.figure_style import save
 
-        return save(figure, path)
+        return save(figure, path, self.out_dir)
 
 
 def _no_harness(what: str) -> NoReturn:

@@ -25,6 +25,7 @@ from typing import Any
 from distrepro.claims.papers import find_paper, known_papers
 from distrepro.report.results_inputs import INPUTS_TAG, SCALES, configs_digest, inputs_digest
 from distrepro.report.sections import table
+from distrepro.safe_write import write_text
 
 RESULTS_FILE = "RESULTS.md"
 REGENERATE = "MLFLOW_TRACKING_URI=<store with the runs> distrepro results"
@@ -298,8 +299,7 @@ def write_results(out: Path, tracking_uri: str | None = None, root: Path | None 
     for paper in known_papers(root):
         info = find_paper(paper, root)
         papers[paper] = (info.title, inputs_digest(info, root), latest_results(client, paper))
-    out.write_text(render_results(papers, uri, root), encoding="utf-8")
-    return out
+    return write_text(out.parent, out, render_results(papers, uri, root))
 
 
 def stale_papers(text: str, root: Path | None = None) -> list[str]:

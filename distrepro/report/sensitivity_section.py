@@ -19,6 +19,7 @@ from distrepro.report.dependence_section import share_text
 from distrepro.report.figures import figure_style as common
 from distrepro.report.figures.sensitivity_figures import heatmap_figure, share_figure, tornado_figure
 from distrepro.report.sections import table
+from distrepro.safe_write import write_text, write_with
 
 FIGURES = {
     "share": ("sensitivity_share.png", share_figure, "Verdicts over the plausible settings"),
@@ -42,7 +43,7 @@ def draw(result: Any, fig_dir: Path) -> dict[str, Path]:
     for key, (name, fn, _) in FIGURES.items():
         fig = fn(result)
         if fig is not None:
-            out[key] = common.save(fig, fig_dir / name)
+            out[key] = common.save(fig, fig_dir / name, fig_dir.parent)
     return out
 
 
@@ -236,5 +237,6 @@ def write_data(result: Any, out_dir: Path) -> None:
             return [clean(v) for v in x]
         return json_safe(x) if isinstance(x, float) else x
 
-    (out_dir / "sensitivity.json").write_text(json.dumps(clean(to_dict(result)), indent=2), encoding="utf-8")
-    result.samples_frame().to_csv(out_dir / "sensitivity_samples.csv", index=False)
+    write_text(out_dir, out_dir / "sensitivity.json", json.dumps(clean(to_dict(result)), indent=2))
+    frame = result.samples_frame()
+    write_with(out_dir, out_dir / "sensitivity_samples.csv", lambda tmp: frame.to_csv(tmp, index=False))

@@ -35,6 +35,7 @@ import numpy as np
 import distrepro
 from distrepro.claims.papers import PaperInfo
 from distrepro.plugins.roots import roots
+from distrepro.safe_write import write_text
 from distrepro.sensitivity.collect import JobSource, MlflowJobs, arms_by_run, collect
 from distrepro.sensitivity.retime import Retimer, check_central
 from distrepro.sensitivity.space import Space, build_space, latin_hypercube, profile_variables
@@ -215,7 +216,6 @@ def timing_dependence(
             return old
     result = compute(info, rs, n, job_for)
     result.key = key
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(result.to_json(), encoding="utf-8")
+    if cache_dir is not None and path is not None:
+        write_text(cache_dir, path, result.to_json())
     return result

@@ -102,6 +102,8 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     _profile(root, "huge-latency", lambda d: d["network"]["intra_node"].update(latency_us=1e300))
     _profile(root, "crawling", _crawling)
     _profile(root, "billion-devices", lambda d: d["nodes"][0]["devices"][0].update(count=1_000_000_000))
+    # 100,000 nodes would be copied before the rank limit was checked (2,000,000 took 5.4 GB)
+    _profile(root, "many-nodes", lambda d: d["nodes"][0].update(count=100_000))
     paths["misnamed"] = _profile(root, "inner-name", lambda d: None, stem="outer-name")
     paths["boom"] = root / "datasets" / "boom.py"
     paths["boom"].write_text(
@@ -130,6 +132,23 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     (root / "methods" / "blocking").mkdir(parents=True)
     (root / "methods" / "blocking" / "method.py").write_text(
         text.replace(head, blocks).replace('name = "ar_sgd"', 'name = "blocking"'), encoding="utf-8"
+    )
+    # a method that swallows the watchdog: it catches Exception around a wait that never ends, again and again
+    swallows = (
+        head
+        + "        if int(ctx.train_state['step']) >= 1:\n            import threading\n"
+        + "            while True:\n                try:\n                    threading.Event().wait()\n"
+        + "                except Exception:\n                    pass\n"
+    )
+    (root / "methods" / "swallowing").mkdir(parents=True)
+    (root / "methods" / "swallowing" / "method.py").write_text(
+        text.replace(head, swallows).replace('name = "ar_sgd"', 'name = "swallowing"'), encoding="utf-8"
+    )
+    # a method whose process leaves by os._exit(0) after its first step: no exception, no exit hook, no report
+    leaves = head + "        if int(ctx.train_state['step']) >= 1:\n            import os\n            os._exit(0)\n"
+    (root / "methods" / "vanishing").mkdir(parents=True)
+    (root / "methods" / "vanishing" / "method.py").write_text(
+        text.replace(head, leaves).replace('name = "ar_sgd"', 'name = "vanishing"'), encoding="utf-8"
     )
     # round 4 (issue 34): a config path that is no file; an image folder whose class folders hold nothing
     (tmp / "config-folder").mkdir()
@@ -270,6 +289,12 @@ def cases(p: dict[str, Path]) -> list[Case]:
             ("worker rank 0 failed", "no worker made progress for 3 s (dist.timeout_s)"),
             trains=True,
         ),
+        Case(
+            "method-swallows-the-watchdog",
+            (*run, *root, "--set", "method=swallowing", "--set", "dist.timeout_s=3", "--jobs", "1"),
+            ("worker rank 0 failed", "no worker made progress for 3 s (dist.timeout_s)"),
+            trains=True,
+        ),
         # hangs and bombs: budgets, evaluation schedules, batches, threads and devices bounded before training
         Case(
             "budget-emulated-1e-300",
@@ -289,6 +314,12 @@ def cases(p: dict[str, Path]) -> list[Case]:
             "profile-billion-devices",
             (*run, *root, "--set", "profile=billion-devices"),
             ("billion-devices.yaml", "16384"),
+            trains=True,
+        ),
+        Case(
+            "profile-node-count-huge",
+            (*run, *root, "--set", "profile=many-nodes"),
+            ("many-nodes.yaml", "field 'nodes'", "nodes[0].count: 100000 node(s)", "16384 ranks"),
             trains=True,
         ),
         # round 4 (issue 34): lines that name the file, field or flag

@@ -285,3 +285,39 @@ def test_a_framework_block_is_checked_and_its_absence_keeps_the_digest(tmp_path:
     declared = copy.deepcopy(data)
     declared["framework"] = {"backend": "gloo", "contention": 0.2, "source": "[E] test"}
     assert load_profile(write(tmp_path, declared)).backend() == "gloo"
+
+
+_GUARDED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # a regression dies here, not the machine
+from distrepro.errors import ConfigError
+from distrepro.hardware.profiles import load_profile
+try:
+    load_profile(sys.argv[1])
+except ConfigError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize(("count", "devices"), [(2_000_000, 1), (10**12, 4), (5_000, 4)])
+def test_a_node_count_past_the_rank_limit_is_refused_before_any_node_is_built(
+    tmp_path: Path, count: int, devices: int
+) -> None:
+    """``count: 2000000`` built every node (5 GB) before the rank limit was checked; ``count: 1e12`` would exhaust
+    the machine. The sum of count x devices per node is checked first, naming the entry; run under a 2 GiB address
+    space limit, so a regression fails this test instead of the machine."""
+    import subprocess
+    import sys
+
+    data = minimal_profile()
+    node = data["nodes"][0]
+    node["devices"][0]["count"] = devices
+    data["nodes"] = [node | {"count": count, "name": "box"}]
+    path = write(tmp_path, data)
+    proc = subprocess.run(
+        [sys.executable, "-c", _GUARDED, str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    line = proc.stdout.strip()
+    assert "\n" not in line and str(path) in line and "field 'nodes'" in line, line
+    assert f"nodes[0].count: {count} node(s) of {devices} device(s)" in line and "16384 ranks" in line, line

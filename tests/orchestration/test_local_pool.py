@@ -25,6 +25,7 @@ from hang_guard import hang_guard
 
 from distrepro.config.run_config import load_config
 from distrepro.orchestration.campaign import run_campaign
+from distrepro.orchestration.executors import selection
 from distrepro.orchestration.executors.cell_task import FAILURE_TAG
 from distrepro.orchestration.executors.local_pool import LocalExecutor
 from distrepro.orchestration.executors.selection import ExecutorSpec, default_jobs, make_executor
@@ -160,18 +161,38 @@ def test_jobs_are_capped_at_the_cells_and_more_than_the_cores_is_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The census's case: ``--jobs 1000`` for 2 cells started 1,000 workers importing torch, and said nothing."""
-    import os
-
     cfg = load_config(write_config(tmp_path, name="capped", seeds=[0, 1]))
     pool = make_executor(ExecutorSpec("local", jobs=1000), [cfg])
-    assert isinstance(pool, LocalExecutor) and pool.jobs == 2
-    err = capsys.readouterr().err
-    assert f"--jobs 1000 is more than this machine's {len(os.sched_getaffinity(0))} core(s)" in err, err
+    assert isinstance(pool, LocalExecutor) and pool.jobs == min(2, selection.cores())
     assert make_executor(ExecutorSpec("local", jobs=1000), [load_config(write_config(tmp_path, name="one"))]) is None
+
+
+@pytest.mark.parametrize(("cores", "free_gib", "cap"), [(4, 100.0, 4), (64, 2.0, 3)])
+def test_jobs_1000_with_1000_seeds_are_capped_by_cores_and_memory_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cores: int,
+    free_gib: float,
+    cap: int,
+) -> None:
+    """``--jobs 1000`` with 1,000 seeds would start 1,000 workers: the pool gets no more than the cores, nor more
+    than the memory holds at about 0.6 GiB a worker, and the line says so (nothing is started here)."""
+    from distrepro.orchestration import machine_memory
+
+    monkeypatch.setattr(selection, "cores", lambda: cores)
+    monkeypatch.setattr(machine_memory, "available_bytes", lambda: int(free_gib * 2**30))
+    cfg = load_config(write_config(tmp_path, name="many", seeds=list(range(1000))))
+    pool = make_executor(ExecutorSpec("local", jobs=1000), [cfg])
+    assert isinstance(pool, LocalExecutor) and pool.jobs == cap and pool._workers == []
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"distrepro: --jobs 1000 capped to {cap} worker(s)"), lines
+    assert f"{cores} core(s)" in lines[0] and f"{free_gib:.1f} GiB of memory available" in lines[0], lines
 
 
 def test_distrepro_jobs_sets_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config(write_config(tmp_path, name="envjobs", seeds=[0, 1, 2]))
+    monkeypatch.setattr(selection, "cores", lambda: 8)  # a cap at the cores would hide the variable's effect
     monkeypatch.setenv("DISTREPRO_JOBS", "3")
     pool = make_executor(ExecutorSpec("local"), [cfg])
     assert isinstance(pool, LocalExecutor) and pool.jobs == 3

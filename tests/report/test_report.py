@@ -343,6 +343,33 @@ def test_cli_report(
     assert "campaign run '" + "0" * 32 + "' not found" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_cli_report_refuses_a_planted_index_link_and_writes_nothing_outside(
+    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, relative: bool
+) -> None:
+    """A committed ``reports/index.html`` link to a file outside: ``distrepro report`` overwrote its target and
+    exited 0; now the command fails with one line naming the path, and the target keeps its bytes."""
+    from distrepro.cli import main
+
+    root = tmp_path / "repo"
+    for name in ("base", "fast"):
+        (root / "methods" / name).mkdir(parents=True)
+        (root / "methods" / name / "method.py").write_text("")
+    (root / "methods" / "fast" / "paper.yaml").write_text(yaml.safe_dump(FAKE_CLAIMS))
+    monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+    work = tmp_path / "work"
+    (work / "reports").mkdir(parents=True)
+    victim = tmp_path / "victim.html"
+    victim.write_text("keep me\n")
+    link = work / "reports" / "index.html"
+    link.symlink_to(os.path.relpath(victim, link.parent) if relative else victim)
+    monkeypatch.chdir(work)
+    assert main(["report", "fakepaper", "--no-log", "--no-sensitivity"]) != 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("distrepro: error")]
+    assert len(err) == 1 and f"refusing to write {link}: it is a symbolic" in err[0] and "symbolic link" in err[0], err
+    assert victim.read_text() == "keep me\n" and link.is_symlink()
+
+
 def test_cli_unknown_paper_lists_the_known_ones(mlflow_uri: str, tmp_path: Path, capsys: Any) -> None:
     from distrepro.claims.papers import known_papers
     from distrepro.cli import main

@@ -27,6 +27,7 @@ import greenlet
 import torch
 
 from distrepro.engine.clock import VirtualClock
+from distrepro.engine.inprocess.watchdog import Stalled
 from distrepro.errors import DeadlockError, WorkerFailure
 from distrepro.plugins.crash_site import crash_site
 
@@ -159,6 +160,9 @@ class Scheduler:
             except SystemExit as exc:  # sys.exit() in a method is a failure, never a run that finished
                 self._finished[rank] = True
                 raise WorkerFailure(rank, f"called sys.exit({exc.code!r}) before the budget completed") from exc
+            except Stalled as exc:  # the watchdog again, after the method swallowed it: the rank is not resumed
+                self._finished[rank] = True
+                raise WorkerFailure(rank, f"NoProgress: {exc}") from None
             finally:
                 self.current = None
             if self._greenlets[rank].dead:

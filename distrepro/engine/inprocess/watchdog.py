@@ -6,6 +6,13 @@ loop) would hang the cell for ever, silently. The watchdog arms a real-time time
 of every worker re-arms; when it fires, the blocked call is interrupted and the cell fails with
 :class:`NoProgress`, naming the timeout. Evaluation, which is untimed and may take long on real data, pauses it.
 
+A method cannot swallow it. A ``train_step`` that catches ``Exception`` around its wait (``except Exception:
+pass``, then waits again) used to hang for ever after the one-shot timer: now, once fired, the watchdog keeps
+firing every :data:`REPEAT_S` seconds until the harness has ended the cell, and every later firing raises
+:class:`Stalled`, a ``BaseException`` that ``except Exception`` does not catch. A step that swallowed the first
+and returned is not let on either: the next :meth:`Watchdog.beat` (the harness's, outside the method's frames)
+raises :class:`Stalled` instead of re-arming, and the scheduler fails the rank with the watchdog's message.
+
 Signals reach only the main thread, so the watchdog is active only there (the CLI, a pool worker's cell); in
 another thread, or where ``SIGALRM`` is already taken, it stands aside and says nothing.
 """
@@ -21,9 +28,17 @@ from typing import Any
 
 from distrepro.errors import DistreproError
 
+#: seconds between the watchdog's firings once it has fired (until the harness ends the cell)
+REPEAT_S = 0.5
+
 
 class NoProgress(DistreproError):
     """No worker of an in-process cell progressed for ``dist.timeout_s`` seconds of wall time."""
+
+
+class Stalled(BaseException):
+    """The watchdog firing again after a method swallowed :class:`NoProgress`: not an ``Exception``, so a method's
+    ``except Exception`` lets it through to the scheduler, which fails the rank with its message."""
 
 
 class Watchdog:
@@ -32,9 +47,19 @@ class Watchdog:
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.active = False
+        self.fired = False
+
+    @property
+    def message(self) -> str:
+        return (
+            f"no worker made progress for {self.timeout_s:g} s (dist.timeout_s): a method's train_step blocks or "
+            "loops without end; the cell is failed rather than left hanging"
+        )
 
     def beat(self) -> None:
         if self.active:
+            if self.fired:  # the method swallowed the watchdog's exception and went on: the cell ends here
+                raise Stalled(self.message)
             signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
 
     @contextmanager
@@ -49,10 +74,13 @@ class Watchdog:
             self.beat()
 
     def _fire(self, signum: int, frame: FrameType | None) -> None:
-        raise NoProgress(
-            f"no worker made progress for {self.timeout_s:g} s (dist.timeout_s): a method's train_step blocks or "
-            "loops without end; the cell is failed rather than left hanging"
-        )
+        if not self.active:
+            return
+        signal.setitimer(signal.ITIMER_REAL, min(REPEAT_S, self.timeout_s))  # again, until the cell has ended
+        if self.fired:
+            raise Stalled(self.message)
+        self.fired = True
+        raise NoProgress(self.message)
 
     @contextmanager
     def armed(self) -> Iterator[Watchdog]:
@@ -62,11 +90,14 @@ class Watchdog:
             yield self  # another owner of SIGALRM, or not the main thread: stand aside
             return
         signal.signal(signal.SIGALRM, self._fire)
-        self.active = True
+        self.active, self.fired = True, False
         try:
             self.beat()
             yield self
+        except Stalled as exc:  # fired between the scheduler's handlers: still this cell's failure, as an error
+            raise NoProgress(str(exc)) from None
         finally:
             self.active = False
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            self.fired = False

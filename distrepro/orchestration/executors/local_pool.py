@@ -93,9 +93,12 @@ class _Worker:
         self.task: CellTask | None = None
 
     def death(self) -> str:
+        """Why the cell this worker ran has no outcome: a signal killed it, or it exited without finishing
+        (``os._exit(0)`` in a method: the cell's run is FAILED however the process ended)."""
         code = self.proc.exitcode
-        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        return f"its worker process {self.proc.pid} died ({how}) while running it"
+        if code is not None and code < 0:
+            return f"its worker process {self.proc.pid} died (signal {-code}) while running it"
+        return f"its worker process {self.proc.pid}: worker exited without finishing (exit code {code})"
 
 
 class LocalExecutor:

@@ -70,6 +70,25 @@ def env_jobs() -> int | None:
     return int(text)
 
 
+def _capped(jobs: int, flag: str | None) -> int:
+    """``jobs`` held to this machine's cores and to the workers its memory holds
+    (:func:`~distrepro.orchestration.machine_memory.worker_cap`): ``--jobs 1000`` with 1,000 seeds started 1,000
+    workers importing torch. A cap below what ``flag`` asked for is said in one line."""
+    from distrepro.orchestration.machine_memory import describe_available, worker_cap
+
+    by_memory = worker_cap()
+    cap = min(cores(), by_memory if by_memory is not None else jobs)
+    if jobs <= cap:
+        return jobs
+    if flag is not None:
+        print(
+            f"distrepro: {flag} {jobs} capped to {cap} worker(s): this machine has {cores()} core(s) and "
+            f"{describe_available()} (a worker holds about 0.6 GiB before its cell starts)",
+            file=sys.stderr,
+        )
+    return cap
+
+
 def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Executor | None:
     """The executor for ``spec`` and the campaigns' configs; ``None`` for the classic in-process path
     (``local`` with one job), which needs no executor at all."""
@@ -80,13 +99,8 @@ def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Executor | None:
             raise ConfigError("--jobs", None, f"needs at least 1 job, got {spec.jobs}")
         jobs = spec.jobs or env_jobs() or default_jobs(cfgs)
         cells = sum(len(getattr(c, "seeds", [0])) for c in cfgs) or 1
-        if spec.jobs is not None and spec.jobs > cores():  # allowed (a cell may wait on I/O), but said
-            print(
-                f"distrepro: warning: --jobs {spec.jobs} is more than this machine's {cores()} core(s): "
-                "the cells will share them and each will run slower",
-                file=sys.stderr,
-            )
         jobs = min(jobs, cells)  # a worker process per cell at most: --jobs 1000 for 2 cells starts 2
+        jobs = _capped(jobs, "--jobs" if spec.jobs is not None else JOBS_ENV if env_jobs() else None)
         if jobs == 1:
             return None
         return LocalExecutor(jobs, threads=max(1, cores() // jobs))

@@ -24,6 +24,8 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from distrepro.safe_write import write_with
+
 SPAN_COLORS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#C7C7C7"}
 VERDICT_COLORS = {"PASS": "#2E7D32", "FAIL": "#C62828", "INCONCLUSIVE": "#8D6E00"}
 DPI = 110
@@ -69,12 +71,12 @@ def cols_that_fit(panel_w: float, limit: int = 4) -> int:
     return max(1, min(limit, int(MAX_WIDTH_IN // panel_w)))
 
 
-def save(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` as PNG. Constrained layout already fits every label and outside legend in the
-    figure, so no ``bbox_inches="tight"`` (a second full draw, the larger part of a report's time)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    return path
+def save(fig: Figure, path: Path, within: Path) -> Path:
+    """Write ``fig`` as PNG at ``path``, which must stay inside the folder ``within`` (the report's: a ``figures``
+    folder that is a link leading elsewhere is refused, :mod:`distrepro.safe_write`). Constrained layout already
+    fits every label and outside legend in the figure, so no ``bbox_inches="tight"`` (a second full draw, the
+    larger part of a report's time)."""
+    return write_with(within, path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png"))
 
 
 def bars_height(n_arms: int, extra: float = 0.9) -> float:
