@@ -84,7 +84,7 @@ def _record(paper_file: Path, **kw) -> dict:
 @pytest.mark.smoke
 def test_record_freezes_hashes_margins_seeds_and_regime(paper_file: Path) -> None:
     rec = _record(paper_file)
-    assert rec["date"] == "2026-11-27T01:00Z" and rec["scale"] == "proxy" and rec["n"] == 3
+    assert rec["date"] == "2026-11-27T01:00:00Z" and rec["scale"] == "proxy" and rec["n"] == 3
     assert rec["seeds"] == [100, 101, 102] and rec["sequential"] == {"design": "fixed", "n": 3, "interval": 0.95}
     assert len(rec["claims_sha256"]) == 64
     better = rec["claims"]["better"]

@@ -75,8 +75,11 @@ def test_a_declared_plan_sets_the_interval_level_verdicts_use(tmp_path: Path) ->
     _register(paper_file, [0, 1, 2], looks=[2, 3])
     after = _report(tmp_path, paper_file)
     s3 = [ln for ln in (before, after) for ln in ln.splitlines() if "(S3; table)" in ln]
-    assert "(95% CI, 3 seeds)" in s3[0]
-    assert "(97% CI, 3 seeds)" in s3[1]  # Pocock at looks 2 and 3: a wider interval for the same runs
+    from distrepro.claims.sequential import level_text, pocock_level
+
+    assert "(95 % CI, 3 seeds)" in s3[0]
+    pocock = level_text(pocock_level([2, 3]))  # its real level, never rounded to "97%" or called "95 %"
+    assert f"({pocock}, 3 seeds)" in s3[1] and pocock != "95 % CI"  # Pocock at looks 2 and 3: a wider interval
 
 
 def test_a_pilot_block_prints_one_line_per_claim(tmp_path: Path) -> None:
