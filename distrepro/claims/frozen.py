@@ -52,14 +52,18 @@ def code_digest() -> str:
 
 
 def _name(path: Path, bases: Iterable[Path]) -> str:
-    """``path`` relative to the first of ``bases`` that holds it (a plugin root), else its last two parts."""
-    resolved = path.resolve()
-    for base in bases:
-        try:
-            return str(resolved.relative_to(base.resolve()))
-        except ValueError:
-            continue
-    return str(Path(*resolved.parts[-2:]))
+    """``path`` relative to the first of ``bases`` (plugin roots) that holds it, as given and then with links
+    resolved, else its last three parts: a name that does not depend on where the checkout lives."""
+    import os
+
+    bases = list(bases)
+    for pick in (lambda x: Path(os.path.abspath(x)), lambda x: x.resolve()):
+        for base in bases:
+            try:
+                return str(pick(path).relative_to(pick(base)))
+            except ValueError:
+                continue
+    return str(Path(*path.resolve().parts[-3:]))
 
 
 def _profile_names(info: Any, configs: Iterable[Path]) -> list[str]:
@@ -113,11 +117,12 @@ def input_files(info: Any, scales: Iterable[str], root: Path | None = None) -> d
 def file_digests(info: Any, scales: Iterable[str], root: Path | None = None) -> dict[str, dict[str, str]]:
     """Kind → {file name: SHA-256 of its bytes}, and the code's one digest under :data:`CODE`: what a record's
     ``frozen:`` block keeps."""
-    from distrepro.plugins.roots import as_roots
+    from distrepro.plugins.roots import as_roots, shipped_root
 
     bases = [*as_roots(root)]
     if info.path is not None:
         bases.append(info.path.parent.parent.parent)
+    bases.append(shipped_root())
     out = {
         kind: {_name(p, bases): _sha(p.read_bytes()) for p in files}
         for kind, files in input_files(info, scales, root).items()

@@ -83,7 +83,7 @@ def qualifier(v: Verdict) -> str:
     """What a verdict rests on beyond its interval: a hardware assumption, the direction of a miss, Holm."""
     parts = []
     if v.post_hoc:
-        parts.append(f"**post hoc**, not counted: {v.post_hoc}")
+        parts.append(f"POST HOC, not counted: {v.post_hoc}")
     elif v.not_frozen:
         parts.append("not frozen (its record predates frozen inputs)")
     if v.depends_on:

@@ -182,10 +182,10 @@ def _levels(verdict_file: dict[str, Any]) -> dict[str, float]:
 
 
 def _verdict_cell(v: dict[str, Any]) -> str:
-    """The verdict, with **post hoc** (and why) or *not frozen* where its pre-registration says so."""
+    """The verdict, with POST HOC (and why) or *not frozen* where its pre-registration says so."""
     text = str(v["verdict"])
     if v.get("post_hoc"):
-        return f"{text} · **post hoc**, not counted: {_cell(v['post_hoc'])}"
+        return f"{text} · POST HOC, not counted: {_cell(v['post_hoc'])}"
     return text + (" · not frozen" if v.get("not_frozen") else "")
 
 
