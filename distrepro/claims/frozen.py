@@ -115,20 +115,35 @@ def input_files(info: Any, scales: Iterable[str], root: Path | None = None) -> d
 
 
 def file_digests(info: Any, scales: Iterable[str], root: Path | None = None) -> dict[str, dict[str, str]]:
-    """Kind → {file name: SHA-256 of its bytes}, and the code's one digest under :data:`CODE`: what a record's
-    ``frozen:`` block keeps."""
+    """Kind → {file name: SHA-256 of its bytes (paper.yaml: :func:`paper_digest`)}, and the code's one digest under
+    :data:`CODE`: what a record's ``frozen:`` block keeps."""
     from distrepro.plugins.roots import as_roots, shipped_root
 
-    bases = [*as_roots(root)]
-    if info.path is not None:
-        bases.append(info.path.parent.parent.parent)
-    bases.append(shipped_root())
+    # the paper's own root first (``<root>/methods/<name>/paper.yaml``), then the shipped one: a name must not depend
+    # on which roots a caller passes, or a record and a report would name one file apart
+    bases = [info.path.parent.parent.parent] if info.path is not None else []
+    bases += [shipped_root(), *as_roots(root)]
     out = {
-        kind: {_name(p, bases): _sha(p.read_bytes()) for p in files}
+        kind: {_name(p, bases): paper_digest(p) if kind == PAPER else _sha(p.read_bytes()) for p in files}
         for kind, files in input_files(info, scales, root).items()
     }
     out[CODE] = {CODE_NAME: code_digest()}
     return out
+
+
+def paper_digest(path: Path) -> str:
+    """SHA-256 of paper.yaml as parsed data without its ``claims:`` (each claim has its own hash in a record, so that
+    editing one claim makes that claim post hoc, not every other) and without ``setup.notes``: ``setup:`` (arms,
+    profile, ``min_seeds``, the sensitivity ranges and samples), the citation and the rest."""
+    import json
+
+    from distrepro.config.run_config import read_yaml
+
+    data = dict(read_yaml(path))
+    data.pop("claims", None)
+    if isinstance(data.get("setup"), dict):
+        data["setup"] = {k: v for k, v in data["setup"].items() if k != "notes"}
+    return _sha(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False).encode())
 
 
 def kind_digests(files: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

@@ -146,7 +146,7 @@ def mark_post_hoc(judged: Judgement, written: PaperInfo, root: Path | None, samp
             continue
         ids = [c.id for c in spec.claims if c.scale == scale and c.id in by_id]
         available = arms_at_scale(written, scale, root) if scale in TRAINING_SCALES else None
-        now = frozen_now(paper_file, at_scale(written.spec, scale, available), scale, root)  # type: ignore[arg-type]
+        now = frozen_now(paper_file, at_scale(written.spec, scale, available), scale, root)
         seeds = [int(s) for s in record.get("seeds") or []]
         first = _first_confirmatory_start(judged.rs.runs, scale, spec.setup.scale, seeds)
         st = standing(record, check_claims(record, paper_file, ids), now, first, samples)

@@ -245,9 +245,10 @@ def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_repla
     # the setup: block counts too (not only the claims)
     paper = info.path
     paper.write_text(paper.read_text().replace("min_seeds: 2", "min_seeds: 3"))
-    assert "paper.yaml: `methods/tiny/paper.yaml` changed" in _standing_now(paper_root, registered, info).post_hoc[
-        "fewer-bytes"
-    ]
+    assert (
+        "paper.yaml: `methods/tiny/paper.yaml` changed"
+        in _standing_now(paper_root, registered, info).post_hoc["fewer-bytes"]
+    )
     paper.write_text(paper.read_text().replace("min_seeds: 3", "min_seeds: 2"))
 
     # another number of hardware samples than the record's
@@ -255,9 +256,10 @@ def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_repla
 
     # a record newer than the first confirmatory run it judges
     early = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
-    assert "newer than the first confirmatory run" in _standing_now(paper_root, registered, info, early).post_hoc[
-        "fewer-bytes"
-    ]
+    assert (
+        "newer than the first confirmatory run"
+        in _standing_now(paper_root, registered, info, early).post_hoc["fewer-bytes"]
+    )
 
     # --replace after the runs: the history stays in the record, and the verdicts are post hoc
     _, replaced, _ = _tiny_record(paper_root, replace=True)
