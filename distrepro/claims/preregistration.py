@@ -4,9 +4,15 @@ A verdict is evidence only if its claim, margin, seed count and analysis were fi
 it (registered reports; Nosek et al., PNAS 115, 2018). Per paper and scale, ``distrepro preregister`` writes
 ``methods/<paper>/preregistration/<scale>.yaml``: the claims file's SHA-256, one hash per claim judged at that
 scale, each claim's margin or band, minimum seeds and regime thresholds, the confirmatory seeds, the
-group-sequential plan if seeds may be added (:mod:`distrepro.claims.sequential`), the date and the commit. The
-record is committed before the runs; every report of that scale stamps it (hash, date) and marks any claim whose
-hash no longer matches, or that is new, as *post hoc* (:func:`check_claims`).
+group-sequential plan if seeds may be added (:mod:`distrepro.claims.sequential`), the date, and a ``frozen:`` block:
+one SHA-256 per input that decides a verdict beside the claims (paper.yaml with its ``setup:``, the arms' run
+configs, the hardware profiles with their ranges, the emulator's error bands, the emulator and claims code: see
+:mod:`distrepro.claims.frozen`), the hardware samples of the sensitivity check, the full commit and its uncommitted
+files. The record is committed before the runs; every report of that scale stamps it and marks a verdict *post hoc*
+(:func:`standing`) when its claim changed or is new (:func:`check_claims`), when the record is newer than the first
+confirmatory run it judges, when it replaced an earlier record (``--replace`` keeps a ``replaced:`` history), or when
+a frozen input changed since. A record without ``frozen:`` (written before it existed) cannot certify those inputs:
+its verdicts are marked *not frozen*.
 
 Confirmatory seeds start at :data:`CONFIRMATORY_FIRST_SEED` (100) by default: indices no earlier look has used,
 so earlier runs on seeds 0-9 stay exploratory by construction.
@@ -28,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from distrepro.claims import frozen as frozen_inputs
 from distrepro.claims.sequential import ONE_SIDED_ALPHA, pocock_boundary, pocock_level
 from distrepro.config.run_config import read_yaml
 from distrepro.errors import ConfigError
@@ -81,6 +88,57 @@ def _commit(paper_file: Path) -> str:
     return head + (" +uncommitted claims file" if dirty else "")
 
 
+def _dirty(paths: list[Path]) -> list[str]:
+    """Which of ``paths`` (files, or folders of code) differ from HEAD in their git checkout."""
+    out = []
+    for path in paths:
+        if _git(["status", "--porcelain", "--", path.name], path.parent):
+            out.append(path.name if path.is_file() else f"{path.name}/")
+    return out
+
+
+@dataclass(frozen=True)
+class SimpleSpec:
+    """A paper file and its spec, as :mod:`distrepro.claims.frozen` reads a paper."""
+
+    path: Path
+    spec: Any
+
+
+def _scales_used(spec_at_scale: Any, scale: str) -> list[str]:
+    """``scale`` and every scale its claims move to (:func:`distrepro.claims.schema.at_scale` keeps timing claims
+    at proxy): the scales whose arm configs the verdicts read."""
+    return list(dict.fromkeys([scale, *(c.scale for c in spec_at_scale.claims if c.scale)]))
+
+
+def frozen_now(paper_file: Path, spec_at_scale: Any, scale: str, root: Path | None = None) -> dict[str, dict[str, str]]:
+    """The digests of every input the verdicts at ``scale`` depend on, as they are now (kind → file → SHA-256):
+    paper.yaml, the arms' configs at the scales used (:func:`_scales_used`), the profiles they and the claims name,
+    the error bands, the code (:func:`distrepro.claims.frozen.file_digests`)."""
+    paper = SimpleSpec(paper_file, spec_at_scale)
+    return frozen_inputs.file_digests(paper, _scales_used(spec_at_scale, scale), root)
+
+
+def _frozen_block(
+    paper_file: Path, spec_at_scale: Any, scale: str, samples: int | None, root: Path | None
+) -> dict[str, Any]:
+    """The record's ``frozen:`` block: the inputs' digests, the hardware samples, the full commit and which covered
+    files (and code folders) differ from it."""
+    import distrepro
+
+    paper = SimpleSpec(paper_file, spec_at_scale)
+    files = frozen_inputs.input_files(paper, _scales_used(spec_at_scale, scale), root)
+    package = Path(distrepro.__file__).resolve().parent
+    covered = [p for group in files.values() for p in group] + [package / s for s in frozen_inputs.CODE_PACKAGES]
+    head = _git(["rev-parse", "HEAD"], paper_file.parent)
+    return {
+        "inputs": frozen_now(paper_file, spec_at_scale, scale, root),
+        "samples": frozen_inputs.sensitivity_samples(spec_at_scale, samples),
+        "commit": head or "unknown (not a git checkout)",
+        "dirty": _dirty(covered) if head else [],
+    }
+
+
 def _claim_entry(claim: Any, raw: dict[str, Any], min_seeds: int) -> dict[str, Any]:
     entry: dict[str, Any] = {"sha256": claim_hash(raw), "kind": claim.kind, "decided_by": claim.decided_by}
     for key in _DECIDING:
@@ -103,12 +161,15 @@ def build_record(
     looks: list[int] | None = None,
     now: _dt.datetime | None = None,
     pilot: dict[str, Any] | None = None,
+    samples: int | None = None,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """The record of ``paper`` at ``scale``: ``spec_at_scale`` is the resolved spec moved to ``scale``
     (:func:`distrepro.claims.schema.at_scale`); only the claims judged there are registered. ``looks`` (seed
     counts, e.g. [5, 10]) declares a Pocock group-sequential plan; without it the design is a fixed n on the
     confirmatory ``seeds``. ``pilot`` is the ``pilot:`` block of a plan from a pilot's spread
-    (:mod:`distrepro.claims.pilot`): how n was chosen."""
+    (:mod:`distrepro.claims.pilot`): how n was chosen. ``samples``: the hardware samples of the sensitivity check
+    (``--samples``; default the paper's), frozen with the inputs (:func:`frozen_now`) in the ``frozen:`` block."""
     if not seeds:
         raise ConfigError(paper_file, "preregister --seeds", "a record needs the confirmatory seeds")
     if looks and looks[-1] != len(seeds):
@@ -116,7 +177,7 @@ def build_record(
         raise ConfigError(paper_file, "preregister --looks", why)
     raw = raw_claims(paper_file)
     judged = [c for c in spec_at_scale.claims if c.scale == scale]
-    when = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H:%MZ")
+    when = (now or _dt.datetime.now(_dt.UTC)).strftime(DATE_FORMAT)
     sequential: dict[str, Any] = {"design": "fixed", "n": len(seeds), "interval": 0.95}
     if looks:
         sequential = {
@@ -140,7 +201,22 @@ def build_record(
     }
     if pilot is not None:
         record["pilot"] = pilot
+    record["frozen"] = _frozen_block(paper_file, spec_at_scale, scale, samples, root)
     return record
+
+
+#: a record's ``date``: to the second, so that a record written minutes after a run started reads as later
+DATE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def record_time(text: Any) -> _dt.datetime | None:
+    """A record's ``date`` (with or without seconds: older records stop at the minute) as UTC, or None."""
+    for fmt in (DATE_FORMAT, "%Y-%m-%dT%H:%MZ"):
+        try:
+            return _dt.datetime.strptime(str(text), fmt).replace(tzinfo=_dt.UTC)
+        except ValueError:
+            continue
+    return None
 
 
 def refuse_frozen(path: Path, replace: bool) -> None:
@@ -154,10 +230,19 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
     """Write ``record`` to ``path``; an existing record is frozen: replacing it needs ``replace`` (and a commit
     that says why: the old record stays in git history)."""
     refuse_frozen(path, replace)
+    if path.exists():  # replaced: the history stays in the record, so every later report can say so
+        old = load_record(path) or {}
+        entry = {
+            "date": _dt.datetime.now(_dt.UTC).strftime(DATE_FORMAT),
+            "sha256": file_hash(path),
+            "registered": str(old.get("date", "?")),
+        }
+        record["replaced"] = [*(old.get("replaced") or []), entry]
+    path.parent.mkdir(parents=True, exist_ok=True)
     head = (
         f"# Pre-registration of {record['paper']} at {record['scale']} scale, written by `distrepro preregister` "
-        "before the confirmatory runs.\n# Do not edit: reports compare each claim's hash with this record and mark "
-        "any claim changed since as post hoc.\n"
+        "before the confirmatory runs.\n# Do not edit: reports compare each claim's hash and each frozen input's "
+        "digest with this record and mark the verdicts post hoc when any changed since.\n"
     )
     text = head + yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=120, default_flow_style=None)
     return write_text(path.parent, path, text)
@@ -207,6 +292,73 @@ def check_claims(record: dict[str, Any], paper_file: Path, claim_ids: list[str])
     return out
 
 
+#: what a record without a ``frozen:`` block (written before it existed) leaves uncertified
+NOT_FROZEN = (
+    "this record does not freeze setup, profiles, code, the emulator's error band or the hardware samples (written "
+    "before records froze them): the verdicts rest on its claims and seeds only"
+)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What a record certifies of the verdicts it judges: per claim, why its verdict is post hoc (absent: it is
+    not); the reasons that hold for every claim of the record; the inputs changed since; and, for a record without
+    a ``frozen:`` block, :data:`NOT_FROZEN` (a weaker flag: the inputs it does not freeze cannot be certified)."""
+
+    post_hoc: dict[str, str]
+    record_reasons: list[str]
+    changed: list[str]
+    not_frozen: str = ""
+
+
+def standing(
+    record: dict[str, Any],
+    claims: list[ClaimStatus],
+    inputs_now: dict[str, dict[str, str]] | None,
+    first_run: _dt.datetime | None = None,
+    samples: int | None = None,
+) -> Standing:
+    """Which of a record's verdicts are post hoc, and why (:mod:`distrepro.claims.preregistration`'s four rules):
+
+    * the claim was edited or added since the record (``claims``, from :func:`check_claims`);
+    * the record is newer than the runs it judges: its ``date`` is after ``first_run``, the start of the first
+      confirmatory run at its scale;
+    * the record replaced an earlier one (its ``replaced:`` history);
+    * an input it froze changed since (``inputs_now``, :func:`frozen_now`), or the sensitivity check drew another
+      number of hardware samples (``samples``, None when no check ran).
+
+    A record without ``frozen:`` certifies neither the inputs nor the samples: its verdicts are *not frozen*
+    (unless another rule makes them post hoc)."""
+    reasons: list[str] = []
+    history = record.get("replaced") or []
+    if history:
+        last = history[-1]
+        reasons.append(
+            f"the record replaced an earlier one (registered {last.get('registered', '?')}, sha256 "
+            f"`{str(last.get('sha256', '?'))[:12]}`) on {last.get('date', '?')}"
+        )
+    registered = record_time(record.get("date"))
+    if first_run is not None and registered is not None and registered > first_run:
+        reasons.append(
+            f"the record ({record.get('date')}) is newer than the first confirmatory run it judges "
+            f"(started {first_run.strftime(DATE_FORMAT)})"
+        )
+    block = record.get("frozen")
+    changed: list[str] = []
+    if isinstance(block, dict):
+        changed = frozen_inputs.changed(block.get("inputs") or {}, inputs_now or {}) if inputs_now is not None else []
+        if samples is not None and block.get("samples") is not None and int(block["samples"]) != int(samples):
+            changed.append(f"hardware samples: {block['samples']} registered, {samples} drawn")
+        if changed:
+            reasons.append("changed since the record: " + ", ".join(changed))
+    per_claim = {}
+    for status in claims:
+        why = ([f"claim {status.status}"] if status.post_hoc else []) + reasons
+        if why:
+            per_claim[status.claim_id] = "; ".join(why)
+    return Standing(per_claim, reasons, changed, "" if isinstance(block, dict) else NOT_FROZEN)
+
+
 def exploratory_seeds(record: dict[str, Any], seeds: list[int]) -> list[int]:
     """The run seeds outside the record's confirmatory seeds: runs on them are exploratory, not the registered test."""
     confirmatory = set(record.get("seeds") or [])
@@ -247,10 +399,12 @@ def preregister(
     replace: bool = False,
     root: Path | None = None,
     pilot: Callable[[str, Any, str, int], dict[str, Any]] | None = None,
+    samples: int | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Build and write the record of ``paper`` at ``scale`` (the ``distrepro preregister`` command). ``pilot``
     (a :class:`distrepro.claims.pilot.PilotRequest`) plans n from a pilot's spread: the confirmatory seeds are then
-    ``100 .. 100+n−1`` unless ``seeds`` are given, and the record keeps the plan."""
+    ``100 .. 100+n−1`` unless ``seeds`` are given, and the record keeps the plan. ``samples``: the hardware samples
+    the sensitivity check will draw (``--samples``; default the paper's), frozen in the record."""
     from distrepro.claims.papers import UnknownPaperError, arms_at_scale, find_paper, known_papers
     from distrepro.claims.schema import TRAINING_SCALES, at_scale
 
@@ -265,5 +419,7 @@ def preregister(
     plan = pilot(paper, spec, scale, len(default)) if pilot is not None else None
     if plan is not None and not seeds:
         default = list(range(CONFIRMATORY_FIRST_SEED, CONFIRMATORY_FIRST_SEED + int(plan["n"])))
-    record = build_record(paper, info.path, spec, scale, seeds or default, looks, pilot=plan)
+    record = build_record(
+        paper, info.path, spec, scale, seeds or default, looks, pilot=plan, samples=samples, root=root
+    )
     return write_record(record, path, replace), record

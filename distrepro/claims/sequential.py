@@ -93,3 +93,10 @@ def apply_plan(spec: Any, plan: dict[str, Any] | None, scale: str) -> Any:
             claim = claim.model_copy(update={"accept": accept})
         claims.append(claim)
     return spec.model_copy(update={"claims": claims})
+
+
+def level_text(level: float | None) -> str:
+    """``"95 % CI"``, ``"97.06 % CI"``: an interval's level as the report, RESULTS.md and the console say it (the
+    level a verdict was judged at, a Pocock plan's included; never rounded to a level it was not)."""
+    value = 100 * (0.95 if level is None else float(level))
+    return f"{value:.2f}".rstrip("0").rstrip(".") + " % CI"

@@ -22,6 +22,9 @@ What the headline counts (the paper's own claims decided by measurement, :func:`
   keeps the family-wise error at 2.5 %: sorted ascending, the i-th p-value must be ≤ 0.025/(m − i + 1),
   and the first that is not stops the procedure. Each decided verdict records whether it ``stands``
   after Holm; the tally gives both counts. (p-values: :mod:`distrepro.claims.planning`.)
+* **not when it is post hoc**: a verdict some choice of which was made after the pre-registration (its claim, a
+  frozen input, the record itself: :func:`distrepro.claims.preregistration.standing`) is shown, marked, and left
+  out of the counts and of Holm's family (:func:`counted`); the tally says how many were left out.
 """
 
 from __future__ import annotations
@@ -115,6 +118,12 @@ def unit_shares(
     return out
 
 
+def counted(verdicts: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The verdicts a tally counts, and the post-hoc ones it leaves out (their ``post_hoc`` says why)."""
+    kept = [v for v in verdicts if not getattr(v, "post_hoc", "")]
+    return kept, [v for v in verdicts if getattr(v, "post_hoc", "")]
+
+
 def units(claims: Sequence[Any]) -> list[list[str]]:
     """Claim ids grouped by ``same_as``/``counts_with`` links (connected components), in file order."""
     parent = {c.id: c.id for c in claims}
@@ -202,6 +211,13 @@ class Tally:
     holm_m: int = 0  # headline units tested
     holm_stands: int = 0  # headline decisions (PASS or FAIL) that stand after Holm
     merged: int = 0  # claims counted inside another's unit (same_as / counts_with)
+    #: per group, post-hoc verdicts left out of the counts (:func:`counted`)
+    post_hoc: dict[str, int] = field(default_factory=dict)
+
+    def post_hoc_text(self, group: str | None = None) -> str:
+        """``"; 1 post hoc, not counted"`` (empty when none): said after the counts it was left out of."""
+        n = sum(k for g, k in self.post_hoc.items() if group is None or g == group)
+        return f"; {n} post hoc, not counted" if n else ""
 
     def out_of_regime_total(self, group: str | None = None) -> int:
         return sum(n for g, n in self.outside.items() if group is None or g == group)
@@ -251,6 +267,7 @@ class Tally:
             head += f" ({self.out_of_regime_total('headline')} INCONCLUSIVE outside the paper's regime)"
         if self.of("headline")["PASS"] + self.of("headline")["FAIL"]:
             head += f"; {self.holm_stands} stand after Holm"
+        head += self.post_hoc_text("headline")
         rest = []
         if self.total("derived"):
             out = self.out_of_regime_total("derived")
@@ -265,8 +282,14 @@ def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
     """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id), one per unit; sets each
     decided headline verdict's ``holm`` (and leaves the others' empty)."""
     by_id = {c.id: c for c in claims}
-    judged = {v.claim_id: v for v in verdicts}
+    kept, left_out = counted(verdicts)
+    judged = {v.claim_id: v for v in kept}
     t = Tally()
+    for v in left_out:
+        v.holm = ""  # not in Holm's family: it has no standing to report
+        if v.claim_id in by_id:
+            group = group_of(by_id[v.claim_id])
+            t.post_hoc[group] = t.post_hoc.get(group, 0) + 1
     headline: list[tuple[Unit, list[Any]]] = []
     for ids in units([c for c in claims if c.id in judged]):
         members = [judged[i] for i in ids]

@@ -52,6 +52,13 @@ class Verdict:
     model_error: dict[str, float] = field(default_factory=dict)  # arm → the relative error band of its emulated time
     model_basis: str = ""  # what each arm's band rests on, in words
     within_model_error: bool = False  # INCONCLUSIVE because a corner of the emulator's error does not share the verdict
+    #: the level of ``ci`` (0.95, or a pre-registered Pocock plan's, e.g. 0.9706): what "<level> % CI" says
+    ci_level: float | None = None
+    #: why the verdict is post hoc (a choice that decides it was made or changed after the record): empty if not.
+    #: A post-hoc verdict is shown, marked, and left out of the tally (distrepro.claims.tally.counted)
+    post_hoc: str = ""
+    #: the scale's record does not freeze the inputs beside the claims (an older record): a weaker flag than post hoc
+    not_frozen: bool = False
 
     @property
     def across_profiles(self) -> bool:

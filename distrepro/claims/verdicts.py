@@ -78,7 +78,7 @@ def evaluate_claim(
     claim: Claim, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None = None, paper_id: str = ""
 ) -> Verdict:
     """Judge one claim (already resolved by :func:`distrepro.claims.schema.validate_paper`)."""
-    verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "")
+    verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "", ci_level=claim.accept.ci)
     try:
         return _evaluate(claim, spec, runs, curves, paper_id or spec.citation.id, verdict)
     except _Inconclusive as exc:  # keep whatever per-seed values were gathered: they explain the reason
@@ -96,7 +96,7 @@ def judge_values(claim: Any, arms: dict[str, dict[int, float]], paper: str, verd
     """The verdict rule alone: ``arms`` maps each arm the claim reads to its per-seed values (regime conditions
     and censoring are the caller's). The same code :func:`evaluate_claim` runs once it has gathered the runs."""
     if verdict is None:
-        verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "")
+        verdict = Verdict(claim.id, claim.kind, "INCONCLUSIVE", "", ci_level=claim.accept.ci)
         verdict.per_seed = {name: dict(values) for name, values in arms.items()}
     try:
         return _judge(claim, arms, paper, verdict)

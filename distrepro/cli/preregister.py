@@ -49,6 +49,7 @@ def _cmd_preregister(args: argparse.Namespace) -> int:
         [int(x) for x in args.looks.split(",")] if args.looks else None,
         replace=args.replace,
         pilot=_pilot(args),
+        samples=args.samples,
     )
     seeds = record["seeds"]
     if "pilot" in record:
@@ -93,5 +94,16 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         help="cap on n; a claim needing more is listed as not resolvable by seeds at this scale (default: 30)",
     )
     pre.add_argument("--looks", help="a Pocock group-sequential plan: seed counts of each look, e.g. 5,10")
-    pre.add_argument("--replace", action="store_true", help="replace an existing record (commit why)")
+    pre.add_argument(
+        "--samples",
+        type=int,
+        help="hardware samples the sensitivity check of the timing verdicts will draw (report --samples), frozen in "
+        "the record (default: the paper's setup.sensitivity.samples, at most 32 for the default check)",
+    )
+    pre.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace an existing record (commit why); the record keeps a replaced: history and its verdicts are "
+        "post hoc",
+    )
     pre.set_defaults(func=_cmd_preregister)

@@ -32,6 +32,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         dependence=not args.no_sensitivity,
         show_progress=False if args.no_progress else None,
         make_context=HarnessReportContext,  # the hooks' plans and runs come from the harness: the report never trains
+        exploratory=getattr(args, "exploratory", False),
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
@@ -68,6 +69,13 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         "--scale",
         choices=["proxy", "mid", "gpu", "paper"],
         help="judge the claims on runs of this scale (default: the paper's)",
+    )
+    rep.add_argument(
+        "--exploratory",
+        action="store_true",
+        help="judge the runs on seeds outside each scale's pre-registration record, in a report of their own "
+        "(default folder reports/PAPER/exploratory; not logged to MLflow); the registered report judges only the "
+        "record's seeds",
     )
     add_sensitivity_args(rep)
     rep.add_argument("--no-progress", action="store_true", help=SWEEP_PROGRESS)

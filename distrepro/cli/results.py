@@ -7,10 +7,12 @@ from pathlib import Path
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
-    from distrepro.report.results_file import stale_papers, write_results
+    from distrepro.report.results_file import check_results, write_results
 
     if args.check:  # compare the file with the checkout only: no store needed
-        problems = stale_papers(Path(args.out).read_text(encoding="utf-8"))
+        problems, warnings = check_results(Path(args.out).read_text(encoding="utf-8"))
+        for line in warnings:
+            print(f"warning: {args.out}: {line}")
         for line in problems:
             print(f"{args.out} is stale: {line}")
         return 1 if problems else 0
@@ -34,13 +36,16 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         description="Read, for every paper and scale, the newest finished `reproduce` run that holds a report in the "
         "MLflow store (MLFLOW_TRACKING_URI, default sqlite:///./mlflow.db) and write its headline tally, every "
         "claim's verdict and statistic, run time, commit and date, with a digest of the paper's paper.yaml and arm "
-        "configs. Papers without such a run are listed as not yet run.",
+        "configs and one per input a pre-registration freezes (setup, profiles, error band, emulator and claims "
+        "code). Papers without such a run are listed as not yet run.",
     )
     res.add_argument("--out", default="RESULTS.md", help="the file to write (default: RESULTS.md)")
     res.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or ./mlflow.db)")
     res.add_argument(
         "--check",
         action="store_true",
-        help="write nothing; exit 1 when the file's recorded inputs no longer match the paper.yaml and configs",
+        help="write nothing; exit 1 when the file's recorded inputs no longer match the checkout (paper.yaml, configs, "
+        "profiles, error band, emulator and claims code), one line per paper and input; a section written before "
+        "inputs were frozen is a warning",
     )
     res.set_defaults(func=_cmd_results)

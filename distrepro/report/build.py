@@ -32,7 +32,7 @@ from distrepro.report import figures as figs
 from distrepro.report.document import markdown_document
 from distrepro.report.figure_set import FIGURE_FILES, arm_labels, draw_figures
 from distrepro.report.html import render_html
-from distrepro.report.judging import Judgement, judge, preregistration
+from distrepro.report.judging import Judgement, judge, mark_post_hoc, preregistration, registered_runs
 from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
 from distrepro.report.scales import latest_runs, tallies_by_scale
 from distrepro.safe_write import checked, remove, write_text, write_with
@@ -78,6 +78,8 @@ def write_report(
     scale: Scale | None = None,
     dependence: Any | None = None,
     make_context: HookContextFactory | None = None,
+    exploratory: bool = False,
+    samples: int | None = None,
 ) -> Report:
     """Judge the claims and write every report file for ``rs`` under ``out_dir`` (no MLflow writes).
 
@@ -88,6 +90,10 @@ def write_report(
     else ``dependence`` (:mod:`distrepro.report.dependence_section`) marks the timing verdicts that depend on an
     assumed figure and adds its short section. ``make_context`` makes the context the method folders' hooks get
     (:mod:`distrepro.report.plugin_context`): the harness's, from the caller, since the report never trains.
+    At a pre-registered scale the report judges only the runs on the record's seeds, ``exploratory`` only the
+    others (:func:`distrepro.report.judging.registered_runs`); a registered verdict some choice of which was made
+    after its record is marked post hoc (:func:`distrepro.report.judging.mark_post_hoc`; ``samples``: the hardware
+    samples the sensitivity check drew, compared with the record's).
 
     Three steps: judge (:func:`distrepro.report.judging.judge`), draw (:func:`_draw`, with the sections added
     after the claims), write (:func:`_write_files`)."""
@@ -97,7 +103,9 @@ def write_report(
         checked(out_dir, out_dir / product)  # is drawn, written or removed
     for stale in (p for p in fig_dir.glob("*.png") if p.is_file()):  # a figure that no longer applies goes
         remove(out_dir, stale)
-    judged = judge(info, rs, baseline, scale, root)
+    judged = judge(info, rs, baseline, scale, root, exploratory)
+    swept = sensitivity is not None or dependence is not None
+    mark_post_hoc(judged, info, root, samples if swept else None)
     prereg = preregistration(judged)
     drawn = _draw(judged, fig_dir)
     extra = _timing_section(judged, drawn, fig_dir, out_dir, sensitivity, dependence)
@@ -184,6 +192,8 @@ def _verdicts_payload(judged: Judgement) -> dict[str, Any]:
     return {
         "paper": info.id,
         "title": info.title,
+        # an exploratory report (runs on seeds outside the record): never the registered test, never RESULTS.md's
+        "exploratory": judged.exploratory,
         "headline": t.text(t.of("headline"), "headline") if t and t.total("headline") else None,
         "n_runs": len(rs.runs),
         # per scale, so RESULTS.md gives each scale's row its own count (a report holds every scale's runs)
@@ -217,6 +227,7 @@ def build_report(
     log_campaigns: list[str] | None = None,
     dependence: bool = True,
     make_context: HookContextFactory | None = None,
+    exploratory: bool = False,
 ) -> Report:
     """Read ``distrepro/<paper>`` from MLflow, write the report under ``out_dir`` (default
     ``reports/<paper>``) and, unless ``log_to_mlflow`` is false, attach it to the campaign runs.
@@ -234,27 +245,40 @@ def build_report(
     per phase and quarter of it). Without ``sensitivity``, ``dependence`` (the default) runs the cheap check of
     the timing verdicts over the plausible hardware (:mod:`distrepro.sensitivity.dependence`, cached in the
     report folder) that marks those that depend on an assumption; ``False`` (``--no-sensitivity``) skips it.
-    ``make_context``: the context of the method folders' hooks (:func:`write_report`)."""
+    ``make_context``: the context of the method folders' hooks (:func:`write_report`).
+    ``exploratory``: the report of the runs on seeds outside the scale's pre-registration record, written apart
+    (default ``reports/<paper>/exploratory``, :func:`exploratory_folder`), marked so in its headline and never
+    logged to MLflow (RESULTS.md reads the reports logged there): the registered report is left as it is."""
+    from distrepro.claims.frozen import sensitivity_samples as samples_drawn
+
     info = find_paper(paper, root)
     judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
     rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
-    sens = _sweep(paper, judged_info, rs, sensitivity_samples, show_progress) if sensitivity else None
-    out = Path(out_dir) if out_dir else inside("reports", paper)
+    judged_rs, _ = registered_runs(info, rs, exploratory)  # what the sweep and the check re-time: the judged runs
+    sens = _sweep(paper, judged_info, judged_rs, sensitivity_samples, show_progress) if sensitivity else None
+    out = Path(out_dir) if out_dir else exploratory_folder(paper) if exploratory else inside("reports", paper)
     checked = None
     if dependence and sens is None and judged_info.spec is not None:
         from distrepro.report.dependence_section import check_dependence
 
-        checked = check_dependence(judged_info, rs, out, sensitivity_samples)
-    report = write_report(info, rs, out, baseline, root, sens, scale, checked, make_context)
-    if out_dir is None:  # the shared reports/ folder: its index lists every paper's tally
+        checked = check_dependence(judged_info, judged_rs, out, sensitivity_samples)
+    drawn = samples_drawn(judged_info.spec, sensitivity_samples, sweep=sens is not None)
+    report = write_report(info, rs, out, baseline, root, sens, scale, checked, make_context, exploratory, drawn)
+    if out_dir is None and not exploratory:  # the shared reports/ folder: its index lists every paper's tally
         from distrepro.report.papers_index import write_index
 
         write_index(out.parent)
-    if log_to_mlflow:
+    if log_to_mlflow and not exploratory:
         from distrepro.report.publish import log_report
 
         report.logged_to = log_report(rs, report, arm_labels(rs.runs, info.spec))
     return report
+
+
+def exploratory_folder(paper: str) -> Path:
+    """Where the exploratory report of ``paper`` goes: ``reports/<paper>/exploratory``, apart from the registered
+    report's files (which it never touches)."""
+    return inside(inside("reports", paper), "exploratory")
 
 
 def _at_judged_scale(info: PaperInfo, scale: Scale | None, root: Path | None) -> PaperInfo:

@@ -15,6 +15,7 @@ from typing import Any
 from distrepro.claims.evidence import group_of
 from distrepro.claims.intervals import CI_LABELS
 from distrepro.claims.schema import Claim, PaperSpec, claimed_bounds
+from distrepro.claims.sequential import level_text
 from distrepro.claims.tally import tally
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.results_inputs import SCALES
@@ -63,7 +64,8 @@ def reproduced_text(v: Verdict, level: float) -> str:
         return "–"
     out = ("≥ " if v.statistic_name.startswith("lower bound") else "") + fmt(v.statistic, v.unit)
     if v.ci is not None and all(math.isfinite(c) for c in v.ci) and v.ci[0] != v.ci[1]:
-        out += f" [{fmt(v.ci[0], v.unit)}, {fmt(v.ci[1], v.unit)}] ({round(level * 100)}% CI)"
+        shown = v.ci_level if v.ci_level is not None else level
+        out += f" [{fmt(v.ci[0], v.unit)}, {fmt(v.ci[1], v.unit)}] ({level_text(shown)})"
     return out + f", n={v.n_seeds}"
 
 
@@ -80,6 +82,10 @@ def where_decided(claim: Any, v: Verdict) -> str:
 def qualifier(v: Verdict) -> str:
     """What a verdict rests on beyond its interval: a hardware assumption, the direction of a miss, Holm."""
     parts = []
+    if v.post_hoc:
+        parts.append(f"POST HOC, not counted: {v.post_hoc}")
+    elif v.not_frozen:
+        parts.append("not frozen (its record predates frozen inputs)")
     if v.depends_on:
         share = (
             f"PASS in {100 * v.pass_share:.0f}% of the plausible hardware settings" if v.pass_share is not None else ""
@@ -171,7 +177,7 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
     at = f"scale `{scales[0]}`" if len(scales) == 1 else "scales " + ", ".join(f"`{s}`" for s in scales)
     lines = [
         f"**Headline: {t.text(t.of('headline'), 'headline')}** of the paper's {t.total('headline')} claims as it "
-        f"states them, decided by measurement ({where}{at})."
+        f"states them, decided by measurement ({where}{at}){t.post_hoc_text('headline')}."
     ]
     if t.merged:
         lines.append(
@@ -183,8 +189,15 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
             "A timing verdict that PASSes in more than 5 % and fewer than 95 % of the plausible hardware settings "
             "depends on an assumed figure and is counted apart, not as PASS or FAIL (its share is in the table)."
         )
+    if sum(t.post_hoc.values()):
+        lines.append(
+            "A verdict some choice of which was made after the pre-registration (its claim, a frozen input, the record "
+            "itself) is post hoc: shown and marked, but not counted (see Pre-registration)."
+        )
+    levels = sorted({v.ci_level for v in verdicts if v.ci_level is not None} or {0.95})
     lines.append(
-        "The 95 % interval decides: PASS when it lies wholly inside the acceptance band, FAIL when wholly outside, "
+        f"The {' or '.join(level_text(x).removesuffix(' CI') for x in levels)} interval decides: PASS when it lies "
+        "wholly inside the acceptance band, FAIL when wholly outside, "
         f"INCONCLUSIVE when it straddles an edge; {t.holm_text()}."
     )
     others = [
@@ -256,7 +269,8 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
         method = CI_LABELS.get(v.ci_method or acc.ci_method or "", "interval")
         resamples = f" ({acc.n_boot} resamples)" if (v.ci_method or acc.ci_method) != "t" else ""
         lines.append(
-            f"- statistic: {v.statistic_name or acc.statistic}; {round(acc.ci * 100)}% {method}{resamples}"
+            f"- statistic: {v.statistic_name or acc.statistic}; "
+            f"{level_text(v.ci_level if v.ci_level is not None else acc.ci).removesuffix(' CI')} {method}{resamples}"
             f"; at least {acc.min_seeds} seeds; "
             f"tolerance {tol}"
         )

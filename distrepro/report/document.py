@@ -54,7 +54,14 @@ def _opening(judged: Judgement, root: Path, prereg: str) -> list[str]:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     n_done = int((rs.runs["status"] == "FINISHED").sum())
     # the contents under the title: after the answer and the caveats it fell below a laptop's first screen
-    parts = [f"# {info.title} — reproduction report", "", _CONTENTS, ""]  # filled in once every section is known
+    kind = "exploratory reproduction report" if judged.exploratory else "reproduction report"
+    parts = [f"# {info.title} — {kind}", "", _CONTENTS, ""]  # filled in once every section is known
+    if judged.exploratory:  # seeds outside the record: never to be read as the registered test
+        parts += [
+            f"**Exploratory**: these verdicts judge only the runs on seeds outside the pre-registration record; they "
+            f"are not the registered test (`reports/{info.id}/report.md`) and RESULTS.md does not read them.",
+            "",
+        ]
     screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from distrepro.claims.evidence import VERDICTS, group_of
+from distrepro.claims.sequential import level_text
 from distrepro.claims.tally import INCONSISTENT, Tally, inconsistent_text, tally
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.claims_sections import claimed_text, qualifier, source_text, where_decided
@@ -28,7 +29,7 @@ DETAILS_CLOSE = "</details>"
 
 
 def _measured(v: Verdict, claim: Any) -> str:
-    level = claim.accept.ci
+    level = v.ci_level if v.ci_level is not None else claim.accept.ci
     if v.statistic is None or (isinstance(v.statistic, float) and math.isnan(v.statistic)):
         listed = {s for d in (*v.per_seed.values(), *v.censored.values()) for s in d}
         if not listed:
@@ -41,7 +42,7 @@ def _measured(v: Verdict, claim: Any) -> str:
     text = f"measured {lower}{fmt(v.statistic, v.unit)}"
     seeds = f"{v.n_seeds} seed{'s' if v.n_seeds != 1 else ''}"
     if v.ci is not None and all(math.isfinite(c) for c in v.ci) and v.ci[0] != v.ci[1]:
-        return text + f" [{fmt(v.ci[0], v.unit)}, {fmt(v.ci[1], v.unit)}] ({round(level * 100)}% CI, {seeds})"
+        return text + f" [{fmt(v.ci[0], v.unit)}, {fmt(v.ci[1], v.unit)}] ({level_text(level)}, {seeds})"
     return text + f" ({seeds})"
 
 
@@ -51,7 +52,9 @@ _EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
 def claim_sentence(claim: Any, v: Verdict) -> str:
     """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
     what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
-    if v.depends_on:  # not a verdict the runs decide: no PASS/FAIL badge, the emulated one said in words
+    if v.post_hoc:  # a choice that decides it was made after its record: shown, never counted
+        text = f"**POST HOC** · {v.verdict}, not counted ({v.post_hoc}): "
+    elif v.depends_on:  # not a verdict the runs decide: no PASS/FAIL badge, the emulated one said in words
         text = f"**DEPENDS** · depends on an assumption ({v.verdict} on the declared hardware): "
     else:
         text = f"**{v.verdict}** · {SAID[v.verdict]}: "
@@ -92,7 +95,8 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
         f"**Of the paper's {_count(n_units, 'headline claim', 'headline claims')}{merged}: "
         f"{_count(counts['PASS'], 'holds', 'hold')}, {fail}, "
         f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}{dep}** on the emulated "
-        f"hardware (the claims tables and evidence follow). {t.holm_text()[0].upper()}{t.holm_text()[1:]}.",
+        f"hardware (the claims tables and evidence follow){_left_out(t)}. "
+        f"{t.holm_text()[0].upper()}{t.holm_text()[1:]}.",
         "",
     ]
     lines += [f"- {claim_sentence(c, by_id[c.id])}" for c in heads]
@@ -103,6 +107,12 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
             f"_Also judged, outside the headline: {outside} over the other {_count(others, 'claim', 'claims')}._",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _left_out(t: Tally) -> str:
+    """``; 1 more is post hoc and not counted`` (the headline's post-hoc verdicts: marked below, never counted)."""
+    n = t.post_hoc.get("headline", 0)
+    return f"; {n} more {'is' if n == 1 else 'are'} post hoc and not counted" if n else ""
 
 
 def outside_headline(t: Tally) -> tuple[str, int]:

@@ -8,12 +8,16 @@ verdicts of one :class:`Judgement`, never a second judging of the runs.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import datetime as _dt
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from distrepro.claims.papers import PaperInfo
+import pandas as pd
+
+from distrepro.claims.papers import PaperInfo, arms_at_scale
 from distrepro.claims.runs import ReportError, RunSet
-from distrepro.claims.schema import Scale
+from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
 from distrepro.claims.verdicts import Verdict
 from distrepro.report.figure_set import arm_labels, report_style
 from distrepro.report.scales import ScaledVerdicts, judge_across_scales, latest_runs, run_scales
@@ -36,6 +40,12 @@ class Judgement:
     baseline: str | None
     #: the scale whose runs the figures show
     shown: str
+    #: an exploratory report: at a registered scale it judges only the runs on seeds outside the record
+    exploratory: bool = False
+    #: scale → the seeds of runs left out at that scale (outside the record, or, exploratory, inside it)
+    set_aside: dict[str, list[int]] = field(default_factory=dict)
+    #: scale → what its record certifies (:func:`distrepro.claims.preregistration.standing`), registered scales only
+    standings: dict[str, Any] = field(default_factory=dict)
 
     def figure_labels(self) -> dict[str, str]:
         """The labels of the shown scale's runs (every run's when that scale has none), so a bar never mixes
@@ -45,10 +55,47 @@ class Judgement:
         return {r: lab for r, lab in self.labels.items() if r in kept} or self.labels
 
 
-def judge(info: PaperInfo, rs: RunSet, baseline: str | None, scale: Scale | None, root: Path | None) -> Judgement:
-    """Keep the newest run per (arm config, seed), judge every claim at each scale the runs hold and at ``scale``
-    (:mod:`distrepro.report.scales`), and check that ``baseline`` names an arm (a :class:`ReportError` listing
-    the arms if not)."""
+def registered_runs(info: PaperInfo, rs: RunSet, exploratory: bool = False) -> tuple[RunSet, dict[str, list[int]]]:
+    """The runs a report may judge, and per scale the seeds it leaves out. At a scale with a pre-registration record
+    the registered report judges only the runs on the record's seeds, so that an exploratory session (``reproduce
+    --seeds 0``, a pilot) never enters a confirmatory verdict; the exploratory report (``exploratory``) judges only
+    the others. Scales without a record keep every run (their verdicts are all exploratory)."""
+    from distrepro.report.preregistration_section import load_scale_record
+
+    runs = rs.runs
+    if info.spec is None or runs.empty or "seed" not in runs.columns:
+        return rs, {}
+    scales = run_scales(runs, info.spec.setup.scale)
+    keep = pd.Series(True, index=runs.index)
+    set_aside: dict[str, list[int]] = {}
+    for scale in sorted(set(scales)):
+        _, record = load_scale_record(info.path, scale)
+        if record is None:
+            continue
+        registered = {int(s) for s in record.get("seeds") or []}
+        seeds = pd.to_numeric(runs["seed"], errors="coerce")
+        inside = seeds.isin(registered)
+        drop = (scales == scale) & (inside if exploratory else ~inside)
+        if drop.any():
+            set_aside[scale] = sorted({int(x) for x in seeds[drop].dropna()})
+        keep &= ~drop
+    if keep.all():
+        return rs, set_aside
+    return dataclasses.replace(rs, runs=runs.loc[keep].reset_index(drop=True)), set_aside
+
+
+def judge(
+    info: PaperInfo,
+    rs: RunSet,
+    baseline: str | None,
+    scale: Scale | None,
+    root: Path | None,
+    exploratory: bool = False,
+) -> Judgement:
+    """Keep the runs the report may judge (:func:`registered_runs`) and of them the newest run per (arm config,
+    seed), judge every claim at each scale the runs hold and at ``scale`` (:mod:`distrepro.report.scales`), and
+    check that ``baseline`` names an arm (a :class:`ReportError` listing the arms if not)."""
+    rs, set_aside = registered_runs(info, rs, exploratory)
     rs = dataclasses.replace(rs, runs=latest_runs(rs.runs))
     scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
     if scaled is not None:
@@ -66,7 +113,47 @@ def judge(info: PaperInfo, rs: RunSet, baseline: str | None, scale: Scale | None
         scaled,
         baseline or (spec.setup.baseline if spec else None),
         scale or (spec.setup.scale if spec else "proxy"),
+        exploratory,
+        set_aside,
     )
+
+
+def _first_confirmatory_start(runs: pd.DataFrame, scale: str, default: str, seeds: list[int]) -> _dt.datetime | None:
+    """When the first run at ``scale`` on the record's ``seeds`` started (UTC), or None without such runs."""
+    if runs.empty or not {"seed", "start_time"} <= set(runs.columns):
+        return None
+    at = (run_scales(runs, default) == scale) & pd.to_numeric(runs["seed"], errors="coerce").isin(seeds)
+    starts = pd.to_datetime(runs.loc[at, "start_time"], utc=True, errors="coerce").dropna()
+    return None if starts.empty else starts.min().to_pydatetime()
+
+
+def mark_post_hoc(judged: Judgement, written: PaperInfo, root: Path | None, samples: int | None = None) -> None:
+    """Set each verdict's ``post_hoc`` (why, empty if not) and ``not_frozen`` from its scale's record
+    (:func:`distrepro.claims.preregistration.standing`): a claim changed since, a record newer than the runs it
+    judges or replacing an earlier one, a frozen input changed; ``samples`` is the sensitivity check's draw (None
+    when none ran). ``written`` is the paper as written (its spec not moved to a scale). The exploratory report is
+    not the registered test: nothing to certify there."""
+    from distrepro.claims.preregistration import check_claims, frozen_now, standing
+    from distrepro.report.preregistration_section import load_scale_record
+
+    spec, paper_file = judged.info.spec, judged.info.path
+    if spec is None or written.spec is None or paper_file is None or judged.exploratory:
+        return
+    by_id = {v.claim_id: v for v in judged.verdicts}
+    for scale in dict.fromkeys(c.scale for c in spec.claims if c.scale):
+        _, record = load_scale_record(paper_file, scale)
+        if record is None:
+            continue
+        ids = [c.id for c in spec.claims if c.scale == scale and c.id in by_id]
+        available = arms_at_scale(written, scale, root) if scale in TRAINING_SCALES else None
+        now = frozen_now(paper_file, at_scale(written.spec, scale, available), scale, root)
+        seeds = [int(s) for s in record.get("seeds") or []]
+        first = _first_confirmatory_start(judged.rs.runs, scale, spec.setup.scale, seeds)
+        st = standing(record, check_claims(record, paper_file, ids), now, first, samples)
+        judged.standings[scale] = st
+        for cid in ids:
+            by_id[cid].post_hoc = st.post_hoc.get(cid, "")
+            by_id[cid].not_frozen = bool(st.not_frozen) and not by_id[cid].post_hoc
 
 
 def preregistration(judged: Judgement) -> str:
@@ -81,4 +168,12 @@ def preregistration(judged: Judgement) -> str:
     has_seeds = len(runs) and {"seed", "status"} <= set(runs.columns)
     at = run_scales(runs, info.spec.setup.scale) == judged.shown if has_seeds else None
     done = runs.loc[(runs["status"] == "FINISHED") & at, "seed"].dropna() if has_seeds else []
-    return preregistration_section(info.spec, info.path, judged.shown, [int(x) for x in done])
+    return preregistration_section(
+        info.spec,
+        info.path,
+        judged.shown,
+        [int(x) for x in done],
+        standing=judged.standings.get(judged.shown),
+        set_aside=judged.set_aside.get(judged.shown, []),
+        exploratory=judged.exploratory,
+    )

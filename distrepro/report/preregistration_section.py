@@ -40,8 +40,74 @@ def _pilot_lines(block: Any) -> list[str]:
     return ["", f"{summary_line(block)}.", ""] + [f"- {claim_line(cid, e, cap)}" for cid, e in claims.items()]
 
 
-def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_seeds: list[int] | None = None) -> str:
-    """Markdown: the stamp of ``scale``'s record (or that there is none) and every post-hoc choice."""
+def _commit_text(record: dict[str, Any]) -> str:
+    """The record's commit in full (40 hex digits) with its dirty state: never cut, a note such as ``+uncommitted
+    claims file`` must stay visible."""
+    block = record.get("frozen")
+    if isinstance(block, dict):
+        dirty = block.get("dirty") or []
+        note = f" with uncommitted changes in {', '.join(f'`{d}`' for d in dirty)}" if dirty else " (clean)"
+        return f"`{block.get('commit', '?')}`{note}"
+    return f"`{record.get('commit', '?')}`"
+
+
+def _frozen_lines(record: dict[str, Any], standing: Any) -> list[str]:
+    """What the record freezes beside the claims (or that it freezes nothing more), and what changed since."""
+    block = record.get("frozen")
+    if not isinstance(block, dict):
+        from distrepro.claims.preregistration import NOT_FROZEN
+
+        return ["", f"**Not frozen**: {NOT_FROZEN}; each verdict is marked *not frozen*."]
+    inputs = block.get("inputs") or {}
+    counts = ", ".join(f"{kind} ({len(files)})" for kind, files in inputs.items() if files)
+    lines = [
+        "",
+        f"The record freezes {counts} and {block.get('samples', '?')} hardware samples of the sensitivity check.",
+    ]
+    if standing is not None and standing.record_reasons:
+        lines += ["", "Every verdict at this scale is **post hoc**:", ""]
+        lines += [f"- {reason}." for reason in standing.record_reasons]
+    return lines
+
+
+def _seed_lines(
+    record: dict[str, Any], paper: str, run_seeds: list[int], set_aside: list[int], exploratory: bool
+) -> list[str]:
+    """Which runs this report judges against the record's seeds: the exploratory report says it is one."""
+    if exploratory:
+        seeds = set_aside or exploratory_seeds(record, run_seeds)
+        return [
+            "",
+            "**Exploratory report**: it judges only the runs on seeds outside the registered ones"
+            f"{f' ({index_text(seeds)})' if seeds else ''}; none of its verdicts is the registered test, which is "
+            f"`reports/{paper}/report.md`.",
+        ]
+    outside = sorted(set(set_aside) | set(exploratory_seeds(record, run_seeds)))
+    if not outside:
+        return []
+    return [
+        "",
+        f"Runs on seeds outside the registered ones ({index_text(outside)}) are exploratory: they are left out of "
+        f"this report and judged in its exploratory report (`reports/{paper}/exploratory/`).",
+    ]
+
+
+def index_text(seeds: list[int]) -> str:
+    return ", ".join(map(str, seeds))
+
+
+def preregistration_section(
+    spec: Any,
+    paper_file: Path | None,
+    scale: str,
+    run_seeds: list[int] | None = None,
+    standing: Any | None = None,
+    set_aside: list[int] | None = None,
+    exploratory: bool = False,
+) -> str:
+    """Markdown: the stamp of ``scale``'s record (or that there is none), what it freezes, and every post-hoc choice.
+    ``standing``: what the record certifies (:func:`distrepro.claims.preregistration.standing`); ``set_aside``: the
+    seeds of the runs the report left out; ``exploratory``: the report of the runs outside the record."""
     if spec is None or not spec.claims:
         return ""
     judged = [c for c in spec.claims if c.scale == scale]
@@ -65,27 +131,26 @@ def preregistration_section(spec: Any, paper_file: Path | None, scale: str, run_
             else f"fixed n = {record.get('n')}, 95 % intervals"
         )
         seeds = record.get("seeds") or []
-        commit = str(record.get("commit", "?"))[:12]
         lines.append(
             f"Record `{path.parent.name}/{path.name}` (sha256 `{record_digest(path)}`), registered {record['date']} "
-            f"at commit `{commit}`; claims file sha256 `{str(record['claims_sha256'])[:12]}`; "
+            f"at commit {_commit_text(record)}; claims file sha256 `{str(record['claims_sha256'])[:12]}`; "
             f"confirmatory seeds {seeds[0]}-{seeds[-1]} (n = {len(seeds)}); {design}."
         )
+        lines += _frozen_lines(record, standing)
         lines += _pilot_lines(record.get("pilot"))
         for status in check_claims(record, paper_file, [c.id for c in judged]) if paper_file else []:
             if status.post_hoc:
                 marked.setdefault(status.claim_id, []).insert(0, f"**post hoc**: {status.status}")
-        outside = exploratory_seeds(record, run_seeds or [])
-        if outside:
-            lines += [
-                "",
-                f"Runs on seeds outside the registered ones ({', '.join(map(str, outside))}) are exploratory: a "
-                "verdict they enter is not the registered test.",
-            ]
+        lines += _seed_lines(record, spec.citation.id, run_seeds or [], set_aside or [], exploratory)
     notes = {cid: items for cid, items in marked.items() if items}
     if notes:
         lines += ["", "Choices made after the verdicts were seen (post hoc), per claim:", ""]
         lines += [f"- `{cid}`: " + "; ".join(i.rstrip(". ") for i in items) + "." for cid, items in notes.items()]
     else:
         lines += ["", "No claim judged here was chosen or changed after its verdicts were seen."]
+    if standing is not None and standing.post_hoc:
+        lines += [
+            "",
+            f"Post-hoc verdicts ({len(standing.post_hoc)}) are shown and marked but left out of the tally.",
+        ]
     return "\n".join(lines) + "\n"

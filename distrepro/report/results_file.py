@@ -7,9 +7,14 @@ them. ``distrepro results`` writes that page from the MLflow store: for each pap
 headline tally, every claim's verdict and statistic, the run time, the commit and the date. Nothing is judged
 again here: the verdicts are the report's.
 
-Each paper's section records the digest of its inputs (:mod:`distrepro.report.results_inputs`); :func:`stale_papers`
-compares them with the checkout, so a test fails when a ``paper.yaml`` or an arm config changed after the file was
-written. A run whose own inputs differ from the checkout's is marked in its row rather than passing for current.
+Each paper's section records the digest of its inputs (:mod:`distrepro.report.results_inputs`) and, in a
+``frozen-inputs`` mark, one digest per input a pre-registration freezes (paper.yaml with ``setup:``, arm configs,
+hardware profiles with their ranges, the emulator's error band, the emulator and claims code); :func:`check_results`
+compares them with the checkout, so ``results --check`` and a test fail when any of them changed after the file was
+written, one line per paper and input. A section written before the mark existed is reported as made before inputs
+were frozen: a warning, not a failure, until the file is regenerated. A run whose own inputs differ from the
+checkout's is marked in its row rather than passing for current. A post-hoc verdict (one some choice of which was
+made after its pre-registration) is marked in its row and left out of the tallies.
 """
 
 from __future__ import annotations
@@ -23,13 +28,22 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.claims.papers import find_paper, known_papers
-from distrepro.report.results_inputs import INPUTS_TAG, SCALES, configs_digest, inputs_digest
+from distrepro.claims.sequential import level_text
+from distrepro.report.results_inputs import (
+    INPUTS_TAG,
+    SCALES,
+    configs_digest,
+    frozen_digests,
+    inputs_digest,
+    kind_slug,
+)
 from distrepro.report.sections import table
 from distrepro.safe_write import write_text
 
 RESULTS_FILE = "RESULTS.md"
 REGENERATE = "MLFLOW_TRACKING_URI=<store with the runs> distrepro results"
 _INPUTS_MARK = re.compile(r"<!-- inputs paper=(?P<paper>\S+) digest=(?P<digest>[0-9a-f]+) -->")
+_FROZEN_MARK = re.compile(r"<!-- frozen-inputs paper=(?P<paper>\S+) (?P<digests>[^>]*?) ?-->")
 
 
 @dataclass(frozen=True)
@@ -119,14 +133,20 @@ def _headline(paper: str, result: ScaleResult, verdicts: list[dict[str, Any]], r
     info = find_paper(paper, root)
     claims = list(info.spec.claims) if info.spec is not None else []
     known = {c.id for c in claims}
-    fields = {"depends_on": "", "miss": "", "p_value": None, "out_of_regime": False, "holm": ""}
+    fields = {"depends_on": "", "miss": "", "p_value": None, "out_of_regime": False, "holm": "", "post_hoc": ""}
     t = tally(claims, [SimpleNamespace(**{**fields, **v}) for v in verdicts if v.get("claim_id") in known])
-    return t.text(t.of("headline"), "headline") if t.total("headline") else "– (none decided at this scale)"
+    if not t.total("headline"):
+        return "– (none decided at this scale)" + t.post_hoc_text("headline")
+    return t.text(t.of("headline"), "headline") + t.post_hoc_text("headline")
 
 
 def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
+    """PASS/FAIL/INCONCLUSIVE over the counted verdicts; the post-hoc ones apart (marked in their rows)."""
     chosen = [v for v in verdicts if group is None or v.get("group", "headline") == group]
-    return " · ".join(f"{sum(v.get('verdict') == k for v in chosen)} {k}" for k in ("PASS", "FAIL", "INCONCLUSIVE"))
+    counted = [v for v in chosen if not v.get("post_hoc")]
+    text = " · ".join(f"{sum(v.get('verdict') == k for v in counted)} {k}" for k in ("PASS", "FAIL", "INCONCLUSIVE"))
+    post_hoc = len(chosen) - len(counted)
+    return text + (f" · {post_hoc} post hoc, not counted" if post_hoc else "")
 
 
 def _number(x: Any) -> str:
@@ -142,9 +162,32 @@ def _statistic(v: dict[str, Any]) -> str:
     return f"{name} {value}".strip()
 
 
-def _interval(v: dict[str, Any]) -> str:
+def _interval(v: dict[str, Any], levels: dict[str, float] | None = None) -> str:
+    """``[lo, hi] (97.06 % CI)``: at the level the verdict was judged (a Pocock plan's where one was registered);
+    a report older than the verdict's ``ci_level`` gives its claim's ``accept.ci`` (``levels``), else 95 %."""
     ci = v.get("ci")
-    return f"[{_number(ci[0])}, {_number(ci[1])}]" if ci else "–"
+    if not ci:
+        return "–"
+    level = v.get("ci_level") or (levels or {}).get(str(v.get("claim_id")))
+    return f"[{_number(ci[0])}, {_number(ci[1])}] ({level_text(level)})"
+
+
+def _levels(verdict_file: dict[str, Any]) -> dict[str, float]:
+    """Claim id → its ``accept.ci`` as the report judged it (``claims_verdict.json``'s ``claims``)."""
+    out = {}
+    for claim in verdict_file.get("claims") or []:
+        level = (claim.get("accept") or {}).get("ci") if isinstance(claim, dict) else None
+        if level is not None:
+            out[str(claim.get("id"))] = float(level)
+    return out
+
+
+def _verdict_cell(v: dict[str, Any]) -> str:
+    """The verdict, with POST HOC (and why) or *not frozen* where its pre-registration says so."""
+    text = str(v["verdict"])
+    if v.get("post_hoc"):
+        return f"{text} · POST HOC, not counted: {_cell(v['post_hoc'])}"
+    return text + (" · not frozen" if v.get("not_frozen") else "")
 
 
 def _cell(text: Any) -> str:
@@ -190,7 +233,15 @@ def paper_section(
     paper: str, title: str, digest: str, results: dict[str, ScaleResult], root: Path | None = None
 ) -> list[str]:
     """One paper's section: the inputs mark, one summary row per scale, then every claim's verdict per scale."""
-    lines = [f"## {title} (`{paper}`)", "", f"<!-- inputs paper={paper} digest={digest} -->", ""]
+    frozen = frozen_digests(find_paper(paper, root), root)
+    mark = " ".join(f"{kind_slug(kind)}={value}" for kind, value in frozen.items())
+    lines = [
+        f"## {title} (`{paper}`)",
+        "",
+        f"<!-- inputs paper={paper} digest={digest} -->",
+        f"<!-- frozen-inputs paper={paper} {mark} -->",
+        "",
+    ]
     if not results:
         lines += [
             f"Not yet run at this commit (inputs `{digest}`): `distrepro reproduce {paper}`, then `distrepro results`.",
@@ -247,13 +298,14 @@ def _scale_claims(
         else f"no reproduction at this scale in the store; the claims judged at it, as the newest report "
         f"(run `{newest.run_id}`) reads them"
     )
+    levels = _levels(r.verdict_file)
     claims = [
         {
             "claim": f"`{v['claim_id']}`",
             "group": v.get("group", "headline"),
-            "verdict": v["verdict"],
+            "verdict": _verdict_cell(v),
             "statistic": _statistic(v),
-            "95 % CI": _interval(v),
+            "interval": _interval(v, levels),
             "seeds": str(v.get("n_seeds", "–")),
             "reason": _cell(v.get("reason", "")),
         }
@@ -273,14 +325,15 @@ def render_results(
         "",
         "Generated by `distrepro results` from the tracked runs; do not edit by hand. Each paper's section gives, "
         "per scale, the headline tally (the paper's own claims, each decided by a measurement on the emulated "
-        "hardware), every claim's verdict with its statistic and 95 % interval, the runs, the run's wall time, "
+        "hardware; post-hoc verdicts are marked and not counted), every claim's verdict with its statistic and its "
+        "interval at the level it was judged (95 %, or a pre-registered Pocock plan's), the runs, the run's wall time, "
         "commit and date. How the figures were made and what they mean: `BENCHMARKS.md`, `docs/claims.md`, "
         "each paper's `reports/<paper>/report.html`.",
         "",
         f"Read from `{Path(store).name if store.startswith('sqlite') else store}` on "
         f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d')}. Regenerate after a reproduction with "
-        f"`{REGENERATE}`; a test fails when a paper's `paper.yaml` or arm configs no longer match the inputs "
-        "recorded here.",
+        f"`{REGENERATE}`; a test fails when a paper's `paper.yaml`, arm configs, hardware profiles, the emulator's "
+        "error band or the emulator and claims code no longer match the inputs recorded here.",
         "",
     ]
     body: list[str] = []
@@ -302,15 +355,44 @@ def write_results(out: Path, tracking_uri: str | None = None, root: Path | None 
     return write_text(out.parent, out, render_results(papers, uri, root))
 
 
-def stale_papers(text: str, root: Path | None = None) -> list[str]:
-    """What makes ``text`` (a RESULTS.md) out of date with the checkout: one line per paper, empty when current."""
+def check_results(text: str, root: Path | None = None) -> tuple[list[str], list[str]]:
+    """What makes ``text`` (a RESULTS.md) out of date with the checkout, and what it cannot vouch for.
+
+    Problems (``results --check`` exits 1), one line per paper and input: a missing or extra section, a changed
+    paper.yaml or arm config (the ``inputs`` digest), and, for a section with a ``frozen-inputs`` mark, each frozen
+    input changed since (setup, profiles with ranges, the error band, the emulator and claims code). Warnings: a
+    section written before the mark existed, whose runs were made before inputs were frozen: what the mark covers
+    beyond paper.yaml and the configs is not checked there until the file is regenerated."""
     recorded = {m["paper"]: m["digest"] for m in _INPUTS_MARK.finditer(text)}
-    problems = []
-    for paper in known_papers(root):
-        now = inputs_digest(find_paper(paper, root), root)
+    marks = {
+        m["paper"]: dict(pair.split("=", 1) for pair in m["digests"].split() if "=" in pair)
+        for m in _FROZEN_MARK.finditer(text)
+    }
+    problems, warnings = [], []
+    known = known_papers(root)
+    for paper in known:
+        info = find_paper(paper, root)
+        now = inputs_digest(info, root)
         if paper not in recorded:
             problems.append(f"{paper}: no section")
-        elif recorded[paper] != now:
+            continue
+        if recorded[paper] != now:
             problems.append(f"{paper}: inputs {recorded[paper]} recorded, {now} now (paper.yaml or a config changed)")
-    problems += [f"{p}: no such paper any more" for p in sorted(set(recorded) - set(known_papers(root)))]
-    return problems
+        if paper not in marks:
+            warnings.append(
+                f"{paper}: section made before inputs were frozen (setup, profiles, error band and code not "
+                f"checked); regenerate it: {REGENERATE}"
+            )
+            continue
+        for kind, digest in frozen_digests(info, root).items():
+            then = marks[paper].get(kind_slug(kind))
+            if then != digest:
+                problems.append(f"{paper}: {kind} changed since the runs reported here ({then} recorded, {digest} now)")
+    problems += [f"{p}: no such paper any more" for p in sorted(set(recorded) - set(known))]
+    return problems, warnings
+
+
+def stale_papers(text: str, root: Path | None = None) -> list[str]:
+    """What makes ``text`` (a RESULTS.md) out of date with the checkout: one line per paper and input, empty when
+    current (the problems of :func:`check_results`)."""
+    return check_results(text, root)[0]

@@ -1,4 +1,5 @@
-"""What a paper's results depend on in the repository: its ``paper.yaml`` and its arms' run configs, as one digest.
+"""What a paper's results depend on in the repository: its ``paper.yaml`` and its arms' run configs, as one digest;
+and, since records freeze them, every input that decides a verdict, one digest per kind (:func:`frozen_digests`).
 
 ``RESULTS.md`` records this digest per paper, and each ``distrepro reproduce`` tags its umbrella run with the digest
 it ran on (``distrepro.inputs``). A test recomputes the digests: when a claim, an arm or a config changes, the
@@ -13,6 +14,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from distrepro.claims import frozen
 from distrepro.claims.papers import PaperInfo, arm_config_path
 from distrepro.errors import ConfigError
 from distrepro.safe_yaml import load_yaml
@@ -86,3 +88,16 @@ def configs_digest(info: PaperInfo, scale: str, read: Callable[[Path], str | Non
             continue
         h.update(name.encode() + b"\0" + canonical(parsed(path)))
     return h.hexdigest()[:DIGEST_CHARS]
+
+
+def frozen_digests(info: PaperInfo, root: Path | None = None) -> dict[str, str]:
+    """Kind → digest of every input a pre-registration freezes (:mod:`distrepro.claims.frozen`), over every scale:
+    paper.yaml with its ``setup:``, the arms' configs, the hardware profiles with their ranges, the emulator's error
+    band and the emulator and claims code. RESULTS.md records them (a ``frozen-inputs`` mark) beside
+    :func:`inputs_digest`, so that ``distrepro results --check`` names the input that changed since its runs."""
+    return frozen.kind_digests(frozen.file_digests(info, SCALES, root))
+
+
+def kind_slug(kind: str) -> str:
+    """``"arm configs"`` → ``"arm-configs"``: a kind as a key of RESULTS.md's ``frozen-inputs`` mark."""
+    return kind.replace(" ", "-")

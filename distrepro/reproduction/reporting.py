@@ -17,19 +17,22 @@ from distrepro.report.build import build_report
 from distrepro.reproduction.report_context import HarnessReportContext, plugin_context
 
 
-def build_products(method_dirs: list[Path], paper: str, scale: Scale, root: Path | None) -> list[Path]:
+def build_products(
+    method_dirs: list[Path], paper: str, scale: Scale, root: Path | None, out: Path | None = None
+) -> list[Path]:
     """Outputs a paper needs beyond its arms' runs, e.g. a figure whose cells are not claims (Decent-DP's Fig. 6
     grid). Each of the paper's method folders with a ``products.py`` has its ``build(ctx)`` called with a
     :class:`distrepro.api.ReportContext` whose output folder is ``reports/<paper>`` (the report's folder); it writes
     files there and returns their paths. The report reads no numbers from them (claims stay data in ``paper.yaml``):
-    it shows their figures under the captions the hook's ``describe(ctx)`` declares.
+    it shows their figures under the captions the hook's ``describe(ctx)`` declares. ``out``: another report's
+    folder (the exploratory report's).
     Products can take minutes (Decent-DP's grid simulates 36 clusters), which a train-only run should not pay."""
     from distrepro.plugins.registry import plugin_module
 
     made: list[Path] = []
     for folder in method_dirs:
         if (folder / "products.py").is_file():
-            ctx = plugin_context(Path("reports") / paper, scale)
+            ctx = plugin_context(out or Path("reports") / paper, scale)
             made += plugin_module(folder.name, "products", root).build(ctx)
     return made
 
@@ -45,13 +48,18 @@ def report_reproduction(
     sensitivity_samples: int | None,
     show_progress: bool | None,
     dependence: bool = True,
+    exploratory: bool = False,
 ) -> Any:
     """Build the products and the paper's report (a heartbeat line under ``--no-progress``): the report reads every
     run of the paper in the store, so this session's arms add to what earlier sessions (other scales, other arms)
     decided; its files and verdict tags go to this session's campaigns. The method folders' report hooks get the
-    harness's context (:class:`HarnessReportContext`): the report itself never trains."""
+    harness's context (:class:`HarnessReportContext`): the report itself never trains. ``exploratory``: the session
+    ran seeds outside its scale's record; its report (products included) is written apart, in
+    ``reports/<paper>/exploratory``, and the registered report's files are left as they are."""
+    from distrepro.report.build import exploratory_folder
+
     with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
-        build_products(method_dirs, paper, scale, root)
+        build_products(method_dirs, paper, scale, root, exploratory_folder(paper) if exploratory else None)
         return build_report(
             paper,
             log_campaigns=[c.parent_run_id for c in campaigns.values()],  # reads every run: other scales stay
@@ -63,4 +71,5 @@ def report_reproduction(
             show_progress=show_progress,
             dependence=dependence,
             make_context=HarnessReportContext,
+            exploratory=exploratory,
         )

@@ -82,10 +82,11 @@ def reproduce(
     info = _paper_with_arms(paper, root)
     uri = resolve_tracking_uri()
     start = _start(paper, info, _Asked(scale, seeds, overrides, arms, with_arms, resume), uri)
+    exploratory = _exploratory(paper, info.path, start)
     chosen = choose_arms(info, start.scale, start.arms, with_arms, root)
     configs = _load_arms(paper, info, chosen, start, executor, uri, root)
     skipped, resumes, configs = _resume_arms(paper, start, configs, uri)
-    umbrella = _umbrella(paper, info, chosen, start, uri, root)
+    umbrella = _umbrella(paper, info, chosen, start, uri, root, exploratory)
     built = None
     with umbrella:
         assert umbrella.run_id is not None
@@ -105,6 +106,7 @@ def reproduce(
                 sensitivity_samples,
                 show_progress,
                 dependence,
+                exploratory,
             )
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
 
@@ -213,7 +215,35 @@ def _resume_arms(
     return skipped, resumes, left
 
 
-def _umbrella(paper: str, info: PaperInfo, chosen: list[str], start: _Start, uri: str, root: Path | None) -> Campaign:
+def _exploratory(paper: str, paper_file: Path | None, start: _Start) -> bool:
+    """Whether this reproduction runs seeds outside its scale's pre-registration record (fresh or resumed: a resume
+    runs the seeds it started with): then its runs are exploratory, judged in a report of their own
+    (``reports/<paper>/exploratory``), and the registered report is left as it is. Said on stderr."""
+    from distrepro.claims.preregistration import registered_seeds
+
+    found = registered_seeds(paper_file, start.scale)
+    if found is None or start.seeds is None:
+        return False
+    outside = sorted(set(start.seeds) - set(found[0]))
+    if not outside:
+        return False
+    print(
+        f"seeds {index_spans(outside)} are outside the {start.scale} record's confirmatory seeds "
+        f"{index_spans(found[0])}: exploratory runs, judged in reports/{paper}/exploratory/; the registered report "
+        "is left as it is",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
+
+
+#: the umbrella tag of a reproduction on seeds outside its scale's record (its report is written apart)
+EXPLORATORY_TAG = "distrepro.exploratory"
+
+
+def _umbrella(
+    paper: str, info: PaperInfo, chosen: list[str], start: _Start, uri: str, root: Path | None, exploratory: bool
+) -> Campaign:
     """The umbrella run (not yet open): new, tagged with how it started (what a resume reads back), or the resumed
     one."""
     from distrepro.tracking.mlflow_client import Campaign, experiment_name
@@ -225,6 +255,7 @@ def _umbrella(paper: str, info: PaperInfo, chosen: list[str], start: _Start, uri
             "distrepro.paper": paper,
             **start_tags(start.scale, chosen, start.seeds, start.overrides),
             INPUTS_TAG: inputs_digest(info, root),  # RESULTS.md tells runs on other paper.yaml/configs apart
+            **({EXPLORATORY_TAG: "true"} if exploratory else {}),
         },
         tracking_uri=uri,
         resume_run_id=start.resumed.run_id if start.resumed is not None else None,

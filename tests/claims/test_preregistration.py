@@ -84,7 +84,7 @@ def _record(paper_file: Path, **kw) -> dict:
 @pytest.mark.smoke
 def test_record_freezes_hashes_margins_seeds_and_regime(paper_file: Path) -> None:
     rec = _record(paper_file)
-    assert rec["date"] == "2026-11-27T01:00Z" and rec["scale"] == "proxy" and rec["n"] == 3
+    assert rec["date"] == "2026-11-27T01:00:00Z" and rec["scale"] == "proxy" and rec["n"] == 3
     assert rec["seeds"] == [100, 101, 102] and rec["sequential"] == {"design": "fixed", "n": 3, "interval": 0.95}
     assert len(rec["claims_sha256"]) == 64
     better = rec["claims"]["better"]
@@ -184,3 +184,91 @@ def test_cli_parses_seed_ranges_and_refuses_a_second_record(paper_root: Path, ca
     again = ["preregister", "tinypaper", "--scale", "proxy", "--looks", "2,4", "--seeds", "100-103", "--replace"]
     assert main(again) == 0
     assert load_record(path)["sequential"]["design"] == "pocock"
+
+
+def _own_profiles(root: Path) -> Path:
+    """``root``'s hardware_profiles as a copy (the fixture links the shipped folder), so a test may edit one."""
+    import shutil
+
+    link = root / "hardware_profiles"
+    target = link.resolve()
+    link.unlink()
+    shutil.copytree(target, link)
+    return link
+
+
+def _tiny_record(root: Path, **kw) -> tuple[Path, dict, object]:
+    from distrepro.claims.papers import find_paper
+    from distrepro.claims.preregistration import preregister
+
+    path, record = preregister("tinypaper", "proxy", seeds=[0, 1], root=root, **kw)
+    info = find_paper("tinypaper", root)
+    return path, record, info
+
+
+def _standing_now(root: Path, record: dict, info, first_run=None, samples=None):  # type: ignore[no-untyped-def]
+    from distrepro.claims.preregistration import frozen_now, standing
+
+    spec = at_scale(info.spec, "proxy")
+    now = frozen_now(info.path, spec, "proxy", root)
+    return standing(record, check_claims(record, info.path, ["fewer-bytes"]), now, first_run, samples)
+
+
+def test_a_record_freezes_every_input_that_decides_a_verdict(paper_root: Path) -> None:  # noqa: F811
+    """paper.yaml with its setup, each arm config, each profile the arms use, the error band, the emulator and claims
+    code (one digest), the hardware samples, and the full commit with its dirty state."""
+    from distrepro.claims.frozen import BANDS, CODE, CONFIGS, PAPER, PROFILES
+
+    _, record, _ = _tiny_record(paper_root, samples=16)
+    inputs = record["frozen"]["inputs"]
+    assert list(inputs["paper.yaml"]) == ["methods/tiny/paper.yaml"]
+    assert list(inputs[CONFIGS]) == ["methods/tiny/tiny.yaml"]
+    assert list(inputs[PROFILES]) == ["hardware_profiles/hetero-2fast-2slow.yaml"]
+    assert list(inputs[BANDS]) == ["hardware_profiles/validation/emulator_error.yaml"]
+    assert len(next(iter(inputs[CODE].values()))) == 64 and PAPER in inputs
+    assert record["frozen"]["samples"] == 16
+    assert "commit" in record["frozen"] and "dirty" in record["frozen"]
+
+
+def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_replaced(paper_root: Path) -> None:  # noqa: F811
+    path, record, info = _tiny_record(paper_root)
+    assert _standing_now(paper_root, record, info).post_hoc == {}  # nothing changed: the registered test
+    registered = load_record(path)
+
+    # narrowing a profile's bandwidth range after the runs: every verdict of the record is post hoc, naming the file
+    profile = _own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
+    profile.write_text(profile.read_text() + "\n# a range narrowed\n")
+    st = _standing_now(paper_root, registered, info)
+    assert "hardware profiles: `hardware_profiles/hetero-2fast-2slow.yaml` changed" in st.post_hoc["fewer-bytes"]
+    profile.write_text(profile.read_text().replace("\n# a range narrowed\n", ""))
+
+    # the setup: block counts too (not only the claims)
+    paper = info.path
+    paper.write_text(paper.read_text().replace("min_seeds: 2", "min_seeds: 3"))
+    assert (
+        "paper.yaml: `methods/tiny/paper.yaml` changed"
+        in _standing_now(paper_root, registered, info).post_hoc["fewer-bytes"]
+    )
+    paper.write_text(paper.read_text().replace("min_seeds: 3", "min_seeds: 2"))
+
+    # another number of hardware samples than the record's
+    assert "hardware samples" in _standing_now(paper_root, registered, info, samples=99).post_hoc["fewer-bytes"]
+
+    # a record newer than the first confirmatory run it judges
+    early = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    assert (
+        "newer than the first confirmatory run"
+        in _standing_now(paper_root, registered, info, early).post_hoc["fewer-bytes"]
+    )
+
+    # --replace after the runs: the history stays in the record, and the verdicts are post hoc
+    _, replaced, _ = _tiny_record(paper_root, replace=True)
+    assert replaced["replaced"][0]["registered"] == registered["date"]
+    assert "replaced an earlier one" in _standing_now(paper_root, load_record(path), info).post_hoc["fewer-bytes"]
+
+
+def test_a_record_without_a_frozen_block_cannot_certify_the_inputs(paper_root: Path) -> None:  # noqa: F811
+    _, record, info = _tiny_record(paper_root)
+    old = {k: v for k, v in record.items() if k != "frozen"}
+    st = _standing_now(paper_root, old, info)
+    assert st.post_hoc == {} and "does not freeze setup, profiles, code" in st.not_frozen

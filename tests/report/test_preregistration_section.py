@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -75,8 +76,11 @@ def test_a_declared_plan_sets_the_interval_level_verdicts_use(tmp_path: Path) ->
     _register(paper_file, [0, 1, 2], looks=[2, 3])
     after = _report(tmp_path, paper_file)
     s3 = [ln for ln in (before, after) for ln in ln.splitlines() if "(S3; table)" in ln]
-    assert "(95% CI, 3 seeds)" in s3[0]
-    assert "(97% CI, 3 seeds)" in s3[1]  # Pocock at looks 2 and 3: a wider interval for the same runs
+    from distrepro.claims.sequential import level_text, pocock_level
+
+    assert "(95 % CI, 3 seeds)" in s3[0]
+    pocock = level_text(pocock_level([2, 3]))  # its real level, never rounded to "97%" or called "95 %"
+    assert f"({pocock}, 3 seeds)" in s3[1] and pocock != "95 % CI"  # Pocock at looks 2 and 3: a wider interval
 
 
 def test_a_pilot_block_prints_one_line_per_claim(tmp_path: Path) -> None:
@@ -118,3 +122,56 @@ def test_a_record_without_a_pilot_prints_no_plan(tmp_path: Path) -> None:
     _register(paper_file, [100, 101, 102])
     section = preregistration_section(at_scale(load_paper_file(paper_file), "proxy"), paper_file, "proxy")
     assert "confirmatory seeds 100-102" in section and "pilot" not in section
+
+
+def _register_at(paper_file: Path, seeds: list[int], when: str) -> Path:
+    import datetime as dt
+
+    spec = at_scale(load_paper_file(paper_file), "proxy")
+    now = dt.datetime.fromisoformat(when).replace(tzinfo=dt.UTC)
+    record = build_record("synth", paper_file, spec, "proxy", seeds, now=now)
+    return write_record(record, record_path(paper_file, "proxy"))
+
+
+def test_a_post_hoc_verdict_is_marked_everywhere_and_left_out_of_the_tally(tmp_path: Path) -> None:
+    """S3's band widened after a record written before the runs (2026-01-01): S3 alone is post hoc, in its headline
+    sentence, its claim row and claims_verdict.json, and it is not counted; the record states what it freezes and
+    its full commit."""
+    import json
+
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    _register_at(paper_file, [0, 1, 2], "2025-12-01T00:00:00")
+    edited = copy.deepcopy(SYNTH_CLAIMS)
+    edited["claims"][2]["accept"] = {"abs_tolerance": 0.2}
+    _paper(tmp_path, edited)
+    md = _report(tmp_path, paper_file)
+    data = json.loads((tmp_path / "out" / "claims_verdict.json").read_text())
+    marks = {v["claim_id"]: v["post_hoc"] for v in data["verdicts"]}
+    assert marks["S3"] == "claim edited after registration" and marks["S1"] == marks["S2"] == ""
+    (sentence,) = [ln for ln in md.splitlines() if "(S3; table)" in ln and ln.startswith("- ")]
+    assert sentence.startswith("- **POST HOC** · ") and "not counted" in sentence
+    (row,) = [ln for ln in md.splitlines() if ln.startswith("| S3")]
+    assert "POST HOC, not counted: claim edited after registration" in row
+    assert "1 more is post hoc and not counted" in md
+    section = md[md.index("## Pre-registration") : md.index("## Claims")]
+    assert "The record freezes paper.yaml (1)" in section and "emulator and claims code (1)" in section
+    assert re.search(r"at commit `(unknown \(not a git checkout\)|[0-9a-f]{40})`", section), section
+
+
+def test_a_record_newer_than_the_runs_makes_every_verdict_post_hoc(tmp_path: Path) -> None:
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    _register_at(paper_file, [0, 1, 2], "2026-02-01T00:00:00")  # after the synthetic runs started (2026-01-01)
+    md = _report(tmp_path, paper_file)
+    assert "is newer than the first confirmatory run it judges" in md
+    assert "Of the paper's 0 headline claims" in md or "post hoc and not counted" in md
+
+
+def test_an_older_record_marks_its_verdicts_not_frozen(tmp_path: Path) -> None:
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    path = _register_at(paper_file, [0, 1, 2], "2025-12-01T00:00:00")
+    old = yaml.safe_load(path.read_text())
+    old.pop("frozen")
+    path.write_text(yaml.safe_dump(old, sort_keys=False))
+    md = _report(tmp_path, paper_file)
+    assert "**Not frozen**: this record does not freeze setup, profiles, code" in md
+    assert "not frozen (its record predates frozen inputs)" in md and "POST HOC" not in md

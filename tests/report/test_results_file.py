@@ -13,6 +13,7 @@ from distrepro.report.results_file import (
     REGENERATE,
     ScaleResult,
     _run_note,
+    check_results,
     paper_section,
     stale_papers,
     write_results,
@@ -23,8 +24,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_results_file_matches_every_papers_inputs() -> None:
-    """A changed paper.yaml or arm config makes the committed verdicts describe other code: regenerate them."""
-    problems = stale_papers((REPO / "RESULTS.md").read_text(encoding="utf-8"))
+    """A changed paper.yaml or arm config makes the committed verdicts describe other code: regenerate them. A section
+    written before inputs were frozen (no ``frozen-inputs`` mark) is a warning until the file is regenerated; a
+    section with the mark fails when any frozen input changed."""
+    import warnings
+
+    problems, unfrozen = check_results((REPO / "RESULTS.md").read_text(encoding="utf-8"))
+    for line in unfrozen:
+        warnings.warn(f"RESULTS.md: {line}", stacklevel=1)
     assert not problems, (
         "RESULTS.md is stale:\n  " + "\n  ".join(problems) + "\nre-run the changed papers "
         f"(`distrepro reproduce PAPER`), then regenerate it from their store: `{REGENERATE}`"
@@ -51,8 +58,10 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
 
     paper = paper_root / "methods" / "tiny" / "paper.yaml"
     paper.write_text(paper.read_text().replace("rel_tolerance: 0.2", "rel_tolerance: 0.25"))
-    (problem,) = stale_papers(text, paper_root)
+    (problem,) = stale_papers(text, paper_root)  # a claim: the inputs digest (its setup: is unchanged)
     assert problem.startswith("tinypaper: inputs ")
+    paper.write_text(paper.read_text().replace("min_seeds: 2", "min_seeds: 3"))  # setup: the frozen mark names it
+    assert any(p.startswith("tinypaper: paper.yaml changed since the runs") for p in stale_papers(text, paper_root))
     write_results(out, mlflow_uri, paper_root)
     assert "**made on other inputs" in out.read_text()  # the old run no longer passes for current
 
@@ -133,3 +142,61 @@ def test_each_scales_row_counts_its_own_runs(paper_root: Path) -> None:
     text = "\n".join(paper_section("tinypaper", "Tiny", "d" * 12, results, paper_root))
     assert re.search(r"\| proxy\s*\|.*\| 8\s*\|", text) and re.search(r"\| mid\s*\|.*\| 4\s*\|", text), text
     assert "every scale" not in text
+
+
+def _own_profiles(root: Path) -> Path:
+    import shutil
+
+    link = root / "hardware_profiles"
+    target = link.resolve()
+    link.unlink()
+    shutil.copytree(target, link)
+    return link
+
+
+def test_check_fails_per_frozen_input_and_warns_on_a_section_made_before_inputs_were_frozen(
+    paper_root: Path, tmp_path: Path, capsys
+) -> None:
+    """Narrowing a profile's range is caught (the old digest covered only paper.yaml and the configs), one line per
+    paper and input; a section without the frozen-inputs mark, as the committed file's, only warns."""
+    from distrepro.claims.papers import find_paper
+    from distrepro.report.results_inputs import inputs_digest
+
+    digest = inputs_digest(find_paper("tinypaper", paper_root), paper_root)
+    marked = "\n".join(paper_section("tinypaper", "Tiny", digest, {}, paper_root))
+    assert "<!-- frozen-inputs paper=tinypaper paper.yaml=" in marked and "hardware-profiles=" in marked
+    older = "\n".join(line for line in marked.splitlines() if "frozen-inputs" not in line)
+    assert check_results(marked, paper_root) == ([], [])
+
+    profile = _own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
+    profile.write_text(profile.read_text() + "\n# bandwidth range narrowed\n")
+    problems, warnings = check_results(marked, paper_root)
+    assert warnings == [] and len(problems) == 1
+    assert problems[0].startswith("tinypaper: hardware profiles changed since the runs reported here"), problems
+    problems, warnings = check_results(older, paper_root)
+    assert problems == [] and "made before inputs were frozen" in warnings[0]
+
+    out = tmp_path / "R.md"
+    out.write_text(marked)
+    assert main(["results", "--check", "--out", str(out)]) == 1
+    assert "R.md is stale: tinypaper: hardware profiles changed" in capsys.readouterr().out
+    out.write_text(older)
+    assert main(["results", "--check", "--out", str(out)]) == 0
+    assert "warning: " in capsys.readouterr().out
+
+
+def test_a_post_hoc_verdict_is_marked_and_not_counted_and_its_interval_says_its_level(paper_root: Path) -> None:
+    """RESULTS.md never shows a Pocock-adjusted interval as a 95 % CI, and a post-hoc PASS is marked in its row and
+    left out of the tally."""
+    post = {
+        **_verdict("fewer-bytes", "proxy"),
+        "ci": [1.9, 2.1],
+        "ci_level": 0.9706,
+        "post_hoc": "changed since the record: hardware profiles: `x.yaml` changed",
+    }
+    file = {"verdicts": [post], "by_scale": {"proxy": {}}, "n_runs": 4}
+    results = {"proxy": ScaleResult("proxy", "run-proxy", "abc", False, "", 1000, 2000, file)}
+    text = "\n".join(paper_section("tinypaper", "Tiny", "d" * 12, results, paper_root))
+    assert "[1.9, 2.1] (97.06 % CI)" in text and "95 % CI" not in text
+    assert "PASS · POST HOC, not counted: changed since the record" in text
+    assert "0 PASS · 0 FAIL · 0 INCONCLUSIVE · 1 post hoc, not counted" in text
