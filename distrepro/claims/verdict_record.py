@@ -47,6 +47,13 @@ class Verdict:
     model_error: dict[str, float] = field(default_factory=dict)  # arm → the relative error band of its emulated time
     model_basis: str = ""  # what each arm's band rests on, in words
     within_model_error: bool = False  # INCONCLUSIVE because a corner of the emulator's error does not share the verdict
+    #: every arm's error band rests on validation points of its class (ErrorBand.covered), and the verdict held at
+    #: every corner of the bands (distrepro.claims.model_interval.apply; both False where no check ran)
+    model_covered: bool = False
+    model_holds: bool = False
+    #: what the verdict is evidence about (distrepro.claims.attribution.ABOUT): paper, emulation, proxy,
+    #: reimplementation or inconsistent; empty until attributed
+    about: str = ""
 
     @property
     def across_profiles(self) -> bool:

@@ -11,10 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from distrepro.claims import model_interval
+from distrepro.claims.attribution import attribute
 from distrepro.claims.papers import PaperInfo
 from distrepro.claims.runs import ReportError, RunSet
 from distrepro.claims.schema import Scale
-from distrepro.claims.verdicts import Verdict
+from distrepro.claims.shown import Shown
+from distrepro.claims.verdicts import Verdict, judge_values
 from distrepro.report.figure_set import arm_labels, report_style
 from distrepro.report.scales import ScaledVerdicts, judge_across_scales, latest_runs, run_scales
 
@@ -36,6 +39,9 @@ class Judgement:
     baseline: str | None
     #: the scale whose runs the figures show
     shown: str
+    #: the verdicts as every output shows them (:mod:`distrepro.claims.shown`): built once, after the timing
+    #: verdicts that depend on an assumption are marked (:func:`distrepro.report.build.write_report`)
+    display: Shown | None = None
 
     def figure_labels(self) -> dict[str, str]:
         """The labels of the shown scale's runs (every run's when that scale has none), so a bar never mixes
@@ -53,6 +59,7 @@ def judge(info: PaperInfo, rs: RunSet, baseline: str | None, scale: Scale | None
     scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
     if scaled is not None:
         info = dataclasses.replace(info, spec=scaled.spec)
+        _attribute(info, scaled.verdicts)
     spec = info.spec
     labels = arm_labels(rs.runs, spec)
     if baseline is not None and baseline not in set(labels.values()):
@@ -67,6 +74,16 @@ def judge(info: PaperInfo, rs: RunSet, baseline: str | None, scale: Scale | None
         baseline or (spec.setup.baseline if spec else None),
         scale or (spec.setup.scale if spec else "proxy"),
     )
+
+
+def _attribute(info: PaperInfo, verdicts: list[Verdict]) -> None:
+    """The emulator's error on every timing verdict (:mod:`distrepro.claims.model_interval`: a model interval, and
+    INCONCLUSIVE where a corner of the error does not share the verdict), then what each verdict is evidence about
+    (:mod:`distrepro.claims.attribution`); before any tally or dependence mark reads them."""
+    spec, paper = info.spec, info.id
+    assert spec is not None
+    model_interval.check_all(spec, paper, verdicts, lambda claim, arms: judge_values(claim, arms, paper))
+    attribute(spec, verdicts)
 
 
 def preregistration(judged: Judgement) -> str:

@@ -155,7 +155,7 @@ def _check_html(html: str, n_figures: int) -> None:
     assert "<script" not in html and "<link" not in html
 
 
-def test_report_from_hand_built_runs(tmp_path: Path) -> None:
+def test_report_from_hand_built_runs(tmp_path: Path, exact_emulator: None) -> None:
     spec = validate_paper(SYNTH_CLAIMS)
     info = PaperInfo("synth", spec)
     report = write_report(info, synthetic_runset(), tmp_path / "synth", root=tmp_path)
@@ -311,7 +311,7 @@ FAKE_CLAIMS = {
 
 
 def test_cli_report(
-    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, exact_emulator: None
 ) -> None:
     from distrepro.cli import main
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hang_guard import hang_guard
 from matplotlib.text import Text
+from exact_emulator import make_emulator_exact
 from test_report import CHROMIUM, SYNTH_CLAIMS, synthetic_runset
 
 from distrepro.claims.papers import PaperInfo
@@ -27,7 +28,9 @@ from distrepro.report.papers_index import write_index
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("reports") / "synth"
-    return write_report(PaperInfo("synth", validate_paper(SYNTH_CLAIMS)), synthetic_runset(), out, root=out)
+    with pytest.MonkeyPatch.context() as patch:
+        make_emulator_exact(patch)
+        return write_report(PaperInfo("synth", validate_paper(SYNTH_CLAIMS)), synthetic_runset(), out, root=out)
 
 
 @pytest.mark.smoke
