@@ -118,7 +118,7 @@ def _apart(t: Tally) -> str:
     parts = []
     for about, counts in t.apart.items():
         n = sum(counts.values())
-        said = " · ".join(f"{k} {c}" for k, c in counts.items() if c)
+        said = " · ".join(f"{c} {k}" for k, c in counts.items() if c)
         parts.append(f"{n} {APART.get(about, about)} ({said})")
     return "; apart, not evidence about the paper: " + "; ".join(parts)
 
