@@ -244,8 +244,8 @@ def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | N
     for claim in spec.claims:
         v = by_id[claim.id]
         acc = claim.accept
-        row = shown.of(claim.id) if shown is not None else shown_row(claim, v)
-        lines = [f"#### {claim.id} · {claim.kind} · **{row.word}** · {row.said}", ""]
+        said = shown.of(claim.id) if shown is not None else shown_row(claim, v)
+        lines = [f"#### {claim.id} · {claim.kind} · **{said.word}** · {said.said}", ""]
         if claim.statement:
             lines += [f"> {claim.statement}", ""]
         lines.append(
