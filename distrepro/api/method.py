@@ -280,6 +280,11 @@ class Method(abc.ABC, Generic[P]):
     #: ``"checkpoint"`` (a run resumed from a checkpoint equals the uninterrupted one; asynchronous methods
     #: cannot resume and are left out without saying so)
     test_opt_outs: ClassVar[Mapping[Literal["engine_agreement", "checkpoint"], str]] = {}
+    #: where this re-implementation is checked against its authors' code: the test and the code it compares with
+    #: (``tests/methods/test_x.py against github org/repo @ commit``); empty: not checked, so a report says that a
+    #: verdict on the method's own arm is about our re-implementation, not about the paper
+    #: (:mod:`distrepro.claims.attribution`)
+    reference_check: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Take :attr:`Params` from the type argument (``Method[MyParams]``); refuse ``Params = ...`` in the body

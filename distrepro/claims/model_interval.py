@@ -112,6 +112,9 @@ def apply(claim: Any, verdict: Verdict, result: ModelCheck, paper: str) -> None:
     verdict.model_interval = result.interval
     verdict.model_error = {name: b.rel for name, b in result.bands.items()}
     verdict.model_basis = describe_bands(result.bands)
+    read = {name for name, values in verdict.per_seed.items() if values}
+    verdict.model_covered = read <= set(result.bands) and all(b.covered for b in result.bands.values())
+    verdict.model_holds = result.holds
     if result.holds or verdict.verdict not in ("PASS", "FAIL"):
         return
     low, high = result.interval
@@ -129,7 +132,9 @@ def apply(claim: Any, verdict: Verdict, result: ModelCheck, paper: str) -> None:
 
 def arm_bands(spec: Any, paper: str, verdict: Verdict) -> dict[str, ErrorBand]:
     """Each arm's band, from its method's declared exchange and the profile(s) its deciding runs used (the widest,
-    where an arm ran on several)."""
+    where an arm ran on several). A method that is not a plugin here counts as exchanging by all-reduce; an arm
+    whose profile cannot be read gets no band (so its verdict is not covered by the validation)."""
+    from distrepro.errors import DistreproError
     from distrepro.hardware.emulator_error import arm_band
     from distrepro.hardware.profiles import load_profile
     from distrepro.plugins.registry import get_method
@@ -137,8 +142,14 @@ def arm_bands(spec: Any, paper: str, verdict: Verdict) -> dict[str, ErrorBand]:
     out: dict[str, ErrorBand] = {}
     for name, profiles in verdict.arm_profiles.items():
         arm = spec.arm(name)
-        exchange = getattr(get_method(arm.method).cls, "exchange", "all_reduce")
-        found = [arm_band(paper, load_profile(p), arm.method, exchange, dict(arm.params)) for p in profiles]
+        try:
+            exchange = getattr(get_method(arm.method).cls, "exchange", "all_reduce")
+        except DistreproError:
+            exchange = "all_reduce"
+        try:
+            found = [arm_band(paper, load_profile(p), arm.method, exchange, dict(arm.params)) for p in profiles]
+        except (DistreproError, OSError):
+            continue
         if found:
             out[name] = max(found, key=lambda b: b.rel)
     return out

@@ -14,9 +14,12 @@ What the headline counts (the paper's own claims decided by measurement, :func:`
   unit holds decides for all its members (:func:`unit_shares`); two members that each PASS in a different
   one of 32 settings make a unit that PASSes in 2/32 = 6 %, which depends on an assumption;
 * **FAIL split by direction**: a result beyond the claim in the paper's favour (``exceeds``) is not the
-  same finding as one that ``falls short``; a claimed tie contradicted either way counts as falling short;
-  a FAIL unit whose members miss in opposite directions (one exceeds, one falls short) is ``inconsistent``:
-  the claims in it cannot all hold (:func:`miss_of_unit`);
+  same finding as one that ``falls short``; a claimed tie contradicted either way counts as falling short; a unit
+  whose FAILs miss in opposite directions is ``inconsistent`` (the paper's claims in it cannot all hold), and its
+  members are evidence about that (``about = inconsistent``), not about the paper's result;
+* **evidence about the paper apart from the rest**: a headline unit counts in the headline only when it is about
+  the paper (:mod:`distrepro.claims.attribution`); one about the emulated setting, a proxy, our unchecked
+  re-implementation or an inconsistent unit is tallied beside it, by what it is about;
 * **with its error**: each decision is a one-sided test at 2.5 % (the 95 % interval wholly on one side of
   an edge). Over the m headline units, Holm's step-down procedure (Holm 1979, Scand. J. Statist. 6(2))
   keeps the family-wise error at 2.5 %: sorted ascending, the i-th p-value must be ≤ 0.025/(m − i + 1),
@@ -34,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from distrepro.claims.attribution import APART, unit_about
 from distrepro.claims.evidence import VERDICTS, group_of
 
 #: one-sided error of each decision (a two-sided 95 % interval wholly past one edge)
@@ -155,23 +159,26 @@ class Unit:
     p_value: float | None = None
     depends_on: str = ""
     out_of_regime: bool = False
+    about: str = "paper"  # what the unit is evidence about (distrepro.claims.attribution)
 
 
 def combine(ids: list[str], group: str, verdicts: Sequence[Any]) -> Unit:
     """PASS if any member PASSes, FAIL if all FAIL, else INCONCLUSIVE; a unit depends on an assumption if a
-    member whose verdict it takes does."""
+    member whose verdict it takes does. A FAIL whose members miss in opposite directions is ``inconsistent``."""
     passed = [v for v in verdicts if v.verdict == "PASS"]
     if passed:
         best = min(passed, key=lambda v: v.p_value if v.p_value is not None else math.inf)
-        return Unit(ids, group, "PASS", p_value=best.p_value, depends_on=best.depends_on)
+        return Unit(ids, group, "PASS", p_value=best.p_value, depends_on=best.depends_on, about=unit_about([best]))
     if verdicts and all(v.verdict == "FAIL" for v in verdicts):
         ps = [v.p_value for v in verdicts if v.p_value is not None]
         p = max(ps) if len(ps) == len(verdicts) else None
+        miss = miss_of_unit(verdicts)
         depends = next((v.depends_on for v in verdicts if v.depends_on), "")
-        return Unit(ids, group, "FAIL", miss_of_unit(verdicts), p, depends)
+        about = INCONSISTENT if miss == INCONSISTENT else unit_about(verdicts)
+        return Unit(ids, group, "FAIL", miss, p, depends, about=about)
     depends = next((v.depends_on for v in verdicts if v.depends_on), "")
     outside = any(getattr(v, "out_of_regime", False) for v in verdicts if v.verdict == "INCONCLUSIVE")
-    return Unit(ids, group, "INCONCLUSIVE", depends_on=depends, out_of_regime=outside)
+    return Unit(ids, group, "INCONCLUSIVE", depends_on=depends, out_of_regime=outside, about=unit_about(verdicts))
 
 
 def miss_of_unit(members: Sequence[Any]) -> str:
@@ -206,6 +213,8 @@ class Tally:
     outside: dict[str, int] = field(default_factory=dict)
     #: per group, FAIL units split: {"falls short": n, "exceeds": n, "inconsistent": n}
     fails: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: headline units not about the paper (distrepro.claims.attribution), by what they are about: verdict counts
+    apart: dict[str, dict[str, int]] = field(default_factory=dict)
     #: per group, units whose verdict depends on an assumed hardware figure (not in PASS/FAIL/INCONCLUSIVE)
     depends: dict[str, int] = field(default_factory=dict)
     holm_m: int = 0  # headline units tested
@@ -219,6 +228,9 @@ class Tally:
         n = sum(k for g, k in self.post_hoc.items() if group is None or g == group)
         return f"; {n} post hoc, not counted" if n else ""
 
+    headline_rows: int = 0  # headline claims (rows of the table)
+    headline_merged: int = 0  # headline claims counted inside another's unit
+
     def out_of_regime_total(self, group: str | None = None) -> int:
         return sum(n for g, n in self.outside.items() if group is None or g == group)
 
@@ -226,8 +238,21 @@ class Tally:
         return self.counts.get(group, dict.fromkeys(VERDICTS, 0))
 
     def total(self, group: str | None = None) -> int:
-        groups = [group] if group else list(self.counts)
-        return sum(sum(self.of(g).values()) + self.depends.get(g, 0) for g in groups)
+        """Units counted in ``group`` (default: all), whatever they are about, those that depend on an assumption
+        included."""
+        groups = [group] if group else list(dict.fromkeys([*self.counts, *self.depends]))
+        apart = sum(sum(c.values()) for c in self.apart.values())
+        return sum(sum(self.of(g).values()) + self.depends.get(g, 0) for g in groups) + (
+            apart if group in (None, "headline") else 0
+        )
+
+    def apart_text(self) -> str:
+        """``2 FAIL (2 fall short) on the emulated setting; 1 PASS on the proxy``: the headline units kept apart."""
+        parts = []
+        for about, counts in self.apart.items():
+            shown = " · ".join(f"{n} {k}" for k, n in counts.items() if n)
+            parts.append(f"{shown} {APART.get(about, about)}")
+        return "; ".join(parts)
 
     def text(self, counts: dict[str, int], group: str | None = None) -> str:
         """``2 PASS · 3 FAIL (2 fall short, 1 exceeds) · 1 INCONCLUSIVE · 1 depends on an assumption``."""
@@ -248,24 +273,48 @@ class Tally:
         return " · ".join(parts)
 
     def all_claims(self) -> dict[str, int]:
-        return {k: sum(self.of(g)[k] for g in self.counts) for k in VERDICTS}
+        apart = {k: sum(c.get(k, 0) for c in self.apart.values()) for k in VERDICTS}
+        return {k: sum(self.of(g)[k] for g in self.counts) + apart[k] for k in VERDICTS}
+
+    def holm_decided(self) -> int:
+        """Headline units decided (PASS or FAIL), whatever they are about: the decisions Holm's procedure takes."""
+        about_paper = self.of("headline")["PASS"] + self.of("headline")["FAIL"]
+        return about_paper + sum(c.get("PASS", 0) + c.get("FAIL", 0) for c in self.apart.values())
+
+    def holm_why(self) -> str:
+        """Why Holm's m differs from the number of headline claims (empty when it does not)."""
+        if self.holm_m == self.headline_rows:
+            return ""
+        parts = []
+        if self.headline_merged:
+            parts.append(f"{self.headline_merged} counted inside another claim's unit (same_as / counts_with)")
+        dep = self.depends.get("headline", 0)
+        if dep:
+            parts.append(f"{dep} unit{'s' if dep != 1 else ''} that depend{'s' if dep == 1 else ''} on an assumption")
+        return f"{self.headline_rows} headline claims, less " + " and ".join(parts) if parts else ""
 
     def holm_text(self) -> str:
-        """How many headline decisions stand with the family-wise error held at 2.5 %."""
-        decided = self.of("headline")["PASS"] + self.of("headline")["FAIL"]
+        """How many headline decisions stand with the family-wise error held at 2.5 %, and over how many tests."""
+        decided = self.holm_decided()
         if not decided:
             return "each decision is a one-sided test at 2.5 %"
+        why = self.holm_why()
         return (
             f"each decision is a one-sided test at 2.5 %; {self.holm_stands} of the {decided} decided stand(s) after "
-            f"Holm's step-down over the {self.holm_m} headline claims (family-wise 2.5 %)"
+            f"Holm's step-down over the {self.holm_m} headline claims"
+            + (f" ({why})" if why else "")
+            + " (family-wise 2.5 %)"
         )
 
     def summary(self) -> str:
         """One line, headline first: what the CLI prints and the campaign tag holds."""
         head = f"{self.text(self.of('headline'), 'headline')} of the paper's {self.total('headline')} claims"
+        if self.apart:
+            head = f"{self.text(self.of('headline'), 'headline')} about the paper, of its {self.total('headline')} "
+            head += f"claims; apart, not about the paper: {self.apart_text()}"
         if self.out_of_regime_total("headline"):
             head += f" ({self.out_of_regime_total('headline')} INCONCLUSIVE outside the paper's regime)"
-        if self.of("headline")["PASS"] + self.of("headline")["FAIL"]:
+        if self.holm_decided():
             head += f"; {self.holm_stands} stand after Holm"
         head += self.post_hoc_text("headline")
         rest = []
@@ -278,15 +327,18 @@ class Tally:
         return head + (f" (also judged: {'; '.join(rest)})" if rest else "")
 
 
-def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
-    """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id), one per unit; sets each
-    decided headline verdict's ``holm`` (and leaves the others' empty)."""
+def tally(claims: Sequence[Any], verdicts: Sequence[Any], mark: bool = True) -> Tally:
+    """Counts of ``verdicts`` per evidence group of their ``claims`` (matched by id), one per unit; with ``mark``
+    (the default), sets each decided headline verdict's ``holm`` (and leaves the others' empty) and marks the
+    members of an inconsistent unit ``about = inconsistent``; ``mark=False`` counts a subset (one scale's claims)
+    without touching the verdicts."""
     by_id = {c.id: c for c in claims}
     kept, left_out = counted(verdicts)
     judged = {v.claim_id: v for v in kept}
     t = Tally()
     for v in left_out:
-        v.holm = ""  # not in Holm's family: it has no standing to report
+        if mark:  # not in Holm's family: it has no standing to report
+            v.holm = ""
         if v.claim_id in by_id:
             group = group_of(by_id[v.claim_id])
             t.post_hoc[group] = t.post_hoc.get(group, 0) + 1
@@ -296,14 +348,25 @@ def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
         groups = [group_of(by_id[i]) for i in ids]
         group = "headline" if "headline" in groups else groups[0]
         unit = combine(ids, group, members)
+        if unit.about == "inconsistent" and mark:
+            for v in members:
+                v.about = "inconsistent"
         t.merged += len(ids) - 1
+        if group == "headline":
+            t.headline_rows += groups.count("headline")
+            t.headline_merged += groups.count("headline") - 1
         if unit.depends_on:
             t.depends[group] = t.depends.get(group, 0) + 1
+        elif group == "headline" and unit.about != "paper":
+            t.counts.setdefault(group, dict.fromkeys(VERDICTS, 0))
+            t.apart.setdefault(unit.about, dict.fromkeys(VERDICTS, 0))[unit.verdict] += 1
+            if unit.out_of_regime:
+                t.outside[group] = t.outside.get(group, 0) + 1
         else:
             t.counts.setdefault(group, dict.fromkeys(VERDICTS, 0))[unit.verdict] += 1
             if unit.verdict == "FAIL":
                 split = t.fails.setdefault(group, {"falls short": 0, "exceeds": 0, INCONSISTENT: 0})
-                split[unit.miss] += 1
+                split[unit.miss] = split.get(unit.miss, 0) + 1
             if unit.out_of_regime:
                 t.outside[group] = t.outside.get(group, 0) + 1
         if group == "headline" and not unit.depends_on:
@@ -312,7 +375,7 @@ def tally(claims: Sequence[Any], verdicts: Sequence[Any]) -> Tally:
     decided = [u for u, _ in headline if u.verdict in ("PASS", "FAIL")]
     stand = {id(u) for u in holm(decided, t.holm_m)}
     t.holm_stands = len(stand)
-    for unit, members in headline:
+    for unit, members in headline if mark else []:
         if unit.verdict in ("PASS", "FAIL"):
             for v in members:
                 if v.verdict == unit.verdict:

@@ -59,6 +59,13 @@ class Verdict:
     post_hoc: str = ""
     #: the scale's record does not freeze the inputs beside the claims (an older record): a weaker flag than post hoc
     not_frozen: bool = False
+    #: every arm's error band rests on validation points of its class (ErrorBand.covered), and the verdict held at
+    #: every corner of the bands (distrepro.claims.model_interval.apply; both False where no check ran)
+    model_covered: bool = False
+    model_holds: bool = False
+    #: what the verdict is evidence about (distrepro.claims.attribution.ABOUT): paper, emulation, proxy,
+    #: reimplementation or inconsistent; empty until attributed
+    about: str = ""
 
     @property
     def across_profiles(self) -> bool:

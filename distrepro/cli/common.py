@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def config_path(config: str) -> str:
@@ -62,6 +63,18 @@ def add_system_metrics_arg(parser: argparse.ArgumentParser) -> None:
         help="log MLflow's system metrics (CPU, memory, disk, network, GPU) in every seed's run, sampled on the "
         "machine that trains it (needs psutil there)",
     )
+
+
+def verdict_lines(report: Any) -> list[str]:
+    """The console's line per claim, from the report's shown verdicts (:mod:`distrepro.claims.shown`): the same word,
+    what it is evidence about, its unit and qualifiers as the report files, then the reason."""
+    shown = report.display()
+    lines = []
+    for v in report.verdicts:
+        row = shown.of(v.claim_id)
+        quals = f" ({'; '.join(row.qualifiers)})" if row.qualifiers else ""
+        lines.append(f"  {row.word:<12} {row.claim_id} [{row.tags()}]: {row.said}{quals} — {v.reason}")
+    return lines
 
 
 def print_sensitivity(report: object) -> None:

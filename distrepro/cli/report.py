@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from distrepro.cli.common import SWEEP_PROGRESS, add_sensitivity_args, check_output, paper_id, print_sensitivity
+from distrepro.cli.common import (
+    SWEEP_PROGRESS,
+    add_sensitivity_args,
+    check_output,
+    paper_id,
+    print_sensitivity,
+    verdict_lines,
+)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -36,8 +43,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
-    for v in report.verdicts:
-        print(f"  {v.verdict:<12} {v.claim_id} [{report.group(v)}]: {v.reason}")
+    for line in verdict_lines(report):
+        print(line)
     print_sensitivity(report)
     print(f"  {report.markdown}\n  {report.html}")
     if report.logged_to:

@@ -12,6 +12,7 @@ from distrepro.cli.common import (
     paper_id,
     print_sensitivity,
     print_ui_hint,
+    verdict_lines,
 )
 from distrepro.cli.executor_flags import add_executor_flags, executor_spec
 from distrepro.errors import DistreproError
@@ -55,13 +56,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if result.report is not None:
         rep = result.report
         print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")
-        for v in rep.verdicts:
-            print(f"  {v.claim_id} [{rep.group(v)}]: {v.verdict} — {v.reason}")
+        for line in verdict_lines(rep):
+            print(line)
         print_sensitivity(rep)
         print(f"report: {rep.html}\n        {rep.markdown}")
-        headline_fails = [v for v in rep.verdicts if v.verdict == "FAIL" and rep.group(v) == "headline"]
+        headline_fails = [r for r in rep.display().rows if r.word == "FAIL" and r.group == "headline"]
         if args.check and headline_fails:
-            ids = ", ".join(v.claim_id for v in headline_fails)
+            ids = ", ".join(r.claim_id for r in headline_fails)
             print(f"--check: {len(headline_fails)} headline claim(s) FAIL: {ids}", file=sys.stderr)
             return 1
     return 0

@@ -18,13 +18,15 @@ import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from distrepro.claims.evidence import group_of
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
-from distrepro.claims.tally import mark_dependence, tally
+from distrepro.claims.shown import Shown, scale_tallies, show
+from distrepro.claims.tally import Tally, mark_dependence, tally
 from distrepro.claims.verdicts import Verdict
 from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
@@ -34,7 +36,7 @@ from distrepro.report.figure_set import FIGURE_FILES, arm_labels, draw_figures
 from distrepro.report.html import render_html
 from distrepro.report.judging import Judgement, judge, mark_post_hoc, preregistration, registered_runs
 from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
-from distrepro.report.scales import latest_runs, tallies_by_scale
+from distrepro.report.scales import latest_runs
 from distrepro.safe_write import checked, remove, write_text, write_with
 
 
@@ -51,6 +53,14 @@ class Report:
     dependence: Any | None = None  # the default check of the timing verdicts (distrepro.sensitivity.dependence)
 
     claims: list[Any] = field(default_factory=list)
+    #: the verdicts as every output shows them (:mod:`distrepro.claims.shown`), the same the report files print
+    shown: Shown | None = None
+
+    def display(self) -> Shown:
+        """:attr:`shown`, or built from the verdicts for a report made without one."""
+        if self.shown is None:
+            self.shown = show(SimpleNamespace(claims=self.claims), self.verdicts)
+        return self.shown
 
     def counts(self) -> dict[str, int]:
         """Verdicts over every claim (``--check`` fails on any FAIL)."""
@@ -61,7 +71,7 @@ class Report:
 
     def summary(self) -> str:
         """Headline first: the paper's own claims decided by measurement, then what else was judged."""
-        return tally(self.claims, self.verdicts).summary()
+        return self.display().summary()
 
     def group(self, verdict: Verdict) -> str:
         """``headline``, ``derived`` or ``structural``: which tally the verdict counts in."""
@@ -109,6 +119,8 @@ def write_report(
     prereg = preregistration(judged)
     drawn = _draw(judged, fig_dir)
     extra = _timing_section(judged, drawn, fig_dir, out_dir, sensitivity, dependence)
+    if judged.info.spec is not None:  # once every mark is on the verdicts: what every output prints from here on
+        judged.display = show(judged.info.spec, judged.verdicts)
     for part, figures in method_sections(judged.info, fig_dir, out_dir, make_context):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
@@ -124,6 +136,7 @@ def write_report(
         drawn,
         judged.verdicts,
         claims=list(spec.claims) if spec else [],
+        shown=judged.display,
         sensitivity=sensitivity,
         dependence=dependence,
     )
@@ -176,25 +189,29 @@ def _write_files(judged: Judgement, text: str, out_dir: Path) -> tuple[Path, Pat
     md_path = write_text(out_dir, out_dir / "report.md", text)
     html = render_html(text, out_dir, f"{judged.info.title} — distrepro report")
     html_path = write_text(out_dir, out_dir / "report.html", html)
-    payload = _verdicts_payload(judged)
+    payload = verdicts_payload(judged)
     write_text(out_dir, out_dir / "claims_verdict.json", json.dumps(payload, indent=2, default=str))
     runs = judged.rs.runs
     write_with(out_dir, out_dir / "runs.csv", lambda tmp: runs.to_csv(tmp, index=False))
     return md_path, html_path
 
 
-def _verdicts_payload(judged: Judgement) -> dict[str, Any]:
-    """``claims_verdict.json``: the verdicts with their group and scale, the tallies, and where the runs came from
-    (RESULTS.md and the papers index read it)."""
+def verdicts_payload(judged: Judgement) -> dict[str, Any]:
+    """``claims_verdict.json``: the verdicts with their group, scale and how they are shown (``shown``, one
+    :class:`distrepro.claims.shown.ShownVerdict` each), the tallies (once per unit, overall and per scale decided),
+    and where the runs came from (RESULTS.md and the papers index read it)."""
     info, rs, verdicts, scaled, spec = judged.info, judged.rs, judged.verdicts, judged.scaled, judged.info.spec
-    t = tally(spec.claims, verdicts) if spec else None
+    if spec is not None and judged.display is None:
+        judged.display = show(spec, verdicts)
+    shown = judged.display
     by_id = {c.id: c for c in spec.claims} if spec else {}
     return {
         "paper": info.id,
         "title": info.title,
         # an exploratory report (runs on seeds outside the record): never the registered test, never RESULTS.md's
         "exploratory": judged.exploratory,
-        "headline": t.text(t.of("headline"), "headline") if t and t.total("headline") else None,
+        "headline": shown.to_dict()["headline"] if shown else None,
+        "tally": {k: v for k, v in shown.to_dict().items() if k != "rows"} if shown else None,
         "n_runs": len(rs.runs),
         # per scale, so RESULTS.md gives each scale's row its own count (a report holds every scale's runs)
         "n_runs_by_scale": rs.runs["scale"].value_counts().to_dict() if "scale" in rs.runs.columns else {},
@@ -203,13 +220,52 @@ def _verdicts_payload(judged: Judgement) -> dict[str, Any]:
         "campaigns": rs.campaigns,
         "claims_file": str(info.path) if info.path else None,
         "verdicts": [
-            {**v.to_dict(), "group": group_of(by_id[v.claim_id]), "scale": by_id[v.claim_id].scale} for v in verdicts
+            {
+                **v.to_dict(),
+                "group": group_of(by_id[v.claim_id]),
+                "scale": by_id[v.claim_id].scale,
+                "shown": shown.of(v.claim_id).to_dict(),
+            }
+            for v in verdicts
         ]
-        if spec
+        if spec and shown
         else [],
-        "by_scale": tallies_by_scale(scaled, {c.id: group_of(c) for c in spec.claims}) if scaled and spec else {},
+        "by_scale": _by_scale(spec, verdicts, scaled) if spec else {},
         "claims": [c.model_dump(mode="json") for c in spec.claims] if spec else [],
     }
+
+
+def _by_scale(spec: Any, verdicts: list[Verdict], scaled: Any) -> dict[str, dict[str, Any]]:
+    """Per scale: the claims judged there (the index's column) and those it decided (``decided``: RESULTS.md's
+    rows), each counted as the report counts them (once per unit, apart by what they are about), and whether the
+    scale's runs are partial."""
+    from distrepro.claims.attribution import about
+
+    decided = scale_tallies(spec, verdicts)
+    judged_at = dict(scaled.by_scale) if scaled is not None else {}
+    out: dict[str, dict[str, Any]] = {}
+    for scale in dict.fromkeys([*judged_at, *decided]):
+        judged = list(judged_at.get(scale, {}).values())
+        for v in judged:  # a verdict at a scale that did not decide the claim: attributed at that scale
+            claim = next((c for c in spec.claims if c.id == v.claim_id), None)
+            if claim is not None and not v.about:
+                v.about = about(claim.model_copy(update={"scale": scale}), v, spec)
+        t = tally(spec.claims, judged, mark=False) if judged else decided.get(scale) or Tally()
+        d = decided.get(scale) or Tally()
+        out[scale] = {
+            "headline_text": t.text(t.of("headline"), "headline") if t.total("headline") else None,
+            "apart": t.apart_text(),
+            "all_text": t.text(t.all_claims()),
+            "headline": dict(t.of("headline")),
+            "all": t.all_claims(),
+            "partial": bool(scaled.partial(scale)) if scaled is not None else False,
+            "decided": {
+                "headline_text": d.text(d.of("headline"), "headline") if d.total("headline") else None,
+                "apart": d.apart_text(),
+                "all_text": d.text(d.all_claims()),
+            },
+        }
+    return out
 
 
 def build_report(

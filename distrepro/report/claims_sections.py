@@ -16,7 +16,7 @@ from distrepro.claims.evidence import group_of
 from distrepro.claims.intervals import CI_LABELS
 from distrepro.claims.schema import Claim, PaperSpec, claimed_bounds
 from distrepro.claims.sequential import level_text
-from distrepro.claims.tally import tally
+from distrepro.claims.shown import Shown, ShownVerdict, qualifiers, show, shown_row
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.results_inputs import SCALES
 from distrepro.report.sections import table
@@ -79,40 +79,31 @@ def where_decided(claim: Any, v: Verdict) -> str:
     return f"profile{'s' if len(used) > 1 else ''} " + ", ".join(f"`{p}`" for p in used)
 
 
-def qualifier(v: Verdict) -> str:
-    """What a verdict rests on beyond its interval: a hardware assumption, the direction of a miss, Holm."""
-    parts = []
-    if v.post_hoc:
-        parts.append(f"POST HOC, not counted: {v.post_hoc}")
-    elif v.not_frozen:
-        parts.append("not frozen (its record predates frozen inputs)")
-    if v.depends_on:
-        share = (
-            f"PASS in {100 * v.pass_share:.0f}% of the plausible hardware settings" if v.pass_share is not None else ""
-        )
-        if v.unit_pass_share is not None:  # a merged claim: its unit's share decides (distrepro.claims.tally)
-            alone = f"; this claim alone {100 * v.pass_share:.0f}%" if v.pass_share is not None else ""
-            share = (
-                f"its unit with {', '.join(v.unit_with)} holds in {100 * v.unit_pass_share:.0f}% of the plausible "
-                f"hardware settings{alone}"
-            )
-        parts.append(f"depends on {v.depends_on}" + (f" ({share})" if share else ""))
-    if v.verdict == "FAIL" and v.miss:
-        parts.append(v.miss)
-    if v.holm:
-        parts.append(f"{v.holm}" if v.holm != "stands" else "stands after Holm")
-    return " · ".join(parts)
+def qualifier(v: Verdict, row: ShownVerdict | None = None) -> str:
+    """What a verdict rests on beyond its interval: a hardware assumption, the direction of a miss, Holm, post hoc
+    (``row``: the claim's shown verdict, :mod:`distrepro.claims.shown`)."""
+    return " · ".join(row.qualifiers if row is not None else qualifiers(None, v))
 
 
-def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[Any] | None = None) -> str:
+def _about_cell(row: ShownVerdict) -> str:
+    """The verdict column: the word every output prints and, when not the paper, what it is evidence about."""
+    return row.word if row.about == "paper" else f"{row.word} · {row.said}"
+
+
+def claims_table(
+    spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[Any] | None = None, shown: Shown | None = None
+) -> str:
     """One row per claim (``claims``: a subset of ``spec.claims``, default all); a claim decided by
-    the model's structure gets a ``why it cannot vary`` column."""
+    the model's structure gets a ``why it cannot vary`` column. ``shown``: the verdicts as shown (a row's word,
+    what it is about, its qualifiers)."""
     by_id = {v.claim_id: v for v in verdicts}
     chosen = list(spec.claims if claims is None else claims)
     structural = any(c.decided_by == "model_structure" for c in chosen)
     rows = []
     for claim in chosen:
         v = by_id[claim.id]
+        shown_v = shown.of(claim.id) if shown is not None else shown_row(claim, v)
+        extra = qualifier(v, shown_v)
         ideal = f"{fmt(claim.ideal.value, _claim_unit(claim))} ({claim.ideal.label})" if claim.ideal else "–"
         rows.append(
             {
@@ -124,8 +115,8 @@ def claims_table(spec: PaperSpec, verdicts: Sequence[Verdict], claims: Sequence[
                 "reproduced": reproduced_text(v, claim.accept.ci),
                 "ideal": ideal,
                 "scale": f"{claim.scale}" + (" · out of regime" if v.out_of_regime else ""),
-                "verdict": v.verdict,
-                "reason": f"{qualifier(v)} — {v.reason}" if qualifier(v) else v.reason,
+                "verdict": _about_cell(shown_v),
+                "reason": f"{extra} — {v.reason}" if extra else v.reason,
                 "why it cannot vary": claim.why,
             }
         )
@@ -167,18 +158,25 @@ def _pairing_text(verdicts: Sequence[Verdict]) -> str:
     )
 
 
-def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
-    """The report's verdict line, headline first (see :mod:`distrepro.claims.tally`)."""
-    t = tally(spec.claims, verdicts)
+def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None = None) -> str:
+    """The report's verdict line, headline first (see :mod:`distrepro.claims.tally`), from ``shown`` (built here
+    when not given)."""
+    t = (shown or show(spec, verdicts)).tally
     where = f"profile `{spec.setup.profile}`, " if spec.setup.profile else ""
     # a report of every scale judges each claim at the scale that decided it: name those of the headline claims
     used = {c.scale or spec.setup.scale for c in spec.claims if group_of(c) == "headline"} or {spec.setup.scale}
     scales = sorted(used, key=lambda s: SCALES.index(s) if s in SCALES else len(SCALES))
     at = f"scale `{scales[0]}`" if len(scales) == 1 else "scales " + ", ".join(f"`{s}`" for s in scales)
+    about = " about the paper" if t.apart else ""
     lines = [
-        f"**Headline: {t.text(t.of('headline'), 'headline')}** of the paper's {t.total('headline')} claims as it "
-        f"states them, decided by measurement ({where}{at}){t.post_hoc_text('headline')}."
+        f"**Headline: {t.text(t.of('headline'), 'headline')}**{about} of the paper's {t.total('headline')} claims as "
+        f"it states them, decided by measurement ({where}{at}){t.post_hoc_text('headline')}."
     ]
+    if t.apart:
+        lines.append(
+            f"Counted apart, as evidence about something else than the paper: {t.apart_text()} (column `verdict`; "
+            "docs/claims.md, what a verdict is evidence about)."
+        )
     if t.merged:
         lines.append(
             f"Claims that restate one number (`same_as`) or cannot both hold (`counts_with`) count once: {t.merged} "
@@ -231,13 +229,13 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
     return " ".join(lines)
 
 
-def grouped_claims_tables(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
+def grouped_claims_tables(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None = None) -> str:
     """One claims table per evidence group, the headline first."""
     out = []
     for group, (title, caption) in _GROUPS.items():
         claims = [c for c in spec.claims if group_of(c) == group]
         if claims:
-            out += [f"### {title}", "", f"_{caption}_", "", claims_table(spec, verdicts, claims)]
+            out += [f"### {title}", "", f"_{caption}_", "", claims_table(spec, verdicts, claims, shown)]
     return "\n".join(out)
 
 
@@ -248,14 +246,15 @@ def _arms_of(claim: Any) -> str:
     return f"arm `{claim.arm}`" + (f" vs baseline `{base}`" if base else "")
 
 
-def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict]) -> str:
+def claim_details(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None = None) -> str:
     """Per claim: what was compared where, the statistic and acceptance band, and every seed's value."""
     by_id = {v.claim_id: v for v in verdicts}
     out = []
     for claim in spec.claims:
         v = by_id[claim.id]
         acc = claim.accept
-        lines = [f"#### {claim.id} · {claim.kind} · **{v.verdict}**", ""]
+        said = shown.of(claim.id) if shown is not None else shown_row(claim, v)
+        lines = [f"#### {claim.id} · {claim.kind} · **{said.word}** · {said.said}", ""]
         if claim.statement:
             lines += [f"> {claim.statement}", ""]
         lines.append(

@@ -62,7 +62,7 @@ def _opening(judged: Judgement, root: Path, prereg: str) -> list[str]:
             f"are not the registered test (`reports/{info.id}/report.md`) and RESULTS.md does not read them.",
             "",
         ]
-    screen = first_screen(spec, verdicts)  # the answer first (distrepro.report.headline)
+    screen = first_screen(spec, verdicts, judged.display)  # the answer first (distrepro.report.headline)
     if screen:
         parts += [screen]
     deciding = deciding_runs(info, verdicts, root)  # headline claims only a larger scale decides: the command, cost
@@ -84,12 +84,13 @@ def _claims(judged: Judgement) -> list[str]:
     parts = ["", "## Claims", ""]
     if spec is None or not spec.claims:
         return [*parts, "_No claims are encoded for this paper yet; the report shows the runs found._"]
-    parts += [claims_sec.tally_text(spec, verdicts), "", claims_sec.grouped_claims_tables(spec, verdicts)]
+    shown = judged.display
+    parts += [claims_sec.tally_text(spec, verdicts, shown), "", claims_sec.grouped_claims_tables(spec, verdicts, shown)]
     parts += _by_scale(judged.scaled, {c.id: group_of(c) for c in spec.claims})
     conflicts = claims_sec.conflicts_section(spec)
     if conflicts:
         parts += ["### Claims that cannot all hold", "", conflicts]
-    return [*parts, "### Claim details", "", claims_sec.claim_details(spec, verdicts)]
+    return [*parts, "### Claim details", "", claims_sec.claim_details(spec, verdicts, shown)]
 
 
 def _by_scale(scaled: ScaledVerdicts | None, groups: Mapping[str, str]) -> list[str]:

@@ -16,13 +16,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from distrepro.claims.attribution import APART
 from distrepro.claims.evidence import VERDICTS, group_of
 from distrepro.claims.sequential import level_text
-from distrepro.claims.tally import INCONSISTENT, Tally, inconsistent_text, tally
+from distrepro.claims.shown import Shown, ShownVerdict, show, shown_row
+from distrepro.claims.tally import INCONSISTENT, Tally, inconsistent_text
 from distrepro.claims.verdicts import Verdict, fmt
 from distrepro.report.claims_sections import claimed_text, qualifier, source_text, where_decided
 
-#: the verdict, said as a reader would say it
+#: the verdict about the paper, said as a reader would say it (other evidence: distrepro.claims.attribution.SAID)
 SAID = {"PASS": "holds", "FAIL": "does not hold", "INCONCLUSIVE": "cannot be decided"}
 DETAILS_OPEN = "<details><summary>{summary}</summary>"
 DETAILS_CLOSE = "</details>"
@@ -49,19 +51,20 @@ def _measured(v: Verdict, claim: Any) -> str:
 _EMPHASIS = str.maketrans({"*": "\\*", "_": "\\_", "\n": " ", "\r": " "})
 
 
-def claim_sentence(claim: Any, v: Verdict) -> str:
-    """``**FAIL** · does not hold: <claim> (<id>; <source>): measured … against claimed …; decided at … .``"""
+def claim_sentence(claim: Any, v: Verdict, row: ShownVerdict | None = None) -> str:
+    """``**FAIL** · not reproduced on the proxy: <claim> (<id>; <source>): measured … against claimed …; decided
+    at … .``: the word and its words from the claim's shown verdict (:mod:`distrepro.claims.shown`)."""
+    if row is None:
+        row = shown_row(claim, v)
     what = (claim.statement or f"{claim.kind} of {getattr(claim, 'metric', '') or claim.id}").translate(_EMPHASIS)
     if v.post_hoc:  # a choice that decides it was made after its record: shown, never counted
         text = f"**POST HOC** · {v.verdict}, not counted ({v.post_hoc}): "
-    elif v.depends_on:  # not a verdict the runs decide: no PASS/FAIL badge, the emulated one said in words
-        text = f"**DEPENDS** · depends on an assumption ({v.verdict} on the declared hardware): "
     else:
-        text = f"**{v.verdict}** · {SAID[v.verdict]}: "
+        text = f"**{row.word}** · {row.said}: "  # DEPENDS: no PASS/FAIL badge, the emulated one said in words
     text += f"*{what}* ({claim.id}; {source_text(claim)}): "
     text += f"{_measured(v, claim)} against claimed {claimed_text(claim)}"
     text += f"; decided at {claim.scale} scale on {where_decided(claim, v)}"
-    extra = qualifier(v)
+    extra = qualifier(v, row)
     if extra:
         text += f" ({extra})"
     if v.verdict != "PASS":
@@ -73,13 +76,15 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
-    """The tally and one sentence per headline claim (empty when the paper encodes no claims)."""
+def first_screen(spec: Any, verdicts: Sequence[Verdict], shown: Shown | None = None) -> str:
+    """The tally and one sentence per headline claim (empty when the paper encodes no claims); ``shown``: the
+    verdicts as every output shows them (built here when not given)."""
     if spec is None or not spec.claims:
         return ""
     by_id = {v.claim_id: v for v in verdicts}
     heads = [c for c in spec.claims if group_of(c) == "headline" and c.id in by_id]
-    t = tally(spec.claims, verdicts)
+    shown = shown or show(spec, verdicts)
+    t = shown.tally
     counts = t.of("headline")
     split = t.fails.get("headline", {})
     fail = _count(counts["FAIL"], "does not hold", "do not hold")
@@ -91,15 +96,16 @@ def first_screen(spec: Any, verdicts: Sequence[Verdict]) -> str:
     dep = f", {_count(depends, 'depends', 'depend')} on an assumed hardware figure" if depends else ""
     n_units = t.total("headline")
     merged = f" (counted once per claim the paper makes: {len(heads)} rows)" if n_units != len(heads) else ""
+    about = " as evidence about the paper" if t.apart else ""
     lines = [
-        f"**Of the paper's {_count(n_units, 'headline claim', 'headline claims')}{merged}: "
+        f"**Of the paper's {_count(n_units, 'headline claim', 'headline claims')}{merged}{about}: "
         f"{_count(counts['PASS'], 'holds', 'hold')}, {fail}, "
-        f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}{dep}** on the emulated "
-        f"hardware (the claims tables and evidence follow){_left_out(t)}. "
+        f"{_count(counts['INCONCLUSIVE'], 'cannot be decided', 'cannot be decided')}{dep}**"
+        f"{_apart(t)}{_left_out(t)} (the claims tables and evidence follow). "
         f"{t.holm_text()[0].upper()}{t.holm_text()[1:]}.",
         "",
     ]
-    lines += [f"- {claim_sentence(c, by_id[c.id])}" for c in heads]
+    lines += [f"- {claim_sentence(c, by_id[c.id], shown.of(c.id))}" for c in heads]
     outside, others = outside_headline(t)
     if others:
         lines += [
@@ -113,6 +119,19 @@ def _left_out(t: Tally) -> str:
     """``; 1 more is post hoc and not counted`` (the headline's post-hoc verdicts: marked below, never counted)."""
     n = t.post_hoc.get("headline", 0)
     return f"; {n} more {'is' if n == 1 else 'are'} post hoc and not counted" if n else ""
+
+
+def _apart(t: Tally) -> str:
+    """``; not evidence about the paper: 2 not reproduced on the emulated setting, …``: the headline units kept
+    apart by what they are about."""
+    if not t.apart:
+        return " on the emulated hardware"
+    parts = []
+    for about, counts in t.apart.items():
+        n = sum(counts.values())
+        said = " · ".join(f"{c} {k}" for k, c in counts.items() if c)
+        parts.append(f"{n} {APART.get(about, about)} ({said})")
+    return "; apart, not evidence about the paper: " + "; ".join(parts)
 
 
 def outside_headline(t: Tally) -> tuple[str, int]:

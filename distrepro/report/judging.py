@@ -15,10 +15,13 @@ from typing import Any
 
 import pandas as pd
 
+from distrepro.claims import model_interval
+from distrepro.claims.attribution import attribute
 from distrepro.claims.papers import PaperInfo, arms_at_scale
 from distrepro.claims.runs import ReportError, RunSet
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
-from distrepro.claims.verdicts import Verdict
+from distrepro.claims.shown import Shown
+from distrepro.claims.verdicts import Verdict, judge_values
 from distrepro.report.figure_set import arm_labels, report_style
 from distrepro.report.scales import ScaledVerdicts, judge_across_scales, latest_runs, run_scales
 
@@ -46,6 +49,9 @@ class Judgement:
     set_aside: dict[str, list[int]] = field(default_factory=dict)
     #: scale → what its record certifies (:func:`distrepro.claims.preregistration.standing`), registered scales only
     standings: dict[str, Any] = field(default_factory=dict)
+    #: the verdicts as every output shows them (:mod:`distrepro.claims.shown`): built once, after the timing
+    #: verdicts that depend on an assumption are marked (:func:`distrepro.report.build.write_report`)
+    display: Shown | None = None
 
     def figure_labels(self) -> dict[str, str]:
         """The labels of the shown scale's runs (every run's when that scale has none), so a bar never mixes
@@ -100,6 +106,7 @@ def judge(
     scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
     if scaled is not None:
         info = dataclasses.replace(info, spec=scaled.spec)
+        _attribute(info, scaled.verdicts)
     spec = info.spec
     labels = arm_labels(rs.runs, spec)
     if baseline is not None and baseline not in set(labels.values()):
@@ -154,6 +161,16 @@ def mark_post_hoc(judged: Judgement, written: PaperInfo, root: Path | None, samp
         for cid in ids:
             by_id[cid].post_hoc = st.post_hoc.get(cid, "")
             by_id[cid].not_frozen = bool(st.not_frozen) and not by_id[cid].post_hoc
+
+
+def _attribute(info: PaperInfo, verdicts: list[Verdict]) -> None:
+    """The emulator's error on every timing verdict (:mod:`distrepro.claims.model_interval`: a model interval, and
+    INCONCLUSIVE where a corner of the error does not share the verdict), then what each verdict is evidence about
+    (:mod:`distrepro.claims.attribution`); before any tally or dependence mark reads them."""
+    spec, paper = info.spec, info.id
+    assert spec is not None
+    model_interval.check_all(spec, paper, verdicts, lambda claim, arms: judge_values(claim, arms, paper))
+    attribute(spec, verdicts)
 
 
 def preregistration(judged: Judgement) -> str:

@@ -28,6 +28,12 @@ def _per_scale(by_scale: dict[str, Any]) -> str:
     """``proxy: 2 PASS · 0 FAIL · 1 INCONCLUSIVE; mid (partial): …`` over the headline claims judged at each scale."""
     parts = []
     for scale, t in by_scale.items():
+        label = f"{scale} (partial)" if t.get("partial") else scale
+        if "all_text" in t:  # the report's own count, once per unit (distrepro.claims.shown): never recounted here
+            text = t.get("headline_text") or t["all_text"]
+            apart = f"; apart: {t['apart']}" if t.get("headline_text") and t.get("apart") else ""
+            parts.append(f"{label}: {text}{apart}")
+            continue
         counts = t.get("headline") or {}
         if not sum(counts.values()):
             counts = t.get("all") or {}
@@ -39,12 +45,15 @@ def _per_scale(by_scale: dict[str, Any]) -> str:
 def _row(folder: Path, data: dict[str, Any]) -> dict[str, str]:
     verdicts = data.get("verdicts", [])
     link = f"[{data.get('paper', folder.name)}]({folder.name}/report.html)"
+    tallied = data.get("tally") or {}
     headline = data.get("headline") or (_counts(verdicts, "headline") if verdicts else "no claims encoded")
+    if tallied.get("apart"):
+        headline = f"{headline} about the paper; apart: {tallied['apart']}"
     return {
         "paper": link,
         "title": data.get("title", ""),
         "headline claims (the paper's own)": headline,
-        "all claims": _counts(verdicts) if verdicts else "–",
+        "all claims": tallied.get("all") or (_counts(verdicts) if verdicts else "–"),
         "by scale (headline, else all)": _per_scale(data.get("by_scale") or {}),
         "runs": str(data.get("n_runs", "–")),
         "generated": data.get("generated", "–"),
@@ -67,8 +76,10 @@ def write_index(reports_dir: Path) -> Path:
             "",
             "One row per paper reproduced here. *Headline*: the paper's own claims as it states them, each decided "
             "by a measurement on the emulated hardware; *all claims* adds the derived, reconstructed and structural "
-            "readings; *by scale*: the claims judged at each scale the paper's runs cover (*partial*: some arm has no "
-            "runs there). Each report opens with one sentence per headline claim.",
+            "readings; *by scale*: the claims judged at each scale the paper's runs cover, counted once per unit "
+            "as the report counts them (*partial*: some arm has no runs there); *apart*: verdicts about the "
+            "emulated setting, a proxy or our unchecked re-implementation rather than the paper. Each report opens "
+            "with one sentence per headline claim.",
             "",
             table(rows, cols) if rows else "_No reports yet: run `distrepro reproduce PAPER`._",
         ]

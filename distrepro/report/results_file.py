@@ -121,11 +121,20 @@ def scale_verdicts(result: ScaleResult, scale: str | None = None) -> list[dict[s
     return [v for v in verdicts if v.get("scale", result.scale) == (scale or result.scale)]
 
 
-def _headline(paper: str, result: ScaleResult, verdicts: list[dict[str, Any]], root: Path | None = None) -> str:
+def _headline(
+    paper: str, result: ScaleResult, verdicts: list[dict[str, Any]], root: Path | None = None, scale: str | None = None
+) -> str:
     """The headline tally of the claims decided at this scale, counted as the report counts them (one per unit,
     FAIL split, "depends on an assumption" apart), with the current claims file's groups and units."""
     if not result.verdict_file.get("by_scale"):
         return str(result.verdict_file.get("headline") or "– (none judged)")
+    counted = _shown_scale(result, scale or result.scale)
+    if counted is not None:  # the report's own count (distrepro.claims.shown): never counted again here
+        head = counted.get("headline_text")
+        apart = counted.get("apart")
+        if not head:
+            return "– (none decided at this scale)"
+        return f"{head} about the paper; apart: {apart}" if apart else str(head)
     from types import SimpleNamespace
 
     from distrepro.claims.tally import tally
@@ -138,6 +147,22 @@ def _headline(paper: str, result: ScaleResult, verdicts: list[dict[str, Any]], r
     if not t.total("headline"):
         return "– (none decided at this scale)" + t.post_hoc_text("headline")
     return t.text(t.of("headline"), "headline") + t.post_hoc_text("headline")
+
+
+def _shown_scale(result: ScaleResult, scale: str) -> dict[str, Any] | None:
+    """The report's tally of the claims decided at ``scale`` (``claims_verdict.json``'s ``by_scale``, written from
+    :class:`distrepro.claims.shown.Shown`), or None for a file written before it."""
+    entry = (result.verdict_file.get("by_scale") or {}).get(scale)
+    decided = entry.get("decided") if isinstance(entry, dict) else None
+    return decided if isinstance(decided, dict) and "all_text" in decided else None
+
+
+def _word(v: dict[str, Any]) -> str:
+    """A claim's verdict as the report shows it (``DEPENDS`` included, with what it is evidence about)."""
+    shown = v.get("shown")
+    if not isinstance(shown, dict):
+        return str(v.get("verdict", "–"))
+    return shown["word"] if shown.get("about") == "paper" else f"{shown['word']} · {shown['said']}"
 
 
 def _counts(verdicts: list[dict[str, Any]], group: str | None = None) -> str:
@@ -184,7 +209,7 @@ def _levels(verdict_file: dict[str, Any]) -> dict[str, float]:
 
 def _verdict_cell(v: dict[str, Any]) -> str:
     """The verdict, with POST HOC (and why) or *not frozen* where its pre-registration says so."""
-    text = str(v["verdict"])
+    text = _word(v)
     if v.get("post_hoc"):
         return f"{text} · POST HOC, not counted: {_cell(v['post_hoc'])}"
     return text + (" · not frozen" if v.get("not_frozen") else "")
@@ -276,10 +301,12 @@ def _summary_row(
         runs = str(per_scale[scale])
     else:  # a report written before the count per scale
         runs = str(r.verdict_file.get("n_runs", "–")) + (" (every scale)" if multi else "")
+    counted = _shown_scale(r, scale)
+    every = counted["all_text"] if counted is not None else _counts(verdicts)
     return {
         "scale": scale,
-        "headline (the paper's own claims)": _headline(paper, r, verdicts, root),
-        "all claims": _counts(verdicts) if verdicts else "no claims decided at this scale",
+        "headline (the paper's own claims)": _headline(paper, r, verdicts, root, scale),
+        "all claims": every if verdicts else "no claims decided at this scale",
         "runs": runs,
         "run time (wall)": _duration(r.ended_ms - r.started_ms) if ran else "–",
         "commit": f"`{r.commit[:10]}`" + ("+dirty" if r.dirty else "") if ran else "–",

@@ -87,6 +87,10 @@ def resolved_constants(params: Params, world_size: int) -> dict[str, Any]:
 class Method(api.Method[Params]):
     synchronous = False
     exchange = "neighbour"  # pairwise averagings with a neighbour of the graph
+    reference_check = (
+        "tests/methods/test_acid_reference.py against github AdelNabli/ACiD @ 89393fd (its update rules restated, "
+        "driven with the same scripted events)"
+    )
 
     @classmethod
     def plan(cls, params: Params, setting: api.PlanSetting) -> api.MethodPlan | None:

@@ -57,6 +57,10 @@ class Method(api.Method[Params]):
     synchronous = True
     exchange = "neighbour"  # each iteration averages with the topology's neighbours (AER: alternating rings)
     accepts_optimizer = True
+    reference_check = (
+        "tests/methods/test_decentdp_equivalence.py against the decent-dp package 0.2.3 (topologies, AccumAdam(W), "
+        "DecentralizedDataParallel end to end)"
+    )
 
     def skip(self, cluster: api.ClusterLayout) -> str | None:
         """The topology on this world size; the alternating exponential ring's node count comes from the layout

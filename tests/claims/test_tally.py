@@ -120,7 +120,9 @@ def test_member_by_member_the_same_pair_was_a_firm_fail() -> None:
     mark_dependence(verdicts, {"A-C2": (1 / 32, "link bandwidth"), "A-C4": (1 / 32, "link bandwidth")})
     assert not any(v.depends_on for v in verdicts) and all(v.unit_pass_share is None for v in verdicts)
     t = tally(s.claims, verdicts)
-    assert t.of("headline")["FAIL"] == 1 and t.fails["headline"] == {"falls short": 0, "exceeds": 0, "inconsistent": 1}
+    # firm, and counted once: beside the headline, as evidence about an inconsistent unit, not about the paper
+    assert t.of("headline")["FAIL"] == 0 and t.apart == {"inconsistent": {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 0}}
+    assert [v.about for v in verdicts] == ["inconsistent", "inconsistent"]
 
 
 def test_members_passing_in_the_same_setting_leave_the_unit_firm() -> None:
@@ -161,16 +163,14 @@ def test_members_missing_in_opposite_directions_make_an_inconsistent_unit() -> N
     assert miss_of_unit(verdicts[:2]) == "inconsistent" and miss_of_unit(verdicts[2:]) == "falls short"
     assert miss_of_unit([verdicts[1]]) == "exceeds"
     t = tally(s.claims, verdicts)
-    assert t.fails["headline"] == {"falls short": 1, "exceeds": 0, "inconsistent": 1}
-    assert t.text(t.of("headline"), "headline") == (
-        "0 PASS · 2 FAIL (1 falls short, 0 exceed, 1 inconsistent: the claims in this unit cannot all hold) "
-        "· 0 INCONCLUSIVE"
-    )
+    # the inconsistent unit is evidence about the paper's claims contradicting each other, not about its result: it
+    # is tallied beside the headline, which counts the F6/F7 unit once
+    assert t.fails["headline"] == {"falls short": 1, "exceeds": 0, "inconsistent": 0}
+    assert t.apart == {"inconsistent": {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 0}}
+    assert t.text(t.of("headline"), "headline") == "0 PASS · 1 FAIL (1 falls short, 0 exceed) · 0 INCONCLUSIVE"
     from distrepro.report.headline import first_screen  # the report's first sentence words it the same way
 
-    assert "(1 falling short, 0 exceeding it, 1 inconsistent: the claims in this unit cannot all hold)" in first_screen(
-        s, verdicts
-    )
+    assert "1 in units whose claims cannot all hold (1 FAIL)" in first_screen(s, verdicts)
 
 
 @pytest.mark.parametrize("a", ["PASS", "FAIL", "INCONCLUSIVE"])

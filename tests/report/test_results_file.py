@@ -53,7 +53,9 @@ def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     tally = r"1 PASS · 0 FAIL · 0 INCONCLUSIVE\s*"
     # its one claim is derived: no headline tally, one PASS among all claims, 2 arms x 2 seeds
     assert re.search(rf"\| proxy\s*\| – \(none decided at this scale\)\s*\| {tally}\| 4\s*\|", text), text
-    assert re.search(r"\| `fewer-bytes`\s*\| derived\s*\| PASS\s*\| .*2×", text), text
+    assert re.search(r"\| `fewer-bytes`\s*\| derived\s*\| PASS · reproduced by our re-implementation.*\| .*2×", text), (
+        text
+    )
     assert done.run_id in text and "made on the current paper.yaml and configs" in text
 
     paper = paper_root / "methods" / "tiny" / "paper.yaml"
