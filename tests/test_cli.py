@@ -75,6 +75,9 @@ def test_run_tiny_config_succeeds_and_prints_run_ids(
     assert "Traceback" not in err
     parent = re.search(r"campaign run ([0-9a-f]{32})", out)
     assert parent is not None, out
+    # the id is said when the campaign starts (on stderr, before any seed trains), so a killed run can be resumed
+    started = f"campaign run {parent.group(1)} started (continue it with --resume {parent.group(1)})"
+    assert started in err.splitlines(), err
     assert f"tracking {tracking}" in out
     children = re.findall(r"seed (\d): val_acc [0-9.]+ .* run ([0-9a-f]{32})", out)
     assert [seed for seed, _ in children] == ["0", "1"]
@@ -89,6 +92,21 @@ def test_run_tiny_config_succeeds_and_prints_run_ids(
         assert run.data.params["budget.steps"] == "3"  # the --set override reached the run
         assert run.data.metrics["final/steps"] == 3.0
     assert not (Path.cwd() / "mlflow.db").exists()  # the store is the one in MLFLOW_TRACKING_URI
+
+
+def test_output_a_terminal_cannot_encode_degrades_instead_of_failing(tmp_path: Path) -> None:
+    """``LC_ALL=POSIX`` or ``PYTHONIOENCODING=ascii``: ``list`` printed A²CiD²'s name and ended with an unexpected
+    UnicodeEncodeError (exit 1); the character becomes ``?`` and the command succeeds."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "distrepro.cli", "list"], capture_output=True, env=env, cwd=tmp_path,
+                          timeout=hang_guard(300), check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode("ascii", "replace")[-500:]
+    assert b"UnicodeEncodeError" not in proc.stderr
+    assert b"A?CiD?" in proc.stdout and all(byte < 128 for byte in proc.stdout)
 
 
 @pytest.mark.parametrize("command", ["run", "list"])

@@ -73,12 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _degrade_unencodable_output() -> None:
+    """A character the terminal cannot encode (``LC_ALL=POSIX``, ``PYTHONIOENCODING=ascii``: the reports' ×, ², —)
+    becomes ``?`` instead of ending a finished campaign with ``UnicodeEncodeError`` and exit 1."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Whatever goes wrong is one line on stderr, never a traceback unless ``--debug``: a
     user error (exit 2), Ctrl-C or SIGTERM (128 + the signal: runs KILLED, a resume hint), a bug (exit 1)."""
     from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
 
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    _degrade_unencodable_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
