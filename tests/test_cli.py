@@ -75,9 +75,9 @@ def test_run_tiny_config_succeeds_and_prints_run_ids(
     assert "Traceback" not in err
     parent = re.search(r"campaign run ([0-9a-f]{32})", out)
     assert parent is not None, out
-    # the id is said when the campaign starts (on stderr, before any seed trains), so a killed run can be resumed
+    # the id is said when the campaign starts, before any seed trains, so a killed run can be resumed
     started = f"campaign run {parent.group(1)} started (continue it with --resume {parent.group(1)})"
-    assert started in err.splitlines(), err
+    assert out.splitlines()[0] == started, out
     assert f"tracking {tracking}" in out
     children = re.findall(r"seed (\d): val_acc [0-9.]+ .* run ([0-9a-f]{32})", out)
     assert [seed for seed, _ in children] == ["0", "1"]

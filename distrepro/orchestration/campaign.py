@@ -254,10 +254,9 @@ def begin_campaign(prep: PreparedCampaign) -> None:
             file=sys.stderr,
             flush=True,
         )
-    else:  # said when it starts, not when it ends: after a kill the id is what `--resume` needs
-        how = "resumed" if prep.resume else "started"
-        print(f"campaign run {campaign.run_id} {how} (continue it with --resume {campaign.run_id})", file=sys.stderr,
-              flush=True)  # fmt: skip
+    else:  # said when it starts, not when it ends: after a kill the id is what `--resume` needs (stdout: a result,
+        how = "resumed" if prep.resume else "started"  # where stderr holds only what went wrong)
+        print(f"campaign run {campaign.run_id} {how} (continue it with --resume {campaign.run_id})", flush=True)
     if not prep.resume:
         campaign.log_text(yaml.safe_dump(prep.cfg.model_dump(mode="json"), sort_keys=False), "config.yaml")
         campaign.set_tags({DESCRIPTION_TAG: describe_parent(prep.cfg.name, len(prep.cfg.seeds))})
