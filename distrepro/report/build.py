@@ -22,6 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from distrepro.claims.evidence import group_of
+from distrepro.claims.model_interval import emulated_quantity
 from distrepro.claims.papers import PaperInfo, UnknownPaperError, arms_at_scale, find_paper, known_papers
 from distrepro.claims.runs import NoExperimentError, RunSet, load_runs
 from distrepro.claims.schema import TRAINING_SCALES, Scale, at_scale
@@ -31,6 +32,7 @@ from distrepro.claims.verdicts import Verdict
 from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
+from distrepro.report import stage
 from distrepro.report.document import markdown_document
 from distrepro.report.figure_set import FIGURE_FILES, arm_labels, draw_figures
 from distrepro.report.html import render_html
@@ -100,33 +102,29 @@ def write_report(
     else ``dependence`` (:mod:`distrepro.report.dependence_section`) marks the timing verdicts that depend on an
     assumed figure and adds its short section. ``make_context`` makes the context the method folders' hooks get
     (:mod:`distrepro.report.plugin_context`): the harness's, from the caller, since the report never trains.
-    At a pre-registered scale the report judges only the runs on the record's seeds, ``exploratory`` only the
-    others (:func:`distrepro.report.judging.registered_runs`); a registered verdict some choice of which was made
-    after its record is marked post hoc (:func:`distrepro.report.judging.mark_post_hoc`; ``samples``: the hardware
-    samples the sensitivity check drew, compared with the record's).
-
-    Three steps: judge (:func:`distrepro.report.judging.judge`), draw (:func:`_draw`, with the sections added
-    after the claims), write (:func:`_write_files`)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig_dir = out_dir / "figures"
-    for product in ("figures", *PRODUCTS):  # a link planted there and leading elsewhere: refused before anything
-        checked(out_dir, out_dir / product)  # is drawn, written or removed
-    for stale in (p for p in fig_dir.glob("*.png") if p.is_file()):  # a figure that no longer applies goes
-        remove(out_dir, stale)
+    At a registered scale it judges only the runs on the record's seeds, ``exploratory`` only the others, and marks
+    post hoc what a record cannot certify (:mod:`distrepro.report.judging`; ``samples``: the hardware samples drawn).
+    Steps (each named for the heartbeat, :mod:`distrepro.report.stage`): judge, draw, the sections, write."""
+    fig_dir = _prepared(out_dir)
+    stage.enter("judging", f"{len(info.spec.claims) if info.spec else 0} claims")
     judged = judge(info, rs, baseline, scale, root, exploratory)
     swept = sensitivity is not None or dependence is not None
     mark_post_hoc(judged, info, root, samples if swept else None)
     prereg = preregistration(judged)
+    stage.enter("drawing", f"the figures of {len(judged.verdicts)} verdicts")
     drawn = _draw(judged, fig_dir)
     extra = _timing_section(judged, drawn, fig_dir, out_dir, sensitivity, dependence)
     if judged.info.spec is not None:  # once every mark is on the verdicts: what every output prints from here on
         judged.display = show(judged.info.spec, judged.verdicts)
+    stage.enter("the method's sections", f"({len(drawn)} figures drawn)")
     for part, figures in method_sections(judged.info, fig_dir, out_dir, make_context):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
     captions = product_captions(judged.info, fig_dir, out_dir, make_context, root)
     text = markdown_document(judged, drawn, out_dir, root or repo_root(), extra, prereg, captions)
+    stage.enter("writing", f"{len(PRODUCTS)} files and {len(drawn)} figures")
     md_path, html_path = _write_files(judged, text, out_dir)
+    stage.reset()
     spec = judged.info.spec
     return Report(
         info.id,
@@ -140,6 +138,18 @@ def write_report(
         sensitivity=sensitivity,
         dependence=dependence,
     )
+
+
+def _prepared(out_dir: Path) -> Path:
+    """The report folder, made; its products checked (a link planted there and leading elsewhere is refused before
+    anything is drawn, written or removed); figures that no longer apply removed. Returns the figures' folder."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = out_dir / "figures"
+    for product in ("figures", *PRODUCTS):
+        checked(out_dir, out_dir / product)
+    for stale in (p for p in fig_dir.glob("*.png") if p.is_file()):
+        remove(out_dir, stale)
+    return fig_dir
 
 
 def _draw(judged: Judgement, fig_dir: Path) -> dict[str, Path]:
@@ -294,23 +304,22 @@ def build_report(
     campaigns read, after the newest-run-per-(arm, seed) rule).
     ``scale`` also judges the claims at that scale (beside every scale the runs hold) and picks the figures' runs;
     ``sensitivity`` adds the sweep of the timing verdicts over the plausible hardware
-    (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's). The sweep takes
-    minutes, so its progress goes to stderr as a campaign's training does
-    (:func:`distrepro.orchestration.progress.wants_bars`:
-    ``show_progress`` ``None``, a live bar when stderr is a terminal; ``False`` (``--no-progress``), a line
-    per phase and quarter of it). Without ``sensitivity``, ``dependence`` (the default) runs the cheap check of
-    the timing verdicts over the plausible hardware (:mod:`distrepro.sensitivity.dependence`, cached in the
-    report folder) that marks those that depend on an assumption; ``False`` (``--no-sensitivity``) skips it.
-    ``make_context``: the context of the method folders' hooks (:func:`write_report`).
-    ``exploratory``: the report of the runs on seeds outside the scale's pre-registration record, written apart
-    (default ``reports/<paper>/exploratory``, :func:`exploratory_folder`), marked so in its headline and never
-    logged to MLflow (RESULTS.md reads the reports logged there): the registered report is left as it is."""
+    (:mod:`distrepro.sensitivity`), ``sensitivity_samples`` settings (default: the paper's), its progress on stderr
+    as training's (``show_progress``: :func:`distrepro.orchestration.progress.wants_bars`). Without
+    ``sensitivity``, ``dependence`` (the default) runs the cheap check of the timing verdicts over the plausible
+    hardware (:mod:`distrepro.sensitivity.dependence`, cached in the report folder); ``False`` skips it.
+    ``make_context``: the context of the method folders' hooks (:func:`write_report`). ``exploratory``: the report
+    of the runs on seeds outside the scale's record, written apart (:func:`exploratory_folder`), never logged to
+    MLflow (RESULTS.md reads the reports logged there): the registered report is left as it is."""
     from distrepro.claims.frozen import sensitivity_samples as samples_drawn
 
     info = find_paper(paper, root)
     judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
+    stage.enter("reading the runs", f"of {paper}")
     rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
     judged_rs, _ = registered_runs(info, rs, exploratory)  # what the sweep and the check re-time: the judged runs
+    timing = sum(1 for c in judged_info.spec.claims if emulated_quantity(c) is not None) if judged_info.spec else 0
+    stage.enter("the hardware check", f"of {timing} timing claims ({len(judged_rs.runs)} runs)")
     sens = _sweep(paper, judged_info, judged_rs, sensitivity_samples, show_progress) if sensitivity else None
     out = Path(out_dir) if out_dir else exploratory_folder(paper) if exploratory else inside("reports", paper)
     checked = None

@@ -177,21 +177,7 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None
             f"Counted apart, as evidence about something else than the paper: {t.apart_text()} (column `verdict`; "
             "docs/claims.md, what a verdict is evidence about)."
         )
-    if t.merged:
-        lines.append(
-            f"Claims that restate one number (`same_as`) or cannot both hold (`counts_with`) count once: {t.merged} "
-            "row(s) are counted inside another claim's."
-        )
-    if t.depends:
-        lines.append(
-            "A timing verdict that PASSes in more than 5 % and fewer than 95 % of the plausible hardware settings "
-            "depends on an assumed figure and is counted apart, not as PASS or FAIL (its share is in the table)."
-        )
-    if sum(t.post_hoc.values()):
-        lines.append(
-            "A verdict some choice of which was made after the pre-registration (its claim, a frozen input, the record "
-            "itself) is post hoc: shown and marked, but not counted (see Pre-registration)."
-        )
+    lines += _counting_rules(t)
     levels = sorted({v.ci_level for v in verdicts if v.ci_level is not None} or {0.95})
     lines.append(
         f"The {' or '.join(level_text(x).removesuffix(' CI') for x in levels)} interval decides: PASS when it lies "
@@ -227,6 +213,28 @@ def tally_text(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None
         "under `rule: ci`."
     )
     return " ".join(lines)
+
+
+def _counting_rules(t: Any) -> list[str]:
+    """The sentences that say why the tally counts fewer rows than the table has: merged units, verdicts that
+    depend on an assumption, post-hoc verdicts (each only when it applies)."""
+    lines = []
+    if t.merged:
+        lines.append(
+            f"Claims that restate one number (`same_as`) or cannot both hold (`counts_with`) count once: {t.merged} "
+            "row(s) are counted inside another claim's."
+        )
+    if t.depends:
+        lines.append(
+            "A timing verdict that PASSes in more than 5 % and fewer than 95 % of the plausible hardware settings "
+            "depends on an assumed figure and is counted apart, not as PASS or FAIL (its share is in the table)."
+        )
+    if sum(t.post_hoc.values()):
+        lines.append(
+            "A verdict some choice of which was made after the pre-registration (its claim, a frozen input, the record "
+            "itself) is post hoc: shown and marked, but not counted (see Pre-registration)."
+        )
+    return lines
 
 
 def grouped_claims_tables(spec: PaperSpec, verdicts: Sequence[Verdict], shown: Shown | None = None) -> str:

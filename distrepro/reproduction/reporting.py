@@ -13,6 +13,7 @@ from typing import Any
 from distrepro.claims.schema import Scale
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.progress import heartbeat, wants_bars
+from distrepro.report import stage
 from distrepro.report.build import build_report
 from distrepro.reproduction.report_context import HarnessReportContext, plugin_context
 
@@ -58,7 +59,11 @@ def report_reproduction(
     ``reports/<paper>/exploratory``, and the registered report's files are left as they are."""
     from distrepro.report.build import exploratory_folder
 
-    with heartbeat(lambda: f"report for {paper}", enabled=not wants_bars(show_progress)):
+    def status() -> str:  # the step the report is on, named (distrepro.report.stage)
+        step = stage.describe()
+        return f"report for {paper}: {step}" if step else f"report for {paper}: the method's products"
+
+    with heartbeat(status, enabled=not wants_bars(show_progress)):
         build_products(method_dirs, paper, scale, root, exploratory_folder(paper) if exploratory else None)
         return build_report(
             paper,
