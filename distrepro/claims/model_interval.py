@@ -121,11 +121,10 @@ def apply(claim: Any, verdict: Verdict, result: ModelCheck, paper: str) -> None:
     widest = max(b.rel for b in result.bands.values())
     verdict.within_model_error = True
     verdict.reason = (
-        f"{verdict.verdict} on the seeds ({verdict.reason}), but not at every corner of the emulator's validated "
-        f"error (± up to {widest:.1%}): the model interval of the statistic is [{fmt(low)}, {fmt(high)}] "
-        f"({describe_bands(result.bands)}); the gap to the claim lies within the emulator's error, so this decides "
-        f"nothing about the paper; next step: calibrate the profile on the paper's hardware (`distrepro calibrate`, "
-        f"hardware_profiles/README.md) or run `distrepro reproduce {paper}` there"
+        f"{verdict.verdict} on the seeds, but within the emulator's validated error (± up to {widest:.1%}, out of "
+        f"sample): model interval [{fmt(low)}, {fmt(high)}], so it decides nothing about the paper; next step: "
+        f"calibrate the profile on the paper's hardware (`distrepro calibrate`) or run `distrepro reproduce {paper}` "
+        f"there ({verdict.reason})"
     )
     verdict.verdict = "INCONCLUSIVE"
 

@@ -325,6 +325,13 @@ def _rule_lines(v: Verdict) -> list[str]:
             f"interval implies, d the distance from the statistic to the edge{guard}; a plan, not a licence to add "
             "seeds)"
         )
+    if v.model_interval is not None:  # the emulator's own error, beside the seed interval
+        low, high = v.model_interval
+        held = "holds at every corner" if not v.within_model_error else "does not hold at every corner: INCONCLUSIVE"
+        lines.append(
+            f"- model interval (the emulator's validated error, out of sample): [{fmt(low, v.unit)}, "
+            f"{fmt(high, v.unit)}]; the seed verdict {held}; bands: {v.model_basis}"
+        )
     if v.skew is not None and math.isfinite(v.skew):
         warn = " (|G1| ≥ 1: the interval's two one-sided errors may be unequal)" if abs(v.skew) >= 1 else ""
         lines.append(f"- skewness of the per-seed values on the interval's scale: G1 = {v.skew:.2f}{warn}")

@@ -45,8 +45,9 @@ def test_a_fail_inside_the_emulators_error_is_inconclusive_and_says_why() -> Non
     assert low == pytest.approx(1.7 * 0.9 / 1.1, rel=2e-3) and high == pytest.approx(1.7 * 1.1 / 0.9, rel=2e-3)
     mi.apply(s.claims[0], v, result, "handpaper")
     assert v.verdict == "INCONCLUSIVE" and v.within_model_error
-    assert "within the emulator's error" in v.reason and "± up to 10.0%" in v.reason
-    assert "distrepro calibrate" in v.reason and "FAIL on the seeds" in v.reason
+    assert "within the emulator's validated error (± up to 10.0%" in v.reason and "model interval [" in v.reason
+    assert "distrepro calibrate" in v.reason and v.reason.startswith("FAIL on the seeds")
+    assert "'fast' ±10.0% (a hand-set 10% band)" in v.model_basis  # each arm's band, for the claim's details
     assert v.model_interval == result.interval and v.model_error == {"fast": 0.10, "base": 0.10}
 
 
