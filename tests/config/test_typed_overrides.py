@@ -72,7 +72,7 @@ def test_reproduce_seeds_reach_the_reproduction_as_a_tuple_of_ints(
 
     monkeypatch.setattr(reproduce_module, "reproduce", spy)
     with pytest.raises(_Stop):
-        main(["reproduce", "tinypaper", "--seeds", "0-2,5", "--set", "method_params.tag='007'"])
+        main(["reproduce", "chao", "--seeds", "0-2,5", "--set", "method_params.tag='007'"])
     assert seen["seeds"] == (0, 1, 2, 5) and all(type(s) is int for s in seen["seeds"])
     assert seen["overrides"] == [Override(("method_params", "tag"), "007")]
     assert seen["overrides"][0].text == "method_params.tag='007'"  # what the umbrella records for a resume
@@ -83,7 +83,7 @@ def test_reproduce_seeds_reach_the_reproduction_as_a_tuple_of_ints(
 def test_a_seed_spec_yaml_would_read_as_a_number_is_refused_naming_the_flag(
     tmp_path: Path, mlflow_uri: str, capsys: pytest.CaptureFixture[str], command: str, spec: str
 ) -> None:
-    target = str(write_config(tmp_path)) if command == "run" else "tinypaper"
+    target = str(write_config(tmp_path)) if command == "run" else "chao"
     assert main([command, target, "--seeds", spec]) == 2
     err = capsys.readouterr().err
     assert "--seeds" in err and "is not a seed index" in err and "Traceback" not in err, err

@@ -151,4 +151,4 @@ def test_version_and_list_show_what_users_type(capsys: pytest.CaptureFixture[str
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     papers = out[out.index("papers") : out.index("methods:")]
-    assert "cadp " in papers and "arms: " in papers and "deepspeed_real*" in papers
+    assert "cadp " in papers and "arms, by the scales each runs at:" in papers and "deepspeed_real*" in papers
