@@ -60,3 +60,14 @@ eval: {times: 1}
 seeds: [0, 1]
 torch_threads: 1
 """
+
+
+def own_profiles(root: Path) -> Path:
+    """``root``'s hardware_profiles as a copy (:func:`paper_root` links the shipped folder), so a test may edit one."""
+    import shutil
+
+    link = root / "hardware_profiles"
+    target = link.resolve()
+    link.unlink()
+    shutil.copytree(target, link)
+    return link

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tiny_paper import paper_root  # noqa: F401  (the fixture)
+from tiny_paper import own_profiles, paper_root  # noqa: F401  (paper_root: the fixture)
 
 from distrepro.claims.preregistration import (
     CONFIRMATORY_FIRST_SEED,
@@ -186,17 +186,6 @@ def test_cli_parses_seed_ranges_and_refuses_a_second_record(paper_root: Path, ca
     assert load_record(path)["sequential"]["design"] == "pocock"
 
 
-def _own_profiles(root: Path) -> Path:
-    """``root``'s hardware_profiles as a copy (the fixture links the shipped folder), so a test may edit one."""
-    import shutil
-
-    link = root / "hardware_profiles"
-    target = link.resolve()
-    link.unlink()
-    shutil.copytree(target, link)
-    return link
-
-
 def _tiny_record(root: Path, **kw) -> tuple[Path, dict, object]:
     from distrepro.claims.papers import find_paper
     from distrepro.claims.preregistration import preregister
@@ -236,7 +225,7 @@ def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_repla
     registered = load_record(path)
 
     # narrowing a profile's bandwidth range after the runs: every verdict of the record is post hoc, naming the file
-    profile = _own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
+    profile = own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
     profile.write_text(profile.read_text() + "\n# a range narrowed\n")
     st = _standing_now(paper_root, registered, info)
     assert "hardware profiles: `hardware_profiles/hetero-2fast-2slow.yaml` changed" in st.post_hoc["fewer-bytes"]

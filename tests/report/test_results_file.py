@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tiny_paper import own_profiles
 
 from distrepro.cli import main
 from distrepro.report.results_file import (
@@ -146,16 +147,6 @@ def test_each_scales_row_counts_its_own_runs(paper_root: Path) -> None:
     assert "every scale" not in text
 
 
-def _own_profiles(root: Path) -> Path:
-    import shutil
-
-    link = root / "hardware_profiles"
-    target = link.resolve()
-    link.unlink()
-    shutil.copytree(target, link)
-    return link
-
-
 def test_check_fails_per_frozen_input_and_warns_on_a_section_made_before_inputs_were_frozen(
     paper_root: Path, tmp_path: Path, capsys
 ) -> None:
@@ -170,7 +161,7 @@ def test_check_fails_per_frozen_input_and_warns_on_a_section_made_before_inputs_
     older = "\n".join(line for line in marked.splitlines() if "frozen-inputs" not in line)
     assert check_results(marked, paper_root) == ([], [])
 
-    profile = _own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
+    profile = own_profiles(paper_root) / "hetero-2fast-2slow.yaml"
     profile.write_text(profile.read_text() + "\n# bandwidth range narrowed\n")
     problems, warnings = check_results(marked, paper_root)
     assert warnings == [] and len(problems) == 1
