@@ -312,18 +312,24 @@ FAKE_CLAIMS = {
 }  # fmt: skip
 
 
-def test_cli_report(
-    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, exact_emulator: None
-) -> None:
-    from distrepro.cli import main
-
-    uri, base, fast = fake_store
+def _fake_paper_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A plugin root holding the fake paper (its two method folders and the paper.yaml), set as DISTREPRO_ROOT."""
     root = tmp_path / "repo"
     for name in ("base", "fast"):
         (root / "methods" / name).mkdir(parents=True)
         (root / "methods" / name / "method.py").write_text("")
     (root / "methods" / "fast" / "paper.yaml").write_text(yaml.safe_dump(FAKE_CLAIMS))
     monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+    return root
+
+
+def test_cli_report(
+    fake_store: tuple[str, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, exact_emulator: None
+) -> None:
+    from distrepro.cli import main
+
+    uri, base, fast = fake_store
+    _fake_paper_root(tmp_path, monkeypatch)
     out_dir = tmp_path / "out"
     assert main(["report", "fakepaper", "--out", str(out_dir), "--check"]) == 1  # F2 fails
     out = capsys.readouterr().out
@@ -360,12 +366,7 @@ def test_cli_report_refuses_a_planted_index_link_and_writes_nothing_outside(
     exited 0; now the command fails with one line naming the path, and the target keeps its bytes."""
     from distrepro.cli import main
 
-    root = tmp_path / "repo"
-    for name in ("base", "fast"):
-        (root / "methods" / name).mkdir(parents=True)
-        (root / "methods" / name / "method.py").write_text("")
-    (root / "methods" / "fast" / "paper.yaml").write_text(yaml.safe_dump(FAKE_CLAIMS))
-    monkeypatch.setenv("DISTREPRO_ROOT", str(root))
+    _fake_paper_root(tmp_path, monkeypatch)
     work = tmp_path / "work"
     (work / "reports").mkdir(parents=True)
     victim = tmp_path / "victim.html"
