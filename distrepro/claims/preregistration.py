@@ -9,10 +9,12 @@ one SHA-256 per input that decides a verdict beside the claims (paper.yaml with 
 configs, the hardware profiles with their ranges, the emulator's error bands, the emulator and claims code: see
 :mod:`distrepro.claims.frozen`), the hardware samples of the sensitivity check, the full commit and its uncommitted
 files. The record is committed before the runs; every report of that scale stamps it and marks a verdict *post hoc*
-(:func:`standing`) when its claim changed or is new (:func:`check_claims`), when the record is newer than the first
-confirmatory run it judges, when it replaced an earlier record (``--replace`` keeps a ``replaced:`` history), or when
-a frozen input changed since. A record without ``frozen:`` (written before it existed) cannot certify those inputs:
-its verdicts are marked *not frozen*.
+(:mod:`distrepro.claims.certification`) when its claim changed or is new, when the record is newer than the first
+run on its seeds, when it replaced an earlier record (``--replace`` keeps a ``replaced:`` history), or when a frozen
+input changed since. A record without ``frozen:`` (written before it existed) cannot certify those inputs: its
+verdicts are marked *not frozen*. Seeds that runs in the store already used are refused unless ``--post-hoc``
+(:func:`refuse_used_seeds`), and every record read is checked field by field before anything trusts it
+(:func:`load_record`, :mod:`distrepro.claims.record_check`).
 
 Confirmatory seeds start at :data:`CONFIRMATORY_FIRST_SEED` (100) by default: indices no earlier look has used,
 so earlier runs on seeds 0-9 stay exploratory by construction.
@@ -35,6 +37,8 @@ from typing import Any
 import yaml
 
 from distrepro.claims import frozen as frozen_inputs
+from distrepro.claims.record_check import DATE_FORMAT, check_record
+from distrepro.claims.seed_history import store_uses
 from distrepro.claims.sequential import ONE_SIDED_ALPHA, pocock_boundary, pocock_level
 from distrepro.config.run_config import read_yaml
 from distrepro.errors import ConfigError
@@ -205,20 +209,6 @@ def build_record(
     return record
 
 
-#: a record's ``date``: to the second, so that a record written minutes after a run started reads as later
-DATE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def record_time(text: Any) -> _dt.datetime | None:
-    """A record's ``date`` (with or without seconds: older records stop at the minute) as UTC, or None."""
-    for fmt in (DATE_FORMAT, "%Y-%m-%dT%H:%MZ"):
-        try:
-            return _dt.datetime.strptime(str(text), fmt).replace(tzinfo=_dt.UTC)
-        except ValueError:
-            continue
-    return None
-
-
 def refuse_frozen(path: Path, replace: bool) -> None:
     """An existing record is frozen: writing over it needs ``replace``."""
     if path.exists() and not replace:
@@ -231,7 +221,10 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
     that says why: the old record stays in git history)."""
     refuse_frozen(path, replace)
     if path.exists():  # replaced: the history stays in the record, so every later report can say so
-        old = load_record(path) or {}
+        try:
+            old = load_record(path) or {}
+        except ConfigError:  # a record refused as it stands may still be replaced; its own history is not kept
+            old = {}
         entry = {
             "date": _dt.datetime.now(_dt.UTC).strftime(DATE_FORMAT),
             "sha256": file_hash(path),
@@ -248,115 +241,18 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
     return write_text(path.parent, path, text)
 
 
-def load_record(path: Path) -> dict[str, Any] | None:
-    """The record at ``path``, or None when the scale was never registered."""
+def load_record(path: Path, now: _dt.datetime | None = None) -> dict[str, Any] | None:
+    """The record at ``path``, or None when the scale was never registered; a record whose fields do not hold what
+    the writer gives them, or disagree with where it sits, is refused naming the field
+    (:func:`distrepro.claims.record_check.check_record`; ``now``: the clock its date is checked against)."""
     if not path.is_file():
         return None
-    data = read_yaml(path)
-    for key in ("paper", "scale", "date", "claims_sha256", "claims", "seeds"):
-        if key not in data:
-            raise ConfigError(path, key, "missing from the pre-registration record")
-    return data
+    return check_record(read_yaml(path), path, now)
 
 
 def record_digest(path: Path) -> str:
     """The record's own SHA-256 (first 12 hex digits), the stamp a report prints."""
     return file_hash(path)[:12]
-
-
-@dataclass(frozen=True)
-class ClaimStatus:
-    """How one claim judged at a registered scale relates to the record."""
-
-    claim_id: str
-    status: str  # "registered", "edited after registration", "added after registration"
-
-    @property
-    def post_hoc(self) -> bool:
-        return self.status != "registered"
-
-
-def check_claims(record: dict[str, Any], paper_file: Path, claim_ids: list[str]) -> list[ClaimStatus]:
-    """Each of ``claim_ids`` (the claims a report judges at the record's scale) against the record: its hash as
-    written now in ``paper_file`` equals the registered one, or the claim was edited or added since."""
-    raw = raw_claims(paper_file)
-    registered = record.get("claims") or {}
-    out = []
-    for cid in claim_ids:
-        if cid not in registered:
-            out.append(ClaimStatus(cid, "added after registration"))
-        elif cid in raw and claim_hash(raw[cid]) != registered[cid].get("sha256"):
-            out.append(ClaimStatus(cid, "edited after registration"))
-        else:
-            out.append(ClaimStatus(cid, "registered"))
-    return out
-
-
-#: what a record without a ``frozen:`` block (written before it existed) leaves uncertified
-NOT_FROZEN = (
-    "this record does not freeze setup, profiles, code, the emulator's error band or the hardware samples (written "
-    "before records froze them): the verdicts rest on its claims and seeds only"
-)
-
-
-@dataclass(frozen=True)
-class Standing:
-    """What a record certifies of the verdicts it judges: per claim, why its verdict is post hoc (absent: it is
-    not); the reasons that hold for every claim of the record; the inputs changed since; and, for a record without
-    a ``frozen:`` block, :data:`NOT_FROZEN` (a weaker flag: the inputs it does not freeze cannot be certified)."""
-
-    post_hoc: dict[str, str]
-    record_reasons: list[str]
-    changed: list[str]
-    not_frozen: str = ""
-
-
-def standing(
-    record: dict[str, Any],
-    claims: list[ClaimStatus],
-    inputs_now: dict[str, dict[str, str]] | None,
-    first_run: _dt.datetime | None = None,
-    samples: int | None = None,
-) -> Standing:
-    """Which of a record's verdicts are post hoc, and why (:mod:`distrepro.claims.preregistration`'s four rules):
-
-    * the claim was edited or added since the record (``claims``, from :func:`check_claims`);
-    * the record is newer than the runs it judges: its ``date`` is after ``first_run``, the start of the first
-      confirmatory run at its scale;
-    * the record replaced an earlier one (its ``replaced:`` history);
-    * an input it froze changed since (``inputs_now``, :func:`frozen_now`), or the sensitivity check drew another
-      number of hardware samples (``samples``, None when no check ran).
-
-    A record without ``frozen:`` certifies neither the inputs nor the samples: its verdicts are *not frozen*
-    (unless another rule makes them post hoc)."""
-    reasons: list[str] = []
-    history = record.get("replaced") or []
-    if history:
-        last = history[-1]
-        reasons.append(
-            f"the record replaced an earlier one (registered {last.get('registered', '?')}, sha256 "
-            f"`{str(last.get('sha256', '?'))[:12]}`) on {last.get('date', '?')}"
-        )
-    registered = record_time(record.get("date"))
-    if first_run is not None and registered is not None and registered > first_run:
-        reasons.append(
-            f"the record ({record.get('date')}) is newer than the first confirmatory run it judges "
-            f"(started {first_run.strftime(DATE_FORMAT)})"
-        )
-    block = record.get("frozen")
-    changed: list[str] = []
-    if isinstance(block, dict):
-        changed = frozen_inputs.changed(block.get("inputs") or {}, inputs_now or {}) if inputs_now is not None else []
-        if samples is not None and block.get("samples") is not None and int(block["samples"]) != int(samples):
-            changed.append(f"hardware samples: {block['samples']} registered, {samples} drawn")
-        if changed:
-            reasons.append("changed since the record: " + ", ".join(changed))
-    per_claim = {}
-    for status in claims:
-        why = ([f"claim {status.status}"] if status.post_hoc else []) + reasons
-        if why:
-            per_claim[status.claim_id] = "; ".join(why)
-    return Standing(per_claim, reasons, changed, "" if isinstance(block, dict) else NOT_FROZEN)
 
 
 def exploratory_seeds(record: dict[str, Any], seeds: list[int]) -> list[int]:
@@ -400,11 +296,15 @@ def preregister(
     root: Path | None = None,
     pilot: Callable[[str, Any, str, int], dict[str, Any]] | None = None,
     samples: int | None = None,
+    post_hoc: bool = False,
+    tracking_uri: str | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Build and write the record of ``paper`` at ``scale`` (the ``distrepro preregister`` command). ``pilot``
     (a :class:`distrepro.claims.pilot.PilotRequest`) plans n from a pilot's spread: the confirmatory seeds are then
     ``100 .. 100+n−1`` unless ``seeds`` are given, and the record keeps the plan. ``samples``: the hardware samples
-    the sensitivity check will draw (``--samples``; default the paper's), frozen in the record."""
+    the sensitivity check will draw (``--samples``; default the paper's), frozen in the record. Seeds that runs of
+    the paper at ``scale`` in the store (``tracking_uri``) already used are refused (:func:`refuse_used_seeds`)
+    unless ``post_hoc``: the record then keeps those runs and every verdict it judges is post hoc."""
     from distrepro.claims.papers import UnknownPaperError, arms_at_scale, find_paper, known_papers
     from distrepro.claims.schema import TRAINING_SCALES, at_scale
 
@@ -422,4 +322,28 @@ def preregister(
     record = build_record(
         paper, info.path, spec, scale, seeds or default, looks, pilot=plan, samples=samples, root=root
     )
+    used = refuse_used_seeds(paper, scale, info.spec.setup.scale, record["seeds"], post_hoc, tracking_uri)
+    if used:
+        record["post_hoc_seeds"] = used
     return write_record(record, path, replace), record
+
+
+def refuse_used_seeds(
+    paper: str, scale: str, default_scale: str, seeds: list[int], post_hoc: bool, tracking_uri: str | None = None
+) -> list[dict[str, Any]]:
+    """The first run on each of ``seeds`` that ``paper``'s runs at ``scale`` in the store already used, as a
+    record's ``post_hoc_seeds:`` keeps them (empty: none did); with any and not ``post_hoc``, a
+    :class:`~distrepro.errors.ConfigError` naming them: a record written now would certify as registered in
+    advance verdicts whose runs were already seen (:mod:`distrepro.claims.seed_history`)."""
+    uses, uri = store_uses(paper, scale, default_scale, seeds, tracking_uri)
+    if uses and not post_hoc:
+        shown = "; ".join(u.text() for u in uses[:5]) + (f"; and {len(uses) - 5} more" if len(uses) > 5 else "")
+        raise ConfigError(
+            "preregister --seeds",
+            None,
+            f"seed(s) {', '.join(str(u.seed) for u in uses)} of {paper} at {scale} scale already ran before this "
+            f"record ({shown}; in {uri}): a record names seeds no run has used yet. Choose unused seeds, or pass "
+            "--post-hoc to register these knowingly (the record keeps those runs and every verdict it judges is "
+            "post hoc)",
+        )
+    return [u.entry() for u in uses]

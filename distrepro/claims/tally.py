@@ -26,7 +26,7 @@ What the headline counts (the paper's own claims decided by measurement, :func:`
   and the first that is not stops the procedure. Each decided verdict records whether it ``stands``
   after Holm; the tally gives both counts. (p-values: :mod:`distrepro.claims.planning`.)
 * **not when it is post hoc**: a verdict some choice of which was made after the pre-registration (its claim, a
-  frozen input, the record itself: :func:`distrepro.claims.preregistration.standing`) is shown, marked, and left
+  frozen input, the record itself: :func:`distrepro.claims.certification.standing`) is shown, marked, and left
   out of the counts and of Holm's family (:func:`counted`); the tally says how many were left out.
 """
 

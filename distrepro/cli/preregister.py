@@ -50,10 +50,17 @@ def _cmd_preregister(args: argparse.Namespace) -> int:
         replace=args.replace,
         pilot=_pilot(args),
         samples=args.samples,
+        post_hoc=args.post_hoc,
     )
     seeds = record["seeds"]
     if "pilot" in record:
         _print_pilot(record["pilot"], len(seeds))
+    used = record.get("post_hoc_seeds") or []
+    if used:
+        print(
+            f"note: registered post hoc: runs already used seed(s) {', '.join(str(u['seed']) for u in used)}; "
+            "every verdict this record judges is post hoc"
+        )
     print(f"registered {len(record['claims'])} claims of {args.paper} at {args.scale} scale: {path}")
     print(
         f"commit it before the runs, then: distrepro reproduce {args.paper} --scale {args.scale} "
@@ -105,5 +112,11 @@ def add_parser(sub: argparse._SubParsersAction, common: list[argparse.ArgumentPa
         action="store_true",
         help="replace an existing record (commit why); the record keeps a replaced: history and its verdicts are "
         "post hoc",
+    )
+    pre.add_argument(
+        "--post-hoc",
+        action="store_true",
+        help="register seeds that runs of the paper at SCALE in the MLflow store already used (refused without it): "
+        "the record keeps those runs and every verdict it judges is post hoc",
     )
     pre.set_defaults(func=_cmd_preregister)

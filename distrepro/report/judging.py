@@ -8,7 +8,6 @@ verdicts of one :class:`Judgement`, never a second judging of the runs.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,11 +46,14 @@ class Judgement:
     exploratory: bool = False
     #: scale → the seeds of runs left out at that scale (outside the record, or, exploratory, inside it)
     set_aside: dict[str, list[int]] = field(default_factory=dict)
-    #: scale → what its record certifies (:func:`distrepro.claims.preregistration.standing`), registered scales only
+    #: scale → what its record certifies (:func:`distrepro.claims.certification.standing`), registered scales only
     standings: dict[str, Any] = field(default_factory=dict)
     #: the verdicts as every output shows them (:mod:`distrepro.claims.shown`): built once, after the timing
     #: verdicts that depend on an assumption are marked (:func:`distrepro.report.build.write_report`)
     display: Shown | None = None
+    #: every run the report may judge before the newest per (arm config, seed) is kept: superseded and failed runs
+    #: were seen too, so a record is compared with the first of them (:func:`mark_post_hoc`)
+    seen: pd.DataFrame | None = None
 
     def figure_labels(self) -> dict[str, str]:
         """The labels of the shown scale's runs (every run's when that scale has none), so a bar never mixes
@@ -102,6 +104,7 @@ def judge(
     seed), judge every claim at each scale the runs hold and at ``scale`` (:mod:`distrepro.report.scales`), and
     check that ``baseline`` names an arm (a :class:`ReportError` listing the arms if not)."""
     rs, set_aside = registered_runs(info, rs, exploratory)
+    seen = rs.runs
     rs = dataclasses.replace(rs, runs=latest_runs(rs.runs))
     scaled = judge_across_scales(info, rs.runs, rs.curves, scale, root) if info.spec else None
     if scaled is not None:
@@ -122,25 +125,32 @@ def judge(
         scale or (spec.setup.scale if spec else "proxy"),
         exploratory,
         set_aside,
+        seen=seen,
     )
 
 
-def _first_confirmatory_start(runs: pd.DataFrame, scale: str, default: str, seeds: list[int]) -> _dt.datetime | None:
-    """When the first run at ``scale`` on the record's ``seeds`` started (UTC), or None without such runs."""
-    if runs.empty or not {"seed", "start_time"} <= set(runs.columns):
-        return None
-    at = (run_scales(runs, default) == scale) & pd.to_numeric(runs["seed"], errors="coerce").isin(seeds)
-    starts = pd.to_datetime(runs.loc[at, "start_time"], utc=True, errors="coerce").dropna()
-    return None if starts.empty else starts.min().to_pydatetime()
+def _first_confirmatory_run(runs: pd.DataFrame, scale: str, default: str, seeds: list[int]) -> tuple[Any, list[str]]:
+    """The first run at ``scale`` on the record's ``seeds`` (:class:`distrepro.claims.seed_history.SeedUse`, None
+    without such runs), and what cannot be checked: runs on those seeds that record no start."""
+    from distrepro.claims.seed_history import first_uses
+
+    if runs.empty or "seed" not in runs.columns:
+        return None, []
+    uses = first_uses(runs.loc[run_scales(runs, default) == scale], seeds)
+    undated = ", ".join(str(u.seed) for u in uses if u.started is None)
+    unchecked = [f"runs on seed(s) {undated} record no start: whether the record preceded them is unknown"]
+    dated = [u for u in uses if u.started is not None]
+    return (dated[0] if dated else None), unchecked if undated else []
 
 
 def mark_post_hoc(judged: Judgement, written: PaperInfo, root: Path | None, samples: int | None = None) -> None:
     """Set each verdict's ``post_hoc`` (why, empty if not) and ``not_frozen`` from its scale's record
-    (:func:`distrepro.claims.preregistration.standing`): a claim changed since, a record newer than the runs it
+    (:func:`distrepro.claims.certification.standing`): a claim changed since, a record newer than the runs it
     judges or replacing an earlier one, a frozen input changed; ``samples`` is the sensitivity check's draw (None
     when none ran). ``written`` is the paper as written (its spec not moved to a scale). The exploratory report is
     not the registered test: nothing to certify there."""
-    from distrepro.claims.preregistration import check_claims, frozen_now, standing
+    from distrepro.claims.certification import check_claims, standing
+    from distrepro.claims.preregistration import frozen_now
     from distrepro.report.preregistration_section import load_scale_record
 
     spec, paper_file = judged.info.spec, judged.info.path
@@ -155,8 +165,9 @@ def mark_post_hoc(judged: Judgement, written: PaperInfo, root: Path | None, samp
         available = arms_at_scale(written, scale, root) if scale in TRAINING_SCALES else None
         now = frozen_now(paper_file, at_scale(written.spec, scale, available), scale, root)
         seeds = [int(s) for s in record.get("seeds") or []]
-        first = _first_confirmatory_start(judged.rs.runs, scale, spec.setup.scale, seeds)
-        st = standing(record, check_claims(record, paper_file, ids), now, first, samples)
+        runs = judged.seen if judged.seen is not None else judged.rs.runs
+        first, unchecked = _first_confirmatory_run(runs, scale, spec.setup.scale, seeds)
+        st = standing(record, check_claims(record, paper_file, ids), now, first, samples, unchecked)
         judged.standings[scale] = st
         for cid in ids:
             by_id[cid].post_hoc = st.post_hoc.get(cid, "")

@@ -69,6 +69,45 @@ def _crawling(data: dict[str, Any]) -> None:
     device["throughput_samples_per_s"] = {k: 1e-300 for k in device.get("throughput_samples_per_s", {})}
 
 
+#: a pre-registration record as ``distrepro preregister`` writes it (round 5, issue 47: records checked before trusted)
+RECORD: dict[str, Any] = {
+    "scale": "proxy",
+    "date": "2026-11-27T01:00:00Z",
+    "commit": "unknown (not a git checkout)",
+    "claims_file": "paper.yaml",
+    "claims_sha256": "0" * 64,
+    "seeds": [100, 101],
+    "n": 2,
+    "sequential": {"design": "fixed", "n": 2, "interval": 0.95},
+    "claims": {"fewer-bytes": {"sha256": "0" * 64, "kind": "ordering", "decided_by": "measurement", "min_seeds": 2}},
+}
+
+
+def _registered_paper(root: Path, name: str, **changes: Any) -> Path:
+    """Paper ``name`` of two shipped methods under ``root/methods/<name>`` with a record at proxy, changed by
+    ``changes``."""
+    folder = root / "methods" / name
+    (folder / "preregistration").mkdir(parents=True)
+    claim = {
+        "id": "fewer-bytes", "kind": "ordering", "arms": ["sync", "local"], "metric": "comm/bytes_total",
+        "direction": "min", "source": {"kind": "text", "quote": "fewer bytes"}, "evidence": "derived",
+    }  # fmt: skip
+    spec = {
+        "kind": "reproduction",
+        "citation": {"id": name, "title": "A paper with a record"},
+        "setup": {
+            "profile": "homogeneous-4",
+            "baseline": "sync",
+            "arms": {"sync": {"method": "ar_sgd"}, "local": {"method": "local_sgd"}},
+        },
+        "claims": [claim],
+    }
+    (folder / "paper.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    record = folder / "preregistration" / "proxy.yaml"
+    record.write_text(yaml.safe_dump({"paper": name, **RECORD, **changes}, sort_keys=False), encoding="utf-8")
+    return record
+
+
 def _config(path: Path, extra: str = "", **changes: Any) -> Path:
     path.write_text(yaml.safe_dump({**TINY, **changes}, sort_keys=False) + extra, encoding="utf-8")
     return path
@@ -164,6 +203,12 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
             "params": {"image_size": 8, "strict_classes": False},
         },
     )
+    # round 5 (issue 47): records that used to be printed as valid
+    paths["record_root"] = tmp / "rroot"  # a root of its own: no other row meets these papers
+    paths["record_seeds"] = _registered_paper(paths["record_root"], "rec-seeds", seeds="abc")
+    paths["record_date"] = _registered_paper(paths["record_root"], "rec-date", date="2099-01-01T00:00:00Z")
+    paths["record_claims"] = _registered_paper(paths["record_root"], "rec-claims", claims=[1, 2])
+    paths["record_paper"] = _registered_paper(paths["record_root"], "rec-paper", paper="cadp")
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
     paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")
@@ -178,6 +223,7 @@ def cases(p: dict[str, Path]) -> list[Case]:
     first = len(yaml.safe_dump(TINY, sort_keys=False).splitlines()) + 1  # the dup config's two method_params
     second = first + 2
     boom = ("--set", "dataset.name=boom", "--set", "dataset.params={}")
+    records = ("--root", str(p["record_root"]), "--scale", "proxy")
     return [
         # budgets: not finite (decided as the config is read), or more steps than a run can take (once built)
         Case("budget-epochs-inf", (*run, "--set", "budget.epochs=.inf"), ("'budget.epochs'", "finite number, got inf")),
@@ -348,6 +394,27 @@ def cases(p: dict[str, Path]) -> list[Case]:
             "config-is-a-symlink-loop",
             ("run", str(p["root"].parent / "config-loop")),
             ("Too many levels of symbolic links",),
+        ),
+        # round 5 (issue 47): a pre-registration record is checked before a plan, a reproduction or a report reads it
+        Case(
+            "record-seeds-not-seeds",
+            ("plan", "rec-seeds", *records),
+            (str(p["record_seeds"]), "field 'seeds'", "got 'abc'"),
+        ),
+        Case(
+            "record-date-in-the-future",
+            ("plan", "rec-date", *records),
+            (str(p["record_date"]), "field 'date'", "2099-01-01T00:00:00Z is in the future"),
+        ),
+        Case(
+            "record-claims-a-list",
+            ("plan", "rec-claims", *records),
+            (str(p["record_claims"]), "field 'claims'", "mapping of claim id", "got [1, 2]"),
+        ),
+        Case(
+            "record-of-another-paper",
+            ("plan", "rec-paper", *records),
+            (str(p["record_paper"]), "field 'paper'", "'cadp' is not the paper of", "citation.id 'rec-paper'"),
         ),
         # tracking stores: one line before torch
         Case(

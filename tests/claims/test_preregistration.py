@@ -10,10 +10,10 @@ import pytest
 import yaml
 from tiny_paper import own_profiles, paper_root  # noqa: F401  (paper_root: the fixture)
 
+from distrepro.claims.certification import check_claims
 from distrepro.claims.preregistration import (
     CONFIRMATORY_FIRST_SEED,
     build_record,
-    check_claims,
     claim_hash,
     exploratory_seeds,
     load_record,
@@ -196,7 +196,8 @@ def _tiny_record(root: Path, **kw) -> tuple[Path, dict, object]:
 
 
 def _standing_now(root: Path, record: dict, info, first_run=None, samples=None):  # type: ignore[no-untyped-def]
-    from distrepro.claims.preregistration import frozen_now, standing
+    from distrepro.claims.certification import standing
+    from distrepro.claims.preregistration import frozen_now
 
     spec = at_scale(info.spec, "proxy")
     now = frozen_now(info.path, spec, "proxy", root)
@@ -261,3 +262,73 @@ def test_a_record_without_a_frozen_block_cannot_certify_the_inputs(paper_root: P
     old = {k: v for k, v in record.items() if k != "frozen"}
     st = _standing_now(paper_root, old, info)
     assert st.post_hoc == {} and "does not freeze setup, profiles, code" in st.not_frozen
+
+
+# ---------------------------------------------------------------- seeds already run, and what a record cannot certify
+
+
+def _log_runs(uri: str, seeds: list[int], scale: str = "proxy") -> dict[int, str]:
+    """tinypaper runs logged by hand on ``seeds`` at ``scale``, before any record: seed → run id."""
+    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+
+    ids = {}
+    tags = {"distrepro.paper": "tinypaper", "distrepro.campaign": "early"}
+    with Campaign(experiment_name("tinypaper"), "early", tags, tracking_uri=uri, flush_every_s=None) as c:
+        for seed in seeds:
+            child = {"distrepro.method": "ar_sgd", "distrepro.seed": str(seed), "distrepro.scale": scale}
+            with c.child(f"sync-s{seed}", {}, child) as run:
+                run.log_summary({"comm/bytes_total": 2e6})
+                ids[seed] = run.run_id
+    return ids
+
+
+def test_preregister_refuses_seeds_runs_already_used_unless_post_hoc(
+    paper_root: Path,  # noqa: F811
+    mlflow_uri: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``preregister --seeds 0,1`` after runs on 0 and 1 would certify verdicts already seen: refused, naming the
+    runs; a run at another scale does not count; ``--post-hoc`` registers them knowingly, and the record says so."""
+    from distrepro.claims.certification import standing
+    from distrepro.cli import main
+
+    ran = _log_runs(mlflow_uri, [0, 1])
+    _log_runs(mlflow_uri, [100], scale="mid")
+    path = paper_root / "methods" / "tiny" / "preregistration" / "proxy.yaml"
+    assert main(["preregister", "tinypaper", "--scale", "proxy", "--seeds", "0,1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "seed(s) 0, 1 of tinypaper at proxy scale already ran" in err
+    assert f"seed 0: run {ran[0][:12]} started 20" in err and f"seed 1: run {ran[1][:12]}" in err
+    assert "--post-hoc" in err and not path.exists()
+
+    assert main(["preregister", "tinypaper", "--scale", "proxy", "--seeds", "100,101"]) == 0  # mid's 100 is apart
+    assert "post_hoc_seeds" not in load_record(path) and "post hoc" not in capsys.readouterr().out
+
+    again = ["preregister", "tinypaper", "--scale", "proxy", "--seeds", "0,1", "--replace", "--post-hoc"]
+    assert main(again) == 0
+    assert "note: registered post hoc: runs already used seed(s) 0, 1" in capsys.readouterr().out
+    record = load_record(path)
+    assert [(u["seed"], u["run"]) for u in record["post_hoc_seeds"]] == [(0, ran[0]), (1, ran[1])]
+    reasons = standing(record, [], None).record_reasons
+    assert any("registered post hoc (`preregister --post-hoc`)" in r and ran[0][:12] in r for r in reasons)
+
+
+def test_a_late_record_names_the_run_it_follows_and_an_undated_run_is_not_certified(paper_root: Path) -> None:  # noqa: F811
+    from distrepro.claims.certification import standing
+    from distrepro.claims.seed_history import SeedUse
+
+    _, record, _ = _tiny_record(paper_root)
+    registered = dt.datetime.strptime(record["date"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    before = SeedUse(0, "f" * 32, registered - dt.timedelta(hours=1))
+    st = standing(record, [], None, before)
+    assert st.record_reasons == [
+        f"the record ({record['date']}) is newer than the first confirmatory run it judges (run ffffffffffff on seed "
+        f"0, started {(registered - dt.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')})"
+    ]
+    after = SeedUse(0, "f" * 32, registered + dt.timedelta(seconds=1))
+    assert standing(record, [], None, after).record_reasons == []
+    # a record written to the minute is taken at the minute's end: a run 30 s into it may have come first
+    record = {**record, "date": registered.strftime("%Y-%m-%dT%H:%MZ")}
+    assert standing(record, [], None, registered.replace(second=30)).record_reasons
+    unchecked = standing(record, [], None, None, unchecked=["runs on seed(s) 1 record no start"]).unchecked
+    assert unchecked == ["runs on seed(s) 1 record no start"]

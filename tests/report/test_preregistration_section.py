@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from test_report import SYNTH_CLAIMS, synthetic_runset
@@ -162,8 +164,71 @@ def test_a_record_newer_than_the_runs_makes_every_verdict_post_hoc(tmp_path: Pat
     paper_file = _paper(tmp_path, SYNTH_CLAIMS)
     _register_at(paper_file, [0, 1, 2], "2026-02-01T00:00:00")  # after the synthetic runs started (2026-01-01)
     md = _report(tmp_path, paper_file)
-    assert "is newer than the first confirmatory run it judges" in md
+    assert "is newer than the first confirmatory run it judges (run equal-0 on seed 0" in md
     assert "Of the paper's 0 headline claims" in md or "post hoc and not counted" in md
+    section = md[md.index("## Pre-registration") : md.index("## Claims")]
+    assert "No claim judged here was chosen or changed" not in section  # never certified beside the reasons
+
+
+def _report_of(tmp_path: Path, paper_file: Path, runs: pd.DataFrame) -> str:
+    info = PaperInfo("synth", at_scale(load_paper_file(paper_file), "proxy"), path=paper_file)
+    rs = dataclasses.replace(synthetic_runset(), runs=runs)
+    return write_report(info, rs, tmp_path / "out", root=tmp_path).markdown.read_text()
+
+
+def test_a_run_seen_before_the_record_counts_though_a_rerun_replaced_it(tmp_path: Path) -> None:
+    """The runs the report keeps started after the record, but seed 0 had run (and failed) before it: its verdicts
+    were seen, so every verdict is post hoc, naming that run, not certified."""
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    _register_at(paper_file, [0, 1, 2], "2026-02-01T00:00:00")
+    runs = synthetic_runset().runs
+    runs["start_time"] = runs["start_time"] + pd.Timedelta(days=60)  # every kept run after the record
+    assert "newer than the first confirmatory run" not in _report_of(tmp_path, paper_file, runs)
+    early = runs.iloc[[0]].assign(
+        run_id="equal-0-seen", status="FAILED", start_time=pd.Timestamp("2026-01-15", tz="UTC")
+    )
+    md = _report_of(tmp_path, paper_file, pd.concat([early, runs], ignore_index=True))
+    assert "newer than the first confirmatory run it judges (run equal-0-seen on seed 0, started 2026-01-15" in md
+    assert "No claim judged here was chosen or changed" not in md
+
+
+def test_a_late_record_without_a_frozen_block_still_says_why(tmp_path: Path) -> None:
+    """The reasons that make every verdict post hoc are shown for a record without ``frozen:`` too."""
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    path = _register_at(paper_file, [0, 1, 2], "2026-02-01T00:00:00")
+    old = yaml.safe_load(path.read_text())
+    old.pop("frozen")
+    path.write_text(yaml.safe_dump(old, sort_keys=False))
+    section = _report(tmp_path, paper_file).split("## Pre-registration")[1].split("## Claims")[0]
+    assert "**Not frozen**" in section and "Every verdict at this scale is **post hoc**" in section
+    assert "newer than the first confirmatory run" in section and "No claim judged here" not in section
+
+
+def test_what_cannot_be_checked_is_said_instead_of_certified(tmp_path: Path) -> None:
+    """Without a comparison with the runs, with runs that record no start, or with a registered claim dropped from
+    paper.yaml, the section does not say that nothing was chosen after the verdicts were seen."""
+    from distrepro.claims.certification import Standing
+    from distrepro.report.preregistration_section import preregistration_section
+
+    certified = "No claim judged here was chosen or changed after its verdicts were seen."
+    paper_file = _paper(tmp_path, SYNTH_CLAIMS)
+    _register_at(paper_file, [0, 1, 2], "2025-12-01T00:00:00")
+    spec = at_scale(load_paper_file(paper_file), "proxy")
+    assert certified in preregistration_section(spec, paper_file, "proxy", standing=Standing({}, [], []))
+    unchecked = preregistration_section(spec, paper_file, "proxy")
+    assert "Not checked against the runs" in unchecked and certified not in unchecked
+    undated = Standing(
+        {}, [], [], unchecked=["runs on seed(s) 1 record no start: whether the record preceded them is unknown"]
+    )
+    section = preregistration_section(spec, paper_file, "proxy", standing=undated)
+    assert "**Not certified**: runs on seed(s) 1 record no start" in section and certified not in section
+    dropped = copy.deepcopy(SYNTH_CLAIMS)
+    dropped["claims"] = dropped["claims"][1:]  # S1 registered, then removed
+    _paper(tmp_path, dropped)
+    section = preregistration_section(
+        at_scale(load_paper_file(paper_file), "proxy"), paper_file, "proxy", standing=Standing({}, [], [])
+    )
+    assert "- `S1`: **post hoc**: registered, then removed from paper.yaml." in section and certified not in section
 
 
 def test_an_older_record_marks_its_verdicts_not_frozen(tmp_path: Path) -> None:
