@@ -69,6 +69,7 @@ class Standing:
     changed: list[str]
     not_frozen: str = ""
     unchecked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said, but no reason for post hoc (a fresh-seed replacement)
 
 
 def _shown_uses(uses: list[dict[str, Any]]) -> str:
@@ -113,7 +114,8 @@ def standing(
     * the record is newer than the runs it judges: its ``date`` is after ``first_run`` (the first run on its seeds
       at its scale, :func:`distrepro.claims.seed_history.first_uses`: superseded and failed runs count, they were
       seen), or it was registered ``--post-hoc`` on seeds runs had used;
-    * the record replaced an earlier one (its ``replaced:`` history);
+    * the record replaced an earlier one (its ``replaced:`` history), unless on seeds none of the records it
+      replaced registered (:func:`fresh_replacement`: then a note, not a reason);
     * an input it froze changed since (``inputs_now``, :func:`frozen_now`), or the sensitivity check drew another
       number of hardware samples (``samples``, None when no check ran).
 
@@ -121,13 +123,18 @@ def standing(
     (unless another rule makes them post hoc). ``unchecked``: what the caller could not compare (runs that record
     no start), kept so the report says so rather than certify."""
     reasons: list[str] = []
+    notes: list[str] = []
     history = record.get("replaced") or []
     if history:
         last = history[-1]
-        reasons.append(
+        said = (
             f"the record replaced an earlier one (registered {last.get('registered', '?')}, sha256 "
             f"`{str(last.get('sha256', '?'))[:12]}`) on {last.get('date', '?')}"
         )
+        if fresh_replacement(record):
+            notes.append(said + ", on seeds no earlier record registered: a new confirmatory test, the earlier runs its pilot")
+        else:
+            reasons.append(said)
     reasons += _late(record, first_run)
     block = record.get("frozen")
     changed: list[str] = []
@@ -143,4 +150,17 @@ def standing(
         if why:
             per_claim[status.claim_id] = "; ".join(why)
     not_frozen = "" if isinstance(block, dict) else NOT_FROZEN
-    return Standing(per_claim, reasons, changed, not_frozen, list(unchecked or []))
+    return Standing(per_claim, reasons, changed, not_frozen, list(unchecked or []), notes)
+
+
+def fresh_replacement(record: dict[str, Any]) -> bool:
+    """Whether a replaced record is a new confirmatory test rather than a choice made after its data were seen:
+    every record it replaced says which seeds it registered, and none of them is among this record's seeds. The
+    earlier runs may have shaped the new record's margins or inputs, but the new seeds' runs are independent of
+    that choice, as a pilot's are of the confirmation it plans (a record dated after the first run on its own
+    seeds is still post hoc, :func:`_late`). Re-registering on the same seeds stays post hoc."""
+    history = record.get("replaced") or []
+    if not history or any("seeds" not in entry for entry in history):
+        return False
+    used = {int(s) for entry in history for s in entry["seeds"]}
+    return bool(record.get("seeds")) and not used & {int(s) for s in record["seeds"]}

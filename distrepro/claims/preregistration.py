@@ -229,6 +229,9 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
             "date": _dt.datetime.now(_dt.UTC).strftime(DATE_FORMAT),
             "sha256": file_hash(path),
             "registered": str(old.get("date", "?")),
+            # the seeds the replaced record registered: a replacement on seeds none of its predecessors registered
+            # is a new confirmatory test with the earlier runs as its pilot (certification.fresh_replacement)
+            "seeds": [int(s) for s in old.get("seeds") or []],
         }
         record["replaced"] = [*(old.get("replaced") or []), entry]
     path.parent.mkdir(parents=True, exist_ok=True)

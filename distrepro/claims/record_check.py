@@ -285,7 +285,10 @@ class _Record:
             for i, item in enumerate(items):
                 where = f"{key}[{i}]"
                 self.require(isinstance(item, dict), where, f"a mapping ({', '.join(names)})", item)
-                self.fields(item, where, names)
+                self.fields(item, where, names, ("seeds",) if key == "replaced" else ())
+                if key == "replaced" and "seeds" in item:
+                    good = _list_of(item["seeds"], _int)
+                    self.require(good, f"{where}.seeds", "a list of seed indices", item["seeds"])
                 when = item["date"] if key == "replaced" else item["started"]
                 field = f"{where}.{'date' if key == 'replaced' else 'started'}"
                 self.require(record_time(when) is not None, field, "a UTC date and time", when)

@@ -63,6 +63,8 @@ def _frozen_lines(record: dict[str, Any], standing: Any) -> list[str]:
         counts = ", ".join(f"{kind} ({len(files)})" for kind, files in inputs.items() if files)
         samples = block.get("samples", "?")
         lines = ["", f"The record freezes {counts} and {samples} hardware samples of the sensitivity check."]
+    if standing is not None and standing.notes:
+        lines += ["", *(f"Note: {note}." for note in standing.notes)]
     if standing is not None and standing.record_reasons:
         lines += ["", "Every verdict at this scale is **post hoc**:", ""]
         lines += [f"- {reason}." for reason in standing.record_reasons]

@@ -190,7 +190,7 @@ def _tiny_record(root: Path, **kw) -> tuple[Path, dict, object]:
     from distrepro.claims.papers import find_paper
     from distrepro.claims.preregistration import preregister
 
-    path, record = preregister("tinypaper", "proxy", seeds=[0, 1], root=root, **kw)
+    path, record = preregister("tinypaper", "proxy", **{"seeds": [0, 1], "root": root, **kw})
     info = find_paper("tinypaper", root)
     return path, record, info
 
@@ -255,6 +255,26 @@ def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_repla
     _, replaced, _ = _tiny_record(paper_root, replace=True)
     assert replaced["replaced"][0]["registered"] == registered["date"]
     assert "replaced an earlier one" in _standing_now(paper_root, load_record(path), info).post_hoc["fewer-bytes"]
+
+
+def test_a_replacement_on_fresh_seeds_is_a_new_test_on_the_same_seeds_post_hoc(paper_root: Path) -> None:  # noqa: F811
+    """Replacing a record on seeds none of its predecessors registered is a new confirmatory test (the earlier runs
+    its pilot): a note, not post hoc; replacing it again on seeds an earlier record used is post hoc."""
+    from distrepro.claims.certification import fresh_replacement
+
+    path, _, info = _tiny_record(paper_root)
+    _, fresh, _ = _tiny_record(paper_root, replace=True, seeds=[200, 201])
+    assert fresh["replaced"][0]["seeds"] == [0, 1] and fresh_replacement(load_record(path))
+    st = _standing_now(paper_root, load_record(path), info)
+    assert st.post_hoc == {} and "new confirmatory test" in st.notes[0]
+    # a record dated after the first run on its own seeds stays post hoc, fresh seeds or not
+    early = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    assert "newer than" in _standing_now(paper_root, load_record(path), info, early).post_hoc["fewer-bytes"]
+    # back to seeds the first record registered: post hoc, the history says why
+    _tiny_record(paper_root, replace=True, seeds=[1, 2])
+    again = load_record(path)
+    assert not fresh_replacement(again)
+    assert "replaced an earlier one" in _standing_now(paper_root, again, info).post_hoc["fewer-bytes"]
 
 
 def test_a_record_without_a_frozen_block_cannot_certify_the_inputs(paper_root: Path) -> None:  # noqa: F811
