@@ -132,7 +132,8 @@ def standing(
             f"`{str(last.get('sha256', '?'))[:12]}`) on {last.get('date', '?')}"
         )
         if fresh_replacement(record):
-            notes.append(said + ", on seeds no earlier record registered: a new confirmatory test, the earlier runs its pilot")
+            fresh = ", on seeds no earlier record registered: a new confirmatory test, the earlier runs its pilot"
+            notes.append(said + fresh)
         else:
             reasons.append(said)
     reasons += _late(record, first_run)
