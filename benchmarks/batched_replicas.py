@@ -86,8 +86,8 @@ def run_once(path: str, overrides: list[str], batched: bool, steps: int) -> dict
     assert result is not None
     (w0, c0), (w1, c1) = stamps.t[0], stamps.t[-1]
     batcher = harness.transport.batcher  # type: ignore[attr-defined]
-    calls = (batcher.batched_calls, batcher.solo_calls) if batcher is not None else (0, 0)
     grads = sum(slot.worker.gradients for slot in harness.slots)
+    calls = (batcher.batched_calls, grads - batcher.batched_calls) if batcher is not None else (0, grads)
     first = job.world_size if job.method.cls.synchronous else 1  # gradients before the window's first stamp
     state = [torch.cat([t.detach().double().reshape(-1) for t in m.state_dict().values()]) for m in result.models]
     return {
@@ -95,7 +95,7 @@ def run_once(path: str, overrides: list[str], batched: bool, steps: int) -> dict
         "cpu_s": c1 - c0,
         "worker_steps": max(grads - first, 1),
         "batched_calls": calls[0],
-        "solo_calls": calls[1],
+        "unbatched_calls": calls[1],
         "state": state,
         "k": job.world_size,
     }
@@ -131,7 +131,7 @@ def measure(label: str, path: str, overrides: list[str], steps: int, reps: int) 
 
     on_runs = [r for r in runs if r["batched"]]
     share = sum(r["batched_calls"] for r in on_runs) / max(
-        sum(r["batched_calls"] + r["solo_calls"] for r in on_runs), 1
+        sum(r["batched_calls"] + r["unbatched_calls"] for r in on_runs), 1
     )
     return {
         "workload": label,

@@ -50,43 +50,52 @@ BATCHABLE_MODULES: tuple[type[nn.Module], ...] = (
 )
 
 
-def unbatchable(model: nn.Module) -> str | None:
-    """Why ``model`` cannot join a batched forward/backward, or None if it can (cheap: called at every step)."""
-    for module in model.modules():
-        if type(module) not in BATCHABLE_MODULES:
-            return f"module {type(module).__name__} is not one the batched path knows to be a pure function"
-        if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.momentum is None:
-            return "a BatchNorm with momentum None (cumulative average) reads its counter as a Python number"
-        if (
-            module._forward_hooks
-            or module._forward_pre_hooks
-            or module._backward_hooks
-            or module._backward_pre_hooks
-            or module._state_dict_hooks
-        ):
-            return f"module {type(module).__name__} has hooks"
-    for p in model.parameters():
-        if p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None):
-            return "a parameter has gradient hooks"
+_KNOWN = frozenset(BATCHABLE_MODULES)
+_BN = nn.modules.batchnorm._BatchNorm
+
+
+def examine(model: nn.Module) -> tuple[str | None, tuple[object, ...]]:
+    """In one pass over the model (it runs at every step): why it cannot join a batched forward/backward (None if
+    it can), and what replicas must share to be stacked (hashable, equal keys stack: the class, every parameter's
+    and buffer's name, shape, dtype and device, which parameters need gradients, every module's training mode)."""
+    reason: str | None = None
     g = nn.modules.module
     if g._global_forward_hooks or g._global_forward_pre_hooks or g._global_backward_hooks:
-        return "global module hooks are registered"
+        reason = "global module hooks are registered"
+    parts: list[object] = [type(model)]
+    for prefix, module in model.named_modules():
+        parts.append((prefix, module.training))
+        if reason is None:
+            reason = _problem(module)
+        for name, p in module._parameters.items():
+            if p is not None:
+                parts.append((name, p.shape, p.dtype, p.device, p.requires_grad))
+                if reason is None and (p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None)):
+                    reason = "a parameter has gradient hooks"
+        for name, b in module._buffers.items():
+            if b is not None:
+                parts.append((name, b.shape, b.dtype, b.device))
+    return reason, tuple(parts)
+
+
+def _problem(module: nn.Module) -> str | None:
+    if type(module) not in _KNOWN:
+        return f"module {type(module).__name__} is not one the batched path knows to be a pure function"
+    if isinstance(module, _BN) and module.momentum is None:
+        return "a BatchNorm with momentum None (cumulative average) reads its counter as a Python number"
+    if module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks:
+        return f"module {type(module).__name__} has hooks"
     return None
 
 
-def same_structure(a: nn.Module, b: nn.Module) -> bool:
-    """Whether two replicas can be stacked: one class, the same parameters and buffers (names, shapes, dtypes,
-    devices, which need gradients) and the same training mode."""
-    if type(a) is not type(b) or a.training != b.training:
-        return False
-    return _signature(a) == _signature(b)
+def unbatchable(model: nn.Module) -> str | None:
+    """Why ``model`` cannot join a batched forward/backward, or None if it can (:func:`examine`)."""
+    return examine(model)[0]
 
 
-def _signature(model: nn.Module) -> tuple[object, ...]:
-    params = tuple((n, p.shape, p.dtype, p.device, p.requires_grad) for n, p in model.named_parameters())
-    buffers = tuple((n, b.shape, b.dtype, b.device) for n, b in model.named_buffers())
-    modes = tuple(m.training for m in model.modules())
-    return params, buffers, modes
+def stack_key(model: nn.Module) -> tuple[object, ...]:
+    """What replicas must share to be stacked (:func:`examine`)."""
+    return examine(model)[1]
 
 
 def forward_backward_stacked(
@@ -97,7 +106,7 @@ def forward_backward_stacked(
 ) -> list[float]:
     """Forward and backward of ``models[i]`` on ``(inputs[i], targets[i])`` for every i at once, with the
     harness's loss (mean cross-entropy); returns each replica's loss. Gradients land in each replica's parameters,
-    running statistics in its buffers. Every replica must have :func:`same_structure` as ``models[0]`` and every
+    running statistics in its buffers. Every replica must have the :func:`stack_key` of ``models[0]`` and every
     batch the same shape (the caller groups replicas by batch size)."""
     base = models[0]
     names = [n for n, _ in base.named_parameters()]

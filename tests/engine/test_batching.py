@@ -133,10 +133,15 @@ def test_true_refuses_a_model_that_cannot_be_batched_and_auto_leaves_it_alone() 
     assert check_mode(False, nn.Linear(2, 2)) is False
 
 
-def test_a_worker_whose_model_was_swapped_computes_alone() -> None:
+def test_a_worker_whose_model_was_swapped_or_hooked_computes_alone() -> None:
     h = InProcessEngine().harness(job(True))
     batcher = h.transport.batcher  # type: ignore[attr-defined]
     worker = h.slots[0].worker
+    h.transport.sched._runnable = [1]  # type: ignore[attr-defined]  # as in a wave where rank 1 is still to run
     assert batcher.eligible(worker)
+    worker.model.register_forward_hook(lambda *args: None)
+    x, y = torch.randn(2, 3, 8, 8), torch.tensor([0, 1])
+    assert batcher.forward_backward(worker, x, y) > 0  # computed at once: it joined no wave (none is running)
+    assert all(p.grad is not None for p in worker.model.parameters())
     worker.model = copy.deepcopy(worker.model)  # not the engine's replica any more
     assert not batcher.eligible(worker)

@@ -108,6 +108,7 @@ def test_a_wave_is_done_together_before_any_request_and_each_gets_its_result() -
     waves: list[list[int]] = []
     order: list[str] = []
     got: dict[tuple[int, int], int] = {}
+    company: list[bool] = []
 
     def handler(wave: list[tuple[int, Any]]) -> list[Any]:
         waves.append([rank for rank, _ in wave])
@@ -118,9 +119,11 @@ def test_a_wave_is_done_together_before_any_request_and_each_gets_its_result() -
 
     def worker(rank: int) -> Callable[[], None]:
         def run() -> None:
+            company.append(sched.wave_has_company())
             got[(rank, 0)] = sched.join_wave(rank, rank)  # all three start together
             sched.clocks[rank].compute(1.0 + rank)
             fab.comms[rank].event(lambda: order.append(f"event {rank}"), f"mark {rank}")
+            company.append(sched.wave_has_company())
             got[(rank, 1)] = sched.join_wave(rank, rank + 1)  # each released by its own event
 
         return run
@@ -129,6 +132,7 @@ def test_a_wave_is_done_together_before_any_request_and_each_gets_its_result() -
     assert waves == [[0, 1, 2], [0], [1], [2]]
     assert order == ["wave", "event 0", "wave", "event 1", "wave", "event 2", "wave"]
     assert got == {(0, 0): 0, (1, 0): 10, (2, 0): 20, (0, 1): 10, (1, 1): 20, (2, 1): 30}
+    assert company == [True, True, True, False, False, False]  # alone in a wave: nobody to wait for
 
 
 def test_joining_a_wave_without_a_handler_is_refused() -> None:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from distrepro.training.models import build_model
-from distrepro.training.replica_batch import forward_backward_stacked, same_structure, unbatchable
+from distrepro.training.replica_batch import forward_backward_stacked, stack_key, unbatchable
 
 pytestmark = pytest.mark.smoke
 
@@ -125,10 +125,12 @@ def test_models_that_cannot_be_batched_say_why() -> None:
     assert "momentum None" in str(unbatchable(bn))
 
 
-def test_same_structure_tells_replicas_from_other_models() -> None:
+def test_stack_key_tells_replicas_from_other_models() -> None:
     a = build_model("small_cnn", 5, (3, 8, 8), hidden=8)
     b = copy.deepcopy(a)
-    assert same_structure(a, b)
+    assert stack_key(a) == stack_key(b)
     b.eval()
-    assert not same_structure(a, b)
-    assert not same_structure(a, build_model("small_cnn", 5, (3, 8, 8), hidden=9))
+    assert stack_key(a) != stack_key(b)
+    assert stack_key(a) != stack_key(build_model("small_cnn", 5, (3, 8, 8), hidden=9))
+    part(a, "conv1").weight.requires_grad_(False)
+    assert stack_key(a) != stack_key(copy.deepcopy(b).train())

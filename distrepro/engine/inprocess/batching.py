@@ -17,10 +17,11 @@ order) — hence the switch, off by default — and, where it does, the order of
 call (all workers' code before it, then all workers' code after it), which only a method sharing mutable state
 between workers could tell apart.
 
-A worker computes at once, unbatched, when its model is not the engine's replica (a method swapped
-``ctx.model``), :func:`~distrepro.training.replica_batch.unbatchable` names a reason (a hook, a module the batched
-path does not know), the call passes ``forward_with`` (a DeepSpeed engine's own forward), grad mode is off,
-or the batch is empty.
+A worker computes at once, unbatched, when it would be alone in its wave (no other worker has joined it or is
+still to run: an asynchronous method's worker released by its own event), when its model is not the engine's
+replica (a method swapped ``ctx.model``), when :func:`~distrepro.training.replica_batch.unbatchable` names a reason
+(a hook, a module the batched path does not know), when the call passes ``forward_with`` (a DeepSpeed engine's own
+forward), when grad mode is off, or when the batch is empty.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 from distrepro.engine.harness_worker import HarnessWorker
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.errors import ConfigError
-from distrepro.training.replica_batch import forward_backward_stacked, same_structure, unbatchable
+from distrepro.training.replica_batch import examine, forward_backward_stacked, unbatchable
 
 BatchedMode = bool | Literal["auto"]
 
@@ -45,6 +46,7 @@ class _Pending:
     worker: HarnessWorker
     inputs: torch.Tensor
     targets: torch.Tensor
+    stack_key: tuple[object, ...]  # the model's (examine)
 
 
 class ReplicaBatcher:
@@ -53,19 +55,23 @@ class ReplicaBatcher:
     def __init__(self, sched: Scheduler, replicas: Sequence[torch.nn.Module]) -> None:
         self.sched, self.replicas = sched, list(replicas)
         sched.wave_handler = self._flush
-        #: forward/backward calls computed in a group of two or more, and alone (the benchmark reports coverage)
+        #: forward/backward calls computed in a group of two or more, and those that joined a wave yet found no peer
+        #: to stack with (another batch size); calls computed at once (alone in their wave) are in neither
         self.batched_calls = 0
         self.solo_calls = 0
 
     def eligible(self, worker: HarnessWorker) -> bool:
-        """Whether ``worker``'s next forward/backward may wait for its wave (see the module docstring)."""
-        return (
-            torch.is_grad_enabled() and worker.model is self.replicas[worker.rank] and unbatchable(worker.model) is None
-        )
+        """Whether ``worker``'s next forward/backward goes through :meth:`forward_backward` (see the module
+        docstring); the wave's last worker, alone in it, computes at once: the flush would do the same."""
+        return self.sched.wave_has_company() and torch.is_grad_enabled() and worker.model is self.replicas[worker.rank]
 
     def forward_backward(self, worker: HarnessWorker, inputs: torch.Tensor, targets: torch.Tensor) -> float:
-        """``worker``'s forward/backward, done with its wave's; returns the mean loss (gradients are in its model)."""
-        result = self.sched.join_wave(worker.rank, _Pending(worker, inputs, targets))
+        """``worker``'s forward/backward, done with its wave's, or at once when its model cannot be batched as it
+        is now (:func:`~distrepro.training.replica_batch.examine`); returns the mean loss, gradients in its model."""
+        reason, key = examine(worker.model)
+        if reason is not None:
+            return _compute_one(worker, inputs, targets)
+        result = self.sched.join_wave(worker.rank, _Pending(worker, inputs, targets, key))
         if isinstance(result, BaseException):
             raise result
         return float(result)
@@ -92,43 +98,34 @@ class ReplicaBatcher:
 
 def _groups(wave: list[tuple[int, Any]]) -> list[list[tuple[int, Any]]]:
     """Workers whose replicas and batches stack, in rank order; the groups in the order of their first rank."""
-    groups: list[list[tuple[int, Any]]] = []
+    groups: dict[tuple[object, ...], list[tuple[int, Any]]] = {}
     for rank, item in wave:
-        for group in groups:
-            head: _Pending = group[0][1]
-            if _stackable(head, item):
-                group.append((rank, item))
-                break
-        else:
-            groups.append([(rank, item)])
-    return groups
+        groups.setdefault(_key(item), []).append((rank, item))
+    return list(groups.values())
 
 
-def _stackable(a: _Pending, b: _Pending) -> bool:
-    return (
-        a.inputs.shape == b.inputs.shape
-        and a.inputs.dtype == b.inputs.dtype
-        and a.targets.shape == b.targets.shape
-        and a.targets.dtype == b.targets.dtype
-        and a.worker.label_smoothing == b.worker.label_smoothing
-        and same_structure(a.worker.model, b.worker.model)
-    )
+def _key(item: _Pending) -> tuple[object, ...]:
+    x, y = item.inputs, item.targets
+    return x.shape, x.dtype, y.shape, y.dtype, item.worker.label_smoothing, item.stack_key
 
 
 def _compute(group: list[tuple[int, Any]]) -> list[float]:
     items: list[_Pending] = [item for _, item in group]
-    if len(items) == 1:  # alone: exactly the unbatched computation
-        (one,) = items
-        out = one.worker.model(one.inputs)
-        loss = F.cross_entropy(out, one.targets, label_smoothing=one.worker.label_smoothing)
-        loss.backward()
-        return [float(loss.detach())]
+    if len(items) == 1:
+        return [_compute_one(items[0].worker, items[0].inputs, items[0].targets)]
     return forward_backward_stacked(
         [i.worker.model for i in items],
         [i.inputs for i in items],
         [i.targets for i in items],
         items[0].worker.label_smoothing,
     )
+
+
+def _compute_one(worker: HarnessWorker, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+    """Exactly the unbatched computation (:meth:`HarnessWorker.forward_backward`'s own)."""
+    loss = F.cross_entropy(worker.model(inputs), targets, label_smoothing=worker.label_smoothing)
+    loss.backward()
+    return float(loss.detach())
 
 
 def check_mode(mode: BatchedMode, model: torch.nn.Module) -> bool:

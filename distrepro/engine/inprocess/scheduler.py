@@ -90,6 +90,10 @@ class Scheduler:
         torch.set_grad_enabled(self._grad_mode[rank])
         return value
 
+    def wave_has_company(self) -> bool:
+        """Whether a worker that joins the wave now may share it: another has joined, or another is still to run."""
+        return bool(self._wave or self._runnable)
+
     def join_wave(self, rank: int, item: Any) -> Any:
         """Park ``rank`` until every worker of this wave has parked, then return what :attr:`wave_handler` made of
         ``item`` (done together with the wave's other items, before any request is handled)."""
