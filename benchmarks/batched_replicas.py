@@ -15,8 +15,10 @@ shared machine affects both. A run's time is the training window: from the first
 first iteration) to the last, so building the job, the replicas and the final evaluation are outside it; CPU time
 (``time.process_time``, one torch thread as the reproduce cells use) is reported beside wall time, with the load
 average before and after. Per workload the table gives ms per worker-step of each variant, the off/on ratio (median
-over pairs, range), the share of forward/backward calls that ran batched, the largest difference between the two
-variants' final parameters and buffers, and whether the two batched runs of a repetition were identical bit for bit.
+over pairs, range), the share of forward/backward calls that ran batched, the forward/backward alone (the workload's
+K replicas on their first batches, one after another against :func:`forward_backward_stacked`, CPU time, ABBA: what
+the issue's prototype timed), the largest difference between the two variants' final parameters and buffers, and
+whether the two batched runs of a repetition were identical bit for bit.
 
 Run ``python benchmarks/batched_replicas.py --help``; the figures and the command are in BENCHMARKS.md.
 """
@@ -24,6 +26,7 @@ Run ``python benchmarks/batched_replicas.py --help``; the figures and the comman
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime as dt
 import json
 import os
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -44,6 +48,7 @@ from distrepro.config.overrides import parse_override  # noqa: E402
 from distrepro.config.run_config import load_config  # noqa: E402
 from distrepro.engine.inprocess.run import InProcessEngine  # noqa: E402
 from distrepro.job.resolve import build_job  # noqa: E402
+from distrepro.training.replica_batch import forward_backward_stacked  # noqa: E402
 
 #: label -> (config, overrides); the lockstep ones first
 LOCKSTEP: dict[str, tuple[str, list[str]]] = {
@@ -101,6 +106,38 @@ def run_once(path: str, overrides: list[str], batched: bool, steps: int) -> dict
     }
 
 
+def fb_alone(path: str, overrides: list[str], reps: int, iters: int = 8) -> list[float]:
+    """The forward/backward alone, as the issue's prototype timed it: the workload's K replicas on their first
+    batches, one after another vs :func:`forward_backward_stacked`, CPU time, ABBA; off/on ratio per pair."""
+    cfg = load_config(REPO / path, [parse_override(t) for t in [*overrides, "torch_threads=1"]])
+    job = build_job(cfg, 0)
+    base = job.make_model()
+    models = [copy.deepcopy(base) for _ in range(job.world_size)]
+    assert job.bundle.train_tensors is not None, "the suite's synthetic and MNIST-1D sets are held in memory"
+    x, y = job.bundle.train_tensors
+    b = job.batch_sizes[0]
+    xs, ys = [x[i * b : (i + 1) * b] for i in range(len(models))], [y[i * b : (i + 1) * b] for i in range(len(models))]
+
+    def one_by_one() -> None:
+        for m, xi, yi in zip(models, xs, ys, strict=True):
+            F.cross_entropy(m(xi), yi).backward()
+
+    def timed(batched: bool) -> float:
+        start = time.process_time()
+        for _ in range(iters):
+            for m in models:
+                m.zero_grad(set_to_none=True)
+            forward_backward_stacked(models, xs, ys) if batched else one_by_one()
+        return time.process_time() - start
+
+    timed(True), timed(False)  # warm-up
+    ratios = []
+    for _ in range(reps):
+        off1, on1, on2, off2 = timed(False), timed(True), timed(True), timed(False)
+        ratios += [off1 / on1, off2 / on2]
+    return ratios
+
+
 def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
     return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
 
@@ -129,6 +166,7 @@ def measure(label: str, path: str, overrides: list[str], steps: int, reps: int) 
     def per_step_ms(batched: int, metric: str) -> float:
         return statistics.median(1e3 * r[metric] / r["worker_steps"] for r in runs if r["batched"] == batched)
 
+    alone = fb_alone(path, overrides, reps)
     on_runs = [r for r in runs if r["batched"]]
     share = sum(r["batched_calls"] for r in on_runs) / max(
         sum(r["batched_calls"] + r["unbatched_calls"] for r in on_runs), 1
@@ -145,6 +183,7 @@ def measure(label: str, path: str, overrides: list[str], steps: int, reps: int) 
         "cpu_ratio": [statistics.median(p["cpu_s"] for p in pairs), *_range(p["cpu_s"] for p in pairs)],
         "wall_ratio": [statistics.median(p["wall_s"] for p in pairs), *_range(p["wall_s"] for p in pairs)],
         "batched_share": share,
+        "fb_alone_ratio": [statistics.median(alone), *_range(alone)],
         "max_abs_diff": diff,
         "run_to_run_identical": same,
         "runs": runs,
@@ -159,15 +198,16 @@ def _range(values: Any) -> tuple[float, float]:
 def table(rows: list[dict[str, Any]]) -> str:
     out = [
         "| workload | K | CPU ms/worker-step off → on | speed-up CPU, median (range) | wall ms off → on "
-        "| speed-up wall | batched | final max abs diff | on twice: identical |",
-        "|---|---:|---|---|---|---|---:|---:|---|",
+        "| speed-up wall | batched | forward/backward alone: speed-up CPU | final max abs diff | on twice: identical |",
+        "|---|---:|---|---|---|---|---:|---|---:|---|",
     ]
     for r in rows:
-        c, w = r["cpu_ratio"], r["wall_ratio"]
+        c, w, a = r["cpu_ratio"], r["wall_ratio"], r["fb_alone_ratio"]
         out.append(
             f"| {r['workload']} | {r['k']} | {r['off_cpu_ms']:.2f} → {r['on_cpu_ms']:.2f} "
             f"| **{c[0]:.2f}×** ({c[1]:.2f} … {c[2]:.2f}) | {r['off_wall_ms']:.2f} → {r['on_wall_ms']:.2f} "
-            f"| {w[0]:.2f}× ({w[1]:.2f} … {w[2]:.2f}) | {100 * r['batched_share']:.0f} % | {r['max_abs_diff']:.1e} "
+            f"| {w[0]:.2f}× ({w[1]:.2f} … {w[2]:.2f}) | {100 * r['batched_share']:.0f} % "
+            f"| {a[0]:.2f}× ({a[1]:.2f} … {a[2]:.2f}) | {r['max_abs_diff']:.1e} "
             f"| {'yes' if r['run_to_run_identical'] else 'NO'} |"
         )
     return "\n".join(out)
