@@ -16,9 +16,9 @@ first iteration) to the last, so building the job, the replicas and the final ev
 (``time.process_time``, one torch thread as the reproduce cells use) is reported beside wall time, with the load
 average before and after. Per workload the table gives ms per worker-step of each variant, the off/on ratio (median
 over pairs, range), the share of forward/backward calls that ran batched, the forward/backward alone (the workload's
-K replicas on their first batches, one after another against :func:`forward_backward_stacked`, CPU time, ABBA: what
-the issue's prototype timed), the largest difference between the two variants' final parameters and buffers, and
-whether the two batched runs of a repetition were identical bit for bit.
+K replicas on their first batches, one after another against :func:`forward_backward_stacked`, CPU time, ABBA), the
+largest difference between the two variants' final parameters and buffers, and whether the two batched runs of a
+repetition were identical bit for bit.
 
 Run ``python benchmarks/batched_replicas.py --help``; the figures and the command are in BENCHMARKS.md.
 """
@@ -107,8 +107,8 @@ def run_once(path: str, overrides: list[str], batched: bool, steps: int) -> dict
 
 
 def fb_alone(path: str, overrides: list[str], reps: int, iters: int = 8) -> list[float]:
-    """The forward/backward alone, as the issue's prototype timed it: the workload's K replicas on their first
-    batches, one after another vs :func:`forward_backward_stacked`, CPU time, ABBA; off/on ratio per pair."""
+    """The forward/backward alone: the workload's K replicas on their first batches, one after another vs
+    :func:`forward_backward_stacked`, CPU time, ABBA; off/on ratio per pair."""
     cfg = load_config(REPO / path, [parse_override(t) for t in [*overrides, "torch_threads=1"]])
     job = build_job(cfg, 0)
     base = job.make_model()

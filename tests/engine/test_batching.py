@@ -104,6 +104,20 @@ def test_a_batched_run_is_identical_run_to_run_and_close_to_the_sequential_one()
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["ar_sgd", "gossip"])
+def test_shipped_methods_train_alike_batched(method: str) -> None:
+    """AR-SGD (lockstep, all-reduce launched from the gradient buckets) batches every call; gossip (asynchronous)
+    only its first step, where one event starts every worker: the rest compute at once, as before."""
+    h, batched = harness_run(job(True, method=method, method_params={}, batch_size=8))
+    _, sequential = harness_run(job(False, method=method, method_params={}, batch_size=8))
+    calls = sum(slot.worker.gradients for slot in h.slots)
+    expected = calls if method == "ar_sgd" else 4
+    assert h.transport.batcher.batched_calls == expected  # type: ignore[attr-defined]
+    assert batched.emulated_s == sequential.emulated_s
+    for a, b in zip(state(batched), state(sequential), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_batchnorm_buffers_stay_each_workers_own() -> None:
     resnet = {"model": {"name": "resnet18_cifar", "params": {"width": 4}}, "batch_size": 8, "budget": {"steps": 2}}
     h, batched = probe_run(True, **resnet)
