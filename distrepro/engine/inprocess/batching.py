@@ -15,7 +15,8 @@ method's gossip barrier, a straggler) is a wave of its own. That keeps the state
 one it would have had alone. What can differ is the low bits of the gradients (a batched kernel sums in another
 order) — hence the switch, off by default — and, where it does, the order of the workers' own code around the
 call (all workers' code before it, then all workers' code after it), which only a method sharing mutable state
-between workers could tell apart.
+between workers could tell apart: torch's global random generator is such state (the shipped methods draw from
+``ctx.rng``, each worker's own, as the method contract asks).
 
 A worker computes at once, unbatched, when it would be alone in its wave (no other worker has joined it or is
 still to run: an asynchronous method's worker released by its own event), when its model is not the engine's
