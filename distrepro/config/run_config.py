@@ -17,10 +17,13 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
+    StrictBool,
     StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -258,9 +261,31 @@ class RunConfig(_Strict):
     #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
+    #: the in-process engine computes the forward/backward of the workers one event released (a lockstep step's
+    #: K workers) as one batched call (distrepro.engine.inprocess.batching): false (default), auto (when the model
+    #: can be batched) or true (it must be). Gradients agree with the one-after-another path to float32 rounding,
+    #: not bit for bit, so it is off until every registered run is repeated with it. Left out of the logged config
+    #: while false, so that the configs of runs made before it existed keep their digest
+    batched_replicas: StrictBool | Literal["auto"] = False
     #: the method plugin and its validated params, once per config (:func:`resolve_method`), keyed by what
     #: they were validated from, so a config changed afterwards is validated again
     _resolved: tuple[tuple[str, str], MethodPlugin, MethodParams] | None = PrivateAttr(default=None)
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults_added_later(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The config as logged and digested (``distrepro.config_sha256``), without a field added after runs were
+        registered while it holds its default: those runs stay the current ones for their arm and seed."""
+        data: dict[str, Any] = handler(self)
+        if self.batched_replicas is False:
+            data.pop("batched_replicas", None)
+        return data
+
+    @field_validator("batched_replicas", mode="before")
+    @classmethod
+    def _batched_mode(cls, v: Any) -> Any:
+        if v is True or v is False or v == "auto":
+            return v
+        raise ValueError("expected true, false or auto")
 
     @field_validator("batch_size")
     @classmethod

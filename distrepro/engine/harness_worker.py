@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +21,15 @@ from distrepro.timing.contention import ContentionLedger
 
 #: (rank, n_samples, step_index, at_s) -> seconds
 ComputeCharge = Callable[[int, int, int, float], float]
+
+
+class Batcher(Protocol):
+    """Computes a worker's forward/backward together with its peers' (the in-process engine's
+    :class:`~distrepro.engine.inprocess.batching.ReplicaBatcher`, with ``batched_replicas`` on)."""
+
+    def eligible(self, worker: HarnessWorker) -> bool: ...
+
+    def forward_backward(self, worker: HarnessWorker, inputs: torch.Tensor, targets: torch.Tensor) -> float: ...
 
 
 class HarnessWorker:
@@ -82,6 +91,8 @@ class HarnessWorker:
         self.label_smoothing = 0.0
         self.optimizer_override: OptimizerConfig | None = None  # the run config's optimizer: block
         self.optimizers: list[torch.optim.Optimizer] = []  # registered: the harness sets their LR before every step
+        #: set by the in-process engine when it batches replicas; None: every forward/backward computes at once
+        self.batcher: Batcher | None = None
 
     def register_optimizer(self, optimizer: OptimizerT) -> OptimizerT:
         self.optimizers.append(optimizer)
@@ -118,8 +129,13 @@ class HarnessWorker:
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
         targets = batch.targets.to(self.device, non_blocking=True)
-        loss = F.cross_entropy((forward_with or self.model)(inputs), targets, label_smoothing=self.label_smoothing)
-        loss.backward()
+        if forward_with is None and self.batcher is not None and self.batcher.eligible(self):
+            self.last_loss = self.batcher.forward_backward(self, inputs, targets)
+        else:
+            out = (forward_with or self.model)(inputs)
+            loss = F.cross_entropy(out, targets, label_smoothing=self.label_smoothing)
+            loss.backward()
+            self.last_loss = float(loss.detach())
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())
         if on_bucket is None:
@@ -133,7 +149,6 @@ class HarnessWorker:
         self.samples_computed += n
         self.epoch_samples += n
         self.epoch_compute_s += dt
-        self.last_loss = float(loss.detach())
         return self.last_loss
 
     def _bucket_plan(self) -> tuple[list[Any], list[float]]:

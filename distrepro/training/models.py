@@ -1,8 +1,11 @@
 """The models the harness can build, by name.
 
 ``small_cnn`` is the smoke/proxy model (about 100k parameters, cheap enough to run dozens of
-virtual workers on a CPU: on 2 cores a plain Python loop over 32 replicas ran ≈ 1,600 samples/s,
-faster than ``vmap`` or grouped convolutions); ``resnet18_cifar`` is the ResNet-18 that CIFAR
+virtual workers on a CPU); ``cnn1d`` is the MNIST-1D model of the mid scale. Both run faster as K replicas
+stacked under ``vmap`` than one after another: their forward/backward 1.3× cheaper in CPU time for ``small_cnn``
+at K = 8-64 and 2.0-2.4× for ``cnn1d`` at K = 16, a lockstep step 1.3-1.5× (``benchmarks/batched_replicas.py``,
+BENCHMARKS.md), which the in-process engine does when a config sets ``batched_replicas``
+(:mod:`distrepro.training.replica_batch`). ``resnet18_cifar`` is the ResNet-18 that CIFAR
 papers actually train (kuangliu/pytorch-cifar: 3×3 stem, no max-pool), written here in plain
 torch so that it does not depend on torchvision; ``resnet18``/``resnet50`` are the ImageNet models
 from torchvision (imported through :mod:`distrepro.data.torchvision_shim`).

@@ -174,6 +174,23 @@ def test_bad_method_param_value(tmp_path: Path, capsys: pytest.CaptureFixture[st
     fails(capsys, run_args(path), str(path), "field 'method_params.weighting'", "'samples' or 'equal'")
 
 
+@pytest.mark.parametrize("value", ["yes", 1, "on"])
+def test_batched_replicas_takes_true_false_or_auto(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: object
+) -> None:
+    path = write_config(tmp_path, with_(batched_replicas=value))
+    fails(capsys, run_args(path), str(path), "field 'batched_replicas'", "expected true, false or auto")
+
+
+def test_batched_replicas_off_is_left_out_of_the_logged_config(tmp_path: Path) -> None:
+    """Runs registered before the switch existed keep their config digest (their arm and seed stay theirs)."""
+    off = load_config(write_config(tmp_path, with_(batched_replicas=False)))
+    assert "batched_replicas" not in off.model_dump(mode="json")
+    assert load_config(write_config(tmp_path, with_())).model_dump(mode="json") == off.model_dump(mode="json")
+    auto = load_config(write_config(tmp_path, with_(batched_replicas="auto")))
+    assert auto.batched_replicas == "auto" and auto.model_dump(mode="json")["batched_replicas"] == "auto"
+
+
 def test_wrong_number_of_per_rank_batch_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(tmp_path, with_(batch_size=[8, 8, 8]))
     fails(capsys, run_args(path), str(path), "field 'batch_size'", "3 batch sizes for 4 workers")

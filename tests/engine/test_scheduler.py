@@ -8,6 +8,7 @@ statement about virtual times, never about real ones.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -95,6 +96,49 @@ def test_scheduler_call_outside_a_worker_is_refused() -> None:
         fab.comms[0].event(lambda: None, "stray")
     with pytest.raises(ValueError, match="one target per rank"):
         sched.run([lambda: None])
+
+
+# ---------------------------------------------------------------------- waves
+
+
+def test_a_wave_is_done_together_before_any_request_and_each_gets_its_result() -> None:
+    """Workers released by one event join one wave, handed over in rank order before any request is handled; a
+    worker released by an event of its own is a wave of its own (the batched forward/backward's grouping)."""
+    sched, fab = make(3)
+    waves: list[list[int]] = []
+    order: list[str] = []
+    got: dict[tuple[int, int], int] = {}
+    company: list[bool] = []
+
+    def handler(wave: list[tuple[int, Any]]) -> list[Any]:
+        waves.append([rank for rank, _ in wave])
+        order.append("wave")
+        return [10 * item for _, item in wave]
+
+    sched.wave_handler = handler
+
+    def worker(rank: int) -> Callable[[], None]:
+        def run() -> None:
+            company.append(sched.wave_has_company())
+            got[(rank, 0)] = sched.join_wave(rank, rank)  # all three start together
+            sched.clocks[rank].compute(1.0 + rank)
+            fab.comms[rank].event(lambda: order.append(f"event {rank}"), f"mark {rank}")
+            company.append(sched.wave_has_company())
+            got[(rank, 1)] = sched.join_wave(rank, rank + 1)  # each released by its own event
+
+        return run
+
+    sched.run([worker(r) for r in range(3)])
+    assert waves == [[0, 1, 2], [0], [1], [2]]
+    assert order == ["wave", "event 0", "wave", "event 1", "wave", "event 2", "wave"]
+    assert got == {(0, 0): 0, (1, 0): 10, (2, 0): 20, (0, 1): 10, (1, 1): 20, (2, 1): 30}
+    assert company == [True, True, True, False, False, False]  # alone in a wave: nobody to wait for
+
+
+def test_joining_a_wave_without_a_handler_is_refused() -> None:
+    sched, _ = make(1)
+    with pytest.raises(WorkerFailure, match="without a wave handler"):
+        sched.run([lambda: sched.join_wave(0, None)])
 
 
 # ---------------------------------------------------------------------- failures

@@ -25,6 +25,7 @@ import torch
 from distrepro.api.method import Allocation, Comm
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.evaluation import average_into, consensus_distance
+from distrepro.engine.inprocess.batching import ReplicaBatcher, check_mode
 from distrepro.engine.inprocess.comm import Fabric
 from distrepro.engine.inprocess.scheduler import Scheduler
 from distrepro.engine.inprocess.watchdog import Watchdog
@@ -97,10 +98,16 @@ class InProcessTransport:
         base = job.make_model().to(self.device)  # built on the CPU from the seed, then moved: the same initial model
         self.models = [copy.deepcopy(base) for _ in range(k)]
         self.eval_model = copy.deepcopy(base)
+        #: the forward/backward of workers released together, batched (``batched_replicas``); None: one at a time
+        self.batcher = (
+            ReplicaBatcher(self.sched, self.models) if check_mode(job.config.batched_replicas, base) else None
+        )
         self.wall_start = time.perf_counter()
 
     def bind(self, harness: HarnessView) -> None:
         self.harness = harness
+        for slot in harness.slots:
+            slot.worker.batcher = self.batcher
 
     def endpoint(self, rank: int) -> tuple[torch.nn.Module, Comm, VirtualClock]:
         return self.models[rank], self.fabric.comms[rank], self.clocks[rank]

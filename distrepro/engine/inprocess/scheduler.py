@@ -9,6 +9,13 @@ interactions between workers happen in virtual-time order whatever the real comp
 one worker runs at a time and the order is a pure function of virtual times, the same inputs
 give bitwise identical results.
 
+A *wave* is every worker that runs between two handled requests (all the workers one handler released, each
+until it parks again). Work a worker hands :meth:`Scheduler.join_wave` waits, without a request, until the
+wave's last worker has parked, and is then done for all of them at once before any request is handled: the
+batched forward/backward of :mod:`distrepro.engine.inprocess.batching`. No handler runs between a worker's
+joining and its work, so every worker computes on the state it would have computed on alone; only the order of
+the workers' own code around it changes (each worker's code before the work, then each one's after it).
+
 Greenlets rather than threads: one OS thread keeps one OpenMP team for torch's intra-op
 parallelism; with one thread per worker the per-thread teams cost 18-33% on 2 cores
 (measured). Autograd's grad mode is thread-local, so it is saved and restored per worker at
@@ -67,6 +74,9 @@ class Scheduler:
         self._greenlets: list[greenlet.greenlet] = []
         self._main: greenlet.greenlet | None = None
         self.current: int | None = None
+        self._wave: list[tuple[int, Any]] = []
+        #: does the work of a wave (:meth:`join_wave`): one result per item, in the items' order
+        self.wave_handler: Callable[[list[tuple[int, Any]]], list[Any]] | None = None
 
     # ------------------------------------------------------------------ worker side
     def call(self, rank: int, request: Request) -> Any:
@@ -75,6 +85,21 @@ class Scheduler:
             raise RuntimeError(f"rank {rank} called the scheduler outside its own worker")
         request.rank = rank
         heapq.heappush(self._pending, (self.clocks[rank].t, rank, next(self._seq), request))
+        self._grad_mode[rank] = torch.is_grad_enabled()
+        value = self._main.switch()
+        torch.set_grad_enabled(self._grad_mode[rank])
+        return value
+
+    def wave_has_company(self) -> bool:
+        """Whether a worker that joins the wave now may share it: another has joined, or another is still to run."""
+        return bool(self._wave or self._runnable)
+
+    def join_wave(self, rank: int, item: Any) -> Any:
+        """Park ``rank`` until every worker of this wave has parked, then return what :attr:`wave_handler` made of
+        ``item`` (done together with the wave's other items, before any request is handled)."""
+        if self._main is None or self.current != rank or self.wave_handler is None:
+            raise RuntimeError(f"rank {rank} joined a wave outside its own worker or without a wave handler")
+        self._wave.append((rank, item))
         self._grad_mode[rank] = torch.is_grad_enabled()
         value = self._main.switch()
         torch.set_grad_enabled(self._grad_mode[rank])
@@ -142,6 +167,16 @@ class Scheduler:
             torch.set_grad_enabled(outer_grad)
 
     def _run_runnable(self) -> None:
+        while True:
+            self._run_wave()
+            if not self._wave:
+                return
+            wave, self._wave = self._wave, []
+            assert self.wave_handler is not None
+            for (rank, _), value in zip(wave, self.wave_handler(wave), strict=True):
+                self.resolve(rank, value)
+
+    def _run_wave(self) -> None:
         while self._runnable:
             self._runnable.sort()
             rank = self._runnable.pop(0)
