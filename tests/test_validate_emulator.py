@@ -4,7 +4,8 @@ It predicts every point of ``benchmarks/data/emulator_points.yaml`` with the emu
 and asserts the bounds it reports on the leave-one-source-out errors (median absolute error <= 15 % overall and
 <= 25 % within each source, every published ordering of methods right), that it stays a quick prediction (under a
 minute, nothing logged), and that the data file keeps its promises (at least 30 scored points from at least 3
-sources, each citing where it is from). Also: a source's own points never choose a constant it is scored with, the
+sources, each citing where it is from; every point with its source, setting and reading, and at least a third of
+them from sources no constant cites). Also: a source's own points never choose a constant it is scored with, the
 committed error bands are what the script writes, and a row's "too fast" / "too slow" follows its unit.
 """
 
@@ -50,6 +51,62 @@ def test_the_data_cites_enough_independent_measurements(report) -> None:
     for point in data["points"]:
         assert point["source"] in data["sources"], point["id"]
         assert point["setting"].strip() and point["measured"] > 0, point["id"]
+
+
+#: what a point's ``role`` may be: scored, fixing a constant, or predicted but not scored (with the reason why)
+ROLES = {"validate", "calibrate", "excluded"}
+
+
+def _cited_sources(data: dict) -> set[str]:
+    """The sources some constant comes from: its calibration points', its ``from_sources``, its fallback's, and those a
+    shipped profile's constants cite (``setups``' ``constants_from``)."""
+    source_of = {p["id"]: p["source"] for p in data["points"]}
+    cited: set[str] = set()
+    for c in data["constants"].values():
+        cited |= {source_of[i] for i in c.get("from_points", [])} | set(c.get("from_sources", []))
+        if "from_source" in (c.get("fallback") or {}):
+            cited.add(c["fallback"]["from_source"])
+    for setup in data.get("setups", {}).values():
+        cited |= set(setup.get("constants_from", []))
+    return cited
+
+
+def test_every_point_has_its_source_setting_and_reading() -> None:
+    """Issue 44: each point names its source (a title and where it is), its setting, and its reading with a unit; a
+    point left out of the scores says why."""
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    for name, source in data["sources"].items():
+        assert source.get("title", "").strip() and source.get("where", "").strip(), name
+    ids = [p["id"] for p in data["points"]]
+    assert len(ids) == len(set(ids))
+    for point in data["points"]:
+        assert point["source"] in data["sources"] and point["setting"].strip(), point["id"]
+        assert point["measured"] > 0 and point["unit"].strip(), point["id"]
+        assert point.get("role", "validate") in ROLES, point["id"]
+        if point.get("role") == "excluded":
+            assert len(point.get("excluded", "").strip()) > 20, point["id"]  # the reason, in words
+        if point["kind"] == "ddp_throughput":  # the same source's 1-GPU row it scales from
+            assert point["peak_from"]["tok_s"] > 0 and point["peak_from"]["tokens_per_gpu"] > 0, point["id"]
+
+
+def test_a_third_of_the_points_come_from_sources_no_constant_cites() -> None:
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    cited = _cited_sources(data)
+    assert {"dle-txl", "dle-transformer", "nccl"} <= cited  # the helper sees the constants that do cite a source
+    scored = [p for p in data["points"] if p.get("role", "validate") == "validate"]
+    for points in (data["points"], scored):
+        uncited = [p for p in points if p["source"] not in cited]
+        assert 3 * len(uncited) >= len(points), (len(uncited), len(points))
+
+
+def test_an_excluded_point_is_predicted_but_not_scored(report) -> None:
+    _, rep, _ = report
+    excluded = {o.point["id"] for o in rep.outcomes if o.point.get("role") == "excluded"}
+    assert excluded
+    assert not excluded & {o.point["id"] for o in rep.out_of_sample}
+    assert not excluded & {o.point["id"] for o in rep.scored()}
 
 
 def test_the_reported_bounds_hold(report) -> None:

@@ -10,8 +10,9 @@ from test_verdicts import Table, judge, spec
 
 from distrepro.claims import model_interval as mi
 from distrepro.claims.verdicts import judge_values
-from distrepro.hardware.emulator_error import ErrorBand, arm_band, interconnect, workload_class
+from distrepro.hardware.emulator_error import ErrorBand, arm_band, bands_path, interconnect, workload_class
 from distrepro.hardware.profiles import load_profile
+from distrepro.safe_yaml import load_yaml
 
 pytestmark = pytest.mark.smoke
 
@@ -94,6 +95,13 @@ def test_an_unbounded_band_never_leaves_a_firm_verdict() -> None:
 # ------------------------------------------------------------------ which band an arm carries
 
 
+def _each_source_once() -> float:
+    """The emulator's error with each validation source counted once, as the committed band file says: it moves
+    whenever a source is added, so the tests read it rather than copy it."""
+    path = bands_path()
+    return float(load_yaml(path.read_text(encoding="utf-8"), path)["each_source_once"]["median_abs"])
+
+
 def _decentdp(arm_method: str, params: dict[str, Any]) -> ErrorBand:
     profile = load_profile("a40-25gbe-16")
     exchange = "neighbour" if arm_method == "decentdp" else "all_reduce"
@@ -107,7 +115,7 @@ def test_a_papers_own_cells_give_its_arms_their_own_out_of_sample_error() -> Non
     assert allreduce.rel == pytest.approx(0.1377) and "decentdp-a40-16-allreduce" in allreduce.basis
     # another topology on the same profile is not the AER cell: it takes its class (one source: not narrower)
     ring = _decentdp("decentdp", {"topology": "ring"})
-    assert "cell" not in ring.basis and not ring.covered and ring.rel >= 0.0862
+    assert "cell" not in ring.basis and not ring.covered and ring.rel >= _each_source_once()
 
 
 def test_the_class_follows_the_profiles_links_and_the_methods_exchange() -> None:
@@ -117,4 +125,4 @@ def test_the_class_follows_the_profiles_links_and_the_methods_exchange() -> None
     assert interconnect(a100) == "infiniband"
     cpu = load_profile("cadp-ijcai25")
     band = arm_band("cadp", cpu, "cadp", "parameter_server", {})
-    assert not band.covered and "not covered" in band.basis and band.rel == pytest.approx(0.0862)
+    assert not band.covered and "not covered" in band.basis and band.rel == pytest.approx(_each_source_once())
