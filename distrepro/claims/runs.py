@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -142,12 +142,24 @@ def _descends(run_id: str, parent_of: dict[str, str | None], roots: set[str]) ->
     return False
 
 
-def _histories(client: Any, run_ids: Iterable[str], keys_of: dict[str, list[str]]) -> pd.DataFrame:
+class Counted(Protocol):
+    """Who is told how far reading has got (the report's step lines): a phase of ``total`` units, then units done."""
+
+    def phase(self, name: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+
+def _histories(
+    client: Any, run_ids: Iterable[str], keys_of: dict[str, list[str]], progress: Counted | None = None
+) -> pd.DataFrame:
     records = []
     for run_id in run_ids:
         for key in keys_of[run_id]:
             for m in client.get_metric_history(run_id, key):
                 records.append((run_id, key, int(m.step), float(m.value), int(m.timestamp)))
+        if progress is not None:
+            progress.advance()
     return pd.DataFrame(records, columns=["run_id", "key", "step", "value", "timestamp"])
 
 
@@ -162,8 +174,10 @@ def load_runs(
     campaigns: Sequence[str] | None = None,
     tracking_uri: str | None = None,
     extra_curve_keys: Sequence[str] = (),
+    progress: Counted | None = None,
 ) -> RunSet:
-    """Read the cell runs of experiment ``distrepro/<paper>`` (of ``campaigns`` only, if given)."""
+    """Read the cell runs of experiment ``distrepro/<paper>`` (of ``campaigns`` only, if given); ``progress`` is
+    told of the runs whose curves are read, one at a time (the slow part: one store query per run and metric)."""
     uri = tracking_uri or resolve_tracking_uri()
     client = make_client(uri)
     name = experiment_name(paper)
@@ -191,7 +205,9 @@ def load_runs(
     runs = derive_columns(runs.sort_values(["method", "profile", "seed", "start_time"], kind="stable"))
     runs = runs.reset_index(drop=True)
     keys_of = {r.info.run_id: curve_keys(r.data.metrics, extra_curve_keys) for r in leaves}
-    long = _histories(client, runs["run_id"], keys_of)
+    if progress is not None:
+        progress.phase(f"the curves of {len(leaves)} runs", len(leaves))
+    long = _histories(client, runs["run_id"], keys_of, progress)
     curves = (
         long.sort_values("timestamp", kind="stable")
         .drop_duplicates(["run_id", "key", "step"], keep="last")

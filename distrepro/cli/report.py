@@ -17,30 +17,37 @@ from distrepro.cli.common import (
 def _cmd_report(args: argparse.Namespace) -> int:
     if args.paper != "adhoc":  # a paper known only to the store is reported too: only a slip's case or folder is read
         args.paper = paper_id(args.paper, strict=False)
-    from distrepro.tracking.mlflow_client import resolve_tracking_uri
-    from distrepro.tracking.storeprobe import check_store
+    from distrepro.orchestration.heartbeat import Steps, watched  # the standard library only: a line at once
 
-    if args.out:
-        check_output(args.out, folder=True)
-    check_store(args.tracking_uri or resolve_tracking_uri())
-    from distrepro.report.build import build_report
-    from distrepro.reproduction.report_context import HarnessReportContext
+    label = f"report for {args.paper}"
+    with watched(Steps(label)) as starting:  # imports: seconds, longer on a loaded machine (then a heartbeat says so)
+        starting.enter("opening the tracking store and loading torch, MLflow and matplotlib")
+        from distrepro.tracking.mlflow_client import resolve_tracking_uri
+        from distrepro.tracking.storeprobe import check_store
 
-    report = build_report(
-        args.paper,
-        out_dir=args.out,
-        campaigns=args.campaign,
-        tracking_uri=args.tracking_uri,
-        baseline=args.baseline,
-        log_to_mlflow=not args.no_log,
-        scale=args.scale,
-        sensitivity=args.sensitivity,
-        sensitivity_samples=args.samples,
-        dependence=not args.no_sensitivity,
-        show_progress=False if args.no_progress else None,
-        make_context=HarnessReportContext,  # the hooks' plans and runs come from the harness: the report never trains
-        exploratory=getattr(args, "exploratory", False),
-    )
+        if args.out:
+            check_output(args.out, folder=True)
+        check_store(args.tracking_uri or resolve_tracking_uri())
+        from distrepro.report import stage
+        from distrepro.report.build import build_report
+        from distrepro.reproduction.report_context import HarnessReportContext
+
+    with stage.watch(label, announce=False):  # a heartbeat names each long step; a refusal stays one line
+        report = build_report(
+            args.paper,
+            out_dir=args.out,
+            campaigns=args.campaign,
+            tracking_uri=args.tracking_uri,
+            baseline=args.baseline,
+            log_to_mlflow=not args.no_log,
+            scale=args.scale,
+            sensitivity=args.sensitivity,
+            sensitivity_samples=args.samples,
+            dependence=not args.no_sensitivity,
+            show_progress=False if args.no_progress else None,
+            make_context=HarnessReportContext,  # the hooks' plans and runs come from the harness: it never trains
+            exploratory=getattr(args, "exploratory", False),
+        )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
     print(f"report for {report.paper}: {claims}")
     for line in verdict_lines(report):

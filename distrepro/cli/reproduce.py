@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -25,14 +26,19 @@ if TYPE_CHECKING:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     args.paper = paper_id(args.paper)  # a slip is one line with the closest ids, before torch or mlflow is imported
-    from distrepro.config.overrides import parse_overrides
-    from distrepro.config.run_config import parse_seeds
-    from distrepro.tracking.mlflow_client import resolve_tracking_uri
-    from distrepro.tracking.storeprobe import check_store
+    from distrepro.orchestration.heartbeat import Steps, watched  # the standard library only: a line at once
 
-    check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
-    seeds = tuple(parse_seeds(args.seeds)) if args.seeds is not None else None
-    overrides = parse_overrides(args.set)  # each --set read once, here; every arm's config receives the values
+    with watched(Steps(f"reproduce {args.paper}")) as starting:  # seconds, more on a loaded machine: a heartbeat
+        starting.enter("opening the tracking store and loading torch and MLflow")
+        from distrepro.config.overrides import parse_overrides
+        from distrepro.config.run_config import parse_seeds
+        from distrepro.tracking.mlflow_client import resolve_tracking_uri
+        from distrepro.tracking.storeprobe import check_store
+
+        check_store(resolve_tracking_uri())  # before the configs import torch: a bad store is one line at once
+        seeds = tuple(parse_seeds(args.seeds)) if args.seeds is not None else None
+        overrides = parse_overrides(args.set)  # each --set read once, here; every arm's config receives the values
+        importlib.import_module("distrepro.reproduction.reproduce")  # torch, MLflow, the engines: the slow part
     if args.check and args.no_report:
         raise DistreproError("--check judges the claims in the report: it cannot go with --no-report")
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else None

@@ -7,9 +7,9 @@ from pathlib import Path
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
-    from distrepro.report.results_file import check_results, write_results
-
     if args.check:  # compare the file with the checkout only: no store needed
+        from distrepro.report.results_file import check_results
+
         problems, warnings = check_results(Path(args.out).read_text(encoding="utf-8"))
         for line in warnings:
             print(f"warning: {args.out}: {line}")
@@ -17,13 +17,19 @@ def _cmd_results(args: argparse.Namespace) -> int:
             print(f"{args.out} is stale: {line}")
         return 1 if problems else 0
     from distrepro.cli.common import check_output
+    from distrepro.orchestration.heartbeat import Steps, watched
     from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.storeprobe import check_store
 
-    check_output(args.out)
-    uri = args.tracking_uri or resolve_tracking_uri()
-    check_store(uri)
-    print(write_results(Path(args.out), uri))
+    with watched(Steps("results")) as steps:  # a heartbeat names the step when one is long
+        steps.enter("opening the tracking store and loading MLflow")
+        from distrepro.report.results_file import write_results
+
+        check_output(args.out)
+        uri = args.tracking_uri or resolve_tracking_uri()
+        check_store(uri)
+        written = write_results(Path(args.out), uri, steps=steps)
+    print(written)
     return 0
 
 

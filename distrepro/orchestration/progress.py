@@ -1,6 +1,6 @@
-"""Progress of long work on stderr: the per-run display (:class:`ProgressObserver`, an engine's observer), the
-heartbeat under ``--no-progress``, and the same display for work that trains nothing (:class:`PhaseProgress`, the
-sensitivity sweep, the report).
+"""Progress of long work on stderr: the per-run display (:class:`ProgressObserver`, an engine's observer, whose
+:meth:`~ProgressObserver.status` a :func:`distrepro.orchestration.heartbeat.heartbeat` prints), and the same display
+for work that trains nothing (:class:`PhaseProgress`, the sensitivity sweep, the report).
 
 A live bar (:func:`progress_bars`) when stderr is a terminal and the user did not pass ``--no-progress``
 (:func:`wants_bars`), otherwise a few plain lines that a CI log keeps.
@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from distrepro import metrics as M
@@ -88,41 +87,6 @@ class ProgressObserver:
             return f"{self.label}: training (no progress reported yet)"
         acc = f", val_acc {self.last_acc:.4f}" if self.last_acc is not None else ""
         return f"{self.label}: {100 * self.fraction:.0f}% of the budget, emulated {self.emulated_s:.3f}s{acc}"
-
-
-#: seconds between two heartbeat lines under ``--no-progress``: a CI job or a SLURM log sees the run is alive
-HEARTBEAT_S = 25.0
-
-
-@contextlib.contextmanager
-def heartbeat(
-    status: Callable[[], str], enabled: bool, every_s: float = HEARTBEAT_S, stream: Any = None
-) -> Iterator[None]:
-    """While the block runs, print ``[alive <elapsed>] <status()>`` every ``every_s`` seconds (when ``enabled``:
-    no live bar), from a daemon thread, so a long evaluation, data load or report still shows signs of life
-    between the per-evaluation lines. Stops, and joins the thread, when the block ends however it ends."""
-    if not enabled:
-        yield
-        return
-    out = stream or sys.stderr
-    stop = threading.Event()
-    start = time.monotonic()
-
-    def beat() -> None:
-        while not stop.wait(every_s):
-            elapsed = int(time.monotonic() - start)
-            try:
-                print(f"[alive {elapsed // 60}m{elapsed % 60:02d}s] {status()}", file=out, flush=True)
-            except Exception:  # a closed stream must not kill the run
-                return
-
-    thread = threading.Thread(target=beat, name="distrepro-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def counted(n: int, noun: str) -> str:

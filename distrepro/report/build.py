@@ -34,7 +34,7 @@ from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import stage
 from distrepro.report.document import markdown_document
-from distrepro.report.figure_set import FIGURE_FILES, arm_labels, draw_figures
+from distrepro.report.figure_set import FIGURE_FILES, arm_labels, figure_makers
 from distrepro.report.html import render_html
 from distrepro.report.judging import Judgement, judge, mark_post_hoc, preregistration, registered_runs
 from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
@@ -104,27 +104,25 @@ def write_report(
     (:mod:`distrepro.report.plugin_context`): the harness's, from the caller, since the report never trains.
     At a registered scale it judges only the runs on the record's seeds, ``exploratory`` only the others, and marks
     post hoc what a record cannot certify (:mod:`distrepro.report.judging`; ``samples``: the hardware samples drawn).
-    Steps (each named for the heartbeat, :mod:`distrepro.report.stage`): judge, draw, the sections, write."""
+    Steps (each named, with its count, for the lines :mod:`distrepro.report.stage` prints): judge, draw, the
+    sections, write."""
     fig_dir = _prepared(out_dir)
     stage.enter("judging", f"{len(info.spec.claims) if info.spec else 0} claims")
     judged = judge(info, rs, baseline, scale, root, exploratory)
     swept = sensitivity is not None or dependence is not None
     mark_post_hoc(judged, info, root, samples if swept else None)
     prereg = preregistration(judged)
-    stage.enter("drawing", f"the figures of {len(judged.verdicts)} verdicts")
     drawn = _draw(judged, fig_dir)
     extra = _timing_section(judged, drawn, fig_dir, out_dir, sensitivity, dependence)
     if judged.info.spec is not None:  # once every mark is on the verdicts: what every output prints from here on
         judged.display = show(judged.info.spec, judged.verdicts)
-    stage.enter("the method's sections", f"({len(drawn)} figures drawn)")
     for part, figures in method_sections(judged.info, fig_dir, out_dir, make_context):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
+    stage.enter("writing the report", f"report.md with {len(drawn)} figures, then {len(PRODUCTS)} files")
     captions = product_captions(judged.info, fig_dir, out_dir, make_context, root)
     text = markdown_document(judged, drawn, out_dir, root or repo_root(), extra, prereg, captions)
-    stage.enter("writing", f"{len(PRODUCTS)} files and {len(drawn)} figures")
     md_path, html_path = _write_files(judged, text, out_dir)
-    stage.reset()
     spec = judged.info.spec
     return Report(
         info.id,
@@ -153,9 +151,17 @@ def _prepared(out_dir: Path) -> Path:
 
 
 def _draw(judged: Judgement, fig_dir: Path) -> dict[str, Path]:
-    """The harness's figures of the shown scale's runs, saved under ``fig_dir``; figure key -> file."""
-    drawn = draw_figures(judged.info, judged.rs, judged.figure_labels(), judged.verdicts, judged.baseline)
-    return {k: figs.save(f, fig_dir / FIGURE_FILES[k], fig_dir.parent) for k, f in drawn.items()}
+    """The harness's figures of the shown scale's runs, saved under ``fig_dir``, each drawn and saved before the
+    next (one counted unit of the step); figure key -> file."""
+    makers = figure_makers(judged.info, judged.rs, judged.figure_labels(), judged.verdicts, judged.baseline)
+    stage.enter("drawing the figures", total=len(makers), unit="figure")
+    out: dict[str, Path] = {}
+    for key, make in makers.items():
+        figure = make()
+        if figure is not None:  # a figure the runs do not support (no baseline: no speed-up chart)
+            out[key] = figs.save(figure, fig_dir / FIGURE_FILES[key], fig_dir.parent)
+        stage.advance()
+    return out
 
 
 def _timing_section(
@@ -196,13 +202,18 @@ PRODUCTS = ("report.md", "report.html", "claims_verdict.json", "runs.csv")
 
 def _write_files(judged: Judgement, text: str, out_dir: Path) -> tuple[Path, Path]:
     """``report.md``, ``report.html``, ``claims_verdict.json`` and ``runs.csv``; the Markdown's and HTML's paths."""
+    stage.count(f"the {len(PRODUCTS)} files", len(PRODUCTS), unit="file")
     md_path = write_text(out_dir, out_dir / "report.md", text)
+    stage.advance()
     html = render_html(text, out_dir, f"{judged.info.title} — distrepro report")
     html_path = write_text(out_dir, out_dir / "report.html", html)
+    stage.advance()
     payload = verdicts_payload(judged)
     write_text(out_dir, out_dir / "claims_verdict.json", json.dumps(payload, indent=2, default=str))
+    stage.advance()
     runs = judged.rs.runs
     write_with(out_dir, out_dir / "runs.csv", lambda tmp: runs.to_csv(tmp, index=False))
+    stage.advance()
     return md_path, html_path
 
 
@@ -315,7 +326,7 @@ def build_report(
 
     info = find_paper(paper, root)
     judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
-    stage.enter("reading the runs", f"of {paper}")
+    stage.enter("reading the runs", f"of {paper} from the tracking store")
     rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
     judged_rs, _ = registered_runs(info, rs, exploratory)  # what the sweep and the check re-time: the judged runs
     timing = sum(1 for c in judged_info.spec.claims if emulated_quantity(c) is not None) if judged_info.spec else 0
@@ -326,7 +337,7 @@ def build_report(
     if dependence and sens is None and judged_info.spec is not None:
         from distrepro.report.dependence_section import check_dependence
 
-        checked = check_dependence(judged_info, judged_rs, out, sensitivity_samples)
+        checked = check_dependence(judged_info, judged_rs, out, sensitivity_samples, stage.StagePhases())
     drawn = samples_drawn(judged_info.spec, sensitivity_samples, sweep=sens is not None)
     report = write_report(info, rs, out, baseline, root, sens, scale, checked, make_context, exploratory, drawn)
     if out_dir is None and not exploratory:  # the shared reports/ folder: its index lists every paper's tally
@@ -369,7 +380,7 @@ def _read_runs(
     claims = info.spec.claims if info.spec else []
     targets = [t.metric for c in claims if (t := getattr(c, "target", None)) is not None]
     try:
-        rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets)
+        rs = load_runs(paper, campaigns, tracking_uri, extra_curve_keys=targets, progress=stage.StagePhases())
     except NoExperimentError as exc:
         if info.method_dirs or paper == "adhoc":
             raise

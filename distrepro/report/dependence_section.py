@@ -25,15 +25,17 @@ _log = logging.getLogger(__name__)
 TITLE = "### Timing verdicts over the plausible hardware"
 
 
-def check_dependence(info: Any, rs: Any, cache_dir: Path | None, samples: int | None = None) -> Any | None:
+def check_dependence(
+    info: Any, rs: Any, cache_dir: Path | None, samples: int | None = None, progress: Any = None
+) -> Any | None:
     """The paper's :class:`~distrepro.sensitivity.dependence.Dependence` (cached in ``cache_dir``), ``None`` without
     timing claims. A check that cannot run at all (e.g. a ``setup.sensitivity`` assumption naming an unknown arm)
     is returned with its ``error`` set, so the report says why its timing verdicts are unmarked rather than
-    failing whole."""
+    failing whole. ``progress``: told of each phase and setting (:class:`distrepro.orchestration.progress.Phases`)."""
     from distrepro.sensitivity.dependence import Dependence, timing_dependence
 
     try:
-        return timing_dependence(info, rs, samples, cache_dir)
+        return timing_dependence(info, rs, samples, cache_dir, progress=progress)
     except DistreproError as exc:
         _log.warning("the timing verdicts of %s were not checked over the plausible hardware: %s", info.id, exc)
         return Dependence(samples or 0, 0, [], [], {}, error=str(exc))

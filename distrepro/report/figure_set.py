@@ -7,6 +7,7 @@ one concept, and the figures themselves are drawn by :mod:`distrepro.report.figu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -72,27 +73,42 @@ def draw_figures(
 ) -> dict[str, Any]:
     """Every figure the runs support, as matplotlib figures keyed like :data:`FIGURE_FILES`, all
     drawn with one :class:`ArmStyle` so an arm has the same colour in each."""
+    drawn = {k: make() for k, make in figure_makers(info, rs, labels, verdicts, baseline, style).items()}
+    return {k: v for k, v in drawn.items() if v is not None}
+
+
+def figure_makers(
+    info: PaperInfo,
+    rs: RunSet,
+    labels: dict[str, str],
+    verdicts: list[Verdict],
+    baseline: str | None,
+    style: figs.ArmStyle | None = None,
+) -> dict[str, Callable[[], Any]]:
+    """What :func:`draw_figures` draws, one call per figure (``None`` where the runs do not support it), so that the
+    report draws and saves each in turn and counts them as it goes."""
     spec = info.spec
     style = style or report_style(rs.runs, labels, spec)
     reps = representatives(rs.runs, labels)
     refs = speedup_references(spec, baseline, style)
-    drawn = {
-        "curves_emulated_time": figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
-        "curves_epochs": figs.curves_figure(rs.curves, labels, style, M.EPOCH),
-        "consensus": figs.curves_figure(
+    return {
+        "curves_emulated_time": lambda: figs.curves_figure(rs.curves, labels, style, M.EMULATED_S),
+        "curves_epochs": lambda: figs.curves_figure(rs.curves, labels, style, M.EPOCH),
+        "consensus": lambda: figs.curves_figure(
             rs.curves, labels, style, M.EMULATED_S, metrics=(M.CONSENSUS_DISTANCE,), log_y=True
         ),
-        "claims": figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
-        "speedup": figs.speedup_figure(rs.runs, labels, style, baseline, speedup_marks(spec, refs, style), refs)
-        if baseline and refs
-        else None,
-        "time": figs.time_figure(rs.runs, labels, style),
-        "timeline": figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, style),
-        "breakdown": figs.breakdown_figure(rs.runs, labels, style),
-        "allocation": figs.allocation_figure(rs.runs, rs.alloc, labels, style),
-        "comm": figs.comm_figure(rs.runs, labels, style),
+        "claims": lambda: figs.claims_figure(verdicts, {c.id: c for c in spec.claims} if spec else {}),
+        "speedup": lambda: (
+            figs.speedup_figure(rs.runs, labels, style, baseline, speedup_marks(spec, refs, style), refs)
+            if baseline and refs
+            else None
+        ),
+        "time": lambda: figs.time_figure(rs.runs, labels, style),
+        "timeline": lambda: figs.timeline_figure({arm: rs.timeline(r) for arm, r in reps.items()}, style),
+        "breakdown": lambda: figs.breakdown_figure(rs.runs, labels, style),
+        "allocation": lambda: figs.allocation_figure(rs.runs, rs.alloc, labels, style),
+        "comm": lambda: figs.comm_figure(rs.runs, labels, style),
     }
-    return {k: v for k, v in drawn.items() if v is not None}
 
 
 FIGURE_FILES = {

@@ -19,6 +19,7 @@ from typing import Any, NoReturn, Protocol
 from distrepro.api.report_context import ClaimView, EvalPoint, Product, ReportContext
 from distrepro.claims.papers import PaperInfo
 from distrepro.errors import DistreproError
+from distrepro.report import stage
 
 _log = logging.getLogger(__name__)
 
@@ -92,9 +93,10 @@ def method_sections(
     e.g. QSR's period schedules from its plans.
     A section that fails is reported in its place rather than losing the whole report."""
     out = []
-    for folder in info.method_dirs:
-        if not (folder / "report.py").is_file():
-            continue
+    hooks = [folder for folder in info.method_dirs if (folder / "report.py").is_file()]
+    if hooks:
+        stage.enter("the method's sections", total=len(hooks), unit="section")
+    for folder in hooks:
         try:
             from distrepro.plugins.registry import plugin_module
 
@@ -103,6 +105,7 @@ def method_sections(
         except Exception as exc:  # the claims and runs are still worth a report
             _log.warning("report section of %s failed: %s", folder.name, exc)
             out.append((f"_The report section of `{folder.name}` failed: {exc}_\n", {}))
+        stage.advance()
     return out
 
 

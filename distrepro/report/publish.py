@@ -17,6 +17,7 @@ from typing import Any
 
 from distrepro.claims.evidence import group_of
 from distrepro.claims.runs import RunSet
+from distrepro.report import stage
 from distrepro.tracking.mlflow_client import REPRODUCTION_TAG
 from distrepro.tracking.ui_view import VIEW_TAG, view_state
 
@@ -79,6 +80,7 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
 
     per_campaign = verdict_tags(rs, report, labels)
     targets: list[str] = []
+    stage.enter("logging to MLflow", "the verdicts as tags", total=len(rs.campaigns), unit="campaign run")
     for parent in rs.campaigns:
         try:
             umbrella = _umbrella(rs, parent)
@@ -87,6 +89,8 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
         except Exception as exc:
             _log.warning("could not tag campaign run %s with the verdicts: %s", parent, exc)
             continue
+        finally:
+            stage.advance()
         targets.append(umbrella or parent)
     verdict_columns = sorted({k for tags in per_campaign.values() for k in tags})
     if rs.campaigns and verdict_columns:  # the runs-table view of every printed link shows them as columns
@@ -96,6 +100,7 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
         except Exception as exc:
             _log.warning("could not add the verdict columns to the MLflow view: %s", exc)
     logged = []
+    stage.count("the report's files", len(dict.fromkeys(targets)), unit="run")
     for run_id in dict.fromkeys(targets):
         try:
             rs.client.log_artifacts(run_id, str(report.out_dir), artifact_path="report")
@@ -109,4 +114,5 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
             logged.append(run_id)
         except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
             _log.warning("could not log the report to run %s: %s", run_id, exc)
+        stage.advance()
     return logged

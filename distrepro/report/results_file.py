@@ -29,6 +29,7 @@ from typing import Any
 
 from distrepro.claims.papers import find_paper, known_papers
 from distrepro.claims.sequential import level_text
+from distrepro.orchestration.heartbeat import Steps
 from distrepro.report.results_inputs import (
     INPUTS_TAG,
     SCALES,
@@ -369,16 +370,24 @@ def render_results(
     return "\n".join(head + body).rstrip() + "\n"
 
 
-def write_results(out: Path, tracking_uri: str | None = None, root: Path | None = None) -> Path:
-    """Read every known paper's newest reported reproductions from the store and write ``out``."""
+def write_results(
+    out: Path, tracking_uri: str | None = None, root: Path | None = None, steps: Steps | None = None
+) -> Path:
+    """Read every known paper's newest reported reproductions from the store and write ``out``; ``steps`` is told
+    of each paper read (``distrepro results`` prints it)."""
     from distrepro.tracking.mlflow_client import make_client, resolve_tracking_uri
 
+    steps = steps or Steps()
     uri = tracking_uri or resolve_tracking_uri()
     client = make_client(uri)
     papers: dict[str, tuple[str, str, dict[str, ScaleResult]]] = {}
-    for paper in known_papers(root):
+    known = known_papers(root)
+    steps.enter("reading each paper's reports from the tracking store", total=len(known), unit="paper")
+    for paper in known:
         info = find_paper(paper, root)
         papers[paper] = (info.title, inputs_digest(info, root), latest_results(client, paper))
+        steps.advance()
+    steps.enter("writing", str(out))
     return write_text(out.parent, out, render_results(papers, uri, root))
 
 

@@ -27,7 +27,8 @@ import pandas as pd
 
 from distrepro.claims.papers import PaperInfo, arms_at_scale
 from distrepro.claims.schema import TRAINING_SCALES, PaperSpec, Scale, at_scale, claim_arms
-from distrepro.claims.verdicts import Verdict, evaluate_claims
+from distrepro.claims.verdicts import Verdict, evaluate_claim
+from distrepro.report import stage
 from distrepro.report.next_steps import with_next_steps
 
 #: larger scales first: the one whose decision a row shows when several decided
@@ -78,6 +79,22 @@ class ScaledVerdicts:
         return bool(self.missing.get(scale))
 
 
+def _moved(info: PaperInfo, scales: list[str], root: Path | None) -> dict[str, PaperSpec]:
+    """Per scale, the spec moved there (:func:`at_scale`, its sequential plan's level) with only the claims that
+    scale judges itself (the mid scale keeps timing claims at proxy); scales that judge none are left out."""
+    spec = info.spec
+    assert spec is not None
+    out = {}
+    for scale in scales:
+        available = arms_at_scale(info, scale, root) if scale in TRAINING_SCALES else None
+        moved = at_scale(spec, scale, available)  # type: ignore[arg-type]
+        moved = _with_plan(info, moved, scale)  # a declared sequential plan sets the scale's interval level
+        mine = [c for c in moved.claims if c.scale == scale]
+        if mine:
+            out[scale] = moved.model_copy(update={"claims": mine})
+    return out
+
+
 def _ordered(scales: Iterable[str]) -> list[str]:
     have = set(scales)
     return [s for s in SCALE_ORDER if s in have]
@@ -99,17 +116,15 @@ def judge_across_scales(
     scales = _ordered({own, *pinned, *([asked] if asked else []), *run_scales(runs, own)})
     by_scale: dict[str, dict[str, Verdict]] = {}
     claims_at: dict[str, dict[str, object]] = {}
-    for scale in scales:
-        available = arms_at_scale(info, scale, root) if scale in TRAINING_SCALES else None
-        moved = at_scale(spec, scale, available)  # type: ignore[arg-type]
-        moved = _with_plan(info, moved, scale)  # a declared sequential plan sets the scale's interval level
-        # a scale judges the claims it moves to itself (the mid scale keeps timing claims at proxy)
-        mine = [c for c in moved.claims if c.scale == scale]
-        if not mine:
-            continue
-        verdicts = evaluate_claims(moved.model_copy(update={"claims": mine}), runs, curves, info.id)
+    moved_to = _moved(info, scales, root)
+    stage.count(f"at {', '.join(moved_to)}", sum(len(m.claims) for m in moved_to.values()), unit="claim")
+    for scale, mine in moved_to.items():
+        verdicts = []
+        for claim in mine.claims:  # one at a time: each is a counted unit of the step
+            verdicts.append(evaluate_claim(claim, mine, runs, curves, info.id))
+            stage.advance()
         by_scale[scale] = {v.claim_id: v for v in verdicts}
-        claims_at[scale] = {c.id: c for c in mine}
+        claims_at[scale] = {c.id: c for c in mine.claims}
     present = set(run_scales(runs, own))
     missing = {
         scale: sorted(

@@ -12,7 +12,6 @@ from typing import Any
 
 from distrepro.claims.schema import Scale
 from distrepro.orchestration.campaign import CampaignResult
-from distrepro.orchestration.progress import heartbeat, wants_bars
 from distrepro.report import stage
 from distrepro.report.build import build_report
 from distrepro.reproduction.report_context import HarnessReportContext, plugin_context
@@ -31,10 +30,13 @@ def build_products(
     from distrepro.plugins.registry import plugin_module
 
     made: list[Path] = []
-    for folder in method_dirs:
-        if (folder / "products.py").is_file():
-            ctx = plugin_context(out or Path("reports") / paper, scale)
-            made += plugin_module(folder.name, "products", root).build(ctx)
+    hooks = [folder for folder in method_dirs if (folder / "products.py").is_file()]
+    if hooks:  # a step of its own, before the report's (:mod:`distrepro.report.stage`)
+        stage.enter("the method's products", f"of {paper}", total=len(hooks), unit="folder")
+    for folder in hooks:
+        ctx = plugin_context(out or Path("reports") / paper, scale)
+        made += plugin_module(folder.name, "products", root).build(ctx)
+        stage.advance()
     return made
 
 
@@ -51,7 +53,8 @@ def report_reproduction(
     dependence: bool = True,
     exploratory: bool = False,
 ) -> Any:
-    """Build the products and the paper's report (a heartbeat line under ``--no-progress``): the report reads every
+    """Build the products and the paper's report, each step named in a line as it starts and by a heartbeat
+    (:func:`distrepro.report.stage.watch`, with or without a live bar: the report has none): the report reads every
     run of the paper in the store, so this session's arms add to what earlier sessions (other scales, other arms)
     decided; its files and verdict tags go to this session's campaigns. The method folders' report hooks get the
     harness's context (:class:`HarnessReportContext`): the report itself never trains. ``exploratory``: the session
@@ -59,11 +62,7 @@ def report_reproduction(
     ``reports/<paper>/exploratory``, and the registered report's files are left as they are."""
     from distrepro.report.build import exploratory_folder
 
-    def status() -> str:  # the step the report is on, named (distrepro.report.stage)
-        step = stage.describe()
-        return f"report for {paper}: {step}" if step else f"report for {paper}: the method's products"
-
-    with heartbeat(status, enabled=not wants_bars(show_progress)):
+    with stage.watch(f"report for {paper}"):
         build_products(method_dirs, paper, scale, root, exploratory_folder(paper) if exploratory else None)
         return build_report(
             paper,

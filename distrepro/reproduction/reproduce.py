@@ -29,6 +29,7 @@ from distrepro.errors import ConfigError, DistreproError
 from distrepro.orchestration.campaign import CampaignResult
 from distrepro.orchestration.executors.interface import Executor
 from distrepro.orchestration.executors.selection import ExecutorSpec
+from distrepro.orchestration.heartbeat import Steps, watched
 from distrepro.report.results_inputs import INPUTS_TAG, inputs_digest
 from distrepro.reproduction.reporting import report_reproduction
 from distrepro.reproduction.resume import NothingToResume, ResumedReproduction, find_reproduction, start_tags
@@ -73,20 +74,20 @@ def reproduce(
     newest of ``paper`` at ``scale``, else the id of its umbrella run; its arms, seeds and overrides are the ones it
     started with, so ``seeds``, ``overrides``, ``arms`` and ``with_arms`` must not be given.
 
-    Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
-    the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
-    umbrella is a top-level row too, first in the experiment's shared view (:func:`_sort_first`); it ends FINISHED,
-    FAILED or KILLED as the reproduction does."""
+    Each arm's campaign run (tag ``distrepro.reproduction``: the umbrella) stays a top-level row of the runs table, its
+    seeds its children, so its metric columns show unexpanded; the umbrella, a top-level row too, comes first in the
+    shared view (:func:`_sort_first`) and ends FINISHED, FAILED or KILLED as the reproduction does."""
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, resolve_tracking_uri
 
     info = _paper_with_arms(paper, root)
     uri = resolve_tracking_uri()
-    start = _start(paper, info, _Asked(scale, seeds, overrides, arms, with_arms, resume), uri)
-    exploratory = _exploratory(paper, info.path, start)
-    chosen = choose_arms(info, start.scale, start.arms, with_arms, root)
-    configs = _load_arms(paper, info, chosen, start, executor, uri, root)
-    skipped, resumes, configs = _resume_arms(paper, start, configs, uri)
-    umbrella = _umbrella(paper, info, chosen, start, uri, root, exploratory)
+    with watched(_preparing(paper)):  # named by a heartbeat if it takes long
+        start = _start(paper, info, _Asked(scale, seeds, overrides, arms, with_arms, resume), uri)
+        exploratory = _exploratory(paper, info.path, start)
+        chosen = choose_arms(info, start.scale, start.arms, with_arms, root)
+        configs = _load_arms(paper, info, chosen, start, executor, uri, root)
+        skipped, resumes, configs = _resume_arms(paper, start, configs, uri)
+        umbrella = _umbrella(paper, info, chosen, start, uri, root, exploratory)
     built = None
     with umbrella:
         assert umbrella.run_id is not None
@@ -109,6 +110,13 @@ def reproduce(
                 exploratory,
             )
     return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
+
+
+def _preparing(paper: str) -> Steps:
+    """What the heartbeat says while the reproduction prepares: seconds, minutes on a loaded machine or store."""
+    steps = Steps(f"reproduce {paper}")
+    steps.enter("loading the arms' configs, checking the store, estimating the time, opening the reproduction's run")
+    return steps
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,7 @@ def _load_arms(
     configs = arm_configs(info, chosen, start.scale, start.seeds, start.overrides, root)
     check_devices(configs, executor)
     check_store(uri)
-    say_estimate(paper, configs, uri)
+    say_estimate(paper, start.scale, configs, uri)
     if start.seeds is not None:  # below a claim's min_seeds: said now, not after the training
         from distrepro.report.next_steps import seed_warnings
 

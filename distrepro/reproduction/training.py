@@ -40,15 +40,17 @@ def check_devices(arms: list[ArmConfig], executor: ExecutorSpec | Executor | Non
             resolve_device(arm.config.device, arm.path)
 
 
-def say_estimate(paper: str, arms: list[ArmConfig], uri: str) -> None:
-    """Print the estimated wall time (:mod:`distrepro.orchestration.estimate`) before anything trains."""
+def say_estimate(paper: str, scale: str, arms: list[ArmConfig], uri: str) -> None:
+    """Print the estimated wall time (:mod:`distrepro.orchestration.estimate`: from earlier runs of the same configs,
+    else from the suite's recorded session of ``paper`` at ``scale``) before anything trains."""
     from distrepro.orchestration.estimate import estimate_line
     from distrepro.tracking.mlflow_client import experiment_name, make_client
 
     client = make_client(uri)
     exp = client.get_experiment_by_name(experiment_name(paper))
     named = [(arm.name, arm.config) for arm in arms]
-    print(estimate_line(paper, named, client, exp.experiment_id if exp else None), file=sys.stderr, flush=True)
+    line = estimate_line(paper, named, client, exp.experiment_id if exp else None, scale)
+    print(line, file=sys.stderr, flush=True)
 
 
 def _executor(spec: ExecutorSpec | Executor | None, cfgs: list[RunConfig]) -> Executor | None:

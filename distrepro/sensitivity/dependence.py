@@ -34,6 +34,7 @@ import numpy as np
 
 import distrepro
 from distrepro.claims.papers import PaperInfo
+from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.plugins.roots import roots
 from distrepro.safe_write import write_text
 from distrepro.sensitivity.collect import JobSource, MlflowJobs, arms_by_run, collect
@@ -152,20 +153,26 @@ def _decisive(design: np.ndarray, space: Space, relevant: list[str], stats: np.n
     return name
 
 
-def compute(info: PaperInfo, rs: Any, samples: int, job_for: JobSource | None = None) -> Dependence:
-    """Re-time the runs of ``info``'s timing claims over ``samples`` Latin-hypercube settings (no cache)."""
+def compute(
+    info: PaperInfo, rs: Any, samples: int, job_for: JobSource | None = None, progress: Phases | None = None
+) -> Dependence:
+    """Re-time the runs of ``info``'s timing claims over ``samples`` Latin-hypercube settings (no cache);
+    ``progress`` is told of each phase (rebuilding the runs, the settings) and of each unit done."""
     spec = info.spec
     assert spec is not None
     t0, c0 = time.perf_counter(), time.process_time()
     seed = sweep_seed(info.id, spec.setup.sensitivity.seed, samples)
     arms = arms_by_run(rs.runs, spec, list(spec.setup.arms))
-    found = collect(spec, rs.runs, job_for or MlflowJobs(rs.artifact_text), lambda r: arms.get(r, ""), info.path)
+    shown = progress if progress is not None else NoPhases()
+    jobs = job_for or MlflowJobs(rs.artifact_text)
+    found = collect(spec, rs.runs, jobs, lambda r: arms.get(r, ""), info.path, shown)
     out = Dependence(samples, seed, [], [], dict(found.skipped))
     if found.runs:
         retimer = Retimer(found.runs)
         profiles = {(r.job.profile.name, r.job.profile.variant): r.job.profile for r in found.runs}
         space = build_space(profile_variables(profiles.values()), found.assumption_vars)
         unusable: dict[str, str] = {}
+        shown.phase(f"re-timing {counted(len(found.runs), 'run')} at the central values", 0)
         validation = check_central(retimer, space.central(), None, unusable)
         if unusable:
             found.drop(unusable)
@@ -181,7 +188,11 @@ def compute(info: PaperInfo, rs: Any, samples: int, job_for: JobSource | None = 
         if found.runs and found.timing_claims:
             judge = Judge(spec, rs.runs, rs.curves, info.id, retimer, found.timing_claims, found.claim_runs)
             design = latin_hypercube(samples, len(space.variables), seed)
-            points = [judge(space.setting(row)) for row in design]
+            shown.phase(f"re-timing the runs at {counted(samples, 'hardware setting')}", samples)
+            points = []
+            for row in design:
+                points.append(judge(space.setting(row)))
+                shown.advance()
             for claim in found.timing_claims:
                 mine = [p[claim.id] for p in points]
                 counts = {k: sum(p.verdict == k for p in mine) for k in ("PASS", "FAIL", "INCONCLUSIVE")}
@@ -199,9 +210,11 @@ def timing_dependence(
     samples: int | None = None,
     cache_dir: Path | None = None,
     job_for: JobSource | None = None,
+    progress: Phases | None = None,
 ) -> Dependence | None:
     """The default check for ``info``'s timing claims, read from ``cache_dir``/:data:`CACHE_FILE` when its key
-    matches, else computed and written there. ``None`` for a paper without timing claims."""
+    matches, else computed and written there (``progress``: as :func:`compute`'s). ``None`` for a paper without
+    timing claims."""
     from distrepro.sensitivity.collect import is_timing
 
     spec = info.spec
@@ -214,7 +227,7 @@ def timing_dependence(
         old = Dependence.from_json(path.read_text(encoding="utf-8"))
         if old is not None and old.key == key:
             return old
-    result = compute(info, rs, n, job_for)
+    result = compute(info, rs, n, job_for, progress)
     result.key = key
     if cache_dir is not None and path is not None:
         write_text(cache_dir, path, result.to_json())

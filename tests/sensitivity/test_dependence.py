@@ -42,6 +42,32 @@ def test_the_share_matches_the_hand_computed_flip_and_names_the_link(flip_profil
     assert dep.max_validation_error < 1e-12 and dep.cpu_s > 0
 
 
+def test_the_check_counts_its_phases_and_settings(flip_profile: str) -> None:
+    """What the report's step lines read (:mod:`distrepro.report.stage`): each phase, and each setting re-timed."""
+    info, rs, jobs = _flip_setup(flip_profile)
+    phases: list[tuple[str, int]] = []
+    done: list[int] = []
+
+    class Recorder:
+        def phase(self, name: str, total: int) -> None:
+            phases.append((name, total))
+            done.append(0)
+
+        def advance(self, n: int = 1) -> None:
+            done[-1] += n
+
+        def close(self) -> None:
+            pass
+
+    timing_dependence(info, rs, 6, job_for=lambda run_id, seed: jobs[run_id], progress=Recorder())
+    assert phases == [
+        ("rebuilding 2 runs", 2),
+        ("re-timing 2 runs at the central values", 0),
+        ("re-timing the runs at 6 hardware settings", 6),
+    ]
+    assert done == [2, 0, 6]
+
+
 def test_a_second_report_reads_the_cache_until_a_run_changes(flip_profile: str, tmp_path: Path) -> None:
     info, rs, jobs = _flip_setup(flip_profile)
     first = timing_dependence(info, rs, cache_dir=tmp_path, job_for=lambda run_id, seed: jobs[run_id])

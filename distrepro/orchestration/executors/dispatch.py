@@ -37,6 +37,7 @@ from distrepro.orchestration.campaign import (
 )
 from distrepro.orchestration.executors.cell_progress import CellProgress
 from distrepro.orchestration.executors.cell_task import FAILURE_TAG, CellOutcome, CellTask
+from distrepro.orchestration.heartbeat import Steps, heartbeat, watched
 from distrepro.orchestration.progress import progress_bars, wants_bars
 from distrepro.tracking.mlflow_client import resolve_tracking_uri
 from distrepro.tracking.runlog import check_system_metrics
@@ -89,11 +90,15 @@ def run_campaigns(
     start, close = getattr(executor, "start", None), getattr(executor, "close", None)
     if start is not None:  # e.g. pool workers import torch and mlflow while the jobs are built
         start()
+    preparing = Steps("distrepro")  # building the datasets can take minutes: a heartbeat names it with a count
     try:
         here = not executor.remote  # a remote worker checks its own device (prepare_campaign)
-        prepared = [
-            prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here) for r in requests
-        ]
+        with watched(preparing):
+            preparing.enter("building the datasets and jobs", total=len(requests), unit="campaign")
+            prepared = []
+            for r in requests:
+                prepared.append(prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here))
+                preparing.advance()
     except BaseException:
         if close is not None:
             close()
@@ -118,8 +123,9 @@ def run_campaigns(
                         seen[task.key] = outcome
                     progress(kind, task, outcome)
 
-                try:
-                    outcomes = executor.run(tasks, events) if tasks else []
+                try:  # a heartbeat repeats the cell counts while long cells finish nothing (the lines come per cell)
+                    with heartbeat(progress.line, enabled=bars is None):
+                        outcomes = executor.run(tasks, events) if tasks else []
                 except KeyboardInterrupt:
                     _keep_closed(loggers, seen)
                     raise
