@@ -11,22 +11,26 @@ from distrepro.cli.executor_flags import add_executor_flags, executor_spec
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from distrepro.config.overrides import Override, parse_overrides
-    from distrepro.config.run_config import load_config, parse_seeds
-    from distrepro.orchestration.resume import NothingToResume, check_campaign
-    from distrepro.tracking.mlflow_client import resolve_tracking_uri
-    from distrepro.tracking.storeprobe import check_store
+    from distrepro.orchestration.heartbeat import Steps, watched  # the standard library only: a heartbeat at once
 
-    seeds = parse_seeds(args.seeds) if args.seeds is not None else None  # --seeds "" is an error, not the config's
-    uri = resolve_tracking_uri()
-    check_store(uri)  # the campaign checks again; here it comes before the heavy imports (torch, mlflow)
-    if args.resume:
-        check_campaign(None, uri, args.resume)  # a wrong run id, before the config imports torch
-    config = config_path(args.config)
-    overrides = parse_overrides(args.set)
-    if args.engine:
-        overrides.append(Override(("engine",), args.engine))
-    cfg = load_config(config, overrides, seeds)  # imports the method plugin (and torch) to validate its params
+    with watched(Steps(f"run {args.config}")) as starting:  # seconds, more on a loaded machine
+        starting.enter("opening the tracking store and loading torch, MLflow and the config's method")
+        from distrepro.config.overrides import Override, parse_overrides
+        from distrepro.config.run_config import load_config, parse_seeds
+        from distrepro.orchestration.resume import NothingToResume, check_campaign
+        from distrepro.tracking.mlflow_client import resolve_tracking_uri
+        from distrepro.tracking.storeprobe import check_store
+
+        seeds = parse_seeds(args.seeds) if args.seeds is not None else None  # --seeds "": an error, not the config's
+        uri = resolve_tracking_uri()
+        check_store(uri)  # the campaign checks again; here it comes before the heavy imports (torch, mlflow)
+        if args.resume:
+            check_campaign(None, uri, args.resume)  # a wrong run id, before the config imports torch
+        config = config_path(args.config)
+        overrides = parse_overrides(args.set)
+        if args.engine:
+            overrides.append(Override(("engine",), args.engine))
+        cfg = load_config(config, overrides, seeds)  # imports the method plugin (and torch) to validate its params
     try:
         from distrepro.orchestration.execute import RunOptions, execute
 

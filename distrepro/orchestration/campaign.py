@@ -33,7 +33,7 @@ from distrepro.job.resolve import Job, build_job, warn_time_fallbacks
 from distrepro.job.results import RunResult
 from distrepro.orchestration.arm_summary import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.orchestration.budget_check import check_budget
-from distrepro.orchestration.heartbeat import heartbeat
+from distrepro.orchestration.heartbeat import Steps, heartbeat, watched
 from distrepro.orchestration.machine_memory import check_memory
 from distrepro.orchestration.progress import ProgressObserver, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
@@ -319,8 +319,8 @@ def run_campaign(
     """
     uri = tracking_uri or resolve_tracking_uri()
     check_store(uri)
-    preparing = f"{cfg.name or cfg.method}: building the dataset and the jobs of {len(cfg.seeds)} seed(s)"
-    with heartbeat(lambda: preparing, enabled=True):  # a dataset generated or read from a folder: tens of seconds
+    with watched(Steps(cfg.name or cfg.method)) as preparing:  # a dataset generated or read: tens of seconds
+        preparing.enter(f"building the dataset and the jobs of {len(cfg.seeds)} seed(s)")
         prep = prepare_campaign(cfg, source, uri, resume, reproduction, system_metrics)
     campaign, experiment = prep.campaign, prep.campaign.experiment
     cells: list[CellResult] = []

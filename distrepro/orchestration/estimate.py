@@ -65,11 +65,13 @@ def estimate_line(
     recorded = recorded_session(paper, scale or "proxy")
     if recorded is not None:
         rest = recorded.wall_for(missing_runs)
-        basis = f"from the suite's recorded timings ({recorded.basis()})"
+        pace = "" if missing_runs == recorded.runs else f", {recorded.wall_for(1):.1f} s a run"
+        basis = f"from the suite's recorded timings ({recorded.basis()}{pace})"
         if len(missing) == len(arms):
+            fixed = "" if not pace else "; a part of a session takes more than its share (start-up, the report)"
             return (
                 f"{head}; {about(rest)} (training and report), an estimate {basis}: these configs have not run in "
-                "this tracking store yet, and load on this machine stretches it"
+                f"this tracking store yet, and load on this machine stretches it{fixed}"
             )
         return (
             f"{head}; estimated {_minutes(known + rest)}: {_minutes(known)} of training for the arms run here before, "

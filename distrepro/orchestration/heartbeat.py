@@ -24,6 +24,13 @@ from typing import Any
 #: seconds between two heartbeat lines: a CI job, a SLURM log or a terminal sees what the command is doing
 HEARTBEAT_S = 25.0
 
+_last_line = time.monotonic()  # when this module last printed (a heartbeat, an announced step), or was imported
+
+
+def _said() -> None:
+    global _last_line
+    _last_line = time.monotonic()
+
 
 def clock_text(seconds: float) -> str:
     """``1m02s``: time spent, as the heartbeat lines print it."""
@@ -49,28 +56,36 @@ def plural(n: int, noun: str) -> str:
 
 @contextlib.contextmanager
 def heartbeat(
-    status: Callable[[], str], enabled: bool, every_s: float | None = None, stream: Any = None
+    status: Callable[[], str],
+    enabled: bool,
+    every_s: float | None = None,
+    stream: Any = None,
+    since: float | None = None,
 ) -> Iterator[None]:
     """While the block runs, print ``[alive <elapsed>] <status()>`` every ``every_s`` seconds (default
     :data:`HEARTBEAT_S`, read when the block starts, so a test can shorten it) when ``enabled``,
     from a daemon thread, so a long evaluation, data load or report shows what it is doing between its other
     lines; an empty ``status()`` prints nothing (the step shows itself another way). ``stream``: stderr by default,
     looked up at each line so a live bar that redirects stderr keeps its place. Stops, and joins the thread, when
-    the block ends however it ends."""
+    the block ends however it ends. ``since``: when the silence the first line ends began (default: now)."""
     if not enabled:
         yield
         return
     stop = threading.Event()
     start = time.monotonic()
     period = HEARTBEAT_S if every_s is None else every_s
+    first = max(0.0, (start if since is None else since) + period - start)
 
     def beat() -> None:
-        while not stop.wait(period):
+        wait = first
+        while not stop.wait(wait):
+            wait = period
             try:
                 text = status()
                 if text:
                     out = stream or sys.stderr
                     print(f"[alive {clock_text(time.monotonic() - start)}] {text}", file=out, flush=True)
+                    _said()
             except Exception:  # a closed stream must not kill the run
                 return
 
@@ -181,13 +196,20 @@ class Steps:
             stamp = f"{spent // 3600}:{spent // 60 % 60:02d}:{spent % 60:02d}"
             head = f"[{self.label} {stamp}]" if self.label else f"[{stamp}]"
             print(f"{head} {text}", file=self.stream or sys.stderr, flush=True)
+            _said()
 
 
 @contextlib.contextmanager
 def watched(steps: Steps, enabled: bool = True, every_s: float | None = None) -> Iterator[Steps]:
-    """A heartbeat that reads ``steps`` while the block runs; the steps are finished when it ends."""
+    """A heartbeat that reads ``steps`` while the block runs; the steps are finished when it ends. A watch that
+    follows another (the start-up's, then the report's) continues its silence: its first line comes a heartbeat
+    after this module's last line, not after its own start, so two short steps back to back are not silent for
+    twice the interval."""
+    period = HEARTBEAT_S if every_s is None else every_s
+    now = time.monotonic()
+    since = _last_line if now - _last_line < period else now
     try:
-        with heartbeat(steps.status, enabled, every_s, steps.stream):
+        with heartbeat(steps.status, enabled, every_s, steps.stream, since):
             yield steps
     finally:
         steps.finish()

@@ -119,7 +119,7 @@ def write_report(
     for part, figures in method_sections(judged.info, fig_dir, out_dir, make_context):
         extra = "\n\n".join(x for x in (extra, part) if x)
         drawn.update(figures)
-    stage.enter("writing the report", f"report.md with {len(drawn)} figures, then {len(PRODUCTS)} files")
+    stage.enter("writing the report", f"({len(drawn)} figures, {len(PRODUCTS)} files)")
     captions = product_captions(judged.info, fig_dir, out_dir, make_context, root)
     text = markdown_document(judged, drawn, out_dir, root or repo_root(), extra, prereg, captions)
     md_path, html_path = _write_files(judged, text, out_dir)
@@ -202,7 +202,7 @@ PRODUCTS = ("report.md", "report.html", "claims_verdict.json", "runs.csv")
 
 def _write_files(judged: Judgement, text: str, out_dir: Path) -> tuple[Path, Path]:
     """``report.md``, ``report.html``, ``claims_verdict.json`` and ``runs.csv``; the Markdown's and HTML's paths."""
-    stage.count(f"the {len(PRODUCTS)} files", len(PRODUCTS), unit="file")
+    stage.count("saving the files", len(PRODUCTS), unit="file")
     md_path = write_text(out_dir, out_dir / "report.md", text)
     stage.advance()
     html = render_html(text, out_dir, f"{judged.info.title} — distrepro report")

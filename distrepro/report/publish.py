@@ -80,7 +80,7 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
 
     per_campaign = verdict_tags(rs, report, labels)
     targets: list[str] = []
-    stage.enter("logging to MLflow", "the verdicts as tags", total=len(rs.campaigns), unit="campaign run")
+    stage.enter("logging to MLflow", "(the verdicts as tags)", total=len(rs.campaigns), unit="campaign run")
     for parent in rs.campaigns:
         try:
             umbrella = _umbrella(rs, parent)
@@ -100,7 +100,7 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
         except Exception as exc:
             _log.warning("could not add the verdict columns to the MLflow view: %s", exc)
     logged = []
-    stage.count("the report's files", len(dict.fromkeys(targets)), unit="run")
+    stage.count("uploading the report's files", len(dict.fromkeys(targets)), unit="run")
     for run_id in dict.fromkeys(targets):
         try:
             rs.client.log_artifacts(run_id, str(report.out_dir), artifact_path="report")

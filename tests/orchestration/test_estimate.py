@@ -39,8 +39,16 @@ def test_a_first_run_is_estimated_from_the_suites_recorded_session(tmp_path: Pat
     assert recorded is not None and recorded.runs == 30  # the session README.md's table times
     assert line == (
         f"reproduce cadp: 2 arms, 6 runs; {about(recorded.wall_for(6))} (training and report), an estimate from the "
-        f"suite's recorded timings ({recorded.basis()}): these configs have not run in this tracking store yet, and "
-        "load on this machine stretches it"
+        f"suite's recorded timings ({recorded.basis()}, {recorded.wall_for(1):.1f} s a run): these configs have not "
+        "run in this tracking store yet, and load on this machine stretches it; a part of a session takes more than "
+        "its share (start-up, the report)"
+    )
+    whole = [(f"arm{i}", load_config(write_config(tmp_path, name=f"arm{i}", seeds=[0, 1, 2, 3, 4]))) for i in range(6)]
+    line = estimate_line("cadp", whole, FakeStore({}), "1", "proxy")  # the recorded session itself: its time
+    assert f"; {about(recorded.wall_s)} (training and report), an estimate from the suite's recorded timings (" in line
+    assert line.endswith(
+        f"({recorded.basis()}): these configs have not run in this tracking store yet, and load on "
+        "this machine stretches it"
     )
     assert "on an idle 2-core machine" in recorded.basis() and recorded.date in recorded.basis()
     mid = estimate_line("cadp", arms, FakeStore({}), None, "mid")  # another scale: its own recorded session

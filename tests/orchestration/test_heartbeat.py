@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -118,3 +119,30 @@ def _wait_for(out: io.StringIO, text: str, limit_s: float = 60.0) -> bool:
 )
 def test_about_rounds_as_an_estimate(seconds: float, said: str) -> None:
     assert about(seconds) == said
+
+
+def test_a_watch_right_after_another_continues_its_silence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up's watch, then the report's: the second's first line is due a heartbeat after the last line
+    this module printed, not a heartbeat after its own start (no timing: the moment handed to the heartbeat)."""
+    import contextlib
+
+    import distrepro.orchestration.heartbeat as hb
+
+    handed: list[float | None] = []
+
+    @contextlib.contextmanager
+    def recording(*args: object, since: float | None = None, **kwargs: object) -> Iterator[None]:
+        handed.append(since)
+        yield
+
+    monkeypatch.setattr(hb, "heartbeat", lambda status, enabled, every_s, stream, since: recording(since=since))
+    monkeypatch.setattr(hb, "HEARTBEAT_S", 3600.0)
+    recent = time.monotonic() - 5.0  # a line 5 s ago: within one interval
+    monkeypatch.setattr(hb, "_last_line", recent)
+    with watched(Steps("x")):
+        pass
+    long_ago = time.monotonic() - 7200.0  # two intervals of silence already: this watch starts its own
+    monkeypatch.setattr(hb, "_last_line", long_ago)
+    with watched(Steps("x")):
+        pass
+    assert handed[0] == recent and handed[1] is not None and handed[1] > long_ago + 3600.0

@@ -177,3 +177,19 @@ def test_a_registered_scale_reproduces_on_its_confirmatory_seeds(paper_root: Pat
     chosen = reproduce("tinypaper", seeds=(0,), arms=["sync"], report=False, show_progress=False, root=paper_root)
     assert [c.seed for c in chosen.campaigns["sync"].cells] == [0]
     assert "pre-registered" not in capsys.readouterr().err
+
+
+def test_loading_the_arms_is_named_while_it_lasts(
+    paper_root: Path, mlflow_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake slow preparation (the arms' configs, the store, the estimate): the heartbeat names it."""
+    from slow_step import Stopped, alive_lines, captured_stderr, slow_step
+
+    import distrepro.reproduction.reproduce as reproduce_module
+
+    out = captured_stderr(monkeypatch)
+    said = "reproduce tinypaper: loading the arms' configs, checking the store, estimating the time, opening "
+    monkeypatch.setattr(reproduce_module, "_load_arms", slow_step(out, said))
+    with pytest.raises(Stopped, match="seen"):
+        reproduce("tinypaper", root=paper_root)
+    assert alive_lines(out) and all(said in line for line in alive_lines(out))

@@ -42,8 +42,8 @@ def test_a_report_names_each_step_as_it_starts_with_its_count(tmp_path: Path, ex
     assert lines[0] == "step 3 of 7, judging 4 claims"
     assert lines[1].startswith("step 3 of 7, judging 4 claims, at proxy")
     assert f"step 4 of 7, drawing the figures: {len(FIGURE_FILES)} figures" in lines
-    assert lines[-2].startswith("step 6 of 7, writing the report report.md with ")
-    assert lines[-1].endswith(f", the {len(PRODUCTS)} files")
+    assert lines[-2].startswith("step 6 of 7, writing the report (") and f", {len(PRODUCTS)} files)" in lines[-2]
+    assert lines[-1] == f"{lines[-2]}, saving the files"
     assert stage.describe() == ""  # the silent tracker is back: a library call prints nothing
 
 
