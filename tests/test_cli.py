@@ -176,32 +176,3 @@ def test_a_new_store_prints_no_info_lines(tmp_path: Path) -> None:
     code = f"from distrepro.tracking.mlflow_client import make_client\nmake_client({uri!r}).search_experiments()"
     err = _python(code, tmp_path)
     assert "INFO" not in err and (tmp_path / "new.db").is_file()
-
-
-@pytest.mark.parametrize(
-    ("argv", "patched", "said"),
-    [
-        (
-            ["reproduce", "cadp", "--no-progress"],
-            "distrepro.tracking.storeprobe.check_store",
-            "reproduce cadp: opening",
-        ),
-        (
-            ["report", "cadp", "--no-log", "--out", "r"],
-            "distrepro.tracking.storeprobe.check_store",
-            "report for cadp: op",
-        ),
-        (["results", "--out", "R.md"], "distrepro.report.results_file.latest_results", "results: reading each paper's"),
-    ],
-)
-def test_a_commands_slow_first_step_is_named_while_it_lasts(
-    tracking: str, monkeypatch: pytest.MonkeyPatch, argv: list[str], patched: str, said: str
-) -> None:
-    """A fake slow step (the store's check, a paper's reports read) waits until the heartbeat has named it."""
-    from slow_step import alive_lines, captured_stderr, slow_step
-
-    out = captured_stderr(monkeypatch)
-    monkeypatch.setattr(patched, slow_step(out, said))
-    assert main(argv) == 2
-    assert "distrepro: error: stopped by the test (seen: " in out.getvalue()
-    assert said in alive_lines(out)[-1], out.getvalue()[-2000:]
