@@ -36,6 +36,7 @@ from distrepro.orchestration.budget_check import check_budget
 from distrepro.orchestration.machine_memory import check_memory
 from distrepro.orchestration.progress import ProgressObserver, heartbeat, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
+from distrepro.tracking.campaign_lock import CampaignLock
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
     REPRODUCTION_TAG,
@@ -207,6 +208,29 @@ def prepare_campaign(
     if trains_here:
         resolve_device(cfg.device, source)
     target = check_campaign(cfg, uri, resume) if resume else None
+    lock = None
+    if resume:  # owned before its seeds are planned: a live writer's RUNNING seed is not a dead one
+        lock = CampaignLock(make_client(uri), resume)
+        lock.acquire()
+    try:
+        return _prepare(cfg, source, uri, resume, target, lock, reproduction, system_metrics, trains_here)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _prepare(
+    cfg: RunConfig,
+    source: str | Path | None,
+    uri: str,
+    resume: str | None,
+    target: ResumeTarget | None,
+    lock: CampaignLock | None,
+    reproduction: str | None,
+    system_metrics: bool,
+    trains_here: bool,
+) -> PreparedCampaign:
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
     bundle = None
@@ -240,6 +264,7 @@ def prepare_campaign(
         tracking_uri=uri,
         resume_run_id=resume,
         system_metrics=system_metrics,
+        lock=lock,
     )
     return PreparedCampaign(cfg, source, uri, resume, target, engine, jobs, params, plan, campaign)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distrepro.errors import DistreproError
+from distrepro.tracking.campaign_lock import is_lock_param
 from distrepro.tracking.run_reader import read_run
 from distrepro.tracking.runlog import logged_params
 
@@ -82,11 +83,12 @@ def _show(value: str | None, missing: str) -> str:
 
 
 def differences(logged: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
-    """``key: old (campaign) vs new (now)`` for each field that differs; seeds are compared elsewhere."""
+    """``key: old (campaign) vs new (now)`` for each field that differs; seeds are compared elsewhere, and the
+    campaign's lock (:mod:`distrepro.tracking.campaign_lock`, params of its own) is no field of the config."""
     out = []
     for key in sorted(logged.keys() | now.keys()):
         old, new = logged.get(key), now.get(key)
-        if old != new and not _SEED_KEY.fullmatch(key):
+        if old != new and not _SEED_KEY.fullmatch(key) and not is_lock_param(key):
             out.append(f"{key}: {_show(old, '(not logged)')} (campaign) vs {_show(new, '(not set)')} (now)")
     return out
 
