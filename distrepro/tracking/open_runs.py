@@ -67,7 +67,7 @@ class Notes:
 
 
 def read_notes(path: Path) -> Notes:
-    """The notes in ``path`` (a line cut short by the process's end is skipped)."""
+    """What ``path`` records (a line cut short by the process's end is skipped)."""
     notes = Notes()
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,8 @@ from distrepro.tracking.campaign_lock import (
     stale_reason,
 )
 from distrepro.tracking.mlflow_client import Campaign, make_client
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(uri: str) -> str:
@@ -172,3 +175,61 @@ def test_a_locked_campaign_is_refused_before_its_run_is_touched(mlflow_uri: str)
     again = Campaign("distrepro/adhoc", "c", {}, tracking_uri=mlflow_uri, resume_run_id=run_id)
     with again:  # the first one's exit released it
         assert again.lock is not None and again.lock.generation == 2
+
+
+def test_a_second_resume_of_a_live_campaign_is_refused_and_nothing_trains_twice(
+    tmp_path: Path, migrated_mlflow_db: Path
+) -> None:
+    """Two real processes: the first trains seed 0 and waits inside its first step; a ``--resume`` of its campaign
+    meanwhile used to declare the live seed run dead and train it again. It is refused (exit 2, one line naming the
+    campaign and its holder); the first then finishes, and the campaign has one run of seed 0."""
+    import shutil
+
+    import yaml
+    from clirun import TINY, cli_env
+    from hang_guard import hang_guard
+
+    root, flag = tmp_path / "root", tmp_path / "go-on"
+    text = (REPO / "methods" / "ar_sgd" / "method.py").read_text(encoding="utf-8")
+    head = "    def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None:\n"
+    wait = (
+        head
+        + f"        import os, time\n        while not os.path.exists({str(flag)!r}):\n            time.sleep(0.1)\n"
+    )
+    (root / "methods" / "waiting").mkdir(parents=True)
+    (root / "methods" / "waiting" / "method.py").write_text(
+        text.replace(head, wait).replace('name = "ar_sgd"', 'name = "waiting"'), encoding="utf-8"
+    )
+    config = tmp_path / "waits.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "name": "waits", "method": "waiting", "seeds": [0]}), encoding="utf-8")
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    uri = f"sqlite:///{db}"
+    argv = [sys.executable, "-m", "distrepro.cli", "run", str(config), "--no-progress", "--root", str(root)]
+    env = {**cli_env(uri), "DISTREPRO_JOBS": "1"}
+    first = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None
+        started = first.stdout.readline()
+        campaign = started.split()[2]
+        assert started.startswith("campaign run ") and len(campaign) == 32, started
+        second = subprocess.run(
+            [*argv, "--resume", campaign], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=hang_guard(240),
+        )  # fmt: skip
+        errors = [line for line in second.stderr.splitlines() if line.startswith("distrepro: error: ")]
+        assert second.returncode == 2 and len(errors) == 1, second.stderr
+        assert f"campaign run {campaign} is being written by pid " in errors[0], errors
+        assert f"on host {socket.gethostname()}" in errors[0] and "train its seeds twice" in errors[0], errors
+        flag.touch()
+        _, err = first.communicate(timeout=hang_guard(240))
+    finally:
+        flag.touch()
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    client = make_client(uri)
+    runs = client.search_runs([client.get_experiment_by_name("distrepro/adhoc").experiment_id])
+    cells = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(runs) == 2 and len(cells) == 1, [(r.info.run_name, r.info.status) for r in runs]
+    assert {r.info.status for r in runs} == {"FINISHED"}
