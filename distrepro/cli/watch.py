@@ -48,10 +48,9 @@ WATCHER_ENV = "DISTREPRO_WATCHER_PID"
 #: ``DISTREPRO_WATCH=0`` runs the command in one process (a debugger attached to it, say)
 SWITCH_ENV = "DISTREPRO_WATCH"
 _PR_SET_PDEATHSIG = 1
-#: the child: put the package the watcher runs first on the path, then run the same command line
-_CHILD = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from distrepro.cli.main import main; sys.exit(main(sys.argv[1:]))"
-)
+#: the child: the watcher's own first path entry in place of ``-c``'s (so ``distrepro`` and every module come from
+#: where the watcher's came from, the working folder's never shadowing them), then the same command line
+_CHILD = "import sys; sys.path[0] = sys.argv.pop(1); from distrepro.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 def wants_watch(command: str | None) -> bool:
@@ -72,13 +71,13 @@ def run_watched(argv: list[str]) -> int:
     fd, name = tempfile.mkstemp(prefix="distrepro-open-runs-", suffix=".jsonl")
     os.close(fd)
     notes = Path(name)
-    package = str(Path(__file__).resolve().parents[2])  # the folder holding this very distrepro
+    first = sys.path[0] if sys.path else ""  # the script's folder (console script), the working folder (-m)
     env = {**os.environ, NOTES_ENV: name, WATCHER_ENV: str(os.getpid())}
     # -X, -W: the child runs as this interpreter was asked to (multiprocessing's spawn passes them the same way)
     flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
     passed: list[int] = []
     try:
-        child = subprocess.Popen([sys.executable, *flags, "-c", _CHILD, package, *argv], env=env)
+        child = subprocess.Popen([sys.executable, *flags, "-c", _CHILD, first, *argv], env=env)
         with _signals_to(child, passed):
             code = child.wait()
         found = read_notes(notes)
@@ -87,7 +86,7 @@ def run_watched(argv: list[str]) -> int:
     status = code if code >= 0 else 128 - code
     if found.exit is not None:
         return status
-    if code < 0 and -code in passed and not found.open:  # a SIGTERM it was sent, before any run opened
+    if code < 0 and -code in (*passed, signal.SIGINT) and not found.open:  # stopped before any run opened
         return status
     return _ended_unfinished(argv, child.pid, code, found.open)
 
@@ -116,7 +115,10 @@ def _signals_to(child: subprocess.Popen[bytes], passed: list[int]) -> Iterator[N
 
 def _how(code: int) -> str:
     if code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "a real-time signal"
         cause = "; out of memory?" if -code == signal.SIGKILL else ""
         return f"killed by signal {-code} ({name}{cause})"
     if code == 0:
@@ -153,7 +155,7 @@ def _ended_unfinished(argv: list[str], pid: int, code: int, runs: list[OpenRun])
 def child_start() -> None:
     """In a watched child: die with the watcher (``kill -9`` of the command ends the work, as before); if the watcher
     is already gone, end now."""
-    watcher = os.environ.get(WATCHER_ENV)
+    watcher = os.environ.pop(WATCHER_ENV, None)  # not inherited: a worker this child starts is no watched child
     if not watcher:
         return
     try:

@@ -108,6 +108,25 @@ def stale_reason(holder: Holder, now: float | None = None) -> str | None:
     return None
 
 
+def refusal(what: str, run_id: str, holder: Holder) -> str:
+    """The one line that refuses a second writer of ``run_id``: who holds it, and how to go on."""
+    age = max(0.0, time.time() - holder.heartbeat)
+    return (
+        f"{what} {run_id} is being written by {holder.describe()}, heartbeat {age:.0f} s ago: a second writer "
+        "would train its seeds twice; wait for that process to end (--resume again if it stops short), or stop it "
+        f"(kill {holder.pid} on {holder.host}) and --resume: a lock whose process is gone is taken over at once on "
+        f"that host, elsewhere {STALE_S:.0f} s after its last heartbeat"
+    )
+
+
+def check_free(what: str, run_id: str, params: dict[str, str], tags: dict[str, str]) -> None:
+    """Refuse at once (:class:`CampaignLocked`) a run whose lock a live process holds, from what was read of it:
+    the early check of a command, before it loads torch; :meth:`CampaignLock.acquire` decides for good."""
+    holder = read_holder(params, tags)
+    if holder is not None and not holder.released and stale_reason(holder) is None:
+        raise CampaignLocked(refusal(what, run_id, holder))
+
+
 def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
@@ -173,13 +192,7 @@ class CampaignLock:
         raise CampaignLocked(f"{self.what} {self.run_id}: its lock keeps changing hands; try again")
 
     def _refusal(self, holder: Holder) -> str:
-        age = max(0.0, time.time() - holder.heartbeat)
-        return (
-            f"{self.what} {self.run_id} is being written by {holder.describe()}, heartbeat {age:.0f} s ago: a second "
-            "writer would train its seeds twice; wait for that process to end (--resume again if it stops short), "
-            f"or stop it (kill {holder.pid} on {holder.host}) and --resume: a lock whose process is gone is taken over "
-            f"at once on that host, elsewhere {STALE_S:.0f} s after its last heartbeat"
-        )
+        return refusal(self.what, self.run_id, holder)
 
     def _beat(self, released: bool = False) -> None:
         assert self.generation is not None
