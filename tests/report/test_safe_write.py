@@ -133,3 +133,17 @@ def test_what_stands_in_the_way_of_a_write_is_named(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(os, "replace", refused)  # as a read-only folder answers (root ignores permission bits)
     with pytest.raises(WriteError, match=r"cannot write .*index.md: .*reports is not writable \(Permission denied\)"):
         write_text(reports, reports / "index.md", "x\n")
+
+
+def test_a_report_folder_that_is_a_file_or_a_product_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
+    """The census's cases, through the report itself: ``reports/`` a file, and ``runs.csv`` a folder."""
+    from distrepro.safe_write import WriteError
+
+    info = PaperInfo("synth", validate_paper(SYNTH_CLAIMS))
+    (tmp_path / "reports").write_text("x\n", encoding="utf-8")
+    with pytest.raises(WriteError, match=r"reports is a file, not a folder"):
+        write_report(info, synthetic_runset(), tmp_path / "reports" / "synth")
+    out = tmp_path / "out"
+    (out / "runs.csv").mkdir(parents=True)
+    with pytest.raises(WriteError, match=r"runs.csv: it is a folder"):
+        write_report(info, synthetic_runset(), out)
