@@ -67,10 +67,52 @@ def checked(within: str | Path, path: str | Path) -> Path:
     return current
 
 
+class WriteError(DistreproError):
+    """A file cannot be written where it goes: a folder on its way is a file, it is a folder, a folder is read-only."""
+
+
+def cannot_write(path: str | Path, exc: OSError, folder: bool = False) -> WriteError:
+    """One line naming what stands in the way of writing the file (or making the ``folder``) ``path``: a
+    ``reports/`` that is a file, a ``runs.csv`` that is a folder, a read-only method folder ended in an unexpected
+    ``OSError``."""
+    import errno
+
+    target = Path(path)
+    what = f"cannot make the folder {path}" if folder else f"cannot write {path}"
+    if target.is_dir() and not folder:
+        return WriteError(f"{what}: it is a folder; move it away")
+    for step in [*reversed(target.parents), *([target] if folder else [])]:
+        if step.exists() and not step.is_dir():
+            return WriteError(f"{what}: {step} is a file, not a folder; move it away")
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        where = next((f for f in [target, *target.parents] if f.exists()), target)
+        return WriteError(f"{what}: {where} is not writable ({exc.strerror})")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return WriteError(f"{what}: its disk is full ({exc.strerror})")
+    return WriteError(f"{what}: {exc.strerror or exc}")
+
+
+def make_folder(path: str | Path) -> Path:
+    """``path`` and the folders above it, made; what stands in the way is one :class:`WriteError` naming it."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(path, exc, folder=True) from exc
+    return Path(path)
+
+
 def write_with(within: str | Path, path: str | Path, write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp)`` to write a temporary file of the same name in a scratch folder beside ``path`` (so a
     writer that picks its format or title by the name picks the right one), then move it over ``path``. ``path``
-    is checked by :func:`checked` first, its folders made (checked too). Returns ``path``."""
+    is checked by :func:`checked` first, its folders made (checked too). Returns ``path``; what stands in the way
+    is one :class:`WriteError` naming it (:func:`cannot_write`)."""
+    try:
+        return _write_with(within, path, write)
+    except OSError as exc:
+        raise cannot_write(path, exc) from exc
+
+
+def _write_with(within: str | Path, path: str | Path, write: Callable[[Path], object]) -> Path:
     target = checked(within, path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target = checked(within, path)  # a folder made just now is a folder, but check what exists once more

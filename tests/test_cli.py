@@ -176,3 +176,21 @@ def test_a_new_store_prints_no_info_lines(tmp_path: Path) -> None:
     code = f"from distrepro.tracking.mlflow_client import make_client\nmake_client({uri!r}).search_experiments()"
     err = _python(code, tmp_path)
     assert "INFO" not in err and (tmp_path / "new.db").is_file()
+
+
+@pytest.mark.smoke
+def test_a_deleted_working_folder_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shell left in a folder that was deleted: torch's MKL then ended ``run`` with "oneMKL FATAL ERROR"."""
+    import os
+
+    def gone() -> str:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(os, "getcwd", gone)
+    assert main(["run", "tiny.yaml"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "distrepro: error: the working folder was deleted: cd to a folder that exists"
+    )

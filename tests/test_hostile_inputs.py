@@ -483,6 +483,23 @@ def test_a_method_that_calls_os_exit_under_jobs_2_leaves_its_runs_failed_naming_
         assert "worker exited without finishing (exit code 0)" in cell.data.tags[FAILURE_TAG], cell.data.tags
 
 
+@pytest.mark.distributed
+def test_a_method_that_calls_os_exit_on_the_dist_engine_fails_its_run_naming_the_exit(
+    tmp_path: Path, migrated_mlflow_db: Path
+) -> None:
+    """Every rank leaves by ``os._exit(0)``: exit 0 and no result. The launcher said "rank 0 finished without
+    writing its result"; it says the rank exited without finishing, and the runs are FAILED."""
+    paths = hostile_cases.write_inputs(tmp_path)
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_mlflow_db, db)
+    argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--engine", "dist")
+    got = _run_row(hostile_cases.Case("vanishes", (*argv, "--jobs", "1", "--set", "method=vanishing"), ()), tmp_path,
+                   f"sqlite:///{db}")  # fmt: skip
+    assert got.rc == 2 and "Traceback" not in got.out + got.err, got.err
+    assert "exited without finishing" in got.err and "os._exit in a plugin?" in got.err, got.err
+    assert {r.info.status for r in _all_runs(db)} == {"FAILED"}
+
+
 # ---------------------------------------------------------------------- round 4 (issue 34): lines that name the thing
 
 

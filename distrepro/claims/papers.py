@@ -111,12 +111,19 @@ def arm_config_path(paper_file: Path, arm_name: str, config: str | None, scale: 
 
     if not config:
         raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", "an arm needs a run config to be reproduced")
-    for base in (paper_file.parent, *as_roots(root)):
+    bases = (paper_file.parent, *as_roots(root))
+    for base in bases:
         path = (base / config).resolve()
         if path.is_file():
             break
     else:
         raise ConfigError(paper_file, f"setup.arms.{arm_name}.config", f"config file '{config}' not found")
+    if not any(path.is_relative_to(b.resolve()) for b in bases):  # ../../../../etc/passwd was read
+        raise ConfigError(
+            paper_file,
+            f"setup.arms.{arm_name}.config",
+            f"'{config}' leads to {path}, outside the paper's folder and every plugin root: keep run configs there",
+        )
     only = scale_only(config)
     if only is not None:  # an arm with no proxy: its config is already the recipe of the one scale it runs at
         if only != scale:

@@ -42,7 +42,7 @@ from distrepro.claims.seed_history import store_uses
 from distrepro.claims.sequential import ONE_SIDED_ALPHA, pocock_boundary, pocock_level
 from distrepro.config.run_config import read_yaml
 from distrepro.errors import ConfigError
-from distrepro.safe_write import write_text
+from distrepro.safe_write import make_folder, write_text
 
 CONFIRMATORY_FIRST_SEED = 100
 #: fields of a claim that describe it without changing its verdict
@@ -234,7 +234,7 @@ def write_record(record: dict[str, Any], path: Path, replace: bool = False) -> P
             "seeds": [int(s) for s in old.get("seeds") or []],
         }
         record["replaced"] = [*(old.get("replaced") or []), entry]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     head = (
         f"# Pre-registration of {record['paper']} at {record['scale']} scale, written by `distrepro preregister` "
         "before the confirmatory runs.\n# Do not edit: reports compare each claim's hash and each frozen input's "

@@ -34,6 +34,7 @@ import pandas as pd
 from distrepro import metrics as M
 from distrepro.claims.curve_summary import derive_curve_columns
 from distrepro.errors import DistreproError
+from distrepro.tracking.campaign_lock import is_lock_param
 from distrepro.tracking.mlflow_client import experiment_name, make_client, resolve_tracking_uri
 
 IDENTITY_TAGS = {
@@ -115,7 +116,7 @@ def _run_row(run: Any) -> dict[str, Any]:
     seed = tags.get("distrepro.seed")
     row["seed"] = int(seed) if seed is not None and seed.lstrip("-").isdigit() else -1
     row.update(data.metrics)
-    row.update({f"params.{k}": v for k, v in data.params.items()})
+    row.update({f"params.{k}": v for k, v in data.params.items() if not is_lock_param(k)})  # a config's fields
     row.update({f"tags.{k}": v for k, v in tags.items()})
     return row
 

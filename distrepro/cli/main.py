@@ -9,6 +9,7 @@ import traceback
 from collections.abc import Sequence
 
 from distrepro.errors import DistreproError, describe_unexpected
+from distrepro.tracking.open_runs import note_exit
 
 _DEBUG_HELP = "print the traceback of an error before its one-line message (also DISTREPRO_DEBUG=1)"
 
@@ -84,13 +85,39 @@ def _degrade_unencodable_output() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Whatever goes wrong is one line on stderr, never a traceback unless ``--debug``: a
-    user error (exit 2), Ctrl-C or SIGTERM (128 + the signal: runs KILLED, a resume hint), a bug (exit 1)."""
-    from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
+    user error (exit 2), Ctrl-C or SIGTERM (128 + the signal: runs KILLED, a resume hint), a bug (exit 1).
+
+    From the command line (``argv`` None), ``run`` and ``reproduce`` run in a child process this one watches
+    (:mod:`distrepro.cli.watch`): a child that vanishes still has its runs closed and its end said."""
+    from distrepro.cli.watch import child_start, run_watched, wants_watch
 
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     _degrade_unencodable_output()
+    command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # torch's MKL then ended the command with "oneMKL FATAL ERROR" and exit 2
+        return _fail("distrepro: error: the working folder was deleted: cd to a folder that exists", 2, False)
+    if command_line and wants_watch(args.command):  # trains here: a child does it, watched (:mod:`.watch`)
+        return run_watched(argv)
+    child_start()
+    try:
+        status = _run(args, argv)
+    except SystemExit as exc:  # still Python's exit (its finally blocks ran): not a process that vanished
+        note_exit(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
+        raise
+    except BaseException:
+        note_exit(1)
+        raise
+    note_exit(status)
+    return status
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    from distrepro.orchestration.interrupts import exit_status, interrupted_line, termination_as_interrupt
+
     debug = bool(getattr(args, "debug", False) or os.environ.get("DISTREPRO_DEBUG"))
     if getattr(args, "verbose", False):
         os.environ["DISTREPRO_VERBOSE"] = "1"  # workers, ranks and SLURM jobs inherit it

@@ -4,6 +4,7 @@ runs (:mod:`distrepro.claims.preregistration`)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from distrepro.cli.common import paper_id
@@ -37,6 +38,21 @@ def _print_pilot(block: dict[str, Any], n: int) -> None:
         print(f"note: --seeds registers n = {n}, not the n = {block.get('n')} the pilot plans")
 
 
+def parse_looks(text: str) -> list[int]:
+    """``--looks 5,10``: increasing seed counts of at least 2, the flag named in the error (``1,x`` and ``0,2`` ended
+    in an unexpected ``ValueError``)."""
+    from distrepro.errors import DistreproError
+
+    looks = []
+    for part in text.split(","):
+        if not part.strip().isdigit():
+            raise DistreproError(f"--looks {text}: {part.strip()!r} is not a seed count (e.g. --looks 5,10)")
+        looks.append(int(part))
+    if looks[0] < 2 or any(b <= a for a, b in itertools.pairwise(looks)):
+        raise DistreproError(f"--looks {text}: the looks must be increasing seed counts of at least 2 (e.g. 5,10)")
+    return looks
+
+
 def _cmd_preregister(args: argparse.Namespace) -> int:
     args.paper = paper_id(args.paper)
     from distrepro.claims.preregistration import preregister
@@ -46,7 +62,7 @@ def _cmd_preregister(args: argparse.Namespace) -> int:
         args.paper,
         args.scale,
         parse_seeds(args.seeds) if args.seeds else None,
-        [int(x) for x in args.looks.split(",")] if args.looks else None,
+        parse_looks(args.looks) if args.looks else None,
         replace=args.replace,
         pilot=_pilot(args),
         samples=args.samples,

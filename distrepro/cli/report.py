@@ -49,6 +49,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             exploratory=getattr(args, "exploratory", False),
         )
     claims = report.summary() if report.verdicts else "no claims encoded (runs, figures and environment only)"
+    if not report.verdicts and args.paper != "adhoc":
+        _say_no_paper_file(args.paper)
     print(f"report for {report.paper}: {claims}")
     for line in verdict_lines(report):
         print(line)
@@ -57,6 +59,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if report.logged_to:
         print(f"  logged under report/ on campaign run(s) {', '.join(report.logged_to)}")
     return 1 if args.check and report.counts()["FAIL"] else 0
+
+
+def _say_no_paper_file(paper: str) -> None:
+    """A report of runs that no ``paper.yaml`` claims (its ``citation.id`` changed after the runs, say) has no
+    claims: said on stderr, with the closest ids, instead of a claims-less report passing for a judged one."""
+    import sys
+
+    from distrepro.claims.papers import find_paper, known_papers
+    from distrepro.errors import did_you_mean
+
+    if find_paper(paper).method_dirs:
+        return
+    hint = did_you_mean(paper, known_papers()).removeprefix(";")
+    print(
+        f"distrepro: warning: no paper.yaml declares citation.id '{paper}': the report holds its runs in the store "
+        f"with no claims judged (did citation.id change after these runs?{hint})",
+        file=sys.stderr,
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

@@ -8,9 +8,14 @@ from pathlib import Path
 
 def _cmd_results(args: argparse.Namespace) -> int:
     if args.check:  # compare the file with the checkout only: no store needed
+        from distrepro.errors import ConfigError, read_text_file
         from distrepro.report.results_file import check_results
 
-        problems, warnings = check_results(Path(args.out).read_text(encoding="utf-8"))
+        out = Path(args.out)
+        if not out.is_file():  # a missing file was an unexpected FileNotFoundError
+            why = "is a folder" if out.is_dir() else "does not exist"
+            raise ConfigError(f"--out {args.out}", None, f"{why}: --check reads a RESULTS.md written by 'results'")
+        problems, warnings = check_results(read_text_file(out, "RESULTS.md"))
         for line in warnings:
             print(f"warning: {args.out}: {line}")
         for line in problems:

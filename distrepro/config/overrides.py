@@ -83,7 +83,8 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict
                 raise ConfigError("--set", override.key, f"'{p}' is not a mapping")
             node = nxt
         node[parts[-1]] = copy.deepcopy(override.value)
-        if parts[0] == "budget" and len(parts) == 2:  # a new budget unit replaces the old one
+        # a new budget unit replaces the old one; ``budget.epochs=null`` clears a unit and sets none
+        if parts[0] == "budget" and len(parts) == 2 and override.value is not None:
             for k in _BUDGET_UNITS:
                 if k != parts[1]:
                     out["budget"].pop(k, None)

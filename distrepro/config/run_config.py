@@ -117,7 +117,8 @@ class Budget(_Strict):
     def _exactly_one(self) -> Budget:
         set_ = [k for k in ("steps", "epochs", "samples", "emulated_seconds") if getattr(self, k) is not None]
         if len(set_) != 1:
-            raise ValueError(f"set exactly one of steps, epochs, samples, emulated_seconds (got {set_ or 'none'})")
+            got = f"got {set_}" if set_ else "none is set: a unit set to null is cleared"
+            raise ValueError(f"set exactly one of steps, epochs, samples, emulated_seconds ({got})")
         return self
 
     @property

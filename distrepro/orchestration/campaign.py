@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import sys
 from collections.abc import Iterator
@@ -19,24 +18,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
-from distrepro import metrics as M
 from distrepro.config.run_config import RunConfig
 from distrepro.engine.torch_threads import resolve_threads
 from distrepro.errors import ConfigError, StoreUnavailable
 from distrepro.hardware.device import resolve_device
 from distrepro.job.engine import Engine
-from distrepro.job.observer import RunObserver, eval_metrics
+from distrepro.job.observer import RunObserver
 from distrepro.job.resolve import Job, build_job, warn_time_fallbacks
 from distrepro.job.results import RunResult
 from distrepro.orchestration.arm_summary import CHILD_DESCRIPTION, describe_parent, log_arm_summary
 from distrepro.orchestration.budget_check import check_budget
+from distrepro.orchestration.cell_summary import csv_text, evals_table, summary_metrics, timeline_table
+from distrepro.orchestration.divergence import DIVERGED_TAG, divergence
 from distrepro.orchestration.heartbeat import Steps, heartbeat, watched
 from distrepro.orchestration.machine_memory import check_memory
 from distrepro.orchestration.progress import ProgressObserver, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
+from distrepro.tracking.campaign_lock import CampaignLock
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
     REPRODUCTION_TAG,
@@ -117,49 +117,6 @@ def config_digest(cfg: RunConfig) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def summary_metrics(job: Job, result: RunResult) -> dict[str, float]:
-    final = result.final
-    out = {M.final(k): v for k, v in final.metrics.items()}
-    for r in range(job.world_size):  # the profile's speed for the charged workload: ideal bounds need it
-        out[M.worker(r, M.DECLARED_SPEED)] = job.compute.declared_samples_per_s(r)
-    out.update(
-        {
-            M.FINAL_EMULATED_S: final.emulated_s,
-            M.FINAL_WALL_S: result.wall_s,
-            M.FINAL_SAMPLES: float(final.samples),
-            M.FINAL_EPOCHS: final.epoch,
-            M.FINAL_STEPS: float(final.step),
-            M.FINAL_USEFUL_FLOPS: final.samples * job.compute.flops_per_sample / final.emulated_s
-            if final.emulated_s > 0
-            else float("nan"),
-        }
-    )
-    clock = sum(w.clock_s for w in final.workers)
-    if clock > 0:  # the share of all workers' time spent waiting (A²CiD²'s "reduces idle time")
-        out[M.FINAL_IDLE_FRACTION] = sum(w.idle_s for w in final.workers) / clock
-    if job.config.target is not None:
-        out[M.TARGET_REACHED] = 1.0 if result.time_to_target_s is not None else 0.0
-        if result.time_to_target_s is not None:
-            out[M.TIME_TO_TARGET_S] = result.time_to_target_s
-            out[M.STEP_TO_TARGET] = float(result.step_to_target or 0)
-    return out
-
-
-def evals_table(result: RunResult) -> pd.DataFrame:
-    rows = [{"step": r.step, "final": r.final, **eval_metrics(r)} for r in result.evals]
-    return pd.DataFrame(rows)
-
-
-def timeline_table(result: RunResult) -> pd.DataFrame:
-    return pd.DataFrame([vars(s) for s in result.timeline], columns=["rank", "kind", "start_s", "end_s", "step"])
-
-
-def _csv(df: pd.DataFrame) -> str:
-    buf = io.StringIO()
-    df.to_csv(buf, index=False)
-    return buf.getvalue()
-
-
 def cell_params(config_dict: dict[str, Any], job: Job) -> dict[str, str]:
     """A cell's params as its child run logs them: the config plus what the code resolved."""
     return logged_params(
@@ -208,6 +165,29 @@ def prepare_campaign(
     if trains_here:
         resolve_device(cfg.device, source)
     target = check_campaign(cfg, uri, resume) if resume else None
+    lock = None
+    if resume:  # owned before its seeds are planned: a live writer's RUNNING seed is not a dead one
+        lock = CampaignLock(make_client(uri), resume)
+        lock.acquire()
+    try:
+        return _prepare(cfg, source, uri, resume, target, lock, reproduction, system_metrics, trains_here)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _prepare(
+    cfg: RunConfig,
+    source: str | Path | None,
+    uri: str,
+    resume: str | None,
+    target: ResumeTarget | None,
+    lock: CampaignLock | None,
+    reproduction: str | None,
+    system_metrics: bool,
+    trains_here: bool,
+) -> PreparedCampaign:
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
     bundle = None
@@ -241,6 +221,7 @@ def prepare_campaign(
         tracking_uri=uri,
         resume_run_id=resume,
         system_metrics=system_metrics,
+        lock=lock,
     )
     return PreparedCampaign(cfg, source, uri, resume, target, engine, jobs, params, plan, campaign)
 
@@ -404,6 +385,9 @@ def train_cell(
     """Train ``job`` into ``logger``'s run, then log its summary metrics and tables (wherever it runs)."""
     result = engine.run_cell(job, MlflowRunSink(logger), observer, resume_from=resume_from)
     logger.log_summary(summary_metrics(job, result))
-    logger.log_text(_csv(evals_table(result)), "evals.csv")
-    logger.log_text(_csv(timeline_table(result)), "timeline.csv")
+    diverged = divergence(result)
+    if diverged is not None:  # a NaN metric reads as "not logged" in the report's table: said as a tag instead
+        logger.set_tags({DIVERGED_TAG: diverged})
+    logger.log_text(csv_text(evals_table(result)), "evals.csv")
+    logger.log_text(csv_text(timeline_table(result)), "timeline.csv")
     return result

@@ -115,15 +115,21 @@ def interrupted_line(exc: KeyboardInterrupt, argv: list[str]) -> str:
     if not runs:
         return f"distrepro: {how}"
     run_id = runs[-1]  # closed last: the outermost run (``reproduce``'s umbrella run, closed after its arms)
+    what = "reproduction run" if argv[:1] == ["reproduce"] else "campaign run"
+    return f"distrepro: {how}; {what} {run_id} marked KILLED; {continue_with(argv, run_id)}"
+
+
+def continue_with(argv: list[str], run_id: str) -> str:
+    """How to go on with run ``run_id``, left unfinished by the command ``argv``: for ``distrepro run`` the same
+    command with ``--resume RUN_ID``, for ``reproduce`` its resume; any other command's campaign (an arm of
+    ``reproduce``) resumes the same way from the ``config.yaml`` logged on its run."""
     if argv[:1] == ["reproduce"]:
-        line = f"distrepro: {how}; reproduction run {run_id} marked KILLED"
         again = _without_start_flags(_without_resume(argv))
-        return f"{line}; continue it with: distrepro {shlex.join([*again, '--resume', run_id])}"
-    line = f"distrepro: {how}; campaign run {run_id} marked KILLED"
+        return f"continue it with: distrepro {shlex.join([*again, '--resume', run_id])}"
     if argv[:1] == ["run"]:
-        return f"{line}; continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
+        return f"continue it with: distrepro {shlex.join([*_without_resume(argv), '--resume', run_id])}"
     logged = "CONFIG being the config.yaml logged on that run"
-    return f"{line}; continue it with: distrepro run CONFIG --resume {run_id}, {logged}"
+    return f"continue it with: distrepro run CONFIG --resume {run_id}, {logged}"
 
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")

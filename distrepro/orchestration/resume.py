@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distrepro.errors import DistreproError
+from distrepro.tracking.campaign_lock import check_free, is_lock_param
 from distrepro.tracking.run_reader import read_run
 from distrepro.tracking.runlog import logged_params
 
@@ -82,11 +83,12 @@ def _show(value: str | None, missing: str) -> str:
 
 
 def differences(logged: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
-    """``key: old (campaign) vs new (now)`` for each field that differs; seeds are compared elsewhere."""
+    """``key: old (campaign) vs new (now)`` for each field that differs; seeds are compared elsewhere, and the
+    campaign's lock (:mod:`distrepro.tracking.campaign_lock`, params of its own) is no field of the config."""
     out = []
     for key in sorted(logged.keys() | now.keys()):
         old, new = logged.get(key), now.get(key)
-        if old != new and not _SEED_KEY.fullmatch(key):
+        if old != new and not _SEED_KEY.fullmatch(key) and not is_lock_param(key):
             out.append(f"{key}: {_show(old, '(not logged)')} (campaign) vs {_show(new, '(not set)')} (now)")
     return out
 
@@ -103,8 +105,9 @@ def check_campaign(cfg: RunConfig | None, uri: str, run_id: str) -> ResumeTarget
     (seconds on a busy machine), so a wrong run id is reported at once; then again with the config.
 
     Raises :class:`ResumeError` for an unknown run, a run that is not a campaign, or a differing
-    config, and :class:`NothingToResume` for a FINISHED campaign (after the config check, so a
-    user who meant another campaign learns that first).
+    config, :class:`~distrepro.tracking.campaign_lock.CampaignLocked` for a campaign a live process writes, and
+    :class:`NothingToResume` for a FINISHED campaign (after the config check, so a user who meant another campaign
+    learns that first).
     """
     what = f"--resume {run_id}"
     run = read_run(uri, run_id)
@@ -131,6 +134,8 @@ def check_campaign(cfg: RunConfig | None, uri: str, run_id: str) -> ResumeTarget
         )
     if name is None:
         raise ResumeError(f"{what}: not a distrepro campaign run (it has no distrepro.campaign tag) in {uri}")
+    if run.status != "FINISHED":  # a live writer: said now, before the config is loaded (the lock decides later)
+        check_free("campaign run", run_id, run.params, run.tags)
     if cfg is None:
         return None
     seeds = sorted(int(v) for k, v in run.params.items() if re.fullmatch(r"seeds\.\d+", k) and v.isdigit())

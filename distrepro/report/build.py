@@ -39,7 +39,7 @@ from distrepro.report.html import render_html
 from distrepro.report.judging import Judgement, judge, mark_post_hoc, preregistration, registered_runs
 from distrepro.report.plugin_context import HookContextFactory, method_sections, product_captions
 from distrepro.report.scales import latest_runs
-from distrepro.safe_write import checked, remove, write_text, write_with
+from distrepro.safe_write import checked, make_folder, remove, write_text, write_with
 
 
 @dataclass
@@ -141,7 +141,7 @@ def write_report(
 def _prepared(out_dir: Path) -> Path:
     """The report folder, made; its products checked (a link planted there and leading elsewhere is refused before
     anything is drawn, written or removed); figures that no longer apply removed. Returns the figures' folder."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir)
     fig_dir = out_dir / "figures"
     for product in ("figures", *PRODUCTS):
         checked(out_dir, out_dir / product)

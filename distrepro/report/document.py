@@ -68,7 +68,11 @@ def _opening(judged: Judgement, root: Path, prereg: str) -> list[str]:
     deciding = deciding_runs(info, verdicts, root)  # headline claims only a larger scale decides: the command, cost
     if deciding:
         parts += [deciding]
-    parts += [sec.caveats(rs.runs), "", provenance(info, rs, n_done, now, distrepro.__version__)]
+    parts += [sec.caveats(rs.runs), ""]
+    failed_training = sec.diverged(rs.runs)  # a NaN loss: the model that was judged is a diverged one
+    if failed_training:
+        parts += [failed_training, ""]
+    parts += [provenance(info, rs, n_done, now, distrepro.__version__)]
     if prereg:  # which verdicts a test fixed in advance decided, and every choice made after seeing them
         parts += ["", prereg]
     if spec is not None:

@@ -45,11 +45,14 @@ def _commit_text(record: dict[str, Any]) -> str:
     """The record's commit in full (40 hex digits) with its dirty state: never cut, a note such as ``+uncommitted
     claims file`` must stay visible."""
     block = record.get("frozen")
-    if isinstance(block, dict):
+    if isinstance(block, dict) and not str(block.get("commit", "")).startswith("unknown"):
         dirty = block.get("dirty") or []
         note = f" with uncommitted changes in {', '.join(f'`{d}`' for d in dirty)}" if dirty else " (clean)"
         return f"`{block.get('commit', '?')}`{note}"
-    return f"`{record.get('commit', '?')}`"
+    commit = str((block if isinstance(block, dict) else record).get("commit", "?"))
+    if commit.startswith("unknown"):  # "(clean)" would certify what no checkout could tell
+        return "unknown (the record was written outside a git checkout: which code it froze cannot be checked)"
+    return f"`{commit}`"
 
 
 def _frozen_lines(record: dict[str, Any], standing: Any) -> list[str]:

@@ -122,6 +122,23 @@ def caveats(runs: pd.DataFrame) -> str:
     )
 
 
+def diverged(runs: pd.DataFrame) -> str:
+    """A paragraph naming the runs whose loss went to NaN or infinity (tag ``distrepro.diverged``, set when the run
+    ended), or ``""`` when none did: their accuracy and loss are a diverged model's, whatever a verdict makes of
+    them."""
+    column = "tags.distrepro.diverged"
+    if column not in runs.columns:
+        return ""
+    hit = runs[runs[column].notna()]
+    if hit.empty:
+        return ""
+    named = [f"`{name}` ({why})" for name, why in zip(hit["run_name"], hit[column], strict=True)]
+    return (
+        f"**Diverged runs.** The loss of {len(named)} run(s) went to NaN or infinity: {', '.join(named)}. Their "
+        "accuracy and loss are those of a diverged model; a claim judged on them judges a training that failed."
+    )
+
+
 def environment(runs: pd.DataFrame, labels: Mapping[str, str]) -> str:
     """What produced these runs, and the split between what was measured and what was emulated."""
     rows: list[dict[str, str]] = []

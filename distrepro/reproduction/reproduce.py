@@ -267,6 +267,7 @@ def _umbrella(
         },
         tracking_uri=uri,
         resume_run_id=start.resumed.run_id if start.resumed is not None else None,
+        kind="reproduction run",
     )
 
 

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from distrepro.errors import StoreUnavailable, TrackingError, note_killed_run
 from distrepro.names import check_name
+from distrepro.tracking.campaign_lock import CampaignLock
+from distrepro.tracking.open_runs import note_closed, note_open
 from distrepro.tracking.provenance import git_info, host_info, versions
 from distrepro.tracking.runlog import (
     MAX_METRICS_PER_BATCH,
@@ -235,6 +237,11 @@ class Campaign:
     becomes FINISHED, or FAILED if an exception escapes (KILLED on Ctrl-C or SIGTERM); the exception always
     propagates. Children still open at exit are closed FAILED (KILLED on Ctrl-C).
 
+    The run is locked to this process while it is open (:mod:`distrepro.tracking.campaign_lock`): a new run's lock
+    is taken when it is created, a resumed run's before it is RUNNING again (or earlier, by the caller, and handed in
+    as ``lock``: a resume must own the campaign before it reads which seeds are left); ``kind`` names the run in the
+    lock's lines. A live holder makes ``__enter__`` raise :class:`~distrepro.tracking.campaign_lock.CampaignLocked`.
+
     Children inherit the campaign's tags and provenance tags so that ``search_runs`` filters
     such as ``tags.paper = 'x'`` or ``tags.\\`git.commit\\` = '…'`` match the cells themselves.
     """
@@ -252,8 +259,12 @@ class Campaign:
         flush_every_s: float | None = 30.0,
         resume_run_id: str | None = None,
         system_metrics: bool = False,
+        lock: CampaignLock | None = None,
+        kind: str = "campaign run",
     ) -> None:
         self.resume_run_id = resume_run_id
+        self.lock = lock
+        self.kind = kind
         self.system_metrics = system_metrics
         self.experiment = experiment
         self.name = name
@@ -278,10 +289,22 @@ class Campaign:
         return self._parent
 
     def __enter__(self) -> Campaign:
+        try:
+            self._open()
+        except BaseException:
+            self.release_lock()  # 'with' does not call __exit__ when __enter__ fails
+            raise
+        return self
+
+    def _open(self) -> None:
         self.client = make_client(self.tracking_uri)
         self.experiment_id = ensure_experiment(self.client, self.experiment, self.artifact_location)
         self.provenance = provenance_tags(self.repo)
         if self.resume_run_id is not None:  # continue a failed campaign: same parent run, RUNNING again
+            if self.lock is None:
+                self.lock = CampaignLock(make_client(self.tracking_uri), self.resume_run_id, self.kind)
+            if not self.lock.held:
+                self.lock.acquire()  # a live holder: refused before the run is touched
             self.client.update_run(self.resume_run_id, status="RUNNING")
             self.run_id = self.resume_run_id
         else:
@@ -289,13 +312,22 @@ class Campaign:
             self.run_id = run.info.run_id
         self._parent = RunLogger(self.client, self.run_id, flush_every_s=self.flush_every_s)
         try:  # 'with' does not call __exit__ when __enter__ fails: close the run here
+            if self.lock is None:  # a new run: nobody else knows its id yet, so the first generation is ours
+                self.lock = CampaignLock(make_client(self.tracking_uri), self.run_id, self.kind)
+                self.lock.acquire()
+            note_open(self.run_id, self.tracking_uri, self.kind)  # for a watcher, should this process vanish
             self._parent.set_tags({**self.provenance, **self.tags})
             if self.params:
                 self._parent.log_params(self.params)
         except BaseException as exc:
             self._parent.__exit__(type(exc), exc, exc.__traceback__)
+            note_closed(self.run_id)
             raise
-        return self
+
+    def release_lock(self) -> None:
+        """Let another process write to this campaign (idempotent; the campaign's exit calls it)."""
+        if self.lock is not None:
+            self.lock.release()
 
     def child(
         self,
@@ -356,6 +388,16 @@ class Campaign:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
+    ) -> Literal[False]:
+        try:
+            return self._close(exc_type, exc, tb)
+        finally:
+            self.release_lock()
+            if self.run_id is not None:
+                note_closed(self.run_id)
+
+    def _close(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Literal[False]:
         if isinstance(exc, StoreUnavailable):
             return False  # nothing can be written: the runs stay RUNNING, for --resume to continue

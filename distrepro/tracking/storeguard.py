@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
-_DB_ERROR = re.compile(r"\((?:\w+\.)*OperationalError\) ([^\n]+)")
+_DB_ERROR = re.compile(r"\((?:\w+\.)*(?:Operational|Database)Error\) ([^\n]+)")
+#: what SQLite says of a file damaged in its middle: found only by the query that reads the damaged page
+_DAMAGED = "malformed"
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -71,9 +73,11 @@ def describe_fault(exc: BaseException, uri: str) -> StoreUnavailable | None:
         if (gone or frozen) is not None and (db is not None or type(e).__name__ == "OperationalError"):
             what = "was deleted" if gone is not None else "became read-only"
             return StoreUnavailable(f"tracking store {uri}: its file {what} while this command ran")
-        if db is not None or type(e).__name__ == "OperationalError":
-            detail = db.group(1) if db else text.splitlines()[0] if text else type(e).__name__
-            return StoreUnavailable(f"tracking store {uri}: {detail.strip()}")
+        if db is not None or type(e).__name__ in ("OperationalError", "DatabaseError"):
+            detail = (db.group(1) if db else text.splitlines()[0] if text else type(e).__name__).strip()
+            if _DAMAGED in detail:  # passed the probe at start: the damage is in pages only some queries read
+                detail += " (the file is damaged: restore it from a copy; sqlite3's .recover may save what it holds)"
+            return StoreUnavailable(f"tracking store {uri}: {detail}")
         if isinstance(e, MlflowException) and e.error_code == "TEMPORARILY_UNAVAILABLE":
             return StoreUnavailable(f"tracking store {uri}: {text.splitlines()[0] if text else 'unavailable'}")
     return None

@@ -209,6 +209,26 @@ def write_inputs(tmp: Path) -> dict[str, Path]:
     paths["record_date"] = _registered_paper(paths["record_root"], "rec-date", date="2099-01-01T00:00:00Z")
     paths["record_claims"] = _registered_paper(paths["record_root"], "rec-claims", claims=[1, 2])
     paths["record_paper"] = _registered_paper(paths["record_root"], "rec-paper", paper="cadp")
+    # round 5 (issue 47): a list where ctx.comm.all_reduce takes one tensor; an arm's config outside every root
+    listing = head + "        ctx.comm.all_reduce(list(api.grads_of(ctx.model)))\n"
+    (root / "methods" / "listing").mkdir(parents=True)
+    (root / "methods" / "listing" / "method.py").write_text(
+        text.replace(head, listing).replace('name = "ar_sgd"', 'name = "listing"'), encoding="utf-8"
+    )
+    (root / "methods" / "escaping").mkdir(parents=True)
+    (root / "methods" / "escaping" / "method.py").write_text(
+        text.replace('name = "ar_sgd"', 'name = "escaping"'), encoding="utf-8"
+    )
+    escape = "config: " + "../" * 12 + "etc/passwd"  # read from outside every root
+    (root / "methods" / "escaping" / "paper.yaml").write_text(
+        "kind: reproduction\ncitation: {id: escaping, title: An escaping arm}\n"
+        "setup: {profile: homogeneous-4, min_seeds: 2, baseline: a, arms: "
+        f"{{a: {{method: ar_sgd, {escape}}}, b: {{method: local_sgd, {escape}}}}}}}\n"
+        "claims:\n  - {id: c, kind: relative_improvement, arm: b, baseline: a, metric: comm/bytes_total, "
+        "direction: min, form: ratio, claimed: 2.0, accept: {rel_tolerance: 0.2}, evidence: derived, "
+        "source: {kind: text, quote: q}}\n",
+        encoding="utf-8",
+    )
     write_image_folder(tmp / "in100", ["n01440764", "n01443537"], 4, size=(12, 12))
     paths["not_an_image"] = tmp / "in100" / "val" / "n01443537" / "broken.JPEG"
     paths["not_an_image"].write_text("this is not an image\n", encoding="utf-8")
@@ -435,6 +455,31 @@ def cases(p: dict[str, Path]) -> list[Case]:
             run,
             ("database driver", "u:***@"),
             env={"MLFLOW_TRACKING_URI": "mysql+pymysql://u:secret@127.0.0.1:9/db"},
+        ),
+        # round 5 (issue 47): lines that name the flag, the file or the call
+        Case(
+            "looks-not-a-count", ("preregister", "cadp", "--looks", "1,x"), ("--looks 1,x", "'x' is not a seed count")
+        ),
+        Case(
+            "looks-below-two",
+            ("preregister", "cadp", "--looks", "0,2"),
+            ("--looks 0,2", "increasing seed counts of at least 2"),
+        ),
+        Case(
+            "results-check-missing-file",
+            ("results", "--check", "--out", str(p["root"].parent / "missing.md")),
+            ("missing.md: does not exist", "--check reads"),
+        ),
+        Case(
+            "arm-config-outside-every-root",
+            ("reproduce", "escaping", *root, "--no-report"),
+            ("paper.yaml: field 'setup.arms.a.config'", "outside the paper's folder and every plugin root"),
+        ),
+        Case(
+            "comm-all-reduce-given-a-list",
+            (*run, *root, "--set", "method=listing", "--jobs", "1"),
+            ("ctx.comm.all_reduce: expects one tensor, got a list", "ctx.comm.all_reduce_coalesced"),
+            trains=True,
         ),
     ]
 

@@ -104,6 +104,12 @@ def test_diagnose_names_dead_hung_and_raising_ranks(tmp_path):
         '{"rank": 0, "time": 1.0, "status": "error", "error": "RuntimeError: Connection closed by peer"}'
     )
     assert diagnose(tmp_path, {0: 1, 1: 1}, 2) == (1, "rank 1 raised ValueError: boom")
+    # os._exit(0) in a plugin: exit 0 and no status, while the other rank lost its connection waiting for it
+    (tmp_path / "rank1.status.json").unlink()
+    assert diagnose(tmp_path, {0: 1, 1: 0}, 2) == (
+        1,
+        "rank 1 exited without finishing (exit code 0, no status written: os._exit in a plugin?)",
+    )
 
 
 def test_a_rank_dying_after_it_reported_success_does_not_fail_the_run(tmp_path, capsys):

@@ -157,7 +157,7 @@ def test_a_post_hoc_verdict_is_marked_everywhere_and_left_out_of_the_tally(tmp_p
     assert "1 more is post hoc and not counted" in md
     section = md[md.index("## Pre-registration") : md.index("## Claims")]
     assert "The record freezes paper.yaml (1)" in section and "emulator and claims code (1)" in section
-    assert re.search(r"at commit `(unknown \(not a git checkout\)|[0-9a-f]{40})`", section), section
+    assert re.search(r"at commit (unknown \(the record was written outside a git checkout|`[0-9a-f]{40}`)", section)
 
 
 def test_a_record_newer_than_the_runs_makes_every_verdict_post_hoc(tmp_path: Path) -> None:
@@ -240,3 +240,15 @@ def test_an_older_record_marks_its_verdicts_not_frozen(tmp_path: Path) -> None:
     md = _report(tmp_path, paper_file)
     assert "**Not frozen**: this record does not freeze setup, profiles, code" in md
     assert "not frozen (its record predates frozen inputs)" in md and "POST HOC" not in md
+
+
+@pytest.mark.smoke
+def test_a_record_written_outside_git_is_never_stamped_clean() -> None:
+    """ "at commit `unknown (not a git checkout)` (clean)" certified a checkout state nobody could see."""
+    from distrepro.report.preregistration_section import _commit_text
+
+    unknown = {"commit": "unknown (not a git checkout)", "frozen": {"commit": "unknown (not a git checkout)"}}
+    text = _commit_text(unknown)
+    assert "clean" not in text and "outside a git checkout" in text and "cannot be checked" in text, text
+    known = {"frozen": {"commit": "a" * 40, "dirty": []}}
+    assert _commit_text(known) == f"`{'a' * 40}` (clean)"

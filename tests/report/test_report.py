@@ -202,6 +202,18 @@ def test_report_without_claims_still_shows_runs(tmp_path: Path) -> None:
     assert {"curves_emulated_time", "curves_epochs", "breakdown"} <= set(report.figures)
     assert "claims" not in report.figures and "timeline" not in report.figures and "speedup" not in report.figures
     assert md.count("_No README found._") == 2
+    assert "Diverged runs" not in md  # said only where a run diverged
+
+
+def test_a_diverged_run_is_named_in_the_report(tmp_path: Path) -> None:
+    """A run whose loss went to NaN ended FINISHED and the report never said so; its tag (set when it ended) now
+    names it, and which loss went first."""
+    rs = synthetic_runset()
+    rs.runs["run_name"] = [f"{m}/s{s}" for m, s in zip(rs.runs["method"], rs.runs["seed"], strict=True)]
+    rs.runs["tags.distrepro.diverged"] = [None] * (len(rs.runs) - 1) + ["val_loss nan at step 40"]
+    md = write_report(PaperInfo("adhoc"), rs, tmp_path / "adhoc", root=tmp_path).markdown.read_text()
+    said = "**Diverged runs.** The loss of 1 run(s) went to NaN or infinity: `adaptive/s2` (val_loss nan at step 40)"
+    assert said in md
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
@@ -404,6 +416,9 @@ def test_cli_report_unknown_baseline_names_the_arms(
     assert err == ["distrepro: error: unknown baseline arm 'nosuch' for --baseline; known arms: base, fast"]
     assert main(["report", "fakepaper", "--out", str(out), "--no-log", "--baseline", "base"]) == 0
     assert (out / "figures" / "speedup.png").is_file()
+    # runs no paper.yaml claims (its citation.id changed after them, say): a claims-less report, and said so
+    warning = capsys.readouterr().err
+    assert "no paper.yaml declares citation.id 'fakepaper'" in warning and "no claims judged" in warning, warning
 
 
 def test_arm_labels_name_the_profile_only_for_arms_run_on_several() -> None:

@@ -110,3 +110,40 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path)
     with pytest.raises(RuntimeError):
         write_with(tmp_path, tmp_path / "a.txt", boom)
     assert [p.name for p in tmp_path.iterdir()] == ["a.txt"] and (tmp_path / "a.txt").read_text() == "old"
+
+
+@pytest.mark.smoke
+def test_what_stands_in_the_way_of_a_write_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``reports/`` that is a file, a ``runs.csv`` that is a folder, a read-only folder: each ended in an
+    unexpected ``OSError``; each is one line naming the path and what is in its way."""
+    from distrepro.safe_write import WriteError, make_folder, write_text
+
+    reports = tmp_path / "reports"
+    reports.write_text("not a folder\n", encoding="utf-8")
+    with pytest.raises(WriteError, match=f"cannot make the folder {reports}/p: {reports} is a file, not a folder"):
+        make_folder(reports / "p")
+    reports.unlink()
+    (reports / "p" / "runs.csv").mkdir(parents=True)
+    with pytest.raises(WriteError, match=r"cannot write .*runs.csv: it is a folder"):
+        write_text(reports, reports / "p" / "runs.csv", "a,b\n")
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refused)  # as a read-only folder answers (root ignores permission bits)
+    with pytest.raises(WriteError, match=r"cannot write .*index.md: .*reports is not writable \(Permission denied\)"):
+        write_text(reports, reports / "index.md", "x\n")
+
+
+def test_a_report_folder_that_is_a_file_or_a_product_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
+    """The census's cases, through the report itself: ``reports/`` a file, and ``runs.csv`` a folder."""
+    from distrepro.safe_write import WriteError
+
+    info = PaperInfo("synth", validate_paper(SYNTH_CLAIMS))
+    (tmp_path / "reports").write_text("x\n", encoding="utf-8")
+    with pytest.raises(WriteError, match=r"reports is a file, not a folder"):
+        write_report(info, synthetic_runset(), tmp_path / "reports" / "synth")
+    out = tmp_path / "out"
+    (out / "runs.csv").mkdir(parents=True)
+    with pytest.raises(WriteError, match=r"runs.csv: it is a folder"):
+        write_report(info, synthetic_runset(), out)

@@ -74,6 +74,8 @@ def test_parent_child_tree(uri: str, tmp_path: Path) -> None:
     assert "mlflow.parentRunId" not in parent.data.tags
     assert (parent.info.status, child.info.status) == ("FINISHED", "FINISHED")
     assert (parent.info.run_name, child.info.run_name) == ("campaign-1", "dpsgd/s0")
+    # and the lock's first generation (tracking.campaign_lock), held while the campaign was open
+    assert parent.data.params.pop("distrepro.lock.1").startswith('{"host": ')
     assert parent.data.params == {"seeds.0": "0", "seeds.1": "1"}
     assert child.data.params == {"lr": "0.1"}
     # children inherit campaign tags, so cell-level search filters work

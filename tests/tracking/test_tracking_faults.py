@@ -259,3 +259,22 @@ def test_an_artifact_on_a_full_disk_is_a_store_fault_and_later_calls_fail_at_onc
 
     with pytest.raises(TrackingError, match=r"cannot write an artifact .*Permission denied"):
         GuardedClient(Denied(), "sqlite:///x.db").log_text("run", "text", "a.txt")  # type: ignore[arg-type]
+
+
+@pytest.mark.smoke
+def test_a_store_damaged_in_its_middle_is_named_as_damaged(tmp_path: Path) -> None:
+    """A page damaged past what the probe reads surfaced mid-report as an unexpected ``MlflowException`` (SQLite's
+    ``DatabaseError``, not an ``OperationalError``); it is a store fault naming the damage. A broken constraint is
+    not (a param logged twice is the campaign lock's compare-and-set)."""
+    from mlflow.exceptions import MlflowException
+
+    from distrepro.tracking.storeguard import describe_fault
+
+    db = tmp_path / "m.db"
+    db.write_bytes(b"")  # there and writable: neither deleted nor read-only
+    uri = f"sqlite:///{db}"
+    damaged = MlflowException("(sqlite3.DatabaseError) database disk image is malformed\n[SQL: SELECT runs.run_uuid]")
+    fault = describe_fault(damaged, uri)
+    assert fault is not None and str(fault).startswith(f"tracking store {uri}: database disk image is malformed")
+    assert "the file is damaged: restore it from a copy" in str(fault)
+    assert describe_fault(MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: params.key"), uri) is None

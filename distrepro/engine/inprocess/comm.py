@@ -22,6 +22,7 @@ import torch
 
 from distrepro.api.gossip import GossipEndpoint
 from distrepro.api.method import Comm, Group, ReduceOp
+from distrepro.engine.comm_args import one_tensor, tensor_list
 from distrepro.engine.inprocess.agent import AgentHub, InProcessAgent
 from distrepro.engine.inprocess.lanes import InProcessWork, Lanes, Op
 from distrepro.engine.inprocess.p2p import ControlRequest, EventRequest, ExchangeRequest, PairRequest
@@ -311,19 +312,23 @@ class InProcessComm(Comm):
         return self._call(req)
 
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
-        return self._collective("all_reduce", [tensor], group, async_op, op, _all_reduce_behaviour)
+        tensors = [one_tensor("all_reduce", tensor)]
+        return self._collective("all_reduce", tensors, group, async_op, op, _all_reduce_behaviour)
 
     def all_reduce_coalesced(self, tensors, op: ReduceOp = "sum", group=None, async_op=False):
+        tensors = tensor_list("all_reduce_coalesced", tensors)
         return self._collective("all_reduce", tensors, group, async_op, op, _all_reduce_behaviour)
 
     def weighted_average(self, tensors, weight, group=None, async_op=False):
         def behaviour(fab, ranks, arr):
             return _weighted_behaviour(fab, ranks, arr, "ring")
 
+        tensors = tensor_list("weighted_average", tensors)
         return self._collective("weighted_average", tensors, group, async_op, float(weight), behaviour)
 
     def broadcast(self, tensor, src, group=None, async_op=False):
-        return self._collective("broadcast", [tensor], group, async_op, int(src), _broadcast_behaviour)
+        tensors = [one_tensor("broadcast", tensor)]
+        return self._collective("broadcast", tensors, group, async_op, int(src), _broadcast_behaviour)
 
     def reduce_scatter(self, output, input, op: ReduceOp = "sum", group=None, async_op=False):
         return self._collective("reduce_scatter", [output, input], group, async_op, op, _reduce_scatter_behaviour, 1)

@@ -38,6 +38,7 @@ import torch.distributed as dist
 
 from distrepro.api.method import Comm, Group, ReduceOp
 from distrepro.engine.clock import VirtualClock
+from distrepro.engine.comm_args import one_tensor, tensor_list
 from distrepro.engine.multiprocess.pairing import PairingClient
 from distrepro.engine.multiprocess.peer import PeerOps
 from distrepro.engine.multiprocess.work import DistWork, clock_slots, clocks_from, nbytes_of, returned
@@ -187,9 +188,10 @@ class DistComm(PeerOps, Comm):
 
     # ------------------------------------------------------------------ collectives
     def all_reduce(self, tensor, op: ReduceOp = "sum", group=None, async_op=False):
-        return self.all_reduce_coalesced([tensor], op, group, async_op)
+        return self.all_reduce_coalesced([one_tensor("all_reduce", tensor)], op, group, async_op)
 
     def all_reduce_coalesced(self, tensors, op: ReduceOp = "sum", group=None, async_op=False):
+        tensors = tensor_list("all_reduce_coalesced", tensors)
         return self._packed_collective(
             tensors, group, async_op, op, lambda ranks, n: charges.all_reduce(self.cost, ranks, n)
         )
@@ -205,7 +207,7 @@ class DistComm(PeerOps, Comm):
         )
 
     def weighted_average(self, tensors, weight, group=None, async_op=False):
-        return self._weighted(tensors, weight, group, async_op, "ring")
+        return self._weighted(tensor_list("weighted_average", tensors), weight, group, async_op, "ring")
 
     def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
         if receive != "collective":
@@ -215,6 +217,7 @@ class DistComm(PeerOps, Comm):
     def broadcast(self, tensor, src, group=None, async_op=False):
         """The clocks' maximum first (a small blocking all-reduce), then the data, copied at issue and
         written into ``tensor`` at ``wait()`` as every non-blocking call here."""
+        tensor = one_tensor("broadcast", tensor)
         g = self._group(group)
         start = self._clock_max(g)
         wire = self._to_wire(tensor.detach().clone())

@@ -91,8 +91,8 @@ def _is_peer_error(message: str) -> bool:
 def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, str]:
     """Name the rank that caused a failure, from exit codes and status files.
 
-    In order: a rank that died without a word (signal, crash); a rank that raised an error of its
-    own (not a lost connection or timeout caused by a peer), the earliest first; a rank that said
+    In order: a rank that died without a word (signal, crash), or exited 0 without one; a rank that raised an
+    error of its own (not a lost connection or timeout caused by a peer), the earliest first; a rank that said
     nothing while the others timed out waiting (hung); else the earliest error.
     """
     statuses = {r: _read_status(out, r) for r in range(world)}
@@ -102,6 +102,10 @@ def diagnose(out: Path, codes: dict[int, int | None], world: int) -> tuple[int, 
         code = codes[r] or 0
         sig = f"signal {-code}" if code < 0 else f"exit code {code}"
         return r, f"rank {r} died ({sig}) without reporting an error"
+    vanished = [r for r, c in codes.items() if c == 0 and statuses[r] is None]
+    if vanished:  # exit 0 without a word: os._exit(0) in a plugin, while the others waited for it
+        r = vanished[0]
+        return r, f"rank {r} exited without finishing (exit code 0, no status written: os._exit in a plugin?)"
     errors = {r: s for r, s in statuses.items() if s and s.get("status") == "error"}
     own = sorted((s.get("time", 0.0), r) for r, s in errors.items() if not _is_peer_error(s["error"]))
     if own:
@@ -193,8 +197,11 @@ class DistEngine:
             finally:  # also on Ctrl-C and SIGTERM (a KeyboardInterrupt here): no rank outlives the launcher
                 _kill(procs, TORCHRUN_GRACE_S if torchrun else 0.0)
             result_file = out / "result.pkl"
-            if not result_file.is_file():
-                raise WorkerFailure(0, "rank 0 finished without writing its result")
+            if not result_file.is_file():  # every rank ended 0 (os._exit(0) in a plugin) and rank 0 wrote nothing
+                code = "" if torchrun else f" (exit code {procs[0].returncode})"
+                raise WorkerFailure(
+                    0, f"rank 0 exited without finishing{code}: it wrote no result (os._exit in a plugin?)"
+                )
             return pickle.loads(result_file.read_bytes())
 
     def _watch(

@@ -91,15 +91,16 @@ def run_campaigns(
     if start is not None:  # e.g. pool workers import torch and mlflow while the jobs are built
         start()
     preparing = Steps("distrepro")  # building the datasets can take minutes: a heartbeat names it with a count
+    prepared: list[PreparedCampaign] = []
     try:
         here = not executor.remote  # a remote worker checks its own device (prepare_campaign)
         with watched(preparing):
             preparing.enter("building the datasets and jobs", total=len(requests), unit="campaign")
-            prepared = []
             for r in requests:
                 prepared.append(prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here))
                 preparing.advance()
     except BaseException:
+        _release(prepared)  # a resumed campaign is locked once prepared
         if close is not None:
             close()
         raise
@@ -136,6 +137,13 @@ def run_campaigns(
             raise
         how = "; ".join(f"'distrepro run {p.source or 'CONFIG'} --resume {p.campaign.run_id}'" for p in started)
         raise StoreUnavailable(f"{exc}; {after_the_fault(uri, how)}") from exc
+    finally:
+        _release(prepared)  # those whose run never opened (an earlier one's failed): their exit did not
+
+
+def _release(prepared: list[PreparedCampaign]) -> None:
+    for prep in prepared:
+        prep.campaign.release_lock()
 
 
 def _schedule(
