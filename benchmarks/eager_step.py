@@ -51,9 +51,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 #: ops that create views or metadata only, or read a scalar back: no kernel on a GPU
 VIEW_OPS = frozenset(
-    "view _unsafe_view t transpose permute expand unsqueeze squeeze select slice as_strided detach alias reshape "
-    "_reshape_alias split unbind chunk lift_fresh empty empty_like empty_strided new_empty new_empty_strided "
-    "split_with_sizes _local_scalar_dense _record_function_enter_new _record_function_exit".split()
+    {
+        *("view", "_unsafe_view", "t", "transpose", "permute", "expand", "unsqueeze", "squeeze", "select", "slice"),
+        *("as_strided", "detach", "alias", "reshape", "_reshape_alias", "split", "unbind", "chunk", "lift_fresh"),
+        *("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "split_with_sizes"),
+        *("_local_scalar_dense", "_record_function_enter_new", "_record_function_exit"),
+    }
 )
 #: matrix products: (FLOPs from the shapes of the two operands)
 MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
@@ -95,8 +98,9 @@ class AuthorsTransformer(nn.Module):
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         src_pad, tgt_pad = self._padding(src).detach(), self._padding(tgt).detach()
         causal = self.core.generate_square_subsequent_mask(tgt.size(1), dtype=torch.float32)
-        a = self.drop_src(self.embed(src) * math.sqrt(self.d) + self.pe[:, : src.size(1)])
-        b = self.drop_tgt(self.embed(tgt) * math.sqrt(self.d) + self.pe[:, : tgt.size(1)])
+        pe = self.get_buffer("pe")
+        a = self.drop_src(self.embed(src) * math.sqrt(self.d) + pe[:, : src.size(1)])
+        b = self.drop_tgt(self.embed(tgt) * math.sqrt(self.d) + pe[:, : tgt.size(1)])
         h = self.core(
             a, b, tgt_mask=causal, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
             memory_key_padding_mask=src_pad, tgt_is_causal=True,
