@@ -28,10 +28,11 @@ a predicted ms/iter above the measured one is too *slow*).
     python benchmarks/validate_emulator.py --json out.json
     python benchmarks/validate_emulator.py --write-error-bands hardware_profiles/validation/emulator_error.yaml
 
-Bounds (issue 23, "Done when"): median absolute error <= 15 % over all points, <= 25 % within each source,
-and every ordering right. The script reports whether they hold; the test (``tests/benchmarks``) runs it and
-asserts what it reports. Issue 33's goals (median <= 10 %, median *signed* error within +-3 %, <= 20 % within
-each source) are reported beside them as goals, not asserted: they are not a target to fit.
+Bounds, asserted in CI (``tests/test_validate_emulator.py``), out of sample and set from what the model does now
+with a margin (issue 44; issue 23 asserted 15 % and 25 %): median absolute error <= 5 % over all points, <= 20 %
+within each source, and every ordering right. Issue 44's goals (median <= 4 %, median *signed* error within
++-2 %, <= 10 % within each source, the Fig. 6 cells that are points within 15 % at the median) are reported beside
+them as goals, not asserted: they are not a target to fit.
 
 A DDP step (issue 33) is charged with the framework's costs (:mod:`distrepro.timing.framework`): the reducer's
 per-tensor launches and bucket copies at the GPU's memory bandwidth, the expected slowest of p workers' compute
@@ -58,6 +59,7 @@ from typing import Any
 import yaml
 
 from distrepro.api.overlap import DDP_BUCKET_BYTES, emulated_buckets
+from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, ring_links
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import framework as fw
@@ -70,13 +72,16 @@ FIG6 = REPO / "reports" / "decentdp" / "fig6.csv"
 ERROR_BANDS = REPO / "hardware_profiles" / "validation" / "emulator_error.yaml"
 #: units that are times: a prediction above the measurement is too slow (every other unit is a rate)
 TIME_UNITS = frozenset({"ms/iter", "ms", "us", "s"})
-#: issue 23's bounds on the median absolute relative error
-OVERALL_BOUND, SOURCE_BOUND = 0.15, 0.25
+#: the bounds asserted in CI on the median absolute relative error, out of sample (issue 44; issue 23's were 0.15, 0.25)
+OVERALL_BOUND, SOURCE_BOUND = 0.05, 0.20
 #: the per-step fraction that is backward (gradient buckets become ready evenly over it), as the engine's default
 BACKWARD_FRACTION = 2.0 / 3.0
 WORKLOAD = "validation"
-#: issue 33's goals: median absolute error, median signed error, median within each source
-GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE = 0.10, 0.03, 0.20
+#: issue 44's goals: median absolute error, median signed error, median within each source, median over the Fig. 6
+#: cells that are points
+GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
+#: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
+NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
 TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True}
 
@@ -154,10 +159,12 @@ class Report:
             "every_source_median_within_bound": all(v["median"] <= SOURCE_BOUND for v in per.values()),
             "every_ordering_right": all(o["right"] for o in self.orderings),
         }
+        fig6 = [abs(o.signed) for o in oos if o.point["kind"] == "engine_cell" and "workload" not in o.point]
         goals = {
-            "overall_median_within_10pct": overall["median"] <= GOAL_OVERALL,
-            "overall_signed_median_within_3pct": abs(overall["signed_median"]) <= GOAL_SIGNED,
-            "every_source_median_within_20pct": all(v["median"] <= GOAL_SOURCE for v in per.values()),
+            "overall_median_within_4pct": overall["median"] <= GOAL_OVERALL,
+            "overall_signed_median_within_2pct": abs(overall["signed_median"]) <= GOAL_SIGNED,
+            "every_source_median_within_10pct": all(v["median"] <= GOAL_SOURCE for v in per.values()),
+            "fig6_cells_median_within_15pct": bool(fig6) and statistics.median(fig6) <= GOAL_CELLS,
         }
         return {
             "figure_of_merit": "leave one source out: each source predicted with every constant derived without it",
@@ -398,9 +405,14 @@ def _compute_figures(data: dict[str, Any], point: dict[str, Any], gpu: str) -> t
     return t_fixed, ref["tokens_per_gpu"] / (step - t_fixed)
 
 
-def _link(data: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """A profile link: the line rate times the efficiency constant the link names (the fold's value of it)."""
-    gbytes = spec["line_gbytes_per_s"] * data["constants"][spec["efficiency"]]["value"]
+def _link(data: dict[str, Any], spec: dict[str, Any], members: int = 0) -> dict[str, Any]:
+    """A profile link: the line rate times the efficiency constant the link names (the fold's value of it). A node
+    whose GPUs are not all linked (``nvlinks:``, a hybrid cube-mesh) gives a ring over its first ``members`` GPUs
+    the links its rings can use (:func:`distrepro.hardware.nvlink_rings.ring_links`) times one link's rate."""
+    line = spec["line_gbytes_per_s"]
+    if "nvlinks" in spec and members >= 2:
+        line = ring_links(NVLINK_TOPOLOGIES[spec["nvlinks"]], range(members)) * spec["link_gbytes_per_s"]
+    gbytes = line * data["constants"][spec["efficiency"]]["value"]
     return {"latency_us": spec["latency_us"], "bandwidth_gbytes_per_s": gbytes, "source": spec["source"]}
 
 
@@ -411,7 +423,7 @@ def cluster_profile(
     spec = data["clusters"][cluster]
     per = spec["gpus_per_node"]
     counts = [min(per, gpus - i) for i in range(0, gpus, per)]
-    intra = _link(data, spec["intra"])
+    intra = _link(data, spec["intra"], counts[0])
     nic = _link(data, spec.get("nic") or spec["intra"])
     device = {
         "name": spec["gpu"],

@@ -110,6 +110,10 @@ class DeviceGroup(Strict):
     #: schema 2: fixed cost of one training step per workload, milliseconds: a step of b samples takes
     #: ``step_overhead_ms/1000 + b / throughput_samples_per_s`` (absent: 0, the large-batch throughput alone)
     step_overhead_ms: dict[str, NonNegative] = Field(default_factory=dict)
+    #: schema 2: the host's floor per step and workload, milliseconds: the framework issues a step's kernels one by
+    #: one from the CPU, so no step takes less, however few its samples: ``max(step_floor_ms/1000, t_fixed + b/peak)``
+    #: (absent: no floor). ``ranges.overhead`` scales it with ``step_overhead_ms`` (both are fixed costs)
+    step_floor_ms: dict[str, NonNegative] = Field(default_factory=dict)
     effective_flops_per_s: Positive | None = None
     source: Source
     jitter: Jitter = Field(default_factory=Jitter)
@@ -122,8 +126,8 @@ class DeviceGroup(Strict):
     @model_validator(mode="after")
     def _speed_range(self) -> DeviceGroup:
         check_device_ranges(self.ranges)
-        if "overhead" in self.ranges and not self.step_overhead_ms:
-            raise ValueError("ranges.overhead: the group declares no step_overhead_ms to range")
+        if "overhead" in self.ranges and not (self.step_overhead_ms or self.step_floor_ms):
+            raise ValueError("ranges.overhead: the group declares no step_overhead_ms or step_floor_ms to range")
         return self
 
     @field_validator("speed_changes")

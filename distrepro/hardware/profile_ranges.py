@@ -148,7 +148,7 @@ def check_device_ranges(ranges: Mapping[str, FigureRange]) -> None:
         if key not in DEVICE_FIGURES:
             raise ValueError(
                 f"ranges.{key}: a device group ranges only 'speed' (a factor on its declared speeds) and "
-                "'overhead' (a factor on its step_overhead_ms)"
+                "'overhead' (a factor on its step_overhead_ms and step_floor_ms)"
             )
         if not rng.contains(1.0):
             raise ValueError(f"ranges.{key}: [{rng.low:g}, {rng.high:g}] must contain 1 (the declared value)")
@@ -210,7 +210,7 @@ def unranged_estimates(profile: Any) -> list[str]:
             out.append(f"{path}.speed")
         # a fixed step cost is the intercept of a line through measured points (or a transfer of one): an
         # extrapolation whatever the grade of the speeds beside it, so it always needs its range
-        if group.step_overhead_ms and "overhead" not in group.ranges:
+        if (group.step_overhead_ms or group.step_floor_ms) and "overhead" not in group.ranges:
             out.append(f"{path}.overhead")
     return out
 

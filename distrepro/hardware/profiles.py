@@ -174,10 +174,11 @@ class HardwareProfile(Strict):
             if self.backward is not None:
                 v2.append("backward")
             v2 += [
-                f"nodes[{i}].devices[{j}].step_overhead_ms"
+                f"nodes[{i}].devices[{j}].{key}"
                 for i, n in enumerate(self.nodes)
                 for j, g in enumerate(n.devices)
-                if g.step_overhead_ms
+                for key in ("step_overhead_ms", "step_floor_ms")
+                if getattr(g, key)
             ]
             if v2:
                 raise ValueError(f"{', '.join(v2)} need schema_version: 2")

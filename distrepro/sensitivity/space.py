@@ -252,7 +252,8 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
             name = (rng["name"] or f"{group['name']}.overhead") if rng else None
             if name is not None and name in values:
                 factor = float(values[name])
-                group["step_overhead_ms"] = {w: v * factor for w, v in group["step_overhead_ms"].items()}
+                for key in ("step_overhead_ms", "step_floor_ms"):  # both fixed costs move with the factor
+                    group[key] = {w: v * factor for w, v in group.get(key, {}).items()}
     for name, path, _central, rng in framework_figures(profile):
         if name in values:
             block = data.get("framework") or {"source": "[E] set by a sensitivity setting"}

@@ -1,9 +1,13 @@
 """The compute cost model: how many virtual seconds one rank's training step takes.
 
-A step of b samples costs ``t_fixed + b / peak`` (issue 23): ``peak`` is the large-batch speed a profile declares
-(``throughput_samples_per_s``, else ``effective_flops_per_s`` / FLOPs per sample), ``t_fixed`` its
-``step_overhead_ms`` (0 when absent, the model before issue 23); a speed change divides the step, a mean-1
-lognormal jitter and an occasional straggler slowdown multiply it. Everything is a pure function of the profile
+A step of b samples costs ``max(t_floor, t_fixed + b / peak)`` (issues 23 and 44): ``peak`` is the large-batch speed
+a profile declares (``throughput_samples_per_s``, else ``effective_flops_per_s`` / FLOPs per sample), ``t_fixed`` its
+``step_overhead_ms`` (the GPU's own per-step work: the optimizer's passes over the parameters, each kernel's launch
+floor; 0 when absent) and ``t_floor`` its ``step_floor_ms`` (the host's: the framework issues the step's kernels one
+by one, and a GPU cannot finish a step before the host has issued it; 0 when absent). Host and GPU run
+asynchronously, so the longer of the two is the step (issue 44: strong scaling, where a shrinking per-GPU batch
+leaves a fast GPU waiting on its host). A speed change divides the GPU's part, a mean-1 lognormal jitter and an
+occasional straggler slowdown multiply the step. Everything is a pure function of the profile
 and of derived seeds, so two runs of a config charge the same times on any machine; no global RNG is touched.
 The noise helpers here are shared with the communication model (:mod:`distrepro.timing.timemodel`).
 """
@@ -81,6 +85,7 @@ class ComputeModel:
         # start-up rather than when the slow rank first steps
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
         self._overhead = [self._declare_overhead(rank) for rank in range(profile.world_size)]
+        self._floor = [self._declare_floor(rank) for rank in range(profile.world_size)]
         # looked up once: device() is on the per-step path of every worker
         self._devices = [profile.device(rank) for rank in range(profile.world_size)]
         # a device's own jitter wins; the others get the profile's compute_cv (if any)
@@ -108,15 +113,25 @@ class ComputeModel:
         ms = self.profile.device(rank).step_overhead_ms.get(self.workload_name or "", 0.0)
         return ms / 1000.0
 
+    def _declare_floor(self, rank: int) -> float:
+        """The rank's host floor for one step of this workload, seconds (0 without a ``step_floor_ms`` entry)."""
+        ms = self.profile.device(rank).step_floor_ms.get(self.workload_name or "", 0.0)
+        return ms / 1000.0
+
+    def floor_s(self, rank: int) -> float:
+        """The profile's host floor of one step of this workload on ``rank``: no step is charged less (before noise)."""
+        return self._floor[rank] if 0 <= rank < len(self._floor) else self._declare_floor(rank)
+
     def overhead_s(self, rank: int) -> float:
         """The profile's fixed cost of one step of this workload on ``rank`` (before speed changes and noise)."""
         return self._overhead[rank] if 0 <= rank < len(self._overhead) else self._declare_overhead(rank)
 
     def nominal_step_seconds(self, rank: int, n_samples: int) -> float:
-        """``t_fixed + n / peak``: a step of ``n_samples`` at the declared figures, no speed change, no noise."""
+        """``max(t_floor, t_fixed + n / peak)``: a step of ``n_samples`` at the declared figures, no speed change, no
+        noise."""
         if n_samples <= 0:
             return 0.0
-        return self.overhead_s(rank) + n_samples / self.declared_samples_per_s(rank)
+        return max(self.floor_s(rank), self.overhead_s(rank) + n_samples / self.declared_samples_per_s(rank))
 
     def fallback_note(self, measured_only: bool = False) -> str | None:
         """One line naming the devices whose speed for the named workload comes from FLOP/s, or None.
@@ -179,8 +194,10 @@ class ComputeModel:
             raise ValueError(f"n_samples must be >= 0, got {n_samples}")
         if n_samples == 0:
             return 0.0
-        overhead = self.overhead_s(rank)
-        if overhead == 0.0:  # the large-batch throughput alone: the same arithmetic as before step overheads
+        overhead, floor = self.overhead_s(rank), self.floor_s(rank)
+        if overhead == 0.0 and floor == 0.0:  # the large-batch throughput alone: the arithmetic before step overheads
             return n_samples / self.samples_per_s(rank, at_s) * self.noise_factor(rank, step_index)
         base = overhead + n_samples / self.declared_samples_per_s(rank)
-        return base / self._device(rank).speed_factor(at_s) * self.noise_factor(rank, step_index)
+        gpu = base / self._device(rank).speed_factor(at_s)
+        # the host floor is the CPU's: a slower GPU (speed change) does not slow it
+        return (gpu if floor == 0.0 else max(floor, gpu)) * self.noise_factor(rank, step_index)

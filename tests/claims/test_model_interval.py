@@ -111,8 +111,8 @@ def _decentdp(arm_method: str, params: dict[str, Any]) -> ErrorBand:
 def test_a_papers_own_cells_give_its_arms_their_own_out_of_sample_error() -> None:
     aer = _decentdp("decentdp", {"topology": "alternating-exp-ring"})
     allreduce = _decentdp("ar_sgd", {})
-    assert aer.rel == pytest.approx(0.5298) and aer.bias < 0 and "decentdp-a40-16-aer" in aer.basis
-    assert allreduce.rel == pytest.approx(0.1377) and "decentdp-a40-16-allreduce" in allreduce.basis
+    assert aer.rel == pytest.approx(0.4333) and aer.bias < 0 and "decentdp-a40-16-aer" in aer.basis
+    assert allreduce.rel == pytest.approx(0.0598) and "decentdp-a40-16-allreduce" in allreduce.basis
     # another topology on the same profile is not the AER cell: it takes its class (one source: not narrower)
     ring = _decentdp("decentdp", {"topology": "ring"})
     assert "cell" not in ring.basis and not ring.covered and ring.rel >= _each_source_once()

@@ -132,3 +132,42 @@ def test_a_sensitivity_sweep_moves_a_node_nic_with_its_named_range() -> None:
     moved = apply_to_profile(base, {"nic.bw": 4.0})
     assert [n.nic.bandwidth_gbytes_per_s for n in moved.nodes if n.nic is not None] == [4.0, 4.0]
     assert moved.link(0, 1).bandwidth_bytes_per_s == 4.0e9
+
+
+# ---------------------------------------------------------------------- the host floor (issue 44)
+
+
+def test_a_host_floor_bounds_a_small_step_and_leaves_a_large_one() -> None:
+    """``max(t_floor, t_fixed + b / peak)``: a small per-GPU batch waits on the host, a large one does not."""
+    compute = ComputeModel(profile(10.0, step_floor_ms={"w": 40.0}), "w", 1.0)
+    assert compute.floor_s(0) == pytest.approx(0.04)
+    assert compute.nominal_step_seconds(0, 1) == pytest.approx(0.04, rel=1e-12)  # 10 + 10 ms < 40 ms: the floor
+    assert compute.step_seconds(0, 10, 0, 0.0) == pytest.approx(0.01 + 0.1, rel=1e-12)  # 110 ms > 40 ms
+    # strong scaling: below the floor, halving the batch (2 samples to 1) saves nothing; above it, it does
+    assert compute.nominal_step_seconds(0, 2) == compute.nominal_step_seconds(0, 1)
+    assert compute.nominal_step_seconds(0, 8) > compute.nominal_step_seconds(0, 4)
+
+
+def test_a_slower_gpu_does_not_slow_the_host_floor() -> None:
+    compute = ComputeModel(
+        profile(10.0, step_floor_ms={"w": 40.0}, speed_changes=[{"at_s": 1.0, "factor": 0.5}]), "w", 1.0
+    )
+    assert compute.step_seconds(0, 1, 0, 2.0) == pytest.approx(0.04, rel=1e-12)  # 2 x 20 ms = 40: still the floor
+    assert compute.step_seconds(0, 3, 0, 2.0) == pytest.approx(2 * 0.04, rel=1e-12)  # the GPU's 80 ms
+
+
+def test_a_floor_needs_schema_2_and_an_overhead_range_may_scale_it_alone() -> None:
+    with pytest.raises(ValidationError, match="step_floor_ms need schema_version: 2"):
+        profile(None, schema=1, step_floor_ms={"w": 40.0})
+    ranged = profile(None, step_floor_ms={"w": 40.0}, ranges={"overhead": {"low": 0.5, "high": 2.0, "reason": "t"}})
+    assert ranged.nodes[0].devices[0].step_floor_ms == {"w": 40.0}
+    assert any(f.endswith(".overhead") for f in profile(None, step_floor_ms={"w": 40.0}).unranged_estimates())
+
+
+def test_a_sensitivity_sweep_scales_the_floor_with_the_overhead() -> None:
+    from distrepro.sensitivity.space import apply_to_profile
+
+    rng = {"overhead": {"low": 0.5, "high": 2.0, "reason": "test", "name": "o"}}
+    moved = apply_to_profile(profile(10.0, step_floor_ms={"w": 40.0}, ranges=rng), {"o": 0.5})
+    group = moved.nodes[0].devices[0]
+    assert (group.step_overhead_ms, group.step_floor_ms) == ({"w": 5.0}, {"w": 20.0})
