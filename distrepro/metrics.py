@@ -12,9 +12,12 @@ claim naming a metric no writer produces is refused when its ``paper.yaml`` is l
 
 The families, with ``<r>`` a rank and ``<name>`` free text:
 
-* per evaluation, at MLflow ``step`` = global step: :data:`EVAL`, ``worker/<r>/<field>`` for
-  :data:`WORKER_FIELDS`, and what methods record with ``ctx.record``: ``method/<name>`` (mean over the
-  ranks that recorded it) and ``method/<name>/rank<r>``;
+* per evaluation, at MLflow ``step`` = global step: :data:`EVAL` and what methods record with ``ctx.record``:
+  ``method/<name>`` (mean over the ranks that recorded it);
+* at the final evaluation only, at its step: the per-rank values, ``worker/<r>/<field>`` for :data:`WORKER_FIELDS`
+  and ``method/<name>/rank<r>`` (:func:`is_per_rank`). Every evaluation would be 5 + the method's records keys per
+  rank (734 keys for a 64-worker A²CiD² run), and every reader takes the last value (the runs table, the worker
+  figures, the claims); a run's ``evals.csv`` artifact keeps them at every evaluation;
 * the evaluation's quality metrics against emulated time, ``emu_ms/<name>`` at ``step`` = emulated ms (the unit
   is in the name: the MLflow UI labels every x-axis "Step");
 * the allocation at ``step`` = epoch index: ``alloc/<r>/<field>`` for :data:`ALLOC_FIELDS`;
@@ -87,6 +90,15 @@ def method(name: str) -> str:
 def per_rank(name: str, rank: int) -> str:
     """``<name>/rank<rank>``: one rank's own value of a recorded ``name``, logged beside the mean."""
     return f"{name}/rank{rank}"
+
+
+_PER_RANK = re.compile(rf"worker/\d+/(?:{'|'.join(WORKER_FIELDS)})|method/.+/rank\d+")
+
+
+def is_per_rank(name: str) -> bool:
+    """Whether ``name`` is one rank's value at an evaluation (``worker/<r>/<field>``, ``method/<name>/rank<r>``):
+    logged at the final evaluation only, so it has no curve to read a target off."""
+    return _PER_RANK.fullmatch(name) is not None
 
 
 #: prefix of the series against emulated time; ``_ms`` because the step they are logged at is emulated milliseconds

@@ -224,8 +224,9 @@ class WorkerContext(Protocol):
 
         Each rank keeps its latest value per ``name``. At every evaluation the harness reports, on
         every engine alike, ``<name>`` = the mean over the ranks that recorded it (summed in rank
-        order) and ``<name>/rank<i>`` = rank *i*'s own value, logged as ``method/<name>`` and
-        ``method/<name>/rank<i>`` (:func:`distrepro.engine.rank_reports.aggregate_records`).
+        order) and ``<name>/rank<i>`` = rank *i*'s own value, logged as ``method/<name>`` (every evaluation) and
+        ``method/<name>/rank<i>`` (the final evaluation only; the run's ``evals.csv`` has every evaluation's)
+        (:func:`distrepro.engine.rank_reports.aggregate_records`).
         """
         ...
 

@@ -13,7 +13,7 @@ from distrepro.claims.acceptance import SIGNED, claimed_bounds
 from distrepro.claims.evidence import check_evidence_and_accept
 from distrepro.claims.regime import condition_arms
 from distrepro.errors import ConfigError
-from distrepro.metrics import unknown_metric
+from distrepro.metrics import is_per_rank, unknown_metric
 
 
 def check_references(spec: Any, source: str | Path | None, known_methods: set[str] | None) -> None:
@@ -114,3 +114,10 @@ def _check_metric(claim: Any, at: str, source: str | Path | None) -> None:
         why = unknown_metric(name) if name is not None else None
         if why is not None:
             raise ConfigError(source, f"{at}.{field}", f"claim {claim.id!r}: {why}")
+    if target is not None and is_per_rank(target.metric):  # a target is read off the curve of every evaluation
+        raise ConfigError(
+            source,
+            f"{at}.target.metric",
+            f"claim {claim.id!r}: {target.metric!r} is one rank's value, logged at the final evaluation only, so it "
+            "has no curve to reach a target on; name the run's own metric (e.g. its mean over the ranks)",
+        )

@@ -45,8 +45,10 @@ class Fanout:
             o.on_progress(fraction, emulated_s)
 
 
-def eval_metrics(rec: EvalRecord) -> dict[str, float]:
-    """The flat metric dict of one evaluation (names as in the module docstring)."""
+def eval_metrics(rec: EvalRecord, per_rank: bool = True) -> dict[str, float]:
+    """The flat metric dict of one evaluation (names as in the module docstring); without ``per_rank``, only the
+    run's own values: no ``worker/<r>/<field>`` nor ``method/<name>/rank<r>``, which MLflow gets at the final
+    evaluation only (:mod:`distrepro.tracking.run_observer`)."""
     out: dict[str, float] = dict(rec.metrics)
     out.update(
         {
@@ -59,9 +61,18 @@ def eval_metrics(rec: EvalRecord) -> dict[str, float]:
     )
     if rec.throttled_s is not None:
         out[M.THROTTLED_S] = rec.throttled_s
-    for w in rec.workers:
-        for key in M.WORKER_FIELDS:
-            out[M.worker(w.rank, key)] = float(getattr(w, key))
+    if per_rank:
+        for w in rec.workers:
+            for key in M.WORKER_FIELDS:
+                out[M.worker(w.rank, key)] = float(getattr(w, key))
     for key, v in rec.method_records.items():
-        out[M.method(key)] = v
+        if per_rank or not _rank_value(key, rec.method_records):
+            out[M.method(key)] = v
     return out
+
+
+def _rank_value(key: str, records: dict[str, float]) -> bool:
+    """Whether ``key`` is one rank's value of a record (``<name>/rank<r>`` beside ``<name>``,
+    :func:`distrepro.engine.rank_reports.aggregate_records`), not a name a method chose."""
+    name, sep, rank = key.rpartition("/rank")
+    return bool(sep) and rank.isdigit() and name in records

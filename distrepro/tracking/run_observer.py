@@ -4,9 +4,10 @@ Metric names are the contract with the claims/report engine (``distrepro/claims`
 back from MLflow only; they are defined in :mod:`distrepro.metrics`:
 
 * per evaluation, at ``step`` = global step: ``val_loss``, ``val_accuracy``, ``train_loss``,
-  ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``,
-  ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}``, ``method/<name>`` (mean over ranks) and
-  ``method/<name>/rank<r>`` (see :meth:`distrepro.api.method.WorkerContext.record`);
+  ``epoch``, ``samples``, ``time/emulated_s``, ``time/wall_s``, ``comm/bytes_total``, ``method/<name>`` (mean
+  over ranks; see :meth:`distrepro.api.method.WorkerContext.record`);
+* at the final evaluation only (every reader takes the last value; ``evals.csv`` keeps every evaluation's): the
+  per-rank values ``worker/<r>/{clock_s,compute_s,comm_s,idle_s,bytes_sent}`` and ``method/<name>/rank<r>``;
 * the same quality metrics against emulated time: ``emu_ms/<name>`` at ``step`` = emulated ms;
 * the data allocation at ``step`` = epoch index: ``alloc/<r>/share``, ``alloc/<r>/batch_size``, and
   ``alloc/<r>/speed`` (samples/s the split was based on) when the method reports it;
@@ -43,7 +44,7 @@ class MlflowObserver:
         self.logger.log_metrics(metrics, step=epoch)
 
     def on_eval(self, record: EvalRecord) -> None:
-        self.logger.log_metrics(eval_metrics(record), step=record.step)
+        self.logger.log_metrics(eval_metrics(record, per_rank=record.final), step=record.step)
         self.logger.log_emulated(record.metrics, record.emulated_s)
 
     def on_progress(self, fraction: float, emulated_s: float) -> None:

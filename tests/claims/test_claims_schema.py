@@ -160,6 +160,18 @@ _DELETE = object()
             "claims[0].target.metric",
             "claim 'c0': unknown metric 'accuracy'",
         ),
+        (
+            "claims.0.target",
+            {"metric": "method/local_steps/rank1", "value": 3.0, "direction": "max"},
+            "claims[0].target.metric",
+            "logged at the final evaluation only",
+        ),
+        (
+            "claims.0.target",
+            {"metric": "worker/0/idle_s", "value": 3.0, "direction": "min"},
+            "claims[0].target.metric",
+            "one rank's value",
+        ),
     ],
 )
 def test_bad_entries_name_file_and_field(path: str, value: Any, field: str, message: str, tmp_path: Path) -> None:
