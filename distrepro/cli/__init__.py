@@ -1,6 +1,7 @@
 """``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
 :mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`), shared
-helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
+helpers in :mod:`.common`, the parser and entry point in :mod:`.main`, the console script (which ends the process
+without the interpreter's tear-down) in :mod:`.console`.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)

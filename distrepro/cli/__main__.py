@@ -1,7 +1,5 @@
-"""``python -m distrepro.cli``: the same as the ``distrepro`` command."""
+"""``python -m distrepro.cli``: the same as the ``distrepro`` command (:mod:`distrepro.cli.console`)."""
 
-import sys
+from distrepro.cli.console import console
 
-from distrepro.cli.main import main
-
-sys.exit(main())
+console()
