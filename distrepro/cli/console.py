@@ -10,8 +10,9 @@ stdout and stderr, and ends the process with :func:`os._exit`. Python does no mo
 committed before it returns (runs are closed by their context managers).
 
 Only here, never in :func:`~distrepro.cli.main.main` or a library call: tests and users' scripts call ``main()``
-in-process, and their interpreter must go on. Where another thread is still alive (a plugin's, a pool's), the
-exit is the normal one, which waits for it.
+in-process, and their interpreter must go on. Where another thread is still alive (a plugin's, a pool's), or a
+profiler, tracer or debugger watches the process (it writes its results at the normal exit), the exit is the normal
+one.
 """
 
 from __future__ import annotations
@@ -38,12 +39,21 @@ def exit_now(code: int) -> NoReturn:
     interpreter's finalisation; the normal exit (``sys.exit``) where another thread is alive or this Python has
     no handlers to run by hand."""
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_handlers is None or _other_threads():
+    if run_handlers is None or _other_threads() or _observed():
         sys.exit(code)
     run_handlers()  # exceptions in a handler are printed and skipped, as at a normal exit
     if _other_threads():  # a handler started one: let the normal exit wait for it
         sys.exit(code)
     os._exit(code if _flushed() else FLUSH_FAILED)
+
+
+def _observed() -> bool:
+    """Whether a profiler, tracer or debugger watches this process (``python -m cProfile -m distrepro.cli``,
+    ``coverage run``, pdb): it writes its results after the command returns, so the exit is the normal one."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: coverage's and debuggers' newer hooks
+    return monitoring is not None and any(monitoring.get_tool(i) is not None for i in range(6))
 
 
 def _other_threads() -> bool:

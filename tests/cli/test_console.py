@@ -67,3 +67,21 @@ def test_a_reader_that_left_is_not_an_error() -> None:
     finally:
         os.close(write)
     assert done.returncode == 3 and done.stderr == "handler ran\n"
+
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("hook", ["setprofile", "settrace"])
+def test_a_profiled_or_traced_command_gets_the_normal_exit(hook: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m cProfile -m distrepro.cli``, ``coverage run``, pdb: they write their results at the normal exit."""
+    from distrepro.cli import console
+
+    def must_not_end(code: int) -> None:
+        raise AssertionError(f"os._exit({code}) under a profiler")
+
+    monkeypatch.setattr(console.os, "_exit", must_not_end)
+    monkeypatch.setattr(console.atexit, "_run_exitfuncs", lambda: None)  # never pytest's own, even if it fails
+    monkeypatch.setattr(console.sys, hook.replace("set", "get"), lambda: print)
+    with pytest.raises(SystemExit) as info:
+        console.exit_now(3)
+    assert info.value.code == 3
