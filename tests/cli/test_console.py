@@ -69,7 +69,6 @@ def test_a_reader_that_left_is_not_an_error() -> None:
     assert done.returncode == 3 and done.stderr == "handler ran\n"
 
 
-
 @pytest.mark.smoke
 @pytest.mark.parametrize("hook", ["setprofile", "settrace"])
 def test_a_profiled_or_traced_command_gets_the_normal_exit(hook: str, monkeypatch: pytest.MonkeyPatch) -> None:
