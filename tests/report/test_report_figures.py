@@ -11,6 +11,7 @@ figure and different arms different colours.
 
 from __future__ import annotations
 
+import io
 import struct
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,40 @@ def test_speedup_shows_every_profile_over_its_own_reference() -> None:
     assert narrow is not None and len(narrow.axes) == 3
     narrow.canvas.draw()
     assert texts_cut_off(narrow, narrow.canvas.get_renderer()) == []  # the x label fits a single narrow column
+
+
+def test_the_timeline_draws_each_span_where_its_worker_and_times_put_it() -> None:
+    """One collection per kind and panel (not one per worker and kind: 192 a panel at 64 workers), holding a
+    rectangle per span: x from start to end in ms, worker ``ranks[i]`` on row ``i``, 0.8 high."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import to_rgba
+
+    from distrepro.report.figures import arm_style
+    from distrepro.report.figures.figure_style import SPAN_COLORS
+    from distrepro.report.figures.workers import timeline_figure
+
+    frames = {arm: pd.read_csv(io.StringIO(_timeline(speeds))) for arm, speeds in
+              (("two", [2.0, 1.0]), ("three", [1.0, 3.0, 1.5]))}  # fmt: skip
+    frames["three"]["rank"] = frames["three"]["rank"].map({0: 4, 1: 7, 2: 9})  # ranks need not be 0..n-1
+    fig = timeline_figure(frames, arm_style(list(frames)), max_steps=2)
+    assert fig is not None
+    for ax in fig.axes:
+        arm = ax.get_title(loc="left").split(":")[0]
+        tl = frames[arm][frames[arm]["step"] <= 1]  # the window: two steps, each with a communication
+        rows = {r: i for i, r in enumerate(sorted(tl["rank"].unique()))}
+        collections = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        assert len(collections) == len(SPAN_COLORS)
+        for coll, (kind, color) in zip(collections, SPAN_COLORS.items(), strict=True):
+            assert tuple(coll.get_facecolor()[0]) == to_rgba(color)
+            spans = tl[tl["kind"] == kind]
+            want = sorted(
+                (round(1e3 * s, 9), round(1e3 * e, 9), rows[r] - 0.4, rows[r] + 0.4)
+                for r, s, e in zip(spans["rank"], spans["start_s"], spans["end_s"], strict=True)
+            )
+            got = sorted(
+                (round(p.vertices[0, 0], 9), round(p.vertices[2, 0], 9), round(p.vertices[0, 1], 9),
+                 round(p.vertices[1, 1], 9))
+                for p in coll.get_paths()
+            )  # fmt: skip
+            assert got == [(a, b, round(c, 9), round(d, 9)) for a, b, c, d in want], (arm, kind)
+        assert [t.get_text() for t in ax.get_yticklabels()] == [f"w{r}" for r in rows]
