@@ -1,6 +1,6 @@
 """``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
-:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`), shared
-helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
+:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`,
+:mod:`.ui`), shared helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
@@ -14,6 +14,7 @@ helpers in :mod:`.common`, the parser and entry point in :mod:`.main`.
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
     distrepro calibrate WORKLOAD [--device cpu|cuda] [--batches 1,2,4,8] [--out FILE]   (step time here -> [M] profile)
+    distrepro ui [--port N] [--host H] [--store URI]   (the MLflow UI; prints the address of each paper's runs table)
 
 Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
 cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or

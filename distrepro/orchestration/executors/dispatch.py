@@ -59,6 +59,7 @@ class CampaignRequest:
     resume: str | None = None
     reproduction: str | None = None
     system_metrics: bool = False
+    exploratory: bool = False  # an arm of an exploratory reproduction (tracking.ui_view.EXPLORATORY_TAG)
 
 
 def check_remote_store(uri: str, executor: Any) -> None:
@@ -92,7 +93,10 @@ def run_campaigns(
     try:
         here = not executor.remote  # a remote worker checks its own device (prepare_campaign)
         prepared = [
-            prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here) for r in requests
+            prepare_campaign(
+                r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here, exploratory=r.exploratory
+            )
+            for r in requests
         ]
     except BaseException:
         if close is not None:
