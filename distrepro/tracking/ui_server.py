@@ -125,10 +125,30 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def tag_exploratory_arms(client: Any, experiment_id: str) -> int:
+    """Tag the arms and seeds of every exploratory reproduction as exploratory where an older distrepro tagged only
+    its umbrella run (they would show among the confirmatory runs); returns how many runs were tagged."""
+    from distrepro.tracking.mlflow_client import REPRODUCTION_TAG
+    from distrepro.tracking.ui_view import EXPLORATORY_FILTER, EXPLORATORY_TAG
+
+    untagged = f"tags.`{EXPLORATORY_TAG}` IS NULL"
+    umbrellas = f"{EXPLORATORY_FILTER} and tags.`distrepro.reproduce` IS NOT NULL"  # the scale a reproduction ran at
+    tagged = 0
+    for umbrella in client.search_runs([experiment_id], filter_string=umbrellas, max_results=10_000):
+        arms = f"tags.`{REPRODUCTION_TAG}` = '{umbrella.info.run_id}'"
+        for arm in client.search_runs([experiment_id], filter_string=arms, max_results=10_000):
+            seeds = f"tags.`mlflow.parentRunId` = '{arm.info.run_id}' and {untagged}"
+            runs = [arm] if EXPLORATORY_TAG not in arm.data.tags else []
+            for run in [*runs, *client.search_runs([experiment_id], filter_string=seeds, max_results=10_000)]:
+                client.set_tag(run.info.run_id, EXPLORATORY_TAG, "true")
+                tagged += 1
+    return tagged
+
+
 def addresses(client: Any, base: str) -> list[Address]:
     """Every distrepro experiment of the store (``distrepro/<paper>``), by name, with the addresses of its views,
     each view first brought up to date (:func:`~distrepro.tracking.ui_view.ensure_views`: a store written by an
-    older distrepro keeps older views otherwise)."""
+    older distrepro keeps older views otherwise), and its exploratory runs tagged (:func:`tag_exploratory_arms`)."""
     from distrepro.tracking.ui_view import EXPLORATORY_FILTER, ensure_views, ui_url
 
     out = []
@@ -136,6 +156,7 @@ def addresses(client: Any, base: str) -> list[Address]:
         if not exp.name.startswith("distrepro/"):
             continue
         ensure_views(client, exp.experiment_id, exp.tags)
+        tag_exploratory_arms(client, exp.experiment_id)
         explored = client.search_runs([exp.experiment_id], filter_string=EXPLORATORY_FILTER, max_results=1)
         exploratory = ui_url(exp.experiment_id, base, exploratory=True) if explored else None
         out.append(Address(exp.name, ui_url(exp.experiment_id, base), exploratory))
