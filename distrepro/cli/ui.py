@@ -89,7 +89,7 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         description="Start MLflow's UI server on the tracking store (the one every other command uses: "
         "MLFLOW_TRACKING_URI, else ./mlflow.db), bring distrepro's shared runs-table views of every experiment up "
         "to date, and print the address that opens each: one row per arm with its emulated time and accuracy "
-        "(mean and 95 %% interval over seeds) and its headline verdicts, seeds under their arm, the confirmatory "
+        "(mean and 95 % interval over seeds) and its headline verdicts, seeds under their arm, the confirmatory "
         "runs apart from the exploratory ones. Runs until Ctrl-C. The server's log goes to a temporary file.",
     )
     ui.add_argument("--port", type=_port, default=5000, help="the port to serve on (default: 5000)")
