@@ -136,54 +136,12 @@ def demo(session: nox.Session) -> None:
     session.run("distrepro", "run", "configs/quickstart.yaml", *session.posargs, env=_env())
 
 
-def _ui_port(posargs: list[str]) -> str:
-    """``--port N`` or ``--port=N`` among the session's arguments, else 5000."""
-    for a, b in itertools.pairwise([*posargs, ""]):
-        if a == "--port" and b:
-            return b
-        if a.startswith("--port="):
-            return a.split("=", 1)[1]
-    return "5000"
-
-
-def _without_port(posargs: list[str]) -> list[str]:
-    out, skip = [], False
-    for a in posargs:
-        if skip:
-            skip = False
-        elif a == "--port":
-            skip = True
-        elif not a.startswith("--port="):
-            out.append(a)
-    return out
-
-
 @nox.session(python=PYTHON)
 def ui(session: nox.Session) -> None:
-    """The MLflow UI on http://127.0.0.1:5000 over ./mlflow.db (or MLFLOW_TRACKING_URI); nox -s ui -- --port N."""
+    """The MLflow UI over ./mlflow.db (or MLFLOW_TRACKING_URI) on http://127.0.0.1:5000, through ``distrepro ui``,
+    which prints the address of each paper's runs table; nox -s ui -- --port N (or --store URI, --host H)."""
     _install(session)
-    session.log(
-        "runs: choose 'Model training' at the top left, then an experiment distrepro/<paper> "
-        "(or open the address distrepro printed after its run)"
-    )
-    uri = os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{ROOT / 'mlflow.db'}")
-    port = _ui_port(session.posargs)
-    rest = _without_port(session.posargs)
-    session.log(f"serving on http://127.0.0.1:{port} (another port: nox -s ui -- --port N)")
-    session.run(
-        "mlflow",
-        "ui",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        port,
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        uri,
-        *rest,
-        env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-    )
+    session.run("distrepro", "ui", *session.posargs, env=_env())
 
 
 @nox.session(python=PYTHON)

@@ -103,9 +103,16 @@ def test_the_reproduce_sessions_share_one_virtualenv(noxfile) -> None:
 
 
 @pytest.mark.smoke
-@pytest.mark.parametrize(
-    ("posargs", "port", "rest"),
-    [([], "5000", []), (["--port", "5001"], "5001", []), (["--port=8080", "--x"], "8080", ["--x"])],
-)
-def test_the_ui_takes_a_port(noxfile, posargs, port, rest) -> None:
-    assert noxfile._ui_port(posargs) == port and noxfile._without_port(posargs) == rest
+def test_the_ui_session_is_distrepro_ui(noxfile, monkeypatch) -> None:
+    """``nox -s ui -- --port N`` hands its arguments to ``distrepro ui``, which prints the runs tables' addresses."""
+    calls = []
+
+    class Session:
+        posargs = ("--port", "5001")
+
+        def run(self, *args, **kwargs) -> None:
+            calls.append(args)
+
+    monkeypatch.setattr(noxfile, "_install", lambda session: None)
+    noxfile.ui(Session())
+    assert calls == [("distrepro", "ui", "--port", "5001")]

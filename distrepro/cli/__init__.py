@@ -1,7 +1,7 @@
 """``distrepro``: the command line, one module per subcommand (:mod:`.run`, :mod:`.reproduce`, :mod:`.plan`,
-:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`), shared
-helpers in :mod:`.common`, the parser and entry point in :mod:`.main`, the console script (which ends the process
-without the interpreter's tear-down) in :mod:`.console`.
+:mod:`.listing`, :mod:`.report`, :mod:`.calibrate`, :mod:`.test`, :mod:`.preregister`, :mod:`.results`,
+:mod:`.ui`), shared helpers in :mod:`.common`, the parser and entry point in :mod:`.main`, the console script (which
+ends the process without the interpreter's tear-down) in :mod:`.console`.
 
     distrepro run CONFIG [--set key.path=value ...] [--seeds 0,1,2] [--no-progress] [--executor local|ray|slurm ...]
     distrepro list                      (paper ids with their arms, methods, datasets, profiles)
@@ -15,6 +15,7 @@ without the interpreter's tear-down) in :mod:`.console`.
     distrepro report PAPER [--campaign RUN_ID ...] [--out DIR] [--baseline ARM] [--no-log] [--check] [--sensitivity]
     distrepro sensitivity PAPER [--samples N] [--campaign RUN_ID ...] [--no-progress]   (= report --sensitivity)
     distrepro calibrate WORKLOAD [--device cpu|cuda] [--batches 1,2,4,8] [--out FILE]   (step time here -> [M] profile)
+    distrepro ui [--port N] [--host H] [--store URI]   (the MLflow UI; prints the address of each paper's runs table)
 
 Errors a user can cause (bad config, profile, dataset path, unknown method, a tracking store that
 cannot be used, a ``--resume`` that does not fit) are printed as one line naming the file, URI or

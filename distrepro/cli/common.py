@@ -39,19 +39,20 @@ def paper_id(name: str, strict: bool = True) -> str:
     return paper
 
 
-def print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> None:
-    """Where to look in the MLflow UI; every link opens the "Model training" view (``workflowType``)."""
+def print_ui_hint(tracking_uri: str, experiment_id: str, run_id: str | None = None, exploratory: bool = False) -> None:
+    """Where to look in the MLflow UI; every link opens the "Model training" view (``workflowType``), the runs
+    table in distrepro's view of the confirmatory runs (``exploratory``: of the exploratory ones)."""
+    from distrepro.tracking.mlflow_client import resolve_tracking_uri
     from distrepro.tracking.ui_view import run_url, ui_url
 
     served = tracking_uri.startswith(("http://", "https://"))
     base = tracking_uri if served else "http://127.0.0.1:5000"
+    table = ui_url(experiment_id, base, exploratory)
     if served:
-        print(f"runs in the MLflow UI: {ui_url(experiment_id, base)}")
+        print(f"runs in the MLflow UI: {table}")
     else:
-        print(
-            f"runs in the MLflow UI: start it with 'nox -s ui' (or: mlflow ui --host 127.0.0.1 --backend-store-uri "
-            f"{tracking_uri}), then open {ui_url(experiment_id, base)}"
-        )
+        store = "" if tracking_uri == resolve_tracking_uri() else f" --store {tracking_uri}"
+        print(f"runs in the MLflow UI: start it with 'distrepro ui{store}', then open {table}")
     if run_id:
         print(f"  this run: {run_url(experiment_id, run_id, base)}")
 

@@ -49,7 +49,7 @@ def _roots_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``distrepro`` parser: one subcommand per module of this package."""
-    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, results, run, test
+    from distrepro.cli import calibrate, listing, plan, preregister, report, reproduce, results, run, test, ui
 
     parser = argparse.ArgumentParser(
         prog="distrepro",
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub, common)
     results.add_parser(sub, common)
     calibrate.add_parser(sub, common)
+    ui.add_parser(sub, common)
     for command in sub.choices.values():  # a flag is spelled whole: `--seed 0` must not be read as `--seeds 0`
         command.allow_abbrev = False
     return parser

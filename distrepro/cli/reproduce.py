@@ -55,10 +55,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if result.campaigns:
         first = next(iter(result.campaigns.values()))
         print(
-            f"reproduction run {result.run_id} (the runs table's first row; the arms' runs are listed beside it, "
-            "tagged distrepro.reproduction; the report is logged on it)"
+            f"reproduction run {result.run_id} (in the runs table, the row after its arms, which name it in their tag "
+            "distrepro.reproduction; the report is logged on it)"
         )
-        print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id)
+        print_ui_hint(first.tracking_uri, first.experiment_id, result.run_id, result.exploratory)
     if result.report is not None:
         rep = result.report
         print(f"verdicts: {rep.summary() if rep.verdicts else 'no claims encoded'}")

@@ -50,6 +50,7 @@ from distrepro.tracking.run_start import first_start, set_start_time
 from distrepro.tracking.runlog import RunLogger, check_system_metrics, flatten_params, logged_params
 from distrepro.tracking.storeguard import after_the_fault
 from distrepro.tracking.storeprobe import check_store
+from distrepro.tracking.ui_view import EXPLORATORY_TAG
 
 
 @dataclass
@@ -153,13 +154,16 @@ def prepare_campaign(
     reproduction: str | None = None,
     system_metrics: bool = False,
     trains_here: bool = True,
+    exploratory: bool = False,
 ) -> PreparedCampaign:
     """Check ``resume``, build every job (so every input is validated) and plan each seed; nothing is logged.
 
     ``reproduction`` is the id of the ``reproduce`` run the campaign belongs to (tag ``distrepro.reproduction``);
     ``system_metrics`` samples MLflow's ``system/*`` metrics in every child run. ``trains_here``: the cells train
     on this machine, so a ``device: cuda`` it cannot honour is refused now (a remote executor's workers check it
-    where they train: a SLURM login node has no GPU, its compute nodes do)."""
+    where they train: a SLURM login node has no GPU, its compute nodes do). ``exploratory``: an arm of an exploratory
+    reproduction, tagged :data:`~distrepro.tracking.ui_view.EXPLORATORY_TAG` with its seeds (they inherit the
+    campaign's tags), so the runs table shows it apart from the confirmatory runs."""
     if system_metrics:
         check_system_metrics()
     if trains_here:
@@ -170,7 +174,7 @@ def prepare_campaign(
         lock = CampaignLock(make_client(uri), resume)
         lock.acquire()
     try:
-        return _prepare(cfg, source, uri, resume, target, lock, reproduction, system_metrics, trains_here)
+        return _prepare(cfg, source, uri, resume, target, lock, reproduction, system_metrics, trains_here, exploratory)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -187,6 +191,7 @@ def _prepare(
     reproduction: str | None,
     system_metrics: bool,
     trains_here: bool,
+    exploratory: bool = False,
 ) -> PreparedCampaign:
     engine = get_engine(cfg.engine)
     jobs: list[Job] = []
@@ -212,6 +217,8 @@ def _prepare(
     tags = {"distrepro.paper": cfg.paper or "adhoc", "distrepro.campaign": cfg.name}
     if reproduction:
         tags[REPRODUCTION_TAG] = reproduction
+    if exploratory:
+        tags[EXPLORATORY_TAG] = "true"
     campaign_params = None if resume else flatten_params(config_dict)
     campaign = Campaign(
         experiment,
@@ -285,6 +292,7 @@ def run_campaign(
     resume: str | None = None,
     reproduction: str | None = None,
     system_metrics: bool = False,
+    exploratory: bool = False,
 ) -> CampaignResult:
     """Train ``cfg`` once per seed and log everything; returns the results and run ids.
 
@@ -293,7 +301,7 @@ def run_campaign(
     campaign (its parent run), continued only under the same config (:mod:`distrepro.orchestration.resume`): seeds
     that finished are skipped, the others continue from their latest complete checkpoint
     (``checkpoint.every_steps``, distributed engine) or start over in a new child run.
-    ``reproduction`` and ``system_metrics``: see :func:`prepare_campaign`.
+    ``reproduction``, ``system_metrics`` and ``exploratory``: see :func:`prepare_campaign`.
 
     The cells train here, one after the other (``--jobs 1``); elsewhere, through
     :func:`distrepro.orchestration.executors.dispatch.run_campaigns`, which shares this module's steps.
@@ -302,7 +310,7 @@ def run_campaign(
     check_store(uri)
     with watched(Steps(cfg.name or cfg.method)) as preparing:  # a dataset generated or read: tens of seconds
         preparing.enter(f"building the dataset and the jobs of {len(cfg.seeds)} seed(s)")
-        prep = prepare_campaign(cfg, source, uri, resume, reproduction, system_metrics)
+        prep = prepare_campaign(cfg, source, uri, resume, reproduction, system_metrics, exploratory=exploratory)
     campaign, experiment = prep.campaign, prep.campaign.experiment
     cells: list[CellResult] = []
     try:

@@ -3,9 +3,11 @@
 ``distrepro reproduce`` runs its arms under one umbrella run, so the report (megabytes: its figures are
 inlined in the HTML) is logged there once rather than on each of up to 18 arm runs; a campaign from a
 plain ``distrepro run`` holds its own copy. Each arm's campaign run gets the tally, one tag ``distrepro.verdicts``
-with every claim it takes part in and its verdict, and a ``verdict.<claim id>`` tag per *headline* claim (a column
-per claim of every kind left the runs table with 16 sparse columns); the reproduction's run gets the headline tally
-as metrics (``headline_pass``, ``headline_fail``, ``headline_inconclusive``).
+with every claim it takes part in and its verdict, a ``verdict.<claim id>`` tag per *headline* claim (to filter
+on), and the tag :data:`~distrepro.tracking.ui_view.HEADLINE_TAG` with the verdicts of its headline claims in one
+cell, which the shared runs-table view shows beside the arm's accuracy and emulated time (a column per claim did
+not fit a 1,400 px window: QSR has 8 headline claims); the reproduction's run gets every headline claim in that
+tag, and the headline tally as metrics (``headline_pass``, ``headline_fail``, ``headline_inconclusive``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from distrepro.claims.evidence import group_of
 from distrepro.claims.runs import RunSet
 from distrepro.report import stage
 from distrepro.tracking.mlflow_client import REPRODUCTION_TAG
-from distrepro.tracking.ui_view import VIEW_TAG, view_state
+from distrepro.tracking.ui_view import HEADLINE_TAG
 
 _log = logging.getLogger(__name__)
 
@@ -32,11 +34,33 @@ def claim_arms(claim: Any) -> set[str]:
     return {n for n in names if n}
 
 
+#: the order of the verdict words in :data:`HEADLINE_TAG` (the tally's; DEPENDS: claims.shown)
+_WORDS = ("PASS", "FAIL", "DEPENDS", "INCONCLUSIVE")
+
+
+def headline_cell(words: dict[str, str]) -> str:
+    """``PASS A-C1 A-C2 · FAIL A-C3`` from claim id → verdict word: one word per verdict, not one per claim, so
+    that four claims fit a column a quarter of a 1,400 px window wide."""
+    order = [*_WORDS, *sorted(set(words.values()) - set(_WORDS))]
+    groups = [(w, [c for c, word in words.items() if word == w]) for w in order]
+    return " · ".join(f"{w} {' '.join(ids)}" for w, ids in groups if ids)
+
+
+def headline_words(report: Any) -> dict[str, str]:
+    """Claim id → the verdict word the report shows (DEPENDS where an assumed hardware figure decides it), for
+    every headline claim, in the paper's order."""
+    shown = report.display()
+    by_id = {v.claim_id for v in report.verdicts}
+    return {c.id: shown.of(c.id).word for c in report.claims if c.id in by_id and group_of(c) == "headline"}
+
+
 def verdict_tags(rs: RunSet, report: Any, labels: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Campaign run id → ``verdict.<claim id>`` tags for the claims its arm takes part in, so the MLflow runs
-    table can show (and filter on) each arm's verdicts."""
+    """Campaign run id → ``verdict.<claim id>`` tags and :data:`HEADLINE_TAG` for the headline claims its arm takes
+    part in, and :data:`ALL_VERDICTS_TAG` for all of them, so the MLflow runs table can show (and filter on) each
+    arm's verdicts."""
     by_id = {v.claim_id: v.verdict for v in report.verdicts}
-    headline = {c.id for c in report.claims if group_of(c) == "headline"}
+    words = headline_words(report)
+    headline = set(words)
     arms_of: dict[str, set[str]] = {}
     for run_id, parent in zip(rs.runs["run_id"], rs.runs["parent_run_id"], strict=True):
         if isinstance(parent, str):
@@ -46,6 +70,8 @@ def verdict_tags(rs: RunSet, report: Any, labels: dict[str, str]) -> dict[str, d
         arms = arms_of.get(parent, set())
         mine = [c for c in report.claims if c.id in by_id and claim_arms(c) & arms]
         out[parent] = {"verdict." + _TAG_UNSAFE.sub("_", c.id): by_id[c.id] for c in mine if c.id in headline}
+        if out[parent]:
+            out[parent][HEADLINE_TAG] = headline_cell({c.id: words[c.id] for c in mine if c.id in headline})
         if mine:  # every claim of the arm in one column: a column per claim left the table sparse
             out[parent][ALL_VERDICTS_TAG] = " · ".join(f"{c.id} {by_id[c.id]}" for c in mine)
     return out
@@ -75,10 +101,12 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
 
     Campaigns of one ``distrepro reproduce`` share an umbrella run: the files go there once (a report is
     megabytes; 18 arms used to hold 18 copies). A campaign run on its own (``distrepro run``) gets the files
-    itself. Every campaign run gets the tally (``distrepro.report.verdicts``) and ``verdict.<claim>`` tags."""
+    itself. Every campaign run gets the tally (``distrepro.report.verdicts``) and the verdict tags of
+    :func:`verdict_tags`."""
     from mlflow.entities import RunTag
 
     per_campaign = verdict_tags(rs, report, labels)
+    words = headline_words(report)
     targets: list[str] = []
     stage.enter("logging to MLflow", "(the verdicts as tags)", total=len(rs.campaigns), unit="campaign run")
     for parent in rs.campaigns:
@@ -92,25 +120,19 @@ def log_report(rs: RunSet, report: Any, labels: dict[str, str]) -> list[str]:
         finally:
             stage.advance()
         targets.append(umbrella or parent)
-    verdict_columns = sorted({k for tags in per_campaign.values() for k in tags})
-    if rs.campaigns and verdict_columns:  # the runs-table view of every printed link shows them as columns
-        try:
-            experiment = rs.client.get_run(rs.campaigns[0]).info.experiment_id
-            rs.client.set_experiment_tag(experiment, VIEW_TAG, view_state(verdict_columns))
-        except Exception as exc:
-            _log.warning("could not add the verdict columns to the MLflow view: %s", exc)
     logged = []
     stage.count("uploading the report's files", len(dict.fromkeys(targets)), unit="run")
     for run_id in dict.fromkeys(targets):
         try:
             rs.client.log_artifacts(run_id, str(report.out_dir), artifact_path="report")
             rs.client.set_tag(run_id, "distrepro.report.verdicts", report.summary())
-            if run_id not in rs.campaigns:  # the reproduction's own run: its row shows the headline tally
+            if run_id not in rs.campaigns:  # the reproduction's own run: its row shows every headline verdict
                 from mlflow.entities import Metric
 
                 now = int(time.time() * 1000)
                 metrics = [Metric(k, v, now, 0) for k, v in tally_metrics(report).items()]
-                rs.client.log_batch(run_id, metrics=metrics)
+                headline = [RunTag(HEADLINE_TAG, headline_cell(words))] if words else []
+                rs.client.log_batch(run_id, metrics=metrics, tags=headline)
             logged.append(run_id)
         except Exception as exc:  # the files on disk are still complete; say why MLflow lacks them
             _log.warning("could not log the report to run %s: %s", run_id, exc)

@@ -48,6 +48,7 @@ class Reproduction:
     run_id: str = ""  # the umbrella run: the arms' campaign runs name it, the report is its artifacts
     experiment_id: str = ""
     skipped: list[str] = field(default_factory=list)  # arms a resume found finished (their cells ran before)
+    exploratory: bool = False  # on seeds outside the scale's record: its runs are in the exploratory view
 
 
 def reproduce(
@@ -74,9 +75,10 @@ def reproduce(
     newest of ``paper`` at ``scale``, else the id of its umbrella run; its arms, seeds and overrides are the ones it
     started with, so ``seeds``, ``overrides``, ``arms`` and ``with_arms`` must not be given.
 
-    Each arm's campaign run (tag ``distrepro.reproduction``: the umbrella) stays a top-level row of the runs table, its
-    seeds its children, so its metric columns show unexpanded; the umbrella, a top-level row too, comes first in the
-    shared view (:func:`_sort_first`) and ends FINISHED, FAILED or KILLED as the reproduction does."""
+    Each arm's campaign run names the umbrella in the tag ``distrepro.reproduction`` and stays a top-level row of
+    the runs table (its seeds are its children), so the arms' metric columns show without expanding anything. The
+    umbrella is a top-level row too, after its arms in the shared view (newest first); it ends FINISHED, FAILED or
+    KILLED as the reproduction does. An exploratory one tags all its runs (:mod:`distrepro.tracking.ui_view`)."""
     from distrepro.tracking.mlflow_client import DESCRIPTION_TAG, resolve_tracking_uri
 
     info = _paper_with_arms(paper, root)
@@ -90,10 +92,10 @@ def reproduce(
         umbrella = _umbrella(paper, info, chosen, start, uri, root, exploratory)
     built = None
     with umbrella:
-        assert umbrella.run_id is not None
+        run_id = umbrella.run_id
+        assert run_id is not None
         umbrella.set_tags({DESCRIPTION_TAG: _umbrella_note(paper, chosen)})
-        _sort_first(umbrella)
-        trained = train_arms(configs, executor, uri, umbrella.run_id, show_progress, system_metrics, resumes)
+        trained = train_arms(configs, executor, uri, run_id, show_progress, system_metrics, resumes, exploratory)
         campaigns = {name: skipped.get(name) or trained[name] for name in chosen if name in skipped or name in trained}
         if report:  # products go to the report's folder and are part of it: train only means no products either
             built = report_reproduction(
@@ -109,7 +111,7 @@ def reproduce(
                 dependence,
                 exploratory,
             )
-    return Reproduction(paper, campaigns, built, umbrella.run_id, umbrella.experiment_id or "", list(skipped))
+    return Reproduction(paper, campaigns, built, run_id, umbrella.experiment_id or "", list(skipped), exploratory)
 
 
 def _preparing(paper: str) -> Steps:
@@ -245,16 +247,13 @@ def _exploratory(paper: str, paper_file: Path | None, start: _Start) -> bool:
     return True
 
 
-#: the umbrella tag of a reproduction on seeds outside its scale's record (its report is written apart)
-EXPLORATORY_TAG = "distrepro.exploratory"
-
-
 def _umbrella(
     paper: str, info: PaperInfo, chosen: list[str], start: _Start, uri: str, root: Path | None, exploratory: bool
 ) -> Campaign:
     """The umbrella run (not yet open): new, tagged with how it started (what a resume reads back), or the resumed
     one."""
     from distrepro.tracking.mlflow_client import Campaign, experiment_name
+    from distrepro.tracking.ui_view import EXPLORATORY_TAG
 
     return Campaign(
         experiment_name(paper),
@@ -321,22 +320,6 @@ def _plan_resume(
             resumes[arm.name] = run.info.run_id
         left.append(arm)
     return skipped, resumes, left
-
-
-def _sort_first(umbrella: Any) -> None:
-    """Log the metric the shared view sorts on (:data:`~distrepro.tracking.ui_view.REPRODUCTION_SORT_METRIC`, the
-    start in Unix seconds) now, so that the run is the table's first row while its arms train, and make sure the
-    experiment's view sorts on it."""
-    import time
-
-    from mlflow.entities import Metric
-
-    from distrepro.tracking.ui_view import REPRODUCTION_SORT_METRIC, refresh_view
-
-    now = time.time()
-    metric = Metric(REPRODUCTION_SORT_METRIC, round(now), int(now * 1000), 0)
-    umbrella.client.log_batch(umbrella.run_id, metrics=[metric])
-    refresh_view(umbrella.client, umbrella.experiment_id or "")
 
 
 def _umbrella_note(paper: str, arms: list[str]) -> str:

@@ -68,9 +68,11 @@ def train_arms(
     show_progress: bool | None,
     system_metrics: bool,
     resumes: dict[str, str] | None = None,
+    exploratory: bool = False,
 ) -> dict[str, CampaignResult]:
     """One campaign per arm, each naming the umbrella run; returns them by arm name. ``resumes``: arm name → the
-    campaign run it continues (``reproduce --resume``); the other arms start new campaigns."""
+    campaign run it continues (``reproduce --resume``); the other arms start new campaigns. ``exploratory``: the
+    reproduction runs seeds outside its scale's record, and its arms and seeds are tagged so."""
     resumes = resumes or {}
     if not arms:
         return {}
@@ -85,12 +87,13 @@ def train_arms(
                 resume=resumes.get(arm.name),
                 reproduction=umbrella_run_id,
                 system_metrics=system_metrics,
+                exploratory=exploratory,
             )
             for arm in arms
         ]
         done = run_campaigns(requests, pool, show_progress)
         return {arm.name: result for arm, result in zip(arms, done, strict=True)}
-    return _one_after_the_other(arms, uri, umbrella_run_id, show_progress, system_metrics, resumes)
+    return _one_after_the_other(arms, uri, umbrella_run_id, show_progress, system_metrics, resumes, exploratory)
 
 
 def _clock(seconds: float) -> str:
@@ -105,6 +108,7 @@ def _one_after_the_other(
     show_progress: bool | None,
     system_metrics: bool,
     resumes: dict[str, str],
+    exploratory: bool,
 ) -> dict[str, CampaignResult]:
     """The arms here, in order, each announced with the cell counter, the arm's name and an ETA (the mean wall time
     of the cells so far times the cells left), as the executors' cell lines say it."""
@@ -128,6 +132,7 @@ def _one_after_the_other(
             resume=resumes.get(arm.name),
             reproduction=umbrella_run_id,
             system_metrics=system_metrics,
+            exploratory=exploratory,
         )
         done += n
     return out

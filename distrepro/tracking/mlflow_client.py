@@ -46,7 +46,7 @@ from distrepro.tracking.runlog import (
     flatten_params,
     status_for,
 )
-from distrepro.tracking.ui_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, VIEW_TAG, view_state
+from distrepro.tracking.ui_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, ensure_views, view_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -198,7 +198,7 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
             return client.create_experiment(
                 name,
                 artifact_location=artifact_location,
-                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND, VIEW_TAG: view_state()},
+                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND, **view_tags()},
             )
         except MlflowException as exc:
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
@@ -214,8 +214,7 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
         )
     if exp.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:  # made before distrepro set the kind
         client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
-    if VIEW_TAG not in exp.tags:  # the view every printed link opens (a report later adds its verdict columns)
-        client.set_experiment_tag(exp.experiment_id, VIEW_TAG, view_state())
+    ensure_views(client, exp.experiment_id, exp.tags)  # the views every printed link opens, as this version draws them
     return exp.experiment_id
 
 

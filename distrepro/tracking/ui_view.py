@@ -1,13 +1,42 @@
 """What the MLflow UI shows of distrepro's runs: the experiment marked as model training, the shared runs-table
-view (its metric and tag columns), and the addresses every command prints.
+views (the confirmatory runs, the exploratory ones), and the addresses every command prints.
 
-Apart from :mod:`distrepro.tracking.mlflow_client` (the store itself) because these are the UI's conventions,
-restated from MLflow 3.17's UI, and change with it.
+Apart from :mod:`distrepro.tracking.mlflow_client` (the store itself) because these are the UI's conventions, not
+MLflow's API: restated here from the UI of MLflow 3.17.2 (the version installed by the lock; its sources under
+``mlflow/server/js/src/experiment-tracking/components/experiment-page``), and they change with it.
+
+* **A shared view.** The runs page reads a view from the experiment tag ``mlflow.sharedViewState.<key>`` when
+  its address carries ``viewStateShareKey=<key>`` (``useSharedExperimentViewState``): a JSON object whose search
+  facets (``searchFilter``, ``orderByKey``, ``orderByAsc``, ...) and table state (``selectedColumns``,
+  ``columnOrder``, ``columnWidths``, ``runsHiddenMode``, ``hideEmptyCharts``, ...) replace the browser's own. Five
+  fields are never taken from a shared view: ``runsExpanded``, ``runsPinned``, ``runsHidden``,
+  ``runsVisibilityMap``, ``autoRefreshEnabled``. So a view can choose, order and size the columns, sort and filter,
+  but cannot pin a run or open an arm.
+* **Nested runs.** A run with the tag ``mlflow.parentRunId`` is drawn under its parent (which expands to it) only
+  while the table is unsorted and unfiltered, or sorted by start time (``orderByKey`` ``attributes.start_time``,
+  with or without a filter); sorted by anything else, every run is a flat row. So both views sort by start time,
+  newest first: each arm (a campaign run) is a row and its seeds are under it; the ``reproduce`` run, which starts
+  before its arms, is the row after them.
+* **Columns.** A column is named by its id: ``metrics.`<key>```, ``tags.`<key>```, ``attributes.`Run Name```,
+  ``runDateAndNestInfo`` (Created) and ``duration`` (Duration). The checkbox, Run Name and Created columns are
+  pinned left and Duration is always shown; ``selectedColumns`` chooses the metric and tag columns, which
+  otherwise follow in that order as "Metrics" then "Tags". ``columnOrder`` reorders columns by id and
+  ``columnWidths`` sizes them in pixels, a width being applied only to a column that ``columnOrder`` lists. The UI
+  never shrinks columns to fit: what passes the right edge needs scrolling, so :data:`VIEW_COLUMNS` are sized for a
+  1,366 px laptop screen and a 1,400 px window (:data:`VIEW_WIDTH_PX`, see there).
+* **The search filter** goes to the store as written; MLflow's SQL store reads ``tags.`<key>` IS NULL`` as "runs
+  without that tag", which keeps the confirmatory view on runs from before the exploratory tag existed.
+* **The Assistant panel.** On a server reached as ``localhost``, ``127.0.0.1`` or ``::1`` the UI opens its
+  Assistant panel, a quarter of the window, the first time a browser visits one (browser storage
+  ``mlflow.assistant.fab.autoOpenedOnFirstLoad``); once closed it stays closed (``mlflow.assistant.panelOpen``).
+  No view state reaches it, so :data:`VIEW_COLUMNS` fit beside MLflow's left sidebar with that panel closed.
+* **The workflow.** ``workflowType=machine_learning`` in the address, or the experiment tag
+  :data:`EXPERIMENT_KIND_TAG`, selects the "Model training" pages instead of MLflow 3's GenAI ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
 from typing import Any
 
 # MLflow 3's UI opens an experiment on its GenAI pages (traces, sessions) unless the experiment is
@@ -16,81 +45,98 @@ from typing import Any
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING_KIND = "custom_model_development"
 
+#: the tag of every run of an exploratory reproduction (on seeds outside its scale's pre-registration record): its
+#: umbrella run, its arms' campaign runs and their seed runs. The confirmatory view leaves them out, the exploratory
+#: view shows only them
+EXPLORATORY_TAG = "distrepro.exploratory"
+#: the tag with the verdicts of the headline claims an arm takes part in, by verdict (``PASS A-C1 A-C2 · FAIL
+#: A-C3``; every headline claim on the ``reproduce`` run), written with the report (distrepro.report.publish)
+HEADLINE_TAG = "distrepro.headline"
 
-#: the runs-table view distrepro's links open: MLflow reads a shared view from the experiment tag
-#: ``mlflow.sharedViewState.<key>`` when the page's address carries ``viewStateShareKey=<key>`` (the UI's own
-#: "share view" mechanism, MLflow 3.17). Without it the runs table shows no metric column at all.
+#: the view distrepro's links open (the confirmatory runs), and the one of the exploratory runs
 VIEW_KEY = "distrepro"
+EXPLORATORY_VIEW_KEY = "distrepro-exploratory"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
-#: the metric columns of that view: each arm's mean over seeds and its interval (tracking/aggregates.py), time to target
-#: (short names that stay apart when a header truncates: orchestration/arm_summary.py's SHORT)
-VIEW_METRICS = (
-    "acc_mean",
-    "acc_lo95",
-    "acc_hi95",
-    "emu_s_mean",
-    "emu_s_lo95",
-    "emu_s_hi95",
-    "time_to_target_s",
-    "seeds_finished",
-    "headline_pass",
-    "headline_fail",
-    "headline_inconclusive",
+EXPLORATORY_VIEW_TAG = f"mlflow.sharedViewState.{EXPLORATORY_VIEW_KEY}"
+
+#: the columns a 1,400 px window shows without scrolling, in order, with their widths (px): the run, then per arm
+#: its mean emulated time and accuracy over seeds with the bounds of their 95 % interval (short names that stay
+#: apart when a header is cut: distrepro.orchestration.arm_summary's SHORT), then its headline verdicts. Run Name,
+#: Created and Duration are narrowed from MLflow's 190, 150 and 80 px to make room
+VIEW_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("attributes.`Run Name`", 145),
+    ("runDateAndNestInfo", 100),
+    ("duration", 60),
+    ("metrics.`emu_s_mean`", 82),
+    ("metrics.`emu_s_lo95`", 82),
+    ("metrics.`emu_s_hi95`", 82),
+    ("metrics.`acc_mean`", 74),
+    ("metrics.`acc_lo95`", 74),
+    ("metrics.`acc_hi95`", 74),
+    (f"tags.`{HEADLINE_TAG}`", 250),
 )
+#: the width those columns take with MLflow's checkbox column (73 px). Beside MLflow's left sidebar the table is
+#: 1,145 px wide at a 1,400 px window and 1,111 px at a 1,366 px laptop screen: this leaves room for a vertical
+#: scrollbar at both
+VIEW_WIDTH_PX = 73 + sum(width for _, width in VIEW_COLUMNS)
+#: after them, past the right edge: seeds finished, time to target, the ``reproduce`` run's headline tally and
+#: every claim of the arm with its verdict (distrepro.report.publish)
+MORE_COLUMNS = (
+    "metrics.`seeds_finished`",
+    "metrics.`time_to_target_s`",
+    "metrics.`headline_pass`",
+    "metrics.`headline_fail`",
+    "metrics.`headline_inconclusive`",
+    "tags.`distrepro.verdicts`",
+)
+#: the runs of each view, as MLflow's search reads them
+CONFIRMATORY_FILTER = f"tags.`{EXPLORATORY_TAG}` IS NULL"
+EXPLORATORY_FILTER = f"tags.`{EXPLORATORY_TAG}` = 'true'"
 
 
-#: a metric only ``reproduce`` runs log, at their start: Unix seconds. The shared view sorts on it, newest first, and
-#: MLflow puts runs without it after, in its own order (start time, newest first). So the ``reproduce`` runs, which
-#: hold the report and the headline tally, are the table's first rows: by start time alone a ``reproduce`` run, which
-#: opens before its arms and seeds, sorted below all of them, past the first page. MLflow cannot move a run's start
-#: time once it exists, and a shared view cannot pin runs (MLflow 3.17 drops ``runsPinned`` from a shared view).
-REPRODUCTION_SORT_METRIC = "reproduction_start_s"
-
-
-def view_state(tags: Sequence[str] = ()) -> str:
-    """The shared runs-table view (JSON): :data:`VIEW_METRICS` and ``tags`` (e.g. ``verdict.<claim>``) as columns,
-    sorted by :data:`REPRODUCTION_SORT_METRIC` (the ``reproduce`` runs first, then MLflow's default order)."""
-    import json
-
-    columns = [*(f"metrics.`{m}`" for m in VIEW_METRICS), *(f"tags.`{t}`" for t in tags)]
+def view_state(exploratory: bool = False) -> str:
+    """A shared runs-table view (JSON): :data:`VIEW_COLUMNS` first, then :data:`MORE_COLUMNS`; newest first by
+    start time, so that seeds stay under their arm; the confirmatory runs, or with ``exploratory`` the others."""
+    selectable = [c for c, _ in VIEW_COLUMNS if c.startswith(("metrics.", "tags."))]
     return json.dumps(
         {
-            "selectedColumns": columns,
+            "searchFilter": EXPLORATORY_FILTER if exploratory else CONFIRMATORY_FILTER,
+            "orderByKey": "attributes.start_time",
+            "orderByAsc": False,
+            "selectedColumns": [*selectable, *MORE_COLUMNS],
+            "columnOrder": [*(c for c, _ in VIEW_COLUMNS), *MORE_COLUMNS],
+            "columnWidths": dict(VIEW_COLUMNS),
             "runsHiddenMode": "SHOW_ALL",
             "hideEmptyCharts": True,
-            "orderByKey": f"metrics.`{REPRODUCTION_SORT_METRIC}`",
-            "orderByAsc": False,
         }
     )
 
 
-def view_tags(state: str | None) -> list[str]:
-    """The tag columns of a view written by :func:`view_state` (none for another view)."""
-    import json
-
-    try:
-        parsed = json.loads(state or "{}")
-    except ValueError:
-        return []
-    columns = parsed.get("selectedColumns", []) if isinstance(parsed, dict) else []
-    return [c[len("tags.`") : -1] for c in columns if isinstance(c, str) and c.startswith("tags.`") and c.endswith("`")]
+def view_tags() -> dict[str, str]:
+    """The experiment tags that hold both views, as :func:`view_state` writes them now."""
+    return {VIEW_TAG: view_state(), EXPLORATORY_VIEW_TAG: view_state(exploratory=True)}
 
 
-def refresh_view(client: Any, experiment_id: str) -> None:
-    """Rewrite the experiment's shared view as :func:`view_state` writes it now, keeping its tag columns (a view
-    written by an older distrepro lacks the sort)."""
-    tags = view_tags(client.get_experiment(experiment_id).tags.get(VIEW_TAG))
-    client.set_experiment_tag(experiment_id, VIEW_TAG, view_state(tags))
+def ensure_views(client: Any, experiment_id: str, tags: dict[str, str] | None = None) -> None:
+    """Write both views on the experiment where they differ from :func:`view_tags` (missing, or written by another
+    distrepro); ``tags``: the experiment's tags when the caller has them (no read then)."""
+    if tags is None:
+        tags = client.get_experiment(experiment_id).tags
+    for key, value in view_tags().items():
+        if tags.get(key) != value:
+            client.set_experiment_tag(experiment_id, key, value)
 
 
-def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000") -> str:
-    """The MLflow UI page with the runs table of an experiment, in distrepro's view (:data:`VIEW_TAG`).
+def ui_url(experiment_id: str, base: str = "http://127.0.0.1:5000", exploratory: bool = False) -> str:
+    """The MLflow UI page with the runs table of an experiment, in distrepro's view of its confirmatory runs (or
+    with ``exploratory`` of its exploratory ones).
 
     ``workflowType=machine_learning`` selects the UI's "Model training" view: MLflow 3.17 chooses
     the view from that query parameter (else from the browser's last choice, GenAI by default)
     before it looks at the experiment's kind tag.
     """
-    query = f"viewStateShareKey={VIEW_KEY}&workflowType=machine_learning"
+    key = EXPLORATORY_VIEW_KEY if exploratory else VIEW_KEY
+    query = f"viewStateShareKey={key}&workflowType=machine_learning"
     return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?{query}"
 
 

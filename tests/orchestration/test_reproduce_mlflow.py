@@ -58,24 +58,23 @@ def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, m
 
 
 def _table_order(client, experiment_id: str) -> list[str]:
-    """The runs in the order the printed link's table shows them: its shared view's sort, as MLflow's UI asks it."""
+    """The table's rows in the order the printed link shows them: its shared view's filter and sort, as MLflow's UI
+    asks them; a run with a parent is drawn under it, not as a row (distrepro.tracking.ui_view)."""
     import json
 
     from distrepro.tracking.ui_view import VIEW_TAG
 
     view = json.loads(client.get_experiment(experiment_id).tags[VIEW_TAG])
     order = f"{view['orderByKey']} {'ASC' if view['orderByAsc'] else 'DESC'}"
-    return [r.info.run_id for r in client.search_runs([experiment_id], order_by=[order])]
+    runs = client.search_runs([experiment_id], view["searchFilter"], order_by=[order])
+    return [r.info.run_id for r in runs if "mlflow.parentRunId" not in r.data.tags]
 
 
 @pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
-def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_comes_first(
+def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_follows_its_arms(
     paper_root: Path, mlflow_uri: str, jobs: int
 ) -> None:
-    import json
-
     from distrepro.orchestration.executors.selection import ExecutorSpec
-    from distrepro.tracking.ui_view import VIEW_TAG
 
     executor = ExecutorSpec("local", jobs=jobs) if jobs > 1 else None
     result = reproduce("tinypaper", show_progress=False, root=paper_root, executor=executor)
@@ -84,26 +83,27 @@ def test_each_arm_run_ends_with_its_last_cell_and_the_reproduction_comes_first(
     arms = []
     for campaign in result.campaigns.values():
         arm = client.get_run(campaign.parent_run_id).info
-        cells = [client.get_run(c.run_id).info for c in campaign.cells]
-        assert arm.end_time == max(c.end_time for c in cells)  # not when the process closed every arm
-        assert arm.start_time == min(c.start_time for c in cells)  # not when the process opened every arm
+        cells = [client.get_run(c.run_id) for c in campaign.cells]
+        assert all(c.data.tags["mlflow.parentRunId"] == arm.run_id for c in cells)  # drawn under their arm
+        assert arm.end_time == max(c.info.end_time for c in cells)  # not when the process closed every arm
+        assert arm.start_time == min(c.info.start_time for c in cells)  # not when the process opened every arm
         assert arm.end_time < umbrella.end_time  # the report came after the arm
-        assert arm.start_time > umbrella.start_time  # so MLflow's own newest-first sort puts the umbrella last
-        arms.append((arm.start_time, min(c.end_time for c in cells)))
-    (_, first_cell_end), (second_start, _) = sorted(arms)
+        assert arm.start_time > umbrella.start_time  # so the newest-first table puts the umbrella after its arms
+        arms.append((arm.start_time, min(c.info.end_time for c in cells), arm.run_id))
+    (_, first_cell_end, first), (second_start, _, second) = sorted(arms)
     assert second_start >= first_cell_end  # each arm has as many seeds as there are slots: the second arm waits
-    assert _table_order(client, result.experiment_id)[0] == result.run_id
-    view = json.loads(client.get_experiment(result.experiment_id).tags[VIEW_TAG])
-    assert "tags.`distrepro.verdicts`" in view["selectedColumns"]  # the report's columns kept the sort
+    assert _table_order(client, result.experiment_id) == [second, first, result.run_id]
 
 
 def test_a_later_reproduction_comes_before_the_earlier_one(paper_root: Path, mlflow_uri: str) -> None:
-    runs = [reproduce("tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root).run_id]
-    runs.append(reproduce("tinypaper", seeds=(0,), show_progress=False, root=paper_root).run_id)
+    runs = [reproduce("tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root)]
+    runs.append(reproduce("tinypaper", seeds=(0,), show_progress=False, root=paper_root))
     client = make_client(mlflow_uri)
     experiment = client.get_experiment_by_name("distrepro/tinypaper").experiment_id
     order = _table_order(client, experiment)
-    assert order[:2] == runs[::-1] and len(order) == 2 + 2 * 2 * 2  # then the arms and seeds, newest first
+    later = sorted((c.parent_run_id for c in runs[1].campaigns.values()), key=order.index)
+    earlier = sorted((c.parent_run_id for c in runs[0].campaigns.values()), key=order.index)
+    assert order == [*later, runs[1].run_id, *earlier, runs[0].run_id]  # each reproduction after its arms
 
 
 def test_reproduce_says_its_size_and_estimated_time_before_training(

@@ -35,6 +35,21 @@ def _verdict(folder: Path) -> dict[str, Any]:
     return {**v, "exploratory": data.get("exploratory")}
 
 
+def _check_views_split(uri: str) -> None:
+    """The exploratory reproduction's runs (its umbrella, arms and seeds) are the exploratory view's; the registered
+    one's are the confirmatory view's (distrepro.tracking.ui_view)."""
+    from distrepro.tracking.mlflow_client import make_client
+    from distrepro.tracking.ui_view import CONFIRMATORY_FILTER, EXPLORATORY_FILTER
+
+    client = make_client(uri)
+    exp = client.get_experiment_by_name("distrepro/tinypaper").experiment_id
+    explored = sorted(r.info.run_name for r in client.search_runs([exp], EXPLORATORY_FILTER))
+    assert explored == ["local", "local/s7", "reproduce tinypaper (proxy)", "sync", "sync/s7"]
+    registered = sorted(r.info.run_name for r in client.search_runs([exp], CONFIRMATORY_FILTER))
+    assert [n for n in registered if "/s" in n] == ["local/s0", "local/s1", "sync/s0", "sync/s1"]
+    assert len(registered) == 7  # and the umbrella, the two arms
+
+
 def test_seeds_outside_the_record_report_apart_fresh_and_resumed(
     paper_root: Path, mlflow_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,7 +62,10 @@ def test_seeds_outside_the_record_report_apart_fresh_and_resumed(
 
     # fresh: one seed outside the record
     assert main(["reproduce", "tinypaper", "--seeds", "7", "--no-progress"]) == 0
-    assert "exploratory runs, judged in reports/tinypaper/exploratory/" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "exploratory runs, judged in reports/tinypaper/exploratory/" in said.err
+    assert "viewStateShareKey=distrepro-exploratory" in said.out  # its link opens the runs table's exploratory view
+    _check_views_split(mlflow_uri)
     assert _files(registered) == before  # byte for byte
     exploratory = registered / "exploratory"
     md = (exploratory / "report.md").read_text()

@@ -60,6 +60,7 @@ class CampaignRequest:
     resume: str | None = None
     reproduction: str | None = None
     system_metrics: bool = False
+    exploratory: bool = False  # an arm of an exploratory reproduction (tracking.ui_view.EXPLORATORY_TAG)
 
 
 def check_remote_store(uri: str, executor: Any) -> None:
@@ -97,7 +98,11 @@ def run_campaigns(
         with watched(preparing):
             preparing.enter("building the datasets and jobs", total=len(requests), unit="campaign")
             for r in requests:
-                prepared.append(prepare_campaign(r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here))
+                prepared.append(
+                    prepare_campaign(
+                        r.cfg, r.source, uri, r.resume, r.reproduction, trains_here=here, exploratory=r.exploratory
+                    )
+                )
                 preparing.advance()
     except BaseException:
         _release(prepared)  # a resumed campaign is locked once prepared
