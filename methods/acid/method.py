@@ -48,7 +48,8 @@ class Params(api.MethodParams):
     #: each worker moves its replica by N(0, init_spread²) per parameter at setup: distinct starting points,
     #: whose consensus the gossip then restores (pure-gossip consensus claims)
     init_spread: float = Field(default=0.0, ge=0)
-    #: false: gradients are computed (time passes as in training) but not applied; only gossip moves x
+    #: false: gradients are neither computed nor applied, only charged (time passes as in training; the forward runs
+    #: for the logged loss); only gossip moves x
     apply_gradients: bool = True
     #: heterogeneous objectives: worker i's gradient gets a fixed c_i ~ N(0, gradient_shift²) per parameter,
     #: i.e. its objective is f + ⟨c_i, x⟩ (the c_i differ across workers, so their optima do)
