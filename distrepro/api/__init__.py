@@ -57,7 +57,15 @@ from distrepro.api.overlap import all_reduce_overlapped
 from distrepro.api.params import PEAK_LR, method_optimizer
 from distrepro.api.plan import MethodPlan, ParamShape, Transfer
 from distrepro.api.report_context import ClaimView, EvalPoint, Product, ReportContext
-from distrepro.api.tensors import broadcast_buffers, float_buffers, grads_of, set_lr, sgd, state_tensors
+from distrepro.api.tensors import (
+    broadcast_buffers,
+    flat_parameters,
+    float_buffers,
+    grads_of,
+    set_lr,
+    sgd,
+    state_tensors,
+)
 from distrepro.data.loading import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -113,6 +121,7 @@ __all__ = [
     "WorkerContext",
     "all_reduce_overlapped",
     "broadcast_buffers",
+    "flat_parameters",
     "float_buffers",
     "generator",
     "grads_of",

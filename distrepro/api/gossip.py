@@ -31,7 +31,8 @@ class GossipEndpoint(Protocol):
         """The neighbours to try, in the order to try them (the method's random order)."""
 
     def snapshot(self) -> torch.Tensor:
-        """The vector to send now, as it is (the reference sends x without locking or mixing it)."""
+        """The vector to send now, as it is (the reference sends x without locking or mixing it). The agent copies it
+        at once, so this may be the method's live buffer (A²CiD²'s x, which its parameters are views of)."""
 
     def receive(self, t: float, peer: int, vector: torch.Tensor) -> None:
         """An exchange with ``peer`` ended at virtual time ``t``: average ``vector`` (the peer's vector as it

@@ -201,6 +201,7 @@ class WorkerContext(Protocol):
         zero_grad: bool = True,
         forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
         on_bucket: Callable[[int, list[torch.nn.Parameter]], None] | None = None,
+        backward: bool = True,
     ) -> float:
         """Forward and backward pass with the harness's loss; gradients land in ``model``.
 
@@ -212,6 +213,11 @@ class WorkerContext(Protocol):
         clock and returns the mean loss of the batch. ``forward_with`` runs the forward through
         a wrapper of ``model`` instead of ``model`` itself (a DeepSpeed engine, whose backward
         hooks must see the graph); it must compute ``model``'s function, as that is what is charged.
+
+        ``backward=False``: for a method that would throw the gradients away (A²CiD²'s pure-gossip arms). The
+        forward runs without autograd (the loss, BatchNorm statistics and any dropout draws are those of the full
+        call), no backward runs and no gradient is written, yet the whole forward and backward is charged: the
+        emulated clock and every metric are as with the gradients. Not with ``on_bucket``.
         """
         ...
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from distrepro.api.collectives import Comm, Group
@@ -51,6 +53,32 @@ def broadcast_buffers(comm: Comm, buffers: list[torch.Tensor], src: int = 0, gro
     for b in buffers:
         b.copy_(flat[offset : offset + b.numel()].view_as(b))
         offset += b.numel()
+
+
+def flat_parameters(parameters: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Move ``parameters`` into one new contiguous buffer and return it; each parameter's ``data`` becomes a view of
+    its slice (values, gradients, the parameter objects and the optimizers holding them are unchanged).
+
+    Why: a method that moves whole replicas (gossip, averaging) can then write the buffer in place, instead of
+    copying the parameters to a flat vector and back at every event (``parameters_to_vector`` /
+    ``vector_to_parameters``). The arithmetic is the same element by element, so the numbers are too. The aliasing
+    lasts until something rebinds a parameter's ``data`` (``vector_to_parameters``, ``module.to`` to another device
+    or dtype): call it once, in ``setup``, on a model that stays where it is.
+    """
+    params = list(parameters)
+    if not params:
+        return torch.zeros(0)
+    mixed = {(p.dtype, p.device) for p in params}
+    if len(mixed) > 1:
+        raise ValueError(f"flat_parameters: one dtype and device needed, got {sorted(map(str, mixed))}")
+    with torch.no_grad():
+        flat = torch.cat([p.detach().reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.data = flat[offset : offset + n].view_as(p)
+        offset += n
+    return flat
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

@@ -6,6 +6,7 @@ The harness owns the loss (cross-entropy) and charges the modelled compute time 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
@@ -112,13 +113,17 @@ class HarnessWorker:
         zero_grad: bool = True,
         forward_with: Callable[[torch.Tensor], torch.Tensor] | None = None,
         on_bucket: Callable[[int, list[torch.nn.Parameter]], None] | None = None,
+        backward: bool = True,
     ) -> float:
         """See :meth:`distrepro.api.method.WorkerContext.forward_backward`; ``on_bucket(i, params)`` is called at the
-        virtual time DDP's gradient bucket ``i`` would be ready (:mod:`distrepro.api.overlap`)."""
+        virtual time DDP's gradient bucket ``i`` would be ready (:mod:`distrepro.api.overlap`). ``backward=False``
+        charges the same time as the full call (the charge is modelled, never measured) but computes no gradient."""
+        if not backward and on_bucket is not None:
+            raise ValueError("forward_backward(backward=False) computes no gradient: no bucket is ever ready")
         if zero_grad:
             self.model.zero_grad(set_to_none=True)
         if len(batch) == 0:  # a worker allocated no data contributes a zero gradient for free
-            for p in self.model.parameters():
+            for p in self.model.parameters() if backward else ():
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
             self.gradients += 1
@@ -129,12 +134,16 @@ class HarnessWorker:
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
         targets = batch.targets.to(self.device, non_blocking=True)
-        if forward_with is None and self.batcher is not None and self.batcher.eligible(self):
+        if backward and forward_with is None and self.batcher is not None and self.batcher.eligible(self):
             self.last_loss = self.batcher.forward_backward(self, inputs, targets)
         else:
-            out = (forward_with or self.model)(inputs)
-            loss = F.cross_entropy(out, targets, label_smoothing=self.label_smoothing)
-            loss.backward()
+            # without the backward, the forward needs no graph either; its loss (and BatchNorm statistics, dropout
+            # draws) are bit for bit those of the autograd forward
+            with contextlib.nullcontext() if backward else torch.no_grad():
+                out = (forward_with or self.model)(inputs)
+                loss = F.cross_entropy(out, targets, label_smoothing=self.label_smoothing)
+            if backward:
+                loss.backward()
             self.last_loss = float(loss.detach())
         n = len(batch)
         dt = self._charge(self.rank, n, self.gradients, self.clock.now())

@@ -198,7 +198,12 @@ class _ProbeContext:
         return build_optimizer(parameters, overlay(default, self._optimizer_override))
 
     def forward_backward(
-        self, batch: Batch, zero_grad: bool = True, forward_with: Any = None, on_bucket: Any = None
+        self,
+        batch: Batch,
+        zero_grad: bool = True,
+        forward_with: Any = None,
+        on_bucket: Any = None,
+        backward: bool = True,  # charged alike either way (harness_worker); the zeros stand for any gradient
     ) -> float:
         if zero_grad:
             self.model.zero_grad(set_to_none=True)

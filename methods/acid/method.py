@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import torch
 from pydantic import Field, model_validator
-from torch.nn.utils import clip_grad_norm_, parameters_to_vector, vector_to_parameters
+from torch.nn.utils import clip_grad_norm_
 
 from distrepro import api
 
@@ -48,7 +48,8 @@ class Params(api.MethodParams):
     #: each worker moves its replica by N(0, init_spread²) per parameter at setup: distinct starting points,
     #: whose consensus the gossip then restores (pure-gossip consensus claims)
     init_spread: float = Field(default=0.0, ge=0)
-    #: false: gradients are computed (time passes as in training) but not applied; only gossip moves x
+    #: false: gradients are neither computed nor applied, only charged (time passes as in training; the forward runs
+    #: for the logged loss); only gossip moves x
     apply_gradients: bool = True
     #: heterogeneous objectives: worker i's gradient gets a fixed c_i ~ N(0, gradient_shift²) per parameter,
     #: i.e. its objective is f + ⟨c_i, x⟩ (the c_i differ across workers, so their optima do)
@@ -127,7 +128,8 @@ class Method(api.Method[Params]):
                     # drawn on the CPU from the worker's generator (the same numbers on every device), then moved
                     noise = torch.randn(q.shape, generator=ctx.rng, dtype=q.dtype).to(q.device)
                     q.add_(noise, alpha=p.init_spread)
-            x = parameters_to_vector(self.params_list)
+        #: x: the replica's parameters, which are views of it (api.flat_parameters): every event acts on it in place
+        self.x = api.flat_parameters(self.params_list)
         self.shift = None
         if p.gradient_shift > 0:
             gen = torch.Generator().manual_seed(ctx.seed("acid-gradient-shift"))
@@ -135,7 +137,7 @@ class Method(api.Method[Params]):
             self.shift = [
                 (sigma * torch.randn(q.shape, generator=gen, dtype=q.dtype)).to(q.device) for q in self.params_list
             ]
-        self.x_tilde = x.clone() if p.apply_acid else None  # x̃ starts at x (the reference: after averaging inits)
+        self.x_tilde = self.x.clone() if p.apply_acid else None  # x̃ starts at x (the reference: after averaging inits)
         self.t_last: float | None = None  # virtual time of this worker's last event
         self.unit: float | None = None  # seconds per gradient: the ODE's time unit (EMA, as the reference)
         self.rng = ctx.rng
@@ -154,19 +156,17 @@ class Method(api.Method[Params]):
         return [self.neighbours[i] for i in order]
 
     def snapshot(self) -> torch.Tensor:
-        with torch.no_grad():
-            return parameters_to_vector(self.params_list)
+        return self.x  # x itself: both engines' agents copy what they send (distrepro.api.gossip)
 
     def receive(self, t: float, peer: int, vector: torch.Tensor) -> None:
         with torch.no_grad():
             x = self._mix_to(t)
             dynamics.average_(x, self.x_tilde, vector, self.alpha, self.alpha_tilde)
-            vector_to_parameters(x, self.params_list)
 
     # ------------------------------------------------------------------ events
     def _mix_to(self, t: float) -> torch.Tensor:
-        """Move (x, x̃) forward to virtual time ``t``; returns x as a flat vector (write it back after)."""
-        x = parameters_to_vector(self.params_list)
+        """Move (x, x̃) forward to virtual time ``t``, in place; returns x (the parameters' buffer)."""
+        x = self.x
         if self.x_tilde is not None and self.t_last is not None and self.unit and t > self.t_last:
             dynamics.mix_(x, self.x_tilde, self.eta, (t - self.t_last) / self.unit)
         self.t_last = t if self.t_last is None else max(self.t_last, t)
@@ -196,9 +196,11 @@ class Method(api.Method[Params]):
 
     def _compute(self, ctx: api.WorkerContext, batch: api.Batch) -> float:
         """Forward and backward; returns the compute time it took. The first one also sets the time unit (the
-        reference measures it on an initialising gradient); the others enter it after their step."""
+        reference measures it on an initialising gradient); the others enter it after their step. Without
+        ``apply_gradients`` the gradient would be thrown away: the forward runs (its loss is logged) and the whole
+        gradient's time is charged, but no backward is computed."""
         before = ctx.clock.compute_s
-        ctx.forward_backward(batch)
+        ctx.forward_backward(batch, backward=self.params.apply_gradients)
         spent = ctx.clock.compute_s - before
         if self.unit is None:
             self.unit = spent
@@ -209,22 +211,21 @@ class Method(api.Method[Params]):
         ``spent`` enters the time unit (EMA ½), as the reference's ``ADP.step`` does after its step: the mixing up
         to and at this event, and that of averagings which ended during this gradient, uses the unit as it was."""
         p = self.params
-        if self.shift is not None:
+        if self.shift is not None and p.apply_gradients:
             for q, c in zip(self.params_list, self.shift, strict=True):
                 if q.grad is not None:
                     q.grad.add_(c)
-        if p.clip_grad_norm is not None:
+        if p.clip_grad_norm is not None and p.apply_gradients:
             clip_grad_norm_(self.params_list, p.clip_grad_norm)
         with torch.no_grad():
             x = self._mix_to(ctx.clock.now())
-            # the parameters become views of ``x`` (``vector_to_parameters``), so the step also moves ``x``:
-            # x̃ takes the step measured against a copy of x from before it
-            vector_to_parameters(x, self.params_list)
-            before = x.clone() if self.x_tilde is not None else None
+            # the parameters are views of ``x``, so the step also moves ``x``: x̃ takes the step measured against
+            # a copy of x from before it
+            before = x.clone() if self.x_tilde is not None and p.apply_gradients else None
             if p.apply_gradients:
                 self.opt.step()
             if self.x_tilde is not None and before is not None:  # x̃ takes exactly the step x took
-                self.x_tilde.add_(parameters_to_vector(self.params_list) - before)
+                self.x_tilde.add_(x - before)
         self.unit = spent if self.unit is None else 0.5 * spent + 0.5 * self.unit
 
     def finalize(self, ctx: api.WorkerContext) -> None:

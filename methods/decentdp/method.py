@@ -91,6 +91,9 @@ class Method(api.Method[Params]):
         self.ctx = ctx  # load_state_dict rebuilds the buckets (saved as positions in its model) and their optimizers
         self.iteration = 0
         self.buckets: list[list[torch.nn.Parameter]] = []
+        #: per bucket, its parameters' one flat buffer (they are views of it, api.flat_parameters): the exchange
+        #: reads and the mixing writes it whole, with no copy to a flat vector and back
+        self.flats: list[torch.Tensor] = []
         self.optims: list[torch.optim.Optimizer] = []
         #: per bucket, the exchange to mix in at its next hook: its handle (None once waited) and its buffer
         self.pending: list[tuple[api.Work | None, torch.Tensor] | None] = []
@@ -108,8 +111,7 @@ class Method(api.Method[Params]):
         m = len(ranks)
         weight = 1.0 / m
         with torch.no_grad():
-            flat = torch.cat([p.detach().reshape(-1) for p in self.buckets[b]])
-            flat.mul_((1 - weight) / (m - 1))
+            flat = torch.mul(self.flats[b], (1 - weight) / (m - 1))  # a copy: the parameters move on meanwhile
         work = ctx.comm.all_reduce(flat, op="sum", group=group, async_op=True)
         assert work is not None
         self.pending[b] = (work, flat)
@@ -129,13 +131,10 @@ class Method(api.Method[Params]):
         weight = 1.0 / m
         c_self = weight - (1 - weight) / (m - 1)
         with torch.no_grad():
-            offset = 0
-            for p in self.buckets[b]:
-                n = p.numel()
-                p.mul_(c_self).add_(flat[offset : offset + n].view_as(p))
-                offset += n
+            self.flats[b].mul_(c_self).add_(flat)
 
     def _build_optimizers(self, ctx: api.WorkerContext) -> None:
+        self.flats = [api.flat_parameters(params) for params in self.buckets]
         for params in self.buckets:
             opt = ctx.build_optimizer(params, self.params.optimizer)
             if ctx.lr is not None:  # registered after the harness set this step's LR

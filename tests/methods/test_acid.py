@@ -1,5 +1,6 @@
 """A²CiD² (``methods/acid``): constants on graphs small enough to derive by hand, the exact mixing flow, the
-exchange update, the plan, the complete-graph refusal, bitwise determinism and gossip reaching consensus."""
+exchange update, the plan, the complete-graph refusal, bitwise determinism and gossip reaching consensus; gossip-only
+arms computing no gradient, and the replica kept in one flat buffer."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 from pydantic import ValidationError
 
 from distrepro.config.run_config import validate_config
+from distrepro.engine.harness_worker import HarnessWorker
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.job.resolve import build_job
 from distrepro.orchestration.campaign import summary_metrics
@@ -168,3 +170,69 @@ def test_gossip_alone_reaches_consensus_with_and_without_the_momentum(profiles: 
         run = InProcessEngine().run(build_job(validate_config(_gossip(apply_acid=acid)), 0))
         distances = [e.metrics["consensus_distance"] for e in run.evals]
         assert distances[-1] < 0.2 * distances[0], (acid, distances)
+
+
+def test_a_gossip_only_arm_computes_no_gradient_yet_runs_as_with_them(
+    profiles: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``apply_gradients: false`` throws the gradients away: no backward runs, yet every evaluation (losses, clocks,
+    consensus) and every worker's time is bit for bit the run that computed them (forced here)."""
+    cfg = validate_config({**_gossip(apply_acid=True), "budget": {"steps": 6}, "eval": {"every_steps": 3}})
+    jobs = [build_job(cfg, 0) for _ in range(2)]  # before counting: a job's FLOP probe runs a backward
+    backwards: list[int] = []
+    original_backward = torch.Tensor.backward
+
+    def counting(self: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        backwards.append(1)
+        original_backward(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "backward", counting)
+    lean = InProcessEngine().run(jobs[0])
+    assert backwards == []
+    original_fb = HarnessWorker.forward_backward
+
+    def with_gradients(self: HarnessWorker, batch: Any, *args: Any, **kwargs: Any) -> float:
+        return original_fb(self, batch, *args, **{**kwargs, "backward": True})
+
+    monkeypatch.setattr(HarnessWorker, "forward_backward", with_gradients)
+    full = InProcessEngine().run(jobs[1])
+    assert len(backwards) == sum(w.gradients for w in full.final.workers) > 0  # one per gradient of the full run
+    assert [e.metrics for e in lean.evals] == [e.metrics for e in full.evals]
+    assert [e.workers for e in lean.evals] == [e.workers for e in full.evals]  # clocks, compute, idle, gradients
+    assert torch.equal(_flat(lean.models[0]), _flat(full.models[0]))
+
+
+class _Ctx:
+    """The parts of a WorkerContext ``Method.setup`` and the gossip endpoint read."""
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.rank, self.world_size = 0, 4
+        self.model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+        self.rng = torch.Generator().manual_seed(0)
+        self.comm = self
+
+    def register_optimizer(self, opt: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        return opt
+
+    def gossip_agent(self, neighbours: list[int], endpoint: Any) -> object:
+        return object()
+
+
+@pytest.mark.smoke
+def test_the_replica_lives_in_one_flat_buffer_that_events_update_in_place() -> None:
+    """The parameters are views of the method's x (no copy to a flat vector and back at each event): an averaging
+    received writes x, and the module's parameters are x."""
+    plugin: Any = get_method("acid").cls
+    method = plugin(plugin.Params(apply_acid=False))
+    ctx = _Ctx()
+    method.setup(ctx)
+    x, params = method.x, list(ctx.model.parameters())
+    offsets = [0, 12, 16, 24]  # 4x3 weight, 4 bias, 2x4 weight, 2 bias
+    assert [p.data_ptr() for p in params] == [x[o:].data_ptr() for o in offsets] and x.numel() == 26
+    assert method.snapshot() is x
+    peer = torch.arange(26, dtype=x.dtype)
+    expected = x + 0.5 * (peer - x)  # α = ½ for the baseline
+    method.receive(0.0, 1, peer)
+    assert method.x is x and torch.equal(x, expected)
+    assert torch.equal(torch.cat([p.detach().reshape(-1) for p in ctx.model.parameters()]), expected)
