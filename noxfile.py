@@ -92,13 +92,19 @@ def _env() -> dict[str, str]:
     return env
 
 
+#: two workers, each test file on one of them (``--dist loadfile``): a module-scoped fixture (the hostile-input
+#: table's 49 commands, a tracking server, a Ray cluster, a report built once) then runs once, not once per worker
+#: that happens to draw one of the module's tests, as ``--dist load`` (xdist's default) had it
+XDIST = ("-n", "2", "--dist", "loadfile")
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The full test suite (what CI runs): everything except `slow` and `gpu` tests."""
     # the executor tests run campaigns on a real Ray and through submitit; dev: the guide's mypy line
     # (tests/plugins/test_writing_a_method_doc.py runs it as a plugin author would, after pip install 'distrepro[dev]')
     _install(session, "test,dev,ray,slurm")
-    args = session.posargs or ["-m", "not slow and not gpu", "-n", "2"]
+    args = session.posargs or ["-m", "not slow and not gpu", *XDIST]
     session.run("pytest", *args, env=_env())
 
 

@@ -11,7 +11,14 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-import torch
+
+# Idle OpenMP threads sleep instead of spinning: torch's second intra-op thread otherwise busy-waits between the
+# small ops of the tests' tiny models, doubling their CPU time (and taking a shared core from the neighbours)
+# without changing a result. libgomp reads it once, as torch loads it, so it is set before that import; the
+# commands and ranks the tests start inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # after OMP_WAIT_POLICY, which its OpenMP reads as it loads
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # campaigns train in the test process (--jobs 1) unless a test names an executor: many tests patch this process

@@ -1,4 +1,6 @@
-"""``distrepro`` on the command line: list, run, help (bad input is in ``test_config_errors.py``)."""
+"""``distrepro`` on the command line: list, run, help (bad input is in ``test_config_errors.py``).
+
+The tests that start a fresh interpreter (a few seconds of CPU each) are left out of ``smoke``."""
 
 from __future__ import annotations
 
@@ -13,8 +15,6 @@ from hang_guard import hang_guard
 from distrepro.cli import main
 from distrepro.hardware.profiles import list_profiles
 from distrepro.tracking.mlflow_client import make_client
-
-pytestmark = pytest.mark.smoke
 
 TINY: dict[str, Any] = {
     "name": "cli-tiny",
@@ -37,6 +37,7 @@ def tracking(mlflow_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     return mlflow_uri
 
 
+@pytest.mark.smoke
 def test_list_prints_methods_datasets_and_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list"]) == 0
     out, _ = capsys.readouterr()
@@ -52,6 +53,7 @@ def test_list_prints_methods_datasets_and_profiles(capsys: pytest.CaptureFixture
     assert "plugins that failed to load" not in out
 
 
+@pytest.mark.smoke
 def test_list_shows_plugins_that_failed_to_load(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,6 +67,7 @@ def test_list_shows_plugins_that_failed_to_load(
     assert re.search(r"method cli_broken \(.*cli_broken\): ZeroDivisionError", out), out
 
 
+@pytest.mark.smoke
 def test_run_tiny_config_succeeds_and_prints_run_ids(
     tracking: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,6 +112,7 @@ def test_output_a_terminal_cannot_encode_degrades_instead_of_failing(tmp_path: P
     assert b"A?CiD?" in proc.stdout and all(byte < 128 for byte in proc.stdout)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("command", ["run", "list"])
 def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
@@ -121,6 +125,7 @@ def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
             assert option in out
 
 
+@pytest.mark.smoke
 def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--help"])
@@ -134,6 +139,7 @@ def test_top_level_help_and_missing_command(capsys: pytest.CaptureFixture[str]) 
     assert "required" in capsys.readouterr().err
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize(
     ("argv", "whole"),
     [

@@ -183,6 +183,7 @@ def test_method_param_ranges_are_checked_when_the_config_loads(
 # ---------------------------------------------------------------------- 3. binary files
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [
@@ -386,7 +387,6 @@ def outcomes(
         return {cid: (case, future.result()) for cid, (case, future) in done.items()}
 
 
-@pytest.mark.smoke
 @pytest.mark.timeout(1800)  # the first row's set-up runs the whole table (3 at a time): minutes on a loaded machine
 @pytest.mark.parametrize("case_id", hostile_cases.case_ids())
 def test_hostile_input_is_one_line_and_a_status(
@@ -519,6 +519,7 @@ def test_list_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert proc.stdout.startswith("papers"), proc.stdout
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize(
     ("kind", "fragment"),
     [

@@ -13,7 +13,6 @@ from distrepro.engine.inprocess.run import InProcessEngine
 from distrepro.job.resolve import build_job
 
 pytest.importorskip("sklearn")
-pytestmark = pytest.mark.smoke
 
 DIGITS = Path(__file__).resolve().parents[2] / "datasets" / "digits.py"
 
@@ -22,6 +21,7 @@ def _bundle(**params):
     return build_dataset(load_dataset_plugin(DIGITS), params, None, 0)
 
 
+@pytest.mark.smoke
 def test_shapes_split_and_normalisation() -> None:
     b = _bundle()
     x_train, y_train = b.train_tensors
@@ -36,6 +36,7 @@ def test_shapes_split_and_normalisation() -> None:
     assert float(x_train.std()) == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.smoke
 def test_split_is_fixed_and_disjoint() -> None:
     a, b = _bundle(), build_dataset(load_dataset_plugin(DIGITS), {}, None, 7)
     assert torch.equal(a.test_tensors[0], b.test_tensors[0])  # the run seed does not move the test set
@@ -44,6 +45,7 @@ def test_split_is_fixed_and_disjoint() -> None:
     assert overlap < 0.05 * len(a.test_tensors[0])  # optdigits has a few duplicate images, no shared indices
 
 
+@pytest.mark.smoke
 def test_upsample_enlarges_the_images() -> None:
     assert _bundle(upsample=2).input_shape == (1, 16, 16)
 

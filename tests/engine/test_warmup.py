@@ -78,7 +78,6 @@ def test_paced_passes_last_d_times_their_charge_unless_the_host_is_slower(pass_s
     assert len(host.slept) == (3 if pass_s < 0.08 else 0)
 
 
-@pytest.mark.smoke
 def test_paced_timed_speed_never_exceeds_the_emulated_speed() -> None:
     """A paced pass lasts at least D x its charge, whatever the host's load, so the profiled speed
     is at most the clock's; how close it comes depends on the load, so only the bound is asserted

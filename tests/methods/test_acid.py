@@ -34,6 +34,7 @@ def test_two_workers_are_one_edge(rate: float) -> None:
     assert (c.alpha_tilde, c.eta) == pytest.approx((0.5, rate))
 
 
+@pytest.mark.smoke
 def test_ring_of_four_by_hand() -> None:
     """Λ = L(C4)/2, eigenvalues 0, 1, 1, 2: χ₁ = 1; adjacent resistance in C4 with conductance ½ is 3/2: χ₂ = 3/4."""
     c = graph.constants("ring", 4, 1.0)
@@ -76,6 +77,7 @@ def test_exponential_graph_lists_the_antipode_twice() -> None:
 
 
 # --------------------------------------------------------------------------- dynamics
+@pytest.mark.smoke
 def test_mixing_is_the_exact_flow_and_composes() -> None:
     """The closed form equals expm of the 2×2 generator, keeps x + x̃, and applying it lazily over two intervals
     equals one application over their sum (so when the events fall does not change the result)."""
@@ -149,7 +151,6 @@ def _flat(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([t.detach().reshape(-1) for t in model.state_dict().values()])
 
 
-@pytest.mark.smoke
 def test_in_process_runs_are_bitwise_deterministic(profiles: Path) -> None:
     cfg = validate_config(_gossip(apply_gradients=True, init_spread=0.0))
     a, b = (InProcessEngine().run(build_job(cfg, 0)) for _ in range(2))
@@ -164,7 +165,6 @@ def test_in_process_runs_are_bitwise_deterministic(profiles: Path) -> None:
     assert 0 < idle < 1  # the half-speed ranks make their neighbours wait for a partner
 
 
-@pytest.mark.smoke
 def test_gossip_alone_reaches_consensus_with_and_without_the_momentum(profiles: Path) -> None:
     for acid in (False, True):
         run = InProcessEngine().run(build_job(validate_config(_gossip(apply_acid=acid)), 0))

@@ -157,7 +157,6 @@ def cadp_root(tmp_path: Path, monkeypatch) -> Path:
     return root
 
 
-@pytest.mark.smoke
 def test_smoke_reproduction_runs_every_arm_and_reports_the_conflict(mlflow_uri: str, cadp_root: Path) -> None:
     overrides = [
         "dataset.params.train_size=512",

@@ -194,7 +194,6 @@ claims:
 """
 
 
-@pytest.mark.smoke
 def test_reproduce_smoke_judges_the_reduction(tmp_path: Path, monkeypatch, mlflow_uri: str) -> None:
     from distrepro.reproduction.reproduce import reproduce
 

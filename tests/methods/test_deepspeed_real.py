@@ -54,7 +54,6 @@ def test_skip_says_why_in_process() -> None:
     assert ("engine: dist" in reason) if HAS_DEEPSPEED else ("not installed" in reason)
 
 
-@pytest.mark.smoke
 def test_skip_says_not_installed_when_deepspeed_is_hidden() -> None:
     out = subprocess.run([sys.executable, "-c", BLOCK_DEEPSPEED], capture_output=True, text=True, check=True)
     assert "DeepSpeed is not installed" in out.stdout, out.stdout + out.stderr

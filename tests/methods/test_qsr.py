@@ -53,11 +53,13 @@ def test_linear_and_gamma_variants() -> None:
     assert SyncRule(h_base=2, alpha=0.0, gamma=3).period(10, 1e-9, 1000) == 2  # alpha 0: constant H
 
 
+@pytest.mark.smoke
 def test_first_round_is_h_base_even_without_warmup() -> None:
     r = SyncRule(h_base=3, alpha=1.0)
     assert rule.round_lengths(r, lambda t: 0.1, 250)[:2] == [3, 100]
 
 
+@pytest.mark.smoke
 def test_round_lengths_on_a_step_schedule() -> None:
     def lr(t: int) -> float:
         return 1.0 if t < 8 else (0.5 if t < 12 else 0.25)
@@ -130,7 +132,6 @@ def test_plan_of_the_vit_recipe_prints_every_round() -> None:
     assert plan["schedule"] == "4×23400"
 
 
-@pytest.mark.smoke
 def test_smoke_reproduction_reports_the_h_schedules(mlflow_uri: str, tmp_path: Path, monkeypatch) -> None:
     """Two arms, two seeds, one epoch of digits: every arm trains, the claims are judged (INCONCLUSIVE: 2 seeds
     < 5), and the report carries the H-schedule figures and the paper-scale time prediction."""

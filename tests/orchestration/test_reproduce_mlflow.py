@@ -17,7 +17,6 @@ from distrepro.tracking.mlflow_client import make_client
 FAILING = PAPER.replace("claimed: 2.0", "claimed: 10.0").replace("evidence: derived", "evidence: verbatim")
 
 
-@pytest.mark.smoke
 def test_one_umbrella_run_holds_the_arms_and_the_report_once(paper_root: Path, mlflow_uri: str) -> None:
     result = reproduce("tinypaper", show_progress=False, root=paper_root)
     client = make_client(mlflow_uri)

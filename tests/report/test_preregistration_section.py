@@ -38,7 +38,6 @@ def _register(paper_file: Path, seeds: list[int], looks: list[int] | None = None
     )
 
 
-@pytest.mark.smoke
 def test_without_a_record_every_verdict_is_called_exploratory(tmp_path: Path) -> None:
     md = _report(tmp_path, _paper(tmp_path, SYNTH_CLAIMS))
     section = md[md.index("## Pre-registration") : md.index("## Claims")]

@@ -474,7 +474,6 @@ E2E_CLAIMS = {
 }  # fmt: skip
 
 
-@pytest.mark.smoke
 def test_report_end_to_end_from_mlflow(
     mlflow_uri: str, migrated_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,7 +39,6 @@ def test_the_committed_results_file_matches_every_papers_inputs() -> None:
     )
 
 
-@pytest.mark.smoke
 def test_results_come_from_the_newest_reproduction_and_say_when_inputs_changed(
     paper_root: Path, mlflow_uri: str, tmp_path: Path
 ) -> None:

@@ -182,6 +182,7 @@ def test_a_reproduction_interrupted_under_jobs_2_resumes_to_the_same_results(
     assert _arm_results(mlflow_uri, umbrella) == _arm_results(mlflow_uri, reference)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [

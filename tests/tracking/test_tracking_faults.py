@@ -24,8 +24,6 @@ from clirun import Done, free_port, run_cli, write_config
 from distrepro.errors import StoreUnavailable
 from distrepro.tracking.mlflow_client import make_client
 
-pytestmark = pytest.mark.smoke
-
 #: a refusal's wall time after which the command is ended as hung: retries took 2-4 minutes; a refusal takes
 #: about 1 s on an idle machine and under 20 s at a load of 12 on 2 cores
 HANG_S = 120.0
@@ -229,6 +227,7 @@ def test_a_store_locked_by_another_process_is_one_line(config: Path, tmp_path: P
     assert f"the store {db} is locked by another process" in done.error_lines[0], done.error_lines[0]
 
 
+@pytest.mark.smoke  # in this process; each case above starts the command line (seconds of CPU: not smoke)
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
 def test_an_artifact_on_a_full_disk_is_a_store_fault_and_later_calls_fail_at_once(code: int) -> None:
     """A full disk (or quota) under the artifacts: StoreUnavailable (the campaign adds how to resume), and nothing
