@@ -19,11 +19,11 @@ MLflow's API: restated here from the UI of MLflow 3.17.2 (the version installed 
   before its arms, is the row after them.
 * **Columns.** A column is named by its id: ``metrics.`<key>```, ``tags.`<key>```, ``attributes.`Run Name```,
   ``runDateAndNestInfo`` (Created) and ``duration`` (Duration). The checkbox, Run Name and Created columns are
-  pinned left and Duration is always shown; ``selectedColumns`` chooses the metric and tag columns, which
-  otherwise follow in that order as "Metrics" then "Tags". ``columnOrder`` reorders columns by id and
-  ``columnWidths`` sizes them in pixels, a width being applied only to a column that ``columnOrder`` lists. The UI
+  pinned left and Duration is always shown (it can only be moved); ``selectedColumns`` chooses the metric and tag
+  columns, which otherwise follow in that order as "Metrics" then "Tags". ``columnOrder`` reorders columns by id
+  and ``columnWidths`` sizes them in pixels, a width being applied only to a column that ``columnOrder`` lists. The UI
   never shrinks columns to fit: what passes the right edge needs scrolling, so :data:`VIEW_COLUMNS` are sized for a
-  1,366 px laptop screen and a 1,400 px window (:data:`VIEW_WIDTH_PX`, see there).
+  1,400 px window (:data:`VIEW_WIDTH_PX`, see there).
 * **The search filter** goes to the store as written; MLflow's SQL store reads ``tags.`<key>` IS NULL`` as "runs
   without that tag", which keeps the confirmatory view on runs from before the exploratory tag existed.
 * **The Assistant panel.** On a server reached as ``localhost``, ``127.0.0.1`` or ``::1`` the UI opens its
@@ -61,27 +61,29 @@ EXPLORATORY_VIEW_TAG = f"mlflow.sharedViewState.{EXPLORATORY_VIEW_KEY}"
 
 #: the columns a 1,400 px window shows without scrolling, in order, with their widths (px): the run, then per arm
 #: its mean emulated time and accuracy over seeds with the bounds of their 95 % interval (short names that stay
-#: apart when a header is cut: distrepro.orchestration.arm_summary's SHORT), then its headline verdicts. Run Name,
-#: Created and Duration are narrowed from MLflow's 190, 150 and 80 px to make room
+#: apart when a header is cut: distrepro.orchestration.arm_summary's SHORT), then its headline verdicts, wide enough
+#: for cadp's widest (``FAIL A-C4 · DEPENDS A-C1 A-C3 · INCONCLUSIVE A-C2``, 338 px of text and 22 of padding).
+#: Created is narrowed from MLflow's 150 px to what "1 hour ago" needs; Duration is moved past them
 VIEW_COLUMNS: tuple[tuple[str, int], ...] = (
-    ("attributes.`Run Name`", 145),
-    ("runDateAndNestInfo", 100),
-    ("duration", 60),
-    ("metrics.`emu_s_mean`", 82),
-    ("metrics.`emu_s_lo95`", 82),
-    ("metrics.`emu_s_hi95`", 82),
-    ("metrics.`acc_mean`", 74),
-    ("metrics.`acc_lo95`", 74),
-    ("metrics.`acc_hi95`", 74),
-    (f"tags.`{HEADLINE_TAG}`", 250),
+    ("attributes.`Run Name`", 150),
+    ("runDateAndNestInfo", 104),
+    ("metrics.`emu_s_mean`", 75),
+    ("metrics.`emu_s_lo95`", 75),
+    ("metrics.`emu_s_hi95`", 75),
+    ("metrics.`acc_mean`", 72),
+    ("metrics.`acc_lo95`", 72),
+    ("metrics.`acc_hi95`", 72),
+    (f"tags.`{HEADLINE_TAG}`", 361),
 )
 #: the width those columns take with MLflow's checkbox column (73 px). Beside MLflow's left sidebar the table is
-#: 1,145 px wide at a 1,400 px window and 1,111 px at a 1,366 px laptop screen: this leaves room for a vertical
-#: scrollbar at both
+#: 1,145 px wide at a 1,400 px window: this leaves room for a vertical scrollbar (at a 1,366 px screen the table is
+#: 1,111 px wide and the headline cell's end is cut; its tooltip shows it whole)
 VIEW_WIDTH_PX = 73 + sum(width for _, width in VIEW_COLUMNS)
-#: after them, past the right edge: seeds finished, time to target, the ``reproduce`` run's headline tally and
-#: every claim of the arm with its verdict (distrepro.report.publish)
+#: after them, past the right edge: Duration (always shown by MLflow; ``columnOrder`` can only move it), seeds
+#: finished, time to target, the ``reproduce`` run's headline tally and every claim of the arm with its verdict
+#: (distrepro.report.publish)
 MORE_COLUMNS = (
+    "duration",
     "metrics.`seeds_finished`",
     "metrics.`time_to_target_s`",
     "metrics.`headline_pass`",
@@ -103,7 +105,7 @@ def view_state(exploratory: bool = False) -> str:
             "searchFilter": EXPLORATORY_FILTER if exploratory else CONFIRMATORY_FILTER,
             "orderByKey": "attributes.start_time",
             "orderByAsc": False,
-            "selectedColumns": [*selectable, *MORE_COLUMNS],
+            "selectedColumns": [*selectable, *(c for c in MORE_COLUMNS if c.startswith(("metrics.", "tags.")))],
             "columnOrder": [*(c for c, _ in VIEW_COLUMNS), *MORE_COLUMNS],
             "columnWidths": dict(VIEW_COLUMNS),
             "runsHiddenMode": "SHOW_ALL",
