@@ -99,18 +99,9 @@ def reproduce(
         campaigns = {name: skipped.get(name) or trained[name] for name in chosen if name in skipped or name in trained}
         if report:  # products go to the report's folder and are part of it: train only means no products either
             built = report_reproduction(
-                paper,
-                info.method_dirs,
-                campaigns,
-                start.scale,
-                uri,
-                root,
-                sensitivity,
-                sensitivity_samples,
-                show_progress,
-                dependence,
-                exploratory,
-            )
+                paper, info.method_dirs, campaigns, start.scale, uri, root,
+                sensitivity, sensitivity_samples, show_progress, dependence, exploratory,
+            )  # fmt: skip
     return Reproduction(paper, campaigns, built, run_id, umbrella.experiment_id or "", list(skipped), exploratory)
 
 
