@@ -37,6 +37,12 @@ claims:
 
 @pytest.fixture
 def paper_root(tmp_path: Path, monkeypatch) -> Path:
+    return write_paper_root(tmp_path, monkeypatch)
+
+
+def write_paper_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The tiny paper's root under ``tmp_path``, found through ``DISTREPRO_ROOT``, ``tmp_path`` the working folder
+    (reports land there); a module-scoped fixture calls it with a folder and a ``MonkeyPatch.context()``."""
     root = tmp_path / "root"
     (root / "methods" / "tiny").mkdir(parents=True)
     for name in ("ar_sgd", "local_sgd"):

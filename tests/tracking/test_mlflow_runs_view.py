@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 from hang_guard import hang_guard
 from test_mlflow_ui import CHROMIUM, _free_port
+from tiny_paper import write_paper_root
 
 from distrepro.reproduction.reproduce import Reproduction, reproduce
 from distrepro.tracking.ui_view import ui_url
@@ -33,9 +35,14 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def served(paper_root: Path, mlflow_uri: str, tmp_path: Path) -> Iterator[tuple[str, Reproduction]]:
-    result = reproduce("tinypaper", show_progress=False, root=paper_root)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, migrated_mlflow_db: Path) -> Iterator[tuple[str, Reproduction]]:
+    """One reproduction behind one server for the module (each costs seconds of CPU); the tests only read them."""
+    tmp_path = tmp_path_factory.mktemp("served")
+    mlflow_uri = f"sqlite:///{shutil.copyfile(migrated_mlflow_db, tmp_path / 'mlflow.db')}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+        result = reproduce("tinypaper", show_progress=False, root=write_paper_root(tmp_path, patch))
     port = _free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
     server = subprocess.Popen(
