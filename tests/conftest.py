@@ -48,6 +48,24 @@ network:
 """
 
 
+#: the environment that decides which plugins a process sees; ``main([..., "--root", r])`` exports ``--root`` for
+#: the ranks it starts, which in a test process would leak a deleted temporary root into every later test
+PLUGIN_ENV = ("DISTREPRO_PATH", "DISTREPRO_ROOT", "DISTREPRO_PROFILES_DIR")
+
+
+@pytest.fixture(autouse=True)
+def _plugin_env_restored() -> Generator[None, None, None]:
+    """Each test ends with the plugin environment it started with (``monkeypatch.delenv`` of an unset variable
+    records nothing, so it cannot undo a variable the code under test sets later)."""
+    before = {name: os.environ.get(name) for name in PLUGIN_ENV}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture
 def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A profiles folder with ``pair-2`` (above) and the repository's ``hetero-2fast-2slow``."""
