@@ -59,15 +59,36 @@ def check_port(host: str, port: int) -> None:
             ) from None
 
 
+#: the leader of the server's session: it starts ``mlflow server`` (argv[2:]) and, when ``distrepro ui`` (pid
+#: argv[1]) dies, however it dies (``kill -9`` included: ``PR_SET_PDEATHSIG`` on Linux), ends the whole session,
+#: uvicorn's worker with it; without it a killed ``distrepro ui`` left the server holding its port
+_GUARDIAN = """\
+import ctypes, os, signal, subprocess, sys
+def end(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.killpg(0, signal.SIGTERM)
+signal.signal(signal.SIGTERM, end)
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(1)
+sys.exit(subprocess.call(sys.argv[2:]))
+"""
+
+
 def start_server(uri: str, host: str, port: int) -> tuple[subprocess.Popen[bytes], Path]:
     """``mlflow server`` on ``uri`` at ``host:port``, one worker, in a session of its own (stopped by
-    :func:`stop_server`, not by the terminal's Ctrl-C), its output in a log file; returns it and the log's path."""
+    :func:`stop_server`, not by the terminal's Ctrl-C) led by a guardian that ends it when this process dies (a
+    ``kill -9`` too), its output in a log file; returns the guardian and the log's path."""
     fd, log_name = tempfile.mkstemp(prefix="distrepro-ui-", suffix=".log")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
     command = [sys.executable, "-m", "mlflow", "server", "--host", host, "--port", str(port), "--workers", "1"]
+    guardian = [sys.executable, "-c", _GUARDIAN, str(os.getpid())]
     with os.fdopen(fd, "wb") as log:
         proc = subprocess.Popen(
-            [*command, "--backend-store-uri", uri],
+            [*guardian, *command, "--backend-store-uri", uri],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
