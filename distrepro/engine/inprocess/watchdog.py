@@ -13,6 +13,13 @@ firing every :data:`REPEAT_S` seconds until the harness has ended the cell, and 
 and returned is not let on either: the next :meth:`Watchdog.beat` (the harness's, outside the method's frames)
 raises :class:`Stalled` instead of re-arming, and the scheduler fails the rank with the watchdog's message.
 
+A loaded machine is not a hang. On 2 cores shared with a dozen other processes a step that needs 20 s of CPU can
+take minutes of wall time, and a plain wall-clock timer failed such cells (C-ADP's CPU workers at a load of 17). So
+when the timer fires, the watchdog asks how much CPU this process used since the last step: a step still computing
+(at least :data:`BUSY_SHARE` of the wall time, but under ``timeout_s`` of CPU) is only slow, and the timer is
+re-armed; a blocked call (a lock, a queue: next to no CPU) fails at ``timeout_s`` of wall time as before, and an
+endless loop once it has burnt ``timeout_s`` of CPU.
+
 Signals reach only the main thread, so the watchdog is active only there (the CLI, a pool worker's cell); in
 another thread, or where ``SIGALRM`` is already taken, it stands aside and says nothing.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -30,6 +38,9 @@ from distrepro.errors import DistreproError
 
 #: seconds between the watchdog's firings once it has fired (until the harness ends the cell)
 REPEAT_S = 0.5
+#: the share of wall time a step must spend on this process's CPU to count as computing, not blocked (2 cores
+#: under a load of 40 still give a runnable process about 5 %; a blocked wait uses next to none)
+BUSY_SHARE = 0.02
 
 
 class NoProgress(DistreproError):
@@ -48,6 +59,7 @@ class Watchdog:
         self.timeout_s = timeout_s
         self.active = False
         self.fired = False
+        self._since = (time.monotonic(), time.process_time())  # wall and CPU clocks at the last beat
 
     @property
     def message(self) -> str:
@@ -60,7 +72,17 @@ class Watchdog:
         if self.active:
             if self.fired:  # the method swallowed the watchdog's exception and went on: the cell ends here
                 raise Stalled(self.message)
+            self._since = (time.monotonic(), time.process_time())
             signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+
+    def _still_computing(self) -> float | None:
+        """Seconds until the next look when the step since the last beat is computing slowly (a loaded machine),
+        else None (blocked, or out of CPU budget: no progress)."""
+        wall = time.monotonic() - self._since[0]
+        cpu = time.process_time() - self._since[1]
+        if cpu < self.timeout_s and cpu >= BUSY_SHARE * wall:
+            return max(REPEAT_S, self.timeout_s - cpu)
+        return None
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -76,6 +98,11 @@ class Watchdog:
     def _fire(self, signum: int, frame: FrameType | None) -> None:
         if not self.active:
             return
+        if not self.fired:
+            again = self._still_computing()
+            if again is not None:  # slow, not stuck: look again later
+                signal.setitimer(signal.ITIMER_REAL, again)
+                return
         signal.setitimer(signal.ITIMER_REAL, min(REPEAT_S, self.timeout_s))  # again, until the cell has ended
         if self.fired:
             raise Stalled(self.message)
