@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cli_zygote
 import hostile_cases
 import mlflow
 import numpy as np
@@ -357,33 +358,50 @@ class Outcome:
     cpu_s: float
 
 
-def _run_row(case: hostile_cases.Case, cwd: Path, uri: str) -> Outcome:
-    """One row as a subprocess; its CPU time from ``wait4`` (children included: the dist engine has none here)."""
+def _row_env(uri: str) -> dict[str, str]:
+    """The environment every row starts from: this one less MLflow's and the debug switch, the row's store."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "DISTREPRO_DEBUG"))}
-    env |= {"MLFLOW_TRACKING_URI": uri, "MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1", **case.env}
+    return env | {"MLFLOW_TRACKING_URI": uri, "MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1"}
+
+
+def _run_row(case: hostile_cases.Case, cwd: Path, uri: str, fresh: bool = True) -> Outcome:
+    """One row as a process: ``python -m distrepro.cli`` (``fresh``), its CPU time from ``wait4`` (children
+    included: the dist engine has none here), or forked from the pre-imported command line (:mod:`cli_zygote`)."""
+    env = _row_env(uri) | case.env
     out, err = cwd / f"{case.id}.out", cwd / f"{case.id}.err"
     started = time.monotonic()
     with out.open("w") as stdout, err.open("w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "distrepro.cli", *case.argv], cwd=cwd, env=env, stdout=stdout, stderr=stderr
+        proc = (
+            cli_zygote.popen(list(case.argv), cwd, env, stdout, stderr)
+            if not fresh
+            else subprocess.Popen(
+                [sys.executable, "-m", "distrepro.cli", *case.argv], cwd=cwd, env=env, stdout=stdout, stderr=stderr
+            )
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        if isinstance(proc, cli_zygote.Forked):
+            rc, cpu = proc.wait(timeout=hang_guard(600)), proc.cpu_s
+        else:
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = rc = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            cpu = usage.ru_utime + usage.ru_stime
     wall = time.monotonic() - started
-    return Outcome(proc.returncode, out.read_text(), err.read_text(), wall, usage.ru_utime + usage.ru_stime)
+    return Outcome(rc, out.read_text(), err.read_text(), wall, cpu)
 
 
 @pytest.fixture(scope="module")
 def outcomes(
     tmp_path_factory: pytest.TempPathFactory, migrated_mlflow_db: Path
 ) -> dict[str, tuple[hostile_cases.Case, Outcome]]:
-    """Every row run once, three at a time (the table takes about as long as its slowest rows)."""
+    """Every row run once, three at a time, each a process of its own forked from one that imported the command
+    line once (:mod:`cli_zygote` says why that is still the user's process: its own status, fds, environment and
+    folder, the console script's path, the real watcher; only the imports are shared). The rows about a process
+    that ends without Python's exit (``os._exit``, a kill, a full disk) are the fresh processes further down."""
     tmp = tmp_path_factory.mktemp("hostile")
     rows = hostile_cases.cases(hostile_cases.write_inputs(tmp))
     db = tmp / "mlflow.db"
     shutil.copyfile(migrated_mlflow_db, db)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        done = {c.id: (c, pool.submit(_run_row, c, tmp, f"sqlite:///{db}")) for c in rows}
+        done = {c.id: (c, pool.submit(_run_row, c, tmp, f"sqlite:///{db}", fresh=False)) for c in rows}
         return {cid: (case, future.result()) for cid, (case, future) in done.items()}
 
 
@@ -424,7 +442,7 @@ def test_a_method_that_calls_sys_exit_leaves_its_runs_failed_and_the_command_fai
     shutil.copyfile(migrated_mlflow_db, db)
     argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--seeds", seeds)
     case = hostile_cases.Case("exits", (*argv, "--set", "method=exiting", "--set", "budget.steps=3"), ())
-    got = _run_row(case, tmp_path, f"sqlite:///{db}")
+    got = _run_row(case, tmp_path, f"sqlite:///{db}", fresh=False)  # Python's exit, not a vanishing process
     assert got.rc in (1, 2), got  # 2: the error of the one cell trained here; 1: the pool's failed cells
     assert "Traceback" not in got.out + got.err, got.err
     assert "called sys.exit(0) before the budget completed" in got.err, got.err
@@ -451,7 +469,7 @@ def test_a_method_that_swallows_the_watchdog_is_still_stopped_by_dist_timeout(
     argv = ("run", str(paths["tiny"]), "--no-progress", "--root", str(paths["root"]), "--jobs", "1")
     case = hostile_cases.Case("swallows", (*argv, "--set", "method=swallowing", "--set", "dist.timeout_s=2"), ())
     with ThreadPoolExecutor(1) as pool:  # a regression hangs: the guard below fails the test instead
-        future = pool.submit(_run_row, case, tmp_path, f"sqlite:///{db}")
+        future = pool.submit(_run_row, case, tmp_path, f"sqlite:///{db}", fresh=False)
         got = future.result(timeout=hang_guard(240))
     assert got.rc == 2 and "Traceback" not in got.out + got.err, got.err
     errors = [line for line in got.err.splitlines() if line.startswith("distrepro: error: ")]

@@ -1,7 +1,9 @@
-"""``distrepro`` as a user runs it: a subprocess with its own tracking URI, its CPU time measured.
+"""``distrepro`` as a user runs it: a process with its own tracking URI, its CPU time measured.
 
 The tracking-store tests judge what a user sees (exit status, how many lines on stderr, how much work it
-did), so they run the real command line, not ``main()`` in the test process. Wall time is kept for messages
+did), so they run the real command line, not ``main()`` in the test process: each command a process of its own,
+forked from one that imported the command line once (:mod:`cli_zygote` says why that is the user's process, and
+when it falls back to ``python -m distrepro.cli``). Wall time is kept for messages
 only: on a shared machine it measures the neighbours, so no test asserts it; a command that hangs is ended
 by the ``timeout`` (generous: many times a normal run) and then fails on its exit status.
 """
@@ -12,12 +14,12 @@ import os
 import resource
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cli_zygote
 import yaml
 from hang_guard import hang_guard
 
@@ -70,15 +72,8 @@ def cli_env(uri: str) -> dict[str, str]:
     return env
 
 
-def start_cli(args: list[str], uri: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "distrepro.cli", *args],
-        cwd=cwd,
-        env=cli_env(uri),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def start_cli(args: list[str], uri: str, cwd: Path) -> cli_zygote.Forked | subprocess.Popen[str]:
+    return cli_zygote.popen(args, cwd, cli_env(uri), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _children_cpu_s() -> float:
@@ -86,17 +81,19 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def finish(proc: subprocess.Popen[str], started: float, timeout: float = 240) -> Done:
+def finish(proc: cli_zygote.Forked | subprocess.Popen[str], started: float, timeout: float = 240) -> Done:
     """Wait for ``proc`` (killed after ``timeout`` s: a hang guard, not a bound on how long it should take).
-    Its CPU time is what this process's reaped children gained meanwhile (another child reaped in the same
-    window would add to it: tests bound it generously, from above)."""
+    Its CPU time is the zygote's measure of it, or for a subprocess what this process's reaped children gained
+    meanwhile (another child reaped in the same window would add to it: tests bound it generously, from above)."""
     cpu0 = _children_cpu_s()
     try:
         out, err = proc.communicate(timeout=hang_guard(timeout))
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-    return Done(proc.returncode, out, err, time.monotonic() - started, _children_cpu_s() - cpu0)
+    assert proc.returncode is not None and out is not None and err is not None
+    cpu = cli_zygote.cpu_of(proc, _children_cpu_s() - cpu0)
+    return Done(proc.returncode, out, err, time.monotonic() - started, cpu)
 
 
 def run_cli(args: list[str], uri: str, cwd: Path, timeout: float = 240) -> Done:

@@ -131,11 +131,11 @@ def test_client_calls_fail_fast_once_the_server_is_gone() -> None:
 #: a method that breaks the store under it after its first step: deletes the SQLite file, or makes it read-only
 #: (``chattr +i`` for root, whom permission bits do not stop)
 _BREAK = """        import os, pathlib, shutil, subprocess
-        store = pathlib.Path(os.environ['BREAK_STORE'])
+        store = pathlib.Path(os.environ['DISTREPRO_TEST_BREAK_STORE'])
         if int(ctx.train_state['step']) >= 1 and not os.environ.get('BROKEN'):
             os.environ['BROKEN'] = '1'
-            store = pathlib.Path(os.environ['BREAK_STORE'])
-            if os.environ['BREAK_HOW'] == 'delete':
+            store = pathlib.Path(os.environ['DISTREPRO_TEST_BREAK_STORE'])
+            if os.environ['DISTREPRO_TEST_BREAK_HOW'] == 'delete':
                 store.unlink()
             else:
                 store.chmod(0o444)
@@ -180,8 +180,9 @@ def test_a_store_that_breaks_mid_run_is_one_line_without_mlflows_log(
     _store_breaker(tmp_path / "root")
     config = write_config(tmp_path, method="store_breaker", budget={"steps": 3})
     args = ["run", str(config), "--no-progress", "--root", str(tmp_path / "root"), *(["--debug"] if debug else [])]
-    monkeypatch.setenv("BREAK_STORE", str(db))
-    monkeypatch.setenv("BREAK_HOW", how)
+    # named DISTREPRO_*: read as the method runs, never at start-up, so the command can be forked (cli_zygote)
+    monkeypatch.setenv("DISTREPRO_TEST_BREAK_STORE", str(db))
+    monkeypatch.setenv("DISTREPRO_TEST_BREAK_HOW", how)
     try:
         done = run_cli(args, f"sqlite:///{db}", tmp_path)
     finally:
