@@ -100,6 +100,24 @@ def with_test_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callab
     return make
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _ranks_forked_from_a_zygote() -> Generator[None, None, None]:
+    """The dist engine's ranks, started by an engine in this process, are forked from a process that imported torch
+    and distrepro once (``tests/_support/cli_zygote.py``: each rank still a process of its own, in a session of
+    its own, with the launcher's environment, folder and fds, running ``python -m`` of the worker module): a rank
+    spent about 3 s of CPU importing before it trained a few steps. Ranks that commands started by the tests
+    start, and torchrun's, are fresh processes, as are a command's own (``test_watch``, the ``os._exit`` cases)."""
+    import cli_zygote
+
+    from distrepro.engine.multiprocess import launch
+
+    own = launch.subprocess
+    forking = cli_zygote.ForkingSubprocess(("distrepro.engine.multiprocess.worker",))
+    launch.subprocess = forking  # type: ignore[assignment]
+    yield
+    launch.subprocess = own
+
+
 @pytest.fixture(scope="session")
 def migrated_mlflow_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An empty, fully migrated sqlite store, built once and kept in pytest's cache between sessions.

@@ -1,29 +1,34 @@
-"""``distrepro`` command lines as processes forked from one that imported the command line once: a test that runs the
-CLI as a user does pays torch's, MLflow's and pydantic's imports once per test process instead of once per command.
+"""``python -m distrepro.cli`` commands and the dist engine's ranks as processes forked from one that imported torch,
+MLflow and distrepro once: a test pays those imports once per test process instead of once per process it starts.
 
-Why: ``python -m distrepro.cli`` spends about 2 s of CPU importing before it decides anything, and a ``run`` about
-3.5 s more in its watched child; the hostile-input table alone (58 command lines) spent 150 s of CPU, nearly all of
-it importing the same modules.
+Why: a ``distrepro`` command spends about 2 s of CPU importing before it decides anything (a ``run`` about 3.5 s
+more in its watched child), and a dist-engine rank about 3 s before it trains its few steps; the hostile-input table
+(58 commands) spent 150 s of CPU, the plugins' checkpoint round trips (two ranks, three runs each) 100 s.
 
-Why a forked command is still the user's process, not ``main()`` in the test: each command is a process of its own
-(its own pid, which the test may signal, its own exit status, environment, working folder, and the test's pipes or
-files as fds 0-2) that runs ``distrepro.cli.console.console`` with the command's ``sys.argv`` and ``python -m``'s
-path, as the console script does, and ends as Python ends a process (non-daemon threads joined, exit handlers run,
-stdout and stderr flushed; only the tear-down of the modules, which prints nothing, is skipped). A ``run`` or
-``reproduce`` goes through the real watcher, :func:`distrepro.cli.watch.run_watched`: only the watched child it
-starts is forked from the watcher instead of a fresh interpreter, and that child executes the watcher's own ``-c``
-program (``watch._CHILD``) with the environment, path entry and arguments the watcher passed, so the notes file, the
-death signal, the parent check and the exit status take their real paths.
+Why a forked process is still the one ``python -m MODULE`` starts, not a call in the test: each is a process of its
+own (its own pid, which the test or the launcher may signal, its own exit status, a session of its own where
+``start_new_session`` asks, the caller's environment, working folder, and pipes or files as fds 0-2) that runs the
+module as ``__main__`` the way ``-m`` does (``runpy``, ``python -m``'s path), and ends as Python ends a process
+(non-daemon threads joined, exit handlers run, stdout and stderr flushed; only the modules' tear-down, which prints
+nothing, is skipped). A ``run`` or ``reproduce`` goes through the real watcher,
+:func:`distrepro.cli.watch.run_watched`: only the watched child it starts is forked from the watcher instead of a
+fresh interpreter, and that child executes the watcher's own ``-c`` program (``watch._CHILD``) with the environment,
+path entry and arguments the watcher passed, so the notes file, the death signal, the parent check and the exit
+status take their real paths. A rank's parent is the zygote, not the launcher: the launcher polls, waits and signals
+it through its pid and this module, as it would a child (it never relies on being the parent).
 
 What is shared is only what importing ``zygote_server.PRELOAD`` made, imported by the zygote in an empty folder with
-the environment of the first command (a fresh process imports the same modules from the same files): what those
-imports printed is written again to each command's stdout and stderr, and what they put in ``os.environ`` is set
-again (``setdefault``) in each command's environment. A command whose environment differs from the zygote's in anything
-read at start-up (``PYTHON*``, locale, thread counts, ``HOME``: everything but :data:`READ_LATER`) runs as a fresh
-subprocess instead. Also shared: the hash seed and NumPy's global random state (distrepro seeds what it uses).
+the environment of the first process asked for (a fresh process imports the same modules from the same files): what
+those imports printed is written again to each process's stdout and stderr, and what they put in ``os.environ`` is
+set again (``setdefault``). A process whose environment differs from the zygote's in anything read at start-up
+(``PYTHON*``, locale, ``OMP_NUM_THREADS``, ``HOME``: everything but :data:`READ_LATER`) gets a zygote of its own (up
+to :data:`MAX_ZYGOTES`), else a fresh ``python -m``. Also shared: the hash seed and NumPy's global random state
+(distrepro seeds what it uses). ``DISTREPRO_TEST_FRESH_PROCESSES=1`` (:data:`FRESH_ENV`) starts everything fresh.
 
-Not for tests about the watcher itself or a process that ends without Python's exit (``tests/cli/test_watch.py``,
-and the ``os._exit``, full-disk and closed-pipe cases of ``tests/test_hostile_inputs.py``, start fresh subprocesses).
+Not for tests about the watcher itself, a process that ends without Python's exit, or a fresh interpreter's start:
+``tests/cli/test_watch.py``, the ``os._exit``, full-disk and closed-pipe cases of ``tests/test_hostile_inputs.py``,
+Ctrl-C and SIGTERM of a command (``tests/orchestration``), the wheel and packaging tests start fresh processes, and
+so do the ranks that a command started by a test starts, and torchrun's.
 
 This module is the test's side; :mod:`zygote_server` is the zygote's.
 """
@@ -32,11 +37,10 @@ from __future__ import annotations
 
 import array
 import atexit
-import io
 import json
 import locale
 import os
-import selectors
+import select
 import shutil
 import signal
 import socket
@@ -66,40 +70,50 @@ def _startup_part(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k in _READ_AT_IMPORT or not k.startswith(READ_LATER)}
 
 
-# ---------------------------------------------------------------------- the test's side
-
-
 class Forked:
-    """A command forked by the zygote, as much of ``subprocess.Popen`` as the tests use; ``cpu_s`` is its user +
-    system CPU time (its watched child included) once it has ended."""
+    """A process forked by the zygote, as much of ``subprocess.Popen`` (text pipes) as the tests and the dist engine's
+    launcher use; ``cpu_s`` is its user + system CPU time (its own children's included) once it has ended."""
 
     def __init__(self, args: list[str], conn: socket.socket, pid: int, pipes: dict[str, int]) -> None:
         self.args, self.pid, self._conn = args, pid, conn
         self.returncode: int | None = None
         self.cpu_s = 0.0
-        self._pipes = pipes  # "out"/"err" -> read end
-        self._chunks: dict[str, list[bytes]] = {name: [] for name in pipes}
+        encoding = locale.getpreferredencoding(False)  # as Popen(text=True): universal newlines too
+        self.stdout = open(pipes["out"], encoding=encoding) if "out" in pipes else None  # noqa: SIM115
+        self.stderr = open(pipes["err"], encoding=encoding) if "err" in pipes else None  # noqa: SIM115
+        self._read: dict[str, tuple[threading.Thread, list[str]]] = {}
         self._reply = b""
 
     def poll(self) -> int | None:
-        self._pump(0.0, pipes=False)
+        self._wait_end(0.0)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if not self._pump(timeout, pipes=False):
+        if not self._wait_end(timeout):
             raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
         assert self.returncode is not None
         return self.returncode
 
     def communicate(self, timeout: float | None = None) -> tuple[str | None, str | None]:
-        """Everything the command wrote to its pipes, once it has ended; a timeout leaves what was read so far
-        for the next call, as ``Popen.communicate`` does."""
-        if not self._pump(timeout, pipes=True):
-            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-        return self._text("out"), self._text("err")
+        """The rest of what the process writes to its pipes, once it has ended; a timeout keeps reading for the next
+        call, as ``Popen.communicate`` does."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for name, stream in (("out", self.stdout), ("err", self.stderr)):
+            if stream is not None and name not in self._read:
+                box: list[str] = []
+                reader = threading.Thread(target=lambda s=stream, b=box: b.append(s.read()), daemon=True)
+                reader.start()
+                self._read[name] = (reader, box)
+        for reader, _ in self._read.values():
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        got = {name: box[0] if box else "" for name, (_, box) in self._read.items()}
+        return got.get("out"), got.get("err")
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None:  # not reaped yet (the zygote reaps and then tells): the pid is still the command's
+        if self.poll() is None:  # not reaped yet (the zygote reaps, then tells): the pid is still this process's
             os.kill(self.pid, signum)
 
     def kill(self) -> None:
@@ -108,59 +122,30 @@ class Forked:
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
 
-    def _text(self, name: str) -> str | None:
-        if name not in self._chunks:
-            return None
-        raw = io.BytesIO(b"".join(self._chunks[name]))
-        return io.TextIOWrapper(raw, encoding=locale.getpreferredencoding(False)).read()  # universal newlines
-
-    def _pump(self, timeout: float | None, pipes: bool) -> bool:
-        """Read the end message, and the pipes if ``pipes``, until all are done (True) or ``timeout`` passes."""
+    def _wait_end(self, timeout: float | None) -> bool:
+        """Read the zygote's message of this process's end; False if it has not come within ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        sel = selectors.DefaultSelector()
-        try:
-            if self.returncode is None:
-                sel.register(self._conn, selectors.EVENT_READ, "end")
-            for name, fd in self._pipes.items() if pipes else ():
-                sel.register(fd, selectors.EVENT_READ, name)
-            while sel.get_map():
-                events = sel.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                if not events:
-                    return False
-                for key, _ in events:
-                    if key.data == "end":
-                        data = self._conn.recv(65536)
-                        self._reply += data
-                        if data and not self._reply.endswith(b"\n"):
-                            continue
-                        sel.unregister(key.fileobj)
-                        self._ended(self._reply)
-                        continue
-                    data = os.read(key.fd, 65536)
-                    if data:
-                        self._chunks[key.data].append(data)
-                        continue
-                    sel.unregister(key.fileobj)
-                    os.close(key.fd)
-                    del self._pipes[key.data]
-            return True
-        finally:
-            sel.close()
-
-    def _ended(self, reply: bytes) -> None:
-        self._conn.close()
-        if not reply:
-            raise RuntimeError(f"the zygote went away while {self.args} ran")
-        end = json.loads(reply)
-        self.returncode, self.cpu_s = end["rc"], end["cpu_s"]
+        while self.returncode is None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self._conn], [], [], left)[0]:
+                return False
+            data = self._conn.recv(65536)
+            self._reply += data
+            if data and not self._reply.endswith(b"\n"):
+                continue
+            self._conn.close()
+            if not data and not self._reply:
+                raise RuntimeError(f"the zygote went away while {self.args} ran")
+            end = json.loads(self._reply)
+            self.returncode, self.cpu_s = end["rc"], end["cpu_s"]
+        return True
 
 
 class Zygote:
-    """The zygote process, started with ``env``: it imports ``zygote_server.PRELOAD``, then forks a command per
+    """The zygote process, started with ``env``: it imports ``zygote_server.PRELOAD``, then forks a process per
     request."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.startup = _startup_part(env)
         self._folder = Path(tempfile.mkdtemp(prefix="cli-zygote-"))
         self._path = str(self._folder / "socket")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -170,7 +155,7 @@ class Zygote:
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _BOOT, str(SUPPORT), str(listener.fileno())],
             env=dict(env),
-            cwd=self._folder,  # nothing to import from: a command's working folder comes first on its own path
+            cwd=self._folder,  # nothing to import from: a process's working folder comes first on its own path
             stdin=subprocess.PIPE,  # the zygote ends when this closes (this process ended)
             stdout=self._log,
             stderr=self._log,
@@ -178,11 +163,10 @@ class Zygote:
         )
         listener.close()
 
-    def popen(
-        self, argv: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any = None, stderr: Any = None
-    ) -> Forked:
-        """``distrepro *argv`` in ``cwd`` with ``env``; ``stdout``/``stderr``: ``subprocess.PIPE``, an open file, or
-        None (this process's own, as a subprocess inherits them)."""
+    def popen(self, module: str, args: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any,
+              stderr: Any, new_session: bool) -> Forked:  # fmt: skip
+        """``python -m module *args`` in ``cwd`` with ``env``; ``stdout``/``stderr``: ``subprocess.PIPE``, an open
+        file, or None (this process's own, as a subprocess inherits them)."""
         fds: list[int] = []
         pipes: dict[str, int] = {}
         for name, target, own in (("out", stdout, 1), ("err", stderr, 2)):
@@ -192,15 +176,16 @@ class Zygote:
                 fds.append(write)
             else:
                 fds.append(own if target is None else target.fileno())
-        request = json.dumps({"argv": list(argv), "cwd": str(cwd), "env": dict(env)}).encode() + b"\n"
+        request = {"module": module, "args": list(args), "cwd": str(cwd), "env": dict(env), "new_session": new_session}
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self._path)
-            conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, *fds]))])
+            data = json.dumps(request).encode() + b"\n"
+            conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, *fds]))])
         finally:
             for name, fd in zip(("out", "err"), fds, strict=True):
                 if name in pipes:
-                    os.close(fd)  # the command holds its own copy
+                    os.close(fd)  # the process holds its own copy
         started = b""
         while not started.endswith(b"\n"):
             try:
@@ -210,9 +195,9 @@ class Zygote:
             if not data:
                 self._proc.poll()
                 log = (self._folder / "zygote.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"the zygote did not start {argv} (exit {self._proc.returncode}):\n{log}")
+                raise RuntimeError(f"the zygote did not start -m {module} (exit {self._proc.returncode}):\n{log}")
             started += data
-        return Forked(["distrepro", *argv], conn, json.loads(started)["pid"], pipes)
+        return Forked([sys.executable, "-m", module, *args], conn, json.loads(started)["pid"], pipes)
 
     def close(self) -> None:
         if self._proc.stdin is not None:
@@ -226,27 +211,84 @@ class Zygote:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-_SHARED: list[Zygote] = []
+#: zygotes of this process by the start-up part of their environment; more environments than this start fresh
+MAX_ZYGOTES = 3
+#: set to 1, every process starts fresh (``python -m``), as before the zygote: to rule it out, or to time it
+FRESH_ENV = "DISTREPRO_TEST_FRESH_PROCESSES"
+_ZYGOTES: dict[frozenset[tuple[str, str]], Zygote] = {}
 _STARTING = threading.Lock()
 
 
-def popen(
-    argv: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any = None, stderr: Any = None
-) -> Forked | subprocess.Popen[str]:
-    """``distrepro *argv`` forked from this test process's zygote (started with the first command's environment),
-    or, where ``env`` differs from it in what is read at start-up, as ``python -m distrepro.cli`` (text pipes)."""
+def _zygote_for(env: Mapping[str, str]) -> Zygote | None:
+    key = frozenset(_startup_part(env).items())
     with _STARTING:
-        if not _SHARED:
-            _SHARED.append(Zygote(env))
-            atexit.register(_SHARED[0].close)
-    if _startup_part(env) == _SHARED[0].startup:
-        return _SHARED[0].popen(argv, cwd, env, stdout, stderr)
+        if key not in _ZYGOTES:
+            if len(_ZYGOTES) >= MAX_ZYGOTES:
+                return None
+            _ZYGOTES[key] = Zygote(env)
+            atexit.register(_ZYGOTES[key].close)
+        return _ZYGOTES[key]
+
+
+def popen_module(module: str, args: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any = None,
+                 stderr: Any = None, new_session: bool = False) -> Forked | subprocess.Popen[str]:  # fmt: skip
+    """``python -m module *args``, forked from this test process's zygote for the start-up part of ``env`` (one is
+    started on first use), or as a fresh ``python -m`` (text pipes) once :data:`MAX_ZYGOTES` are taken or where
+    :data:`FRESH_ENV` is 1 in this process."""
+    zygote = None if os.environ.get(FRESH_ENV) == "1" else _zygote_for(env)
+    if zygote is not None:
+        return zygote.popen(module, args, cwd, env, stdout, stderr, new_session)
     return subprocess.Popen(
-        [sys.executable, "-m", "distrepro.cli", *argv], cwd=cwd, env=dict(env), stdout=stdout, stderr=stderr, text=True
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=dict(env),
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+        start_new_session=new_session,
     )
+
+
+def popen(argv: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any = None,
+          stderr: Any = None) -> Forked | subprocess.Popen[str]:  # fmt: skip
+    """``distrepro *argv`` as ``python -m distrepro.cli`` starts it (:func:`popen_module`)."""
+    return popen_module("distrepro.cli", argv, cwd, env, stdout, stderr)
 
 
 def cpu_of(proc: Forked | subprocess.Popen[str], reaped_children_cpu_s: float) -> float:
     """A command's CPU seconds: the zygote's measure for a forked one, else what the caller's reaped children
     gained while it was waited for."""
     return proc.cpu_s if isinstance(proc, Forked) else reaped_children_cpu_s
+
+
+class ForkingSubprocess:
+    """``subprocess`` as one module of distrepro sees it (``module.subprocess = ForkingSubprocess(...)``): a
+    ``Popen([sys.executable, "-m", M, ...])`` of a module M in ``modules`` is forked from a zygote
+    (:func:`popen_module`); every other call is ``subprocess``'s own."""
+
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        self.modules = modules
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+    def Popen(self, args: Any, **kw: Any) -> Forked | subprocess.Popen[Any]:  # subprocess's name
+        args = list(args)
+        forkable = (
+            len(args) > 2
+            and args[:2] == [sys.executable, "-m"]
+            and args[2] in self.modules
+            and set(kw) <= {"env", "cwd", "start_new_session", "stdout", "stderr"}
+        )
+        if not forkable:
+            return subprocess.Popen(args, **kw)
+        env = kw.get("env")
+        return popen_module(
+            args[2],
+            args[3:],
+            kw.get("cwd") or os.getcwd(),
+            os.environ if env is None else env,
+            kw.get("stdout"),
+            kw.get("stderr"),
+            bool(kw.get("start_new_session", False)),
+        )

@@ -1,6 +1,6 @@
 """The zygote of :mod:`cli_zygote`: a process that imports :data:`PRELOAD` once, then forks one process per
-``distrepro`` command a test asks for, and reports each one's pid and end (:mod:`cli_zygote` says why such a
-process is the user's, and what is shared).
+``python -m MODULE ARGS`` a test asks for (a ``distrepro`` command, a dist-engine rank), and reports each one's pid
+and end (:mod:`cli_zygote` says why such a process is the one ``python -m`` would start, and what is shared).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any, NoReturn
 
 SUPPORT = Path(__file__).resolve().parent
 #: the CLI and every subcommand, the config reader (torch through distrepro.api), the campaign runner and the
-#: in-process engine, the tracking store, the report (matplotlib), torch._dynamo (the first optimizer's)
+#: in-process engine, the tracking store, the report (matplotlib), torch._dynamo (the first optimizer's), a
+#: dist-engine rank (torch.distributed)
 PRELOAD = (
     "distrepro.cli.main",
     "distrepro.cli.console",
@@ -38,6 +39,9 @@ PRELOAD = (
     "distrepro.report.build",
     "mlflow.store.tracking.sqlalchemy_store",
     "torch._dynamo",
+    "distrepro.engine.multiprocess.worker",
+    "distrepro.engine.multiprocess.run",
+    "distrepro.engine.multiprocess.pinning",
 )
 #: the status of a command whose process could not be set up (its folder, say); never one distrepro gives
 UNSTARTED = 125
@@ -169,15 +173,18 @@ def _fork(body: Callable[[], NoReturn]) -> int:
 def _command(
     request: dict[str, Any], fds: list[int], own: set[int], printed: dict[int, bytes], added: dict[str, str]
 ) -> NoReturn:
-    """A command's process: the zygote's own fds closed, its folder, environment and fds 0-2, what the imports
-    printed, then the console script's path with its ``sys.argv``."""
-    import importlib.util
+    """A process as ``python -m MODULE ARGS`` starts it: the zygote's own fds closed, a session of its own if asked
+    (``start_new_session``), its folder, environment and fds 0-2, what the imports printed, ``python -m``'s path,
+    then the module run as ``__main__`` by runpy, as ``-m`` runs it."""
+    import runpy
 
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in own:
             os.close(fd)
+        if request["new_session"]:
+            os.setsid()
         os.chdir(request["cwd"])
         _replace_environ(request["env"])
         for key, value in added.items():  # what importing PRELOAD set, as a fresh process's imports would
@@ -187,22 +194,20 @@ def _command(
             os.close(fd)
         for fd, data in printed.items():
             os.write(fd, data)
-        if not sys.flags.safe_path:  # ``python -m distrepro.cli``: the working folder first on the path
+        if not sys.flags.safe_path:  # ``python -m``: the working folder first on the path
             sys.path[0] = os.getcwd()
-        spec = importlib.util.find_spec("distrepro.cli.__main__")
-        assert spec is not None and spec.origin is not None
-        sys.argv = [spec.origin, *request["argv"]]
+        sys.argv = ["-m", *request["args"]]  # runpy puts the module's file in sys.argv[0], as -m does
     except BaseException:
         os._exit(UNSTARTED)
     from distrepro.cli import watch
-    from distrepro.cli.console import console
 
-    # the watcher starts its child by forking this process instead of a fresh interpreter (cli_zygote's docstring);
-    # a watcher that came to use more of subprocess fails here with AttributeError rather than start fresh ones
+    # a ``run``'s watcher starts its child by forking this process instead of a fresh interpreter (cli_zygote's
+    # docstring); a watcher that came to use more of subprocess fails here with AttributeError, not starts fresh ones
     flags = subprocess._args_from_interpreter_flags  # type: ignore[attr-defined]
     forking = types.SimpleNamespace(Popen=_ForkedChild, _args_from_interpreter_flags=flags)
     watch.subprocess = forking  # type: ignore[assignment]
-    _end_as_python_does(console)
+    module = request["module"]
+    _end_as_python_does(lambda: runpy._run_module_as_main(module, alter_argv=True))  # type: ignore[attr-defined]
 
 
 def _replace_environ(env: Mapping[str, str]) -> None:
