@@ -185,6 +185,7 @@ def test_a_second_resume_of_a_live_campaign_is_refused_and_nothing_trains_twice(
     campaign and its holder); the first then finishes, and the campaign has one run of seed 0."""
     import shutil
 
+    import cli_zygote
     import yaml
     from clirun import TINY, cli_env
     from hang_guard import hang_guard
@@ -205,20 +206,20 @@ def test_a_second_resume_of_a_live_campaign_is_refused_and_nothing_trains_twice(
     db = tmp_path / "mlflow.db"
     shutil.copyfile(migrated_mlflow_db, db)
     uri = f"sqlite:///{db}"
-    argv = [sys.executable, "-m", "distrepro.cli", "run", str(config), "--no-progress", "--root", str(root)]
+    argv = ["run", str(config), "--no-progress", "--root", str(root)]
     env = {**cli_env(uri), "DISTREPRO_JOBS": "1"}
-    first = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    first = cli_zygote.popen(argv, tmp_path, env, **pipes)  # each a process of its own (cli_zygote says why)
     try:
         assert first.stdout is not None
         started = first.stdout.readline()
         campaign = started.split()[2]
         assert started.startswith("campaign run ") and len(campaign) == 32, started
-        second = subprocess.run(
-            [*argv, "--resume", campaign], cwd=tmp_path, env=env, capture_output=True, text=True,
-            timeout=hang_guard(240),
-        )  # fmt: skip
-        errors = [line for line in second.stderr.splitlines() if line.startswith("distrepro: error: ")]
-        assert second.returncode == 2 and len(errors) == 1, second.stderr
+        second = cli_zygote.popen([*argv, "--resume", campaign], tmp_path, env, **pipes)
+        _, second_err = second.communicate(timeout=hang_guard(240))
+        assert second_err is not None
+        errors = [line for line in second_err.splitlines() if line.startswith("distrepro: error: ")]
+        assert second.returncode == 2 and len(errors) == 1, second_err
         assert f"campaign run {campaign} is being written by pid " in errors[0], errors
         assert f"on host {socket.gethostname()}" in errors[0] and "train its seeds twice" in errors[0], errors
         flag.touch()
