@@ -341,9 +341,10 @@ def test_hostile_inputs_through_the_cli_exit_2_with_one_line_and_no_run(tmp_path
 
 # ---------------------------------------------------------------------- round 3 (issue 27): the table, via the CLI
 
-#: CPU seconds a row decided before training may take (about 3 s: Python, pydantic, the YAML reader; 30 s on a
-#: machine whose every core is shared). CPU time, never wall time: on a shared machine wall time says more about
-#: the neighbours than about the suite (issue 34); how long a row takes on an idle machine is a benchmark's job
+#: CPU seconds a row decided before training may take (about 0.3 s forked from the zygote, whose imports are not
+#: the row's; about 2 s as a fresh interpreter; 30 s on a machine whose every core is shared). CPU time, never wall
+#: time: on a shared machine wall time says more about the neighbours than about the suite (issue 34); how long a
+#: row takes on an idle machine is a benchmark's job
 FAST_S = 30.0
 #: CPU seconds of a row that arises while training (a data file read mid-run)
 LATE_S = 90.0
