@@ -13,7 +13,7 @@ module as ``__main__`` the way ``-m`` does (``runpy``, ``python -m``'s path), an
 nothing, is skipped). A ``run`` or ``reproduce`` goes through the real watcher,
 :func:`distrepro.cli.watch.run_watched`: only the watched child it starts is forked from the watcher instead of a
 fresh interpreter, and that child executes the watcher's own ``-c`` program (``watch._CHILD``) with the environment,
-path entry and arguments the watcher passed, so the notes file, the death signal, the parent check and the exit
+path entry and arguments the watcher passed, so the open-runs file, the death signal, the parent check and the exit
 status take their real paths. A rank's parent is the zygote, not the launcher: the launcher polls, waits and signals
 it through its pid and this module, as it would a child (it never relies on being the parent).
 
