@@ -6,26 +6,19 @@ cannot be made. One quick real case (a two-node ring all-reduce through 200 Mbit
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import benchmark_module
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _module(name: str) -> ModuleType:
-    if str(REPO / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(REPO / "benchmarks"))  # shaped_links imports its sibling shaped_net
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module(name)
 
 
 links = _module("shaped_links")

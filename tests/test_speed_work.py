@@ -3,13 +3,13 @@ the pairing and ratio arithmetic, the table, the command lines it builds and its
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_module import benchmark_module
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -17,12 +17,7 @@ pytestmark = pytest.mark.smoke
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("speed_work", REPO / "benchmarks" / "speed_work.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("speed_work")
 
 
 sw = _module()

@@ -12,13 +12,12 @@ committed error bands are what the script writes, and a row's "too fast" / "too 
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_module import benchmark_module
 
 from distrepro.safe_yaml import load_yaml
 
@@ -26,12 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_emulator", REPO / "benchmarks" / "validate_emulator.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("validate_emulator")
 
 
 @pytest.fixture(scope="module")
