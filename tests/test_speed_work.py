@@ -89,9 +89,10 @@ def test_only_selects_items_by_prefix_and_refuses_unknown_ones() -> None:
         sw.select(keys, "b,z")
 
 
-def test_arguments_parse_and_bad_ones_exit_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
-    args = sw.parse_args(["--reps", "1", "--steps", "2", "--only", "b,d", "--before", "/tmp/x"])
-    assert (args.reps, args.steps, args.items, args.before) == (1, 2, ["b", "d"], Path("/tmp/x"))
+def test_arguments_parse_and_bad_ones_exit_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = tmp_path / "before"
+    args = sw.parse_args(["--reps", "1", "--steps", "2", "--only", "b,d", "--before", str(before)])
+    assert (args.reps, args.steps, args.items, args.before) == (1, 2, ["b", "d"], before)
     assert sw.parse_args([]).items == ["a1", "a2", "b", "c", "d", "e"] and sw.parse_args([]).after == REPO
     for bad in (["--only", "x"], ["--reps", "0"]):
         with pytest.raises(SystemExit):

@@ -36,10 +36,9 @@ def _busy(seconds: float) -> None:
 @pytest.mark.smoke
 def test_a_blocked_step_fails_at_the_timeout() -> None:
     dog = Watchdog(0.3)
-    start = time.monotonic()
+    # a wait that returned at its own end would raise nothing: the NoProgress proves it was interrupted
     with pytest.raises(NoProgress, match=r"no worker made progress for 0.3 s"), dog.armed():
-        threading.Event().wait(5)
-    assert time.monotonic() - start < 4  # interrupted, not waited out
+        threading.Event().wait(600)
 
 
 @pytest.mark.smoke
