@@ -59,7 +59,7 @@ from typing import Any
 import yaml
 
 from distrepro.api.overlap import DDP_BUCKET_BYTES, emulated_buckets
-from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, ring_links
+from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import framework as fw
@@ -81,7 +81,7 @@ WORKLOAD = "validation"
 #: cells that are points
 GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
-NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS}
+NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
 TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True}
 
