@@ -59,7 +59,7 @@ from typing import Any
 import yaml
 
 from distrepro.api.overlap import DDP_BUCKET_BYTES, emulated_buckets
-from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, ring_links
+from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import framework as fw
@@ -81,7 +81,7 @@ WORKLOAD = "validation"
 #: cells that are points
 GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
-NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS}
+NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
 TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True}
 
@@ -465,15 +465,17 @@ def ddp_step_seconds(
     ranks: int,
     model: dict[str, Any] | None = None,
     memory_bytes_per_s: float | None = None,
+    reducer: fw.Reducer = fw.REDUCERS["torch"],
 ) -> float:
     """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
     launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
 
     Buckets: the model's per-layer table's (``workload:``, DDP's 1 MiB first bucket, then 25 MiB, ready when
     backward passes their last layer) scaled to ``grad_bytes``, else 25 MiB buckets ready evenly over backward.
-    Framework terms (:data:`TERMS`): the reducer's ``tensors`` x launch cost and ``BUCKET_PASSES`` x ``grad_bytes``
-    at the GPU's memory bandwidth added to backward; compute x the expected slowest of ``ranks`` (per-step jitter);
-    backward slowed by the contention factor for as long as a bucket overlaps it."""
+    Framework terms (:data:`TERMS`): the ``reducer``'s kernels per tensor (the model's ``tensors``) and per bucket
+    and its passes over ``grad_bytes`` at the GPU's memory bandwidth
+    (:func:`distrepro.timing.framework.reducer_seconds`) added to backward; compute x the expected slowest of
+    ``ranks`` (per-step jitter); backward slowed by the contention factor for as long as a bucket overlaps it."""
     model = model or {}
     t_c = compute.nominal_step_seconds(0, tokens)
     if TERMS["slowest_of_p"]:
@@ -492,11 +494,17 @@ def ddp_step_seconds(
             plan.append((done / grad_bytes, cost.all_reduce(world, size)))
     overhead = 0.0
     if TERMS["framework"] and ranks > 1:
-        overhead = model.get("tensors", 0) * fw.LAUNCH_S
-        if memory_bytes_per_s:
-            overhead += fw.BUCKET_PASSES * grad_bytes / memory_bytes_per_s
+        overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
     contention = fw.CONTENTION if TERMS["contention"] else 0.0
     return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
+
+
+def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
+    """The DDP implementation the point's source ran (its own ``ddp:``, else its source's), as its code names it."""
+    name = point.get("ddp") or data["sources"][point["source"]].get("ddp", "torch")
+    if name not in fw.REDUCERS:
+        raise ValueError(f"point {point['id']}: ddp {name!r} is none of {sorted(fw.REDUCERS)}")
+    return fw.REDUCERS[name]
 
 
 # ---------------------------------------------------------------------- predictions per kind
@@ -520,9 +528,9 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     model = data["models"][point["model"]]
     grad = point.get("grad_bytes", model["grad_bytes"])
     memory = data["gpus"][gpu].get("memory_gbytes_per_s")
-    step = ddp_step_seconds(
-        compute, cost, point["tokens_per_gpu"], grad, point["gpus"], model, memory * 1e9 if memory else None
-    )
+    bandwidth = memory * 1e9 if memory else None
+    reducer = reducer_of(data, point)
+    step = ddp_step_seconds(compute, cost, point["tokens_per_gpu"], grad, point["gpus"], model, bandwidth, reducer)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
     note = f"step {step * 1e3:.1f} ms (compute {compute.nominal_step_seconds(0, point['tokens_per_gpu']) * 1e3:.1f}); "
     note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms"

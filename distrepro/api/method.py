@@ -208,6 +208,10 @@ class WorkerContext(Protocol):
         ``on_bucket(i, params)``: called back at the virtual time gradient bucket ``i`` (DDP's 25 MB buckets,
         reverse parameter order) would be ready in backward, so a method can launch non-blocking
         communication that overlaps the rest of backward (:mod:`distrepro.api.overlap`). The gradients are final.
+        With an emulated workload the buckets are the emulated model's: ``params`` are the proxy's parameters dealt
+        to bucket ``i`` and may be none (a proxy with fewer tensors than the emulated model has buckets); launch the
+        bucket's collective anyway (over an empty payload): a collective issued in the callback is charged the
+        emulated bucket's bytes.
 
         Charges the compute time of ``len(batch)`` samples on this worker's device to the
         clock and returns the mean loss of the batch. ``forward_with`` runs the forward through

@@ -18,14 +18,24 @@ With the emulated workload's per-layer table (:mod:`distrepro.hardware.layer_tab
 their ready times are the *emulated model's*: DDP's assignment (``compute_bucket_assignment_by_size``: parameters
 in reverse order, the first bucket capped at 1 MiB, ``dist._DEFAULT_FIRST_BUCKET_BYTES``, the others at 25 MiB)
 runs over the table's layers, a bucket is ready when backward (2 × each layer's forward FLOPs, in reverse layer
-order) has passed its last layer, and the proxy's parameters are dealt to those buckets by their share of the
-bytes. A VGG-like model whose fully-connected layers hold most parameters but ~1 % of the compute then has most
-of its gradient ready at the start of backward, as on the real GPU, instead of spread by the proxy's counts.
+order) has passed its last layer. A VGG-like model whose fully-connected layers hold most parameters but ~1 % of
+the compute then has most of its gradient ready at the start of backward, as on the real GPU.
+
+Every emulated bucket is charged as itself, whatever the proxy (issue 44): the callback ``on_bucket(i, params)``
+runs once per emulated bucket at its ready time, and a collective issued inside it is charged the bucket's bytes
+(:class:`BucketCharge`, set on the comm by :func:`charged_as`). The proxy's parameters only carry the real
+gradients: each goes to the emulated bucket whose share of the bytes covers the middle of its own share, so a
+bucket may hold none of them (a proxy with fewer tensors than the emulated model has buckets) and is still
+launched, and charged, at its own time. Before, an emulated bucket no proxy tensor fell into rode with the next
+one: Decent-DP's Fig. 6 proxy (8 tensors) turned Transformer-base's 7 buckets into 3 charges. Outside a callback
+a payload is charged as before, its real bytes times ``bytes_scale`` (Decent-DP's first, blocking exchange of each
+bucket after iteration 1: the same bytes in all, split by the proxy's tensors).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,18 +112,63 @@ def emulated_buckets(
     return out
 
 
-def bucket_plan(
-    model: torch.nn.Module, bytes_scale: float, layers: Any = None
-) -> tuple[list[list[torch.nn.Parameter]], list[float]]:
-    """(parameter groups, ready fraction of each): the emulated model's buckets when ``layers`` is its per-layer
-    table, else the proxy's (:func:`buckets`, :func:`ready_fractions`).
+@dataclass(frozen=True)
+class BucketCharge:
+    """What a collective issued from one emulated bucket's callback is charged: the emulated bucket's bytes.
 
-    The proxy's parameters, in reverse order, go to the emulated bucket whose share of the bytes covers the
-    middle of their own share; an emulated bucket that no proxy tensor falls into is merged into the next (it
-    is launched with it, at the later ready time), so the bytes charged stay the emulated model's in total."""
+    ``stands_for`` is the emulated bucket's share of the model's bytes in the proxy's units (times the run's
+    ``bytes_scale`` it is the bucket's emulated bytes), ``proxy_bytes`` the real bytes of the proxy tensors dealt to
+    it. A payload of the bucket's own tensors counts as ``stands_for`` (a part of them, or a compressed copy, as its
+    share of it); a bucket that holds no proxy tensor counts any payload, even an empty one, as the whole bucket.
+    """
+
+    proxy_bytes: float
+    stands_for: float
+
+    def count(self, nbytes: float) -> float:
+        """The proxy bytes a payload of ``nbytes`` real bytes is charged as (before the run's ``bytes_scale``)."""
+        return nbytes * self.stands_for / self.proxy_bytes if self.proxy_bytes > 0 else self.stands_for
+
+
+def counted(nbytes: float, charge: BucketCharge | None) -> float:
+    """``nbytes`` as charged inside ``charge``'s bucket (unchanged outside one): every engine's rule."""
+    return nbytes if charge is None else charge.count(nbytes)
+
+
+@contextmanager
+def charged_as(comm: Any, charge: BucketCharge | None) -> Iterator[None]:
+    """Collectives ``comm`` issues inside are charged as the emulated bucket ``charge`` (nothing changes for None).
+
+    The engines' comms and the sensitivity probe's recording comm read ``comm.bucket_charge`` when a call is issued
+    (:func:`counted`); the harness, not the method, sets it around each ``on_bucket`` callback."""
+    if charge is None:
+        yield
+        return
+    previous = getattr(comm, "bucket_charge", None)
+    comm.bucket_charge = charge
+    try:
+        yield
+    finally:
+        comm.bucket_charge = previous
+
+
+@dataclass(frozen=True)
+class PlannedBucket:
+    """One bucket as the engines launch it: the proxy's parameters it carries (maybe none), the fraction of backward
+    done when it is ready, and its charge (None: the proxy's own bytes, a run without a layer table)."""
+
+    params: list[torch.nn.Parameter]
+    ready: float
+    charge: BucketCharge | None = None
+
+
+def bucket_plan(model: torch.nn.Module, bytes_scale: float, layers: Any = None) -> list[PlannedBucket]:
+    """The buckets a bucketed forward/backward launches, in order: the emulated model's when ``layers`` is its
+    per-layer table (one per emulated bucket, each charged as itself), else the proxy's (:func:`buckets`,
+    :func:`ready_fractions`). The same plan in both engines and in the sensitivity probe."""
     if layers is None:
         groups = buckets(model, bytes_scale)
-        return groups, ready_fractions(groups)
+        return [PlannedBucket(g, f) for g, f in zip(groups, ready_fractions(groups), strict=True)]
     plan = emulated_buckets(layers)
     total = sum(b.nbytes for b in plan) or 1.0
     ends, acc = [], 0.0
@@ -121,21 +176,21 @@ def bucket_plan(
         acc += b.nbytes
         ends.append(acc / total)
     params = [p for p in reversed(list(model.parameters())) if p.requires_grad]
-    sizes = [p.numel() for p in params]
-    proxy_total = float(sum(sizes)) or 1.0
+    sizes = [p.numel() * p.element_size() for p in params]
+    proxy_total = float(sum(sizes))
     assigned: list[list[torch.nn.Parameter]] = [[] for _ in plan]
     done, j = 0.0, 0
     for p, n in zip(params, sizes, strict=True):
-        middle = (done + n / 2) / proxy_total
+        middle = (done + n / 2) / (proxy_total or 1.0)
         done += n
         while j < len(plan) - 1 and ends[j] < middle:
             j += 1
         assigned[j].append(p)
-    groups = [g for g in assigned if g]
-    fractions = [b.ready for g, b in zip(assigned, plan, strict=True) if g]
-    if fractions and not assigned[-1]:  # trailing emulated buckets rode with the last proxy group
-        fractions[-1] = plan[-1].ready
-    return groups, fractions
+    out = []
+    for group, b in zip(assigned, plan, strict=True):
+        carried = float(sum(p.numel() * p.element_size() for p in group))
+        out.append(PlannedBucket(group, b.ready, BucketCharge(carried, proxy_total * b.nbytes / total)))
+    return out
 
 
 def all_reduce_overlapped(
@@ -143,7 +198,8 @@ def all_reduce_overlapped(
 ) -> None:
     """``forward_backward`` with a DDP-style bucketed, non-blocking gradient all-reduce (over ``group``, all
     ranks by default) launched as buckets become ready; returns when every bucket is reduced (the step costs
-    max(compute, last bucket's end))."""
+    max(compute, last bucket's end)). An emulated bucket that holds none of the proxy's parameters is launched all
+    the same, over no tensor: the harness charges it the bucket's bytes."""
     works: list[api.Work] = []
     weight = float(len(batch))
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from distrepro.api.method import Batch, Comm, LRSchedule, OptimizerConfig, OptimizerT
+from distrepro.api.overlap import PlannedBucket, bucket_plan, charged_as
 from distrepro.engine.clock import VirtualClock
 from distrepro.seeding import derive_seed, generator
 from distrepro.timing.contention import ContentionLedger
@@ -64,7 +65,7 @@ class HarnessWorker:
         #: fraction by which backward slows while a synchronous collective overlaps it
         #: (:mod:`distrepro.timing.contention`)
         clock.contention = ContentionLedger(contention)
-        self._buckets: tuple[int, list[Any], list[float]] | None = None
+        self._buckets: tuple[int, list[PlannedBucket]] | None = None
         self.world_size = world_size
         self.model = model
         self.comm = comm
@@ -128,8 +129,9 @@ class HarnessWorker:
                     p.grad = torch.zeros_like(p)
             self.gradients += 1
             if on_bucket is not None:  # every rank launches the same buckets, ready at once here
-                for i, params in enumerate(self._bucket_plan()[0]):
-                    on_bucket(i, params)
+                for i, bucket in enumerate(self._bucket_plan()):
+                    with charged_as(self.comm, bucket.charge):
+                        on_bucket(i, bucket.params)
             return float("nan")
         wall0 = time.perf_counter()
         inputs = batch.inputs.to(self.device, non_blocking=True)
@@ -160,31 +162,30 @@ class HarnessWorker:
         self.epoch_compute_s += dt
         return self.last_loss
 
-    def _bucket_plan(self) -> tuple[list[Any], list[float]]:
-        from distrepro.api.overlap import bucket_plan
-
+    def _bucket_plan(self) -> list[PlannedBucket]:
         key = id(self.model)
         if self._buckets is None or self._buckets[0] != key:
-            groups, fractions = bucket_plan(self.model, self._bytes_scale, self._layers)
-            self._buckets = (key, groups, fractions)
-        return self._buckets[1], self._buckets[2]
+            self._buckets = (key, bucket_plan(self.model, self._bytes_scale, self._layers))
+        return self._buckets[1]
 
     def _backward_buckets(self, dt: float, on_bucket: Callable[[int, list[torch.nn.Parameter]], None]) -> None:
         """Charge ``dt`` in pieces: forward, then backward up to each bucket's ready time, calling back there; the
-        collectives launched from the callbacks overlap this backward (the clock charges their contention)."""
-        groups, fractions = self._bucket_plan()
+        collectives launched from the callbacks overlap this backward (the clock charges their contention) and are
+        charged as the bucket (:func:`distrepro.api.overlap.charged_as`: the emulated model's, with a layer table)."""
+        plan = self._bucket_plan()
         self.clock.begin_backward()
         backward = dt * self._backward_fraction + self._framework_s
         dt += self._framework_s
         self.clock.compute(dt - backward)
         done = dt - backward
-        for i, (params, frac) in enumerate(zip(groups, fractions, strict=True)):
-            target = dt - backward + backward * frac if i < len(groups) - 1 else dt
+        for i, bucket in enumerate(plan):
+            target = dt - backward + backward * bucket.ready if i < len(plan) - 1 else dt
             self.clock.compute(max(0.0, target - done))
             done = target
-            if i == len(groups) - 1:  # backward is over: the last bucket's collective overlaps none of it
+            if i == len(plan) - 1:  # backward is over: the last bucket's collective overlaps none of it
                 self.clock.end_backward()
-            on_bucket(i, params)
+            with charged_as(self.comm, bucket.charge):
+                on_bucket(i, bucket.params)
         self.clock.end_backward()  # no bucket at all (a model without gradients): close it anyway
 
     def seed(self, *parts: object) -> int:

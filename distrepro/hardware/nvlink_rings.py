@@ -35,6 +35,10 @@ DGX1_V100_NVLINKS: tuple[tuple[int, ...], ...] = (
     (0, 0, 1, 0, 1, 2, 0, 2),
     (0, 0, 0, 1, 2, 1, 2, 0),
 )
+#: links between the 8 V100-SXM2-16GB of one node of OneFlow's DLPerf cluster [M], from the report's own ``nvidia-smi
+#: topo -m`` (Oneflow-Inc/DLPerf @ c89430ba, reports/dlperf_benchmark_test_report_v1.md, "Hardware"): NV1/NV2 to four
+#: of the seven other GPUs, SYS to the rest, pair for pair the DGX-1's wiring above
+DLPERF_V100_NVLINKS = DGX1_V100_NVLINKS
 #: exhaustive search bound: (k - 1)! / 2 undirected cycles
 MAX_GROUP = 8
 #: a pair of GPUs, the smaller first

@@ -242,7 +242,8 @@ class Framework(Strict):
     bandwidth) or ``gloo`` (CPU threads over TCP; collectives do not contend with backward).
     Default: ``nccl`` when every device is a GPU, else ``gloo`` (``torch.distributed`` runs NCCL only on GPUs).
     ``contention``: the fraction by which backward slows while a synchronous collective overlaps it (0 pins it
-    off). ``launch_us`` and ``bucket_passes``: DDP's per-tensor host cost and bytes moved per gradient byte."""
+    off). ``launch_us`` and ``bucket_passes``: DDP's reducer's GPU µs per gradient tensor and the bytes it moves per
+    gradient byte (:data:`distrepro.timing.framework.REDUCERS`)."""
 
     backend: Literal["nccl", "gloo"] | None = None
     contention: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None

@@ -13,9 +13,10 @@ Only synchronous (lockstep) methods whose iteration is a fixed sequence of colle
 replayed this way. DDP-style overlap (:mod:`distrepro.api.overlap`) is recorded as the engine times it: a
 ``("fb", n)`` event (one forward/backward of n samples), then per gradient bucket a ``("piece",
 (fraction, last))`` event (backward run up to that bucket's ready time) followed by the bucket's
-non-blocking collective ``("acomm", call)``; ``Work.wait()`` records ``("wait", i)`` (the rank's i-th
-non-blocking call). Anything else (asynchronous gossip, pairing) raises :class:`NotAnalysable` naming
-what is missing, and the sweep reports the claim as not analysed.
+non-blocking collective ``("acomm", call)``, its bytes counted as the engines count them inside the bucket
+(:func:`distrepro.api.overlap.charged_as`: the emulated bucket's, with a layer table); ``Work.wait()``
+records ``("wait", i)`` (the rank's i-th non-blocking call). Anything else (asynchronous gossip, pairing) raises
+:class:`NotAnalysable` naming what is missing, and the sweep reports the claim as not analysed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from distrepro.api.method import Batch, Comm, Group, LRSchedule, MethodParams, OptimizerConfig, OptimizerT
-from distrepro.api.overlap import bucket_plan
+from distrepro.api.overlap import BucketCharge, bucket_plan, charged_as, counted
 from distrepro.errors import DistreproError
 from distrepro.hardware.cluster_layout import cluster_layout
 from distrepro.job.resolve import Job
@@ -98,14 +99,29 @@ class _ProbeWork:
 class _RecordingComm(Comm):
     """Records each call as the in-process fabric would charge it; moves no data."""
 
+    #: set around a gradient bucket's callback, as the engines' comms (:func:`distrepro.api.overlap.charged_as`)
+    bucket_charge: BucketCharge | None = None
+
     def __init__(self, rank: int, world_size: int, events: list[Event]) -> None:
         self.rank, self.world_size, self.events = rank, world_size, events
         self._world = tuple(range(world_size))
         self._issued = 0  # non-blocking calls so far (the index a wait names)
 
-    def _record(self, kind: str, group: Group | None, nbytes: float = 0.0, src: int = 0, async_op: bool = False):
+    def _record(
+        self,
+        kind: str,
+        group: Group | None,
+        nbytes: float = 0.0,
+        src: int = 0,
+        async_op: bool = False,
+        extra: float = 0.0,
+        bucketed: bool = True,
+    ):
+        """``nbytes`` of tensors (counted as the current bucket counts them, unless ``bucketed`` is off: a bare
+        charge's explicit bytes) plus ``extra`` bytes outside any bucket (a weight)."""
         ranks = self._world if group is None else tuple(group.ranks)
-        call = Call(kind, ranks, float(nbytes), int(src))
+        counted_bytes = counted(float(nbytes), self.bucket_charge) if bucketed else float(nbytes)
+        call = Call(kind, ranks, counted_bytes + extra, int(src))
         if not async_op:
             self.events.append(("comm", call))
             return None
@@ -120,7 +136,7 @@ class _RecordingComm(Comm):
         return self._record("all_reduce", group, payload_bytes(tensors), async_op=async_op)
 
     def weighted_average(self, tensors, weight, group=None, async_op=False):
-        return self._record("all_reduce", group, payload_bytes(tensors) + 4, async_op=async_op)  # + the scalar weight
+        return self._record("all_reduce", group, payload_bytes(tensors), async_op=async_op, extra=4)  # + the weight
 
     def broadcast(self, tensor, src, group=None, async_op=False):
         return self._record("broadcast", group, payload_bytes([tensor]), src=src, async_op=async_op)
@@ -132,11 +148,11 @@ class _RecordingComm(Comm):
         return self._record("all_gather", group, payload_bytes([input]), async_op=async_op)
 
     def all_gather_object(self, obj, group=None):
-        self._record("control", group)
+        self._record("control", group, bucketed=False)
         return [obj] * len(self._world if group is None else group.ranks)
 
     def barrier(self, group=None) -> None:
-        self._record("control", group)
+        self._record("control", group, bucketed=False)
 
     def new_group(self, ranks):
         return Group(tuple(int(r) for r in ranks))
@@ -149,10 +165,10 @@ class _RecordingComm(Comm):
 
     def ps_sync(self, tensors, weight, group=None, receive="collective") -> None:
         kind = "parameter_server_async" if receive == "async" else "parameter_server"
-        self._record(kind, group, payload_bytes(tensors) + 4)
+        self._record(kind, group, payload_bytes(tensors), extra=4)
 
     def charge(self, pattern, nbytes, group=None, async_op=False) -> None:
-        self._record(f"charge:{pattern}", group, float(nbytes))
+        self._record(f"charge:{pattern}", group, float(nbytes), bucketed=False)
 
     @property
     def bytes_sent(self) -> int:
@@ -216,11 +232,12 @@ class _ProbeContext:
         # as distrepro.engine.harness_worker's _backward_buckets: backward up to each bucket's ready time, then its
         # callback
         # (which issues the bucket's non-blocking collective); the times themselves are the simulator's
-        groups, fractions = bucket_plan(self.model, self._bytes_scale, self._layers)
+        plan = bucket_plan(self.model, self._bytes_scale, self._layers)
         self._events.append(("fb", len(batch)))
-        for i, (params, frac) in enumerate(zip(groups, fractions, strict=True)):
-            self._events.append(("piece", (frac, i == len(groups) - 1)))
-            on_bucket(i, params)
+        for i, bucket in enumerate(plan):
+            self._events.append(("piece", (bucket.ready, i == len(plan) - 1)))
+            with charged_as(self.comm, bucket.charge):
+                on_bucket(i, bucket.params)
         return 0.0
 
     def seed(self, *parts: object) -> int:

@@ -24,7 +24,11 @@ by large factors. This module restates that rule on a profile's links, for group
 Protocols: Simple (full bandwidth, the profile's link latency per step, base 8.4 µs) and LL (half the bandwidth,
 0.18 × the step latency, base 6.6 µs: ``tuning.cc`` ``baseLat`` Ring {LL 6.6, Simple 8.4}; ``hwLat`` LL/Simple
 per step NVLink 0.6/3.4, PCI 1.0/5.7, network 2.7/14 ≈ 0.18-0.19; ring LL bus bandwidth ``0.5 ×``). A call is
-charged at the faster one.
+charged at the faster one. Two refinements of the same file: LL saves the Simple protocol's own overhead, not the
+wire's latency, so a network step under LL takes at least the link's latency less 11.3 µs (14 − 2.7: over TCP
+sockets, whose 15-60 µs are the kernel's and the wire's, LL is no longer 0.18 of it); and a ring that crosses
+nodes pays NCCL's network post overhead on every step, so its intra-node steps take at least 1 µs (LL) or 3 µs
+(Simple) (``getNetOverhead``: "Inter-node rings still have to launch nsteps * net overhead").
 
 ``auto`` (the default) is NCCL's rule: the cheaper of ring and tree for all-reduce, ring otherwise. ``ring`` keeps
 the flat model the emulator used before (every step at the worst link latency, no base latency, no protocol; a
@@ -46,6 +50,15 @@ ALGORITHMS: tuple[str, ...] = ("auto", "ring", "tree", "hierarchical")
 BASE_LATENCY_US = {"simple": 8.4, "ll": 6.6}
 #: LL's step latency relative to Simple's (``tuning.cc`` hwLat: 0.6/3.4, 1.0/5.7, 2.7/14)
 LL_LATENCY_RATIO = 0.18
+#: what LL saves per network step: the Simple protocol's own overhead (its flush and flag handshake), ``tuning.cc``
+#: hwLat NET Ring Simple 14 - LL 2.7 µs. LL cannot make the wire faster: a network step takes at least the link's
+#: latency less this, so over a link whose latency is the wire's (TCP sockets, 15-60 µs) LL's step is that latency
+#: less 11.3 µs, not 0.18 of it (on InfiniBand's 14 µs both rules give NCCL's 2.7)
+LL_NET_SAVING_US = 14.0 - 2.7
+#: NCCL's network post overhead, µs (``tuning.cc`` ``getNetOverhead``: 1 on Intel and other CPUs, 2 on AMD): a ring
+#: that crosses nodes "still has to launch nsteps * net overhead", so each of its intra-node steps takes at least
+#: this (Simple: 3 times it) [S]; the CPU vendor is not in a profile, NCCL's default is taken
+NET_OVERHEAD_US = 1.0
 #: LL's bandwidth relative to Simple's (``tuning.cc``: ring LL ``busBw * .5``)
 LL_BANDWIDTH_RATIO = 0.5
 #: NCCL's tree all-reduce: bus bandwidth × 0.92, algorithm bandwidth = bus bandwidth × 0.5 (``tuning.cc``)
@@ -68,7 +81,8 @@ class CollectiveCost:
 
 @dataclass(frozen=True)
 class _Phase:
-    """Latency in steps (intra-node, inter-node), a worst-case latency for gloo, and the bandwidth term."""
+    """Latency in steps (intra-node, inter-node), a worst-case latency for gloo, and the bandwidth term;
+    ``ring_across``: a ring (all-reduce, reduce-scatter, all-gather) whose steps cross nodes."""
 
     intra_steps: float
     inter_steps: float
@@ -76,9 +90,23 @@ class _Phase:
     alpha_inter: float
     bandwidth_s: float
     gloo_latency_s: float
+    ring_across: bool = False
 
     def simple_latency(self) -> float:
-        return self.intra_steps * self.alpha_intra + self.inter_steps * self.alpha_inter
+        """NCCL's Simple step latencies (``tuning.cc``): the links' own, an intra-node step of a ring across nodes at
+        least 3 x :data:`NET_OVERHEAD_US`."""
+        intra = max(self.alpha_intra, 3 * NET_OVERHEAD_US * 1e-6) if self.ring_across else self.alpha_intra
+        return self.intra_steps * intra + self.inter_steps * self.alpha_inter
+
+    def ll_latency(self) -> float:
+        """LL's step latencies: :data:`LL_LATENCY_RATIO` of Simple's, a network step no less than its link's latency
+        less :data:`LL_NET_SAVING_US`, an intra-node step of a ring across nodes no less than
+        :data:`NET_OVERHEAD_US`."""
+        intra = LL_LATENCY_RATIO * self.alpha_intra
+        if self.ring_across:
+            intra = max(intra, NET_OVERHEAD_US * 1e-6)
+        inter = max(LL_LATENCY_RATIO * self.alpha_inter, self.alpha_inter - LL_NET_SAVING_US * 1e-6)
+        return self.intra_steps * intra + self.inter_steps * inter
 
 
 class Topology:
@@ -143,7 +171,8 @@ def _ring_phase(topo: Topology, steps_per_rank: int, volume: float, eff: float) 
     a_in, a_out, bandwidth, a_worst = topo.worst(hops)
     steps = steps_per_rank * (p - 1)
     inter = steps_per_rank * (topo.n_nodes - 1) if topo.n_nodes > 1 else 0
-    phase = _Phase(steps - inter, inter, a_in, a_out, volume / (bandwidth * eff), steps * a_worst)
+    gloo = steps * a_worst
+    phase = _Phase(steps - inter, inter, a_in, a_out, volume / (bandwidth * eff), gloo, topo.n_nodes > 1)
     return phase, hops
 
 
@@ -207,9 +236,8 @@ def _classic(algorithm: str, phase: _Phase, hops: Hops) -> CollectiveCost:
 
 def _charge(algorithm: str, phase: _Phase, hops: Hops) -> CollectiveCost:
     """The phase as NCCL charges it: base latency plus step latencies, at the faster of LL and Simple."""
-    lat = phase.simple_latency()
-    simple_lat = BASE_LATENCY_US["simple"] * 1e-6 + lat
-    ll_lat = BASE_LATENCY_US["ll"] * 1e-6 + LL_LATENCY_RATIO * lat
+    simple_lat = BASE_LATENCY_US["simple"] * 1e-6 + phase.simple_latency()
+    ll_lat = BASE_LATENCY_US["ll"] * 1e-6 + phase.ll_latency()
     simple = simple_lat + phase.bandwidth_s
     ll = ll_lat + phase.bandwidth_s / LL_BANDWIDTH_RATIO
     if ll < simple:

@@ -5,16 +5,16 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
 ``DistributedDataParallel`` step adds, term by term (each with a central value and a plausible range, swept by
 ``distrepro sensitivity`` through the profile's ``overhead`` factor or listed in :data:`RANGES`):
 
-* **per-step framework cost** (charged by both engines on a bucketed forward/backward): DDP's reducer runs an
-  autograd hook per parameter tensor and launches one copy kernel per tensor into its bucket (PyTorch
-  ``torch/csrc/distributed/c10d/reducer.cpp``, ``mark_variable_ready`` / ``copy_grad_to_bucket``; Li et al.,
-  "PyTorch Distributed", VLDB 13(12) 2020, §4.2). Each costs about one kernel launch on the host path,
-  :data:`LAUNCH_S` per tensor; the emulated model's tensor count comes from its layer table.
-* **per-bucket copies** (charged likewise): without ``gradient_as_bucket_view`` every gradient byte is copied
-  into the bucket, divided by the world size in place and copied back (``reducer.cpp``; the default comm hook's
-  ``div_``, ``torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py``): :data:`BUCKET_PASSES` = 6 bytes
-  read or written per gradient byte, at the GPU's memory bandwidth (datasheets, :data:`MEMORY_GBYTES_PER_S`).
-  These kernels run on the compute stream during backward, so they lengthen it.
+* **the reducer's per-step work** (charged by both engines on a bucketed forward/backward): what a DDP
+  implementation runs on the GPU besides the all-reduce, counted from its code as kernels per gradient tensor,
+  kernels per bucket and bytes read or written per gradient byte (:class:`Reducer`, :data:`REDUCERS`), priced at
+  :data:`KERNEL_S` per kernel and the GPU's memory bandwidth (datasheets, :data:`MEMORY_GBYTES_PER_S`)
+  (:func:`reducer_seconds`). PyTorch's reducer (``torch/csrc/distributed/c10d/reducer.cpp``) copies each gradient
+  into its bucket with the division by the world size fused into the copy and copies it back after the
+  all-reduce: two kernels per tensor, 4 bytes per gradient byte, nothing per bucket on the compute stream (the
+  engines' default, :data:`LAUNCH_S`, :data:`BUCKET_PASSES`). apex's ``DistributedDataParallel`` flattens each
+  bucket, divides it and unflattens it with one launch each: three kernels per bucket, 6 bytes per gradient byte.
+  Li et al., "PyTorch Distributed", VLDB 13(12) 2020, §3.2-4.2, describe the design; the counts are the code's.
 * **slowest of p** (realised by the engines whenever a profile declares compute jitter: a synchronous
   collective starts when its last member arrives): for the analytical predictions, the expected maximum of p
   mean-1 lognormal step factors (:func:`expected_max_factor`), not their mean.
@@ -39,13 +39,19 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-#: seconds per parameter tensor per step on the host path: one autograd hook plus one copy-kernel launch. CUDA
-#: kernel launch costs a few µs of CPU time and PyTorch eager dispatch adds a few more [E]: central 5 µs, range
-#: 2-10 µs
-LAUNCH_S = 5e-6
-#: bytes read or written per gradient byte by DDP's bucket handling: copy in (2), divide in place (2), copy back
-#: (2) (``reducer.cpp``, ``default_hooks.py``) [D]; range 4 (a comm hook that fuses the division) to 6
-BUCKET_PASSES = 6.0
+#: GPU seconds of one small kernel: launch and ramp of a near-empty grid [E], the figure the eager step's roofline uses
+#: (``benchmarks/eager_step.py``; CUDA kernel launch is a few µs); range 1.5-5 µs
+KERNEL_S = 2.5e-6
+#: GPU seconds per gradient tensor per step of PyTorch's reducer: its two kernels per tensor (the copy into the bucket
+#: with the division fused, the copy back), :data:`KERNEL_S` each [D]; range 2-10 µs (a host-bound step pays an eager
+#: op's host cost per kernel instead: 12.6 µs measured, ``benchmarks/eager_step.py``)
+LAUNCH_S = 2 * KERNEL_S
+#: bytes read or written per gradient byte by PyTorch's reducer: the copy into the bucket with the division fused
+#: (``at::mul_out``: read 1, write 1) and the copy back after the all-reduce (read 1, write 1) [D]
+#: (pytorch/pytorch@ad78a7b3 ``torch/csrc/distributed/c10d/reducer.cpp``, ``mark_variable_ready_dense``: "Divides
+#: while copying into the bucket view to save one scan over all the input parameters"; ``finalize_backward`` ->
+#: ``copy_bucket_to_grad``); range 4 to 6 (apex's reducer, or a comm hook that divides in a pass of its own)
+BUCKET_PASSES = 4.0
 #: how much slower backward's compute runs while a synchronous NCCL collective runs beside it (a rate: work of w
 #: seconds overlapped takes w·(1 + CONTENTION)) [E].
 #: Physical argument: NCCL runs each channel as one thread block pinned to a streaming multiprocessor (2-16 channels
@@ -66,12 +72,13 @@ CONTENTION = 0.10
 #: central 2 %, range 0.5-5 %
 STEP_CV = 0.02
 #: tensors per parameter-owning layer of the table (weight and bias; BatchNorm's two; a bias-free convolution
-#: one) [D]
+#: one) [D]: the engines' reducer is PyTorch's (:data:`LAUNCH_S`, :data:`BUCKET_PASSES`)
 TENSORS_PER_LAYER = 2.0
 
 #: plausible ranges of the constants above, for the sensitivity sweep and the validation's bounds
 RANGES: dict[str, tuple[float, float]] = {
     "LAUNCH_S": (2e-6, 10e-6),
+    "KERNEL_S": (1.5e-6, 5e-6),
     "BUCKET_PASSES": (4.0, 6.0),
     "CONTENTION": (0.0, 0.4),
     "STEP_CV": (0.005, 0.05),
@@ -87,6 +94,52 @@ MEMORY_GBYTES_PER_S: dict[str, float] = {
     "h100": 3350.0,  # H100 SXM5, HBM3
     "rtx3090": 936.0,  # GeForce RTX 3090, GDDR6X
 }
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """What one DDP implementation runs on the compute stream per step besides the all-reduce, counted from its code:
+    kernels per gradient tensor, kernels per bucket, bytes read or written per gradient byte."""
+
+    name: str
+    kernels_per_tensor: float
+    kernels_per_bucket: float
+    passes: float
+    source: str
+
+
+#: the DDP implementations the validation's sources ran (their code names which), each counted from its source
+REDUCERS: dict[str, Reducer] = {
+    "torch": Reducer(
+        "torch",
+        2.0,
+        0.0,
+        BUCKET_PASSES,
+        "pytorch/pytorch@ad78a7b3 torch/csrc/distributed/c10d/reducer.cpp: mark_variable_ready_dense (at::mul_out "
+        "into the bucket view, division fused), finalize_backward -> copy_bucket_to_grad (grad.copy_); the NCCL "
+        "launch per bucket is the all-reduce's own (its base latency)",
+    ),
+    "apex": Reducer(
+        "apex",
+        0.0,
+        3.0,
+        6.0,
+        "NVIDIA/apex@35acb06b apex/parallel/distributed.py allreduce_bucket: flatten (one cat), all_reduce, "
+        "mul_(1/world_size), unflatten back with multi_tensor_scale (one launch)",
+    ),
+}
+
+
+def reducer_seconds(
+    reducer: Reducer, tensors: float, buckets: int, grad_bytes: float, memory_bytes_per_s: float | None
+) -> float:
+    """GPU seconds ``reducer`` adds to a step of ``tensors`` gradient tensors in ``buckets`` buckets, ``grad_bytes`` in
+    all: its kernels at :data:`KERNEL_S` each, its passes over the gradients at the GPU's memory bandwidth (no pass
+    is charged when the bandwidth is unknown)."""
+    kernels = reducer.kernels_per_tensor * tensors + reducer.kernels_per_bucket * buckets
+    copies = reducer.passes * grad_bytes / memory_bytes_per_s if memory_bytes_per_s else 0.0
+    return kernels * KERNEL_S + copies
+
 
 _STD_NORMAL = NormalDist()
 

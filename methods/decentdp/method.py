@@ -15,7 +15,9 @@ rank, restated on the harness's communicator so every byte and every overlap is 
 * one optimizer per bucket (the library builds them with ``optim_fn`` per bucket); Adam-family steps are
   element-wise, so only the timing depends on where buckets are cut. Buckets are the harness's 25 MB DDP
   buckets in reverse parameter order (:mod:`distrepro.api.overlap`), the library's default ``bucket_size_in_mb=25``
-  and its "close a bucket once it reaches the size" rule over the backward order.
+  and its "close a bucket once it reaches the size" rule over the backward order: the emulated model's buckets
+  when the run emulates a workload, each exchanged (and charged) as itself even where it holds none of the proxy's
+  parameters (an empty exchange, no optimizer).
 
 ``overlap: false`` waits for every exchange at the end of its iteration instead (same parameters, time =
 compute + communication): the "overlap" ablation of the paper's key factors.
@@ -94,7 +96,8 @@ class Method(api.Method[Params]):
         #: per bucket, its parameters' one flat buffer (they are views of it, api.flat_parameters): the exchange
         #: reads and the mixing writes it whole, with no copy to a flat vector and back
         self.flats: list[torch.Tensor] = []
-        self.optims: list[torch.optim.Optimizer] = []
+        #: per bucket, its optimizer; None for an emulated bucket that holds none of the proxy's parameters
+        self.optims: list[torch.optim.Optimizer | None] = []
         #: per bucket, the exchange to mix in at its next hook: its handle (None once waited) and its buffer
         self.pending: list[tuple[api.Work | None, torch.Tensor] | None] = []
         self.finished = False
@@ -136,6 +139,9 @@ class Method(api.Method[Params]):
     def _build_optimizers(self, ctx: api.WorkerContext) -> None:
         self.flats = [api.flat_parameters(params) for params in self.buckets]
         for params in self.buckets:
+            if not params:  # an emulated bucket the proxy has no tensor in: exchanged (charged), nothing to step
+                self.optims.append(None)
+                continue
             opt = ctx.build_optimizer(params, self.params.optimizer)
             if ctx.lr is not None:  # registered after the harness set this step's LR
                 api.set_lr(opt, ctx.lr)
@@ -158,7 +164,7 @@ class Method(api.Method[Params]):
         out = super().state_dict()  # the iteration and the rounds (plain values)
         position = {id(p): i for i, p in enumerate(self.ctx.model.parameters())}
         out["buckets"] = ("value", [[position[id(p)] for p in params] for params in self.buckets])
-        out["optims"] = ("value", [opt.state_dict() for opt in self.optims])
+        out["optims"] = ("value", [None if opt is None else opt.state_dict() for opt in self.optims])
         received = [None if e is None or e[0] is not None else e[1].detach().clone() for e in self.pending]
         out["pending"] = ("value", received)
         return out
@@ -177,7 +183,8 @@ class Method(api.Method[Params]):
         if self.buckets:
             self._build_optimizers(self.ctx)
         for opt, saved in zip(self.optims, optims, strict=True):
-            opt.load_state_dict(saved)
+            if opt is not None:
+                opt.load_state_dict(saved)
         self.pending = [None if flat is None else (None, flat.to(params[0].device)) for flat in received]
 
     # ------------------------------------------------------------------ the step
@@ -198,13 +205,16 @@ class Method(api.Method[Params]):
             ctx.forward_backward(batch, on_bucket=record)
             self._build_optimizers(ctx)
             for b, opt in enumerate(self.optims):
-                opt.step()
+                if opt is not None:
+                    opt.step()
                 self._launch(ctx, b, topo.comm_round(1)).wait()
             return
 
         def on_bucket(b: int, _params: list[torch.nn.Parameter]) -> None:
             self._mix(ctx, b, k)
-            self.optims[b].step()
+            opt = self.optims[b]
+            if opt is not None:
+                opt.step()
             work = self._launch(ctx, b, topo.comm_round(k))
             if not self.params.overlap:
                 launched.append(work)

@@ -40,3 +40,23 @@ def test_a_fully_linked_node_is_limited_by_its_links_per_gpu() -> None:
     assert ring_links(clique, [0]) == 0
     with pytest.raises(ValueError, match="at most 8"):
         ring_links([[1] * 9 for _ in range(9)], range(9))
+
+
+def test_dlperfs_node_is_wired_as_its_report_prints_it() -> None:
+    """OneFlow's DLPerf report (Oneflow-Inc/DLPerf @ c89430ba, its ``nvidia-smi topo -m``): NV1 = 1 link, NV2 = 2,
+    SYS = none; the matrix is the DGX-1's, so a ring over all 8 gets 6 links, over a quad 4."""
+    from distrepro.hardware.nvlink_rings import DLPERF_V100_NVLINKS
+
+    printed = """\
+GPU0     X      NV1     NV1     NV2     NV2     SYS     SYS     SYS
+GPU1    NV1      X      NV2     NV1     SYS     NV2     SYS     SYS
+GPU2    NV1     NV2      X      NV2     SYS     SYS     NV1     SYS
+GPU3    NV2     NV1     NV2      X      SYS     SYS     SYS     NV1
+GPU4    NV2     SYS     SYS     SYS      X      NV1     NV1     NV2
+GPU5    SYS     NV2     SYS     SYS     NV1      X      NV2     NV1
+GPU6    SYS     SYS     NV1     SYS     NV1     NV2      X      NV2
+GPU7    SYS     SYS     SYS     NV1     NV2     NV1     NV2      X"""
+    count = {"X": 0, "SYS": 0, "NV1": 1, "NV2": 2}
+    matrix = tuple(tuple(count[cell] for cell in line.split()[1:]) for line in printed.splitlines())
+    assert matrix == DLPERF_V100_NVLINKS
+    assert ring_links(DLPERF_V100_NVLINKS, range(8)) == 6 and ring_links(DLPERF_V100_NVLINKS, range(4)) == 4

@@ -29,10 +29,14 @@ STEPS = 6
 PARAMS: dict[str, dict[str, Any]] = {
     "aer-accum-adam": {},
     "ring-adam-blocking": {"topology": "ring", "optimizer": {"name": "adam", "lr": 1e-3}, "overlap": False},
+    "aer-emulated-buckets": {},
 }
+#: the run config beyond the method's params: Transformer-base's 7 buckets over the proxy's tensors leave some
+#: buckets without any (exchanged and charged as themselves, no optimizer: issue 44)
+EXTRA: dict[str, dict[str, Any]] = {"aer-emulated-buckets": {"emulated_workload": "transformer_base_wmt14_195tok"}}
 
 
-def _final_parameters(params: dict[str, Any]) -> list[torch.Tensor]:
+def _final_parameters(params: dict[str, Any], extra: dict[str, Any] | None = None) -> list[torch.Tensor]:
     cfg = validate_config(
         {
             "method": "decentdp",
@@ -44,6 +48,7 @@ def _final_parameters(params: dict[str, Any]) -> list[torch.Tensor]:
             "eval": {"times": 1},
             "torch_threads": 1,
             "seeds": [0],
+            **(extra or {}),
         }
     )
     result = InProcessEngine().run(build_job(cfg, 0))
@@ -83,17 +88,19 @@ def _resume_after(iteration: int, monkeypatch: pytest.MonkeyPatch) -> list[dict[
 
 @pytest.mark.parametrize("case", sorted(PARAMS))
 def test_a_restored_instance_continues_as_the_uninterrupted_run(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    params = PARAMS[case]
-    clean = _final_parameters(params)
+    params, extra = PARAMS[case], EXTRA.get(case, {})
+    clean = _final_parameters(params, extra)
     assert any(not torch.equal(a, b) for a, b in zip(clean, clean[len(clean) // 4 :], strict=False))  # replicas differ
     for iteration in (1, 2, 3):  # after the first (blocking) exchange, and on either parity of the round
         with monkeypatch.context() as patch:
             handed = _resume_after(iteration, patch)
-            resumed = _final_parameters(params)
+            resumed = _final_parameters(params, extra)
         assert len(handed) == 4  # every worker handed over once
         state = handed[0]
         assert state["iteration"] == ("value", iteration)
         assert state["buckets"][1] and state["optims"][1] and all(t is not None for t in state["pending"][1])
+        empty = [i for i, bucket in enumerate(state["buckets"][1]) if not bucket]
+        assert bool(empty) == (case in EXTRA) and all(state["optims"][1][i] is None for i in empty)
         mismatched = [i for i, (a, b) in enumerate(zip(resumed, clean, strict=True)) if not torch.equal(a, b)]
         assert not mismatched, f"{case}: resumed after iteration {iteration}, tensors {mismatched} differ"
 

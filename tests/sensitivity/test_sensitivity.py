@@ -109,12 +109,12 @@ def test_the_framework_figures_are_sweep_variables_and_a_setting_moves_them() ->
     found = profile_variables([a100])
     contention = found["framework.contention"]
     assert (contention.low, contention.high, contention.central) == (0.0, 0.4, framework.CONTENTION)
-    assert found["framework.launch_us"].central == 5.0 and found["framework.bucket_passes"].central == 6.0
+    assert found["framework.launch_us"].central == 5.0 and found["framework.bucket_passes"].central == 4.0
     assert "framework.contention" not in profile_variables([load_profile("acid-a100-16")])
     assert "framework.contention" not in profile_variables([load_profile("cadp-ijcai25")])
     moved = apply_to_profile(a100, {"framework.contention": 0.25, "framework.launch_us": 8.0})
     figures = framework.costs(moved)
-    assert (figures.contention, figures.launch_s, figures.bucket_passes) == (0.25, 8e-6, 6.0)
+    assert (figures.contention, figures.launch_s, figures.bucket_passes) == (0.25, 8e-6, 4.0)
     assert framework.costs(apply_to_profile(a100, {})).contention == framework.CONTENTION  # not named: unchanged
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sensitivity_setups import TINY_PROFILE, WORKLOAD, _config
 
-from distrepro.api.overlap import bucket_plan
+from distrepro.api.overlap import bucket_plan, emulated_buckets
 from distrepro.config.run_config import validate_config
 from distrepro.engine.inprocess import InProcessEngine
 from distrepro.hardware.profiles import load_profile
@@ -79,7 +79,7 @@ def test_analytical_overlap_time_equals_the_engines(arm: str, setting: tuple, tm
     profile = _profile(tmp_path, *setting)
     job = _job(profile, method, {**params, "overlap": True})
     layers = job.workload.layers if job.workload is not None else None
-    assert len(bucket_plan(job.make_model(), job.bytes_scale, layers)[0]) >= 2  # several buckets, or nothing overlaps
+    assert len(bucket_plan(job.make_model(), job.bytes_scale, layers)) >= 2  # several buckets, or nothing overlaps
     result = InProcessEngine().run(job)
     timing = simulate(job, Prober(job))
     assert timing.emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
@@ -129,23 +129,47 @@ FLIP_LIKE = {
 def test_overlap_step_time_matches_a_hand_computation(tmp_path: Path) -> None:
     """Two ranks, batch 8 at 100 samples/s: compute 0.08 s, backward 0.048 s of it. Bucket i is ready at
     0.032 + 0.048·f_i (f_i: the share of the emulated model's backward done when its last layer is, from the
-    workload's layer table), its ring all-reduce on two ranks costs bytes/B and starts when it is ready and the
+    workload's layer table), its ring all-reduce on two ranks costs its bytes/B and starts when it is ready and the
     previous bucket is done; the step ends with the last bucket (or compute). The device ("gpu") has no datasheet
     memory bandwidth, so no reducer cost is added."""
     job = _job(_write(tmp_path, FLIP_LIKE), "ar_sgd", {"weighting": "equal", "overlap": True}, batch_size=8,
                budget={"samples": 16})  # fmt: skip
     assert job.workload is not None and job.workload.layers is not None
-    groups, fractions = bucket_plan(job.make_model(), job.bytes_scale, job.workload.layers)
+    plan = emulated_buckets(job.workload.layers)
+    table_bytes = sum(b.nbytes for b in plan)
     compute, backward = 8 / 100.0, 8 / 100.0 * 0.6
     end = 0.0
-    for g, f in zip(groups, fractions, strict=True):
-        ready = compute - backward + backward * f
-        nbytes = sum(p.numel() * p.element_size() for p in g) * job.bytes_scale
+    for (
+        bucket
+    ) in plan:  # the emulated model's buckets, each at its own bytes (the workload's total), whatever the proxy
+        ready = compute - backward + backward * bucket.ready
+        nbytes = bucket.nbytes / table_bytes * job.workload.param_bytes
         end = max(ready, end) + nbytes / 0.5e9
     # then the buffer broadcast: the small CNN has no BatchNorm buffers, so nothing; one iteration on 16 samples
     step = max(compute, end)
-    assert len(groups) >= 2
+    assert len(plan) >= 2
     assert simulate(job, Prober(job)).emulated_s == pytest.approx(step, rel=1e-9)
+
+
+@pytest.mark.parametrize("weighting", ["equal", "samples"])
+def test_buckets_the_proxy_has_no_tensor_in_are_re_timed_as_the_engine_charges_them(
+    tmp_path: Path, weighting: str
+) -> None:
+    """Transformer-base's 7 buckets over the small CNN's 8 tensors, most of whose bytes sit in one: some buckets hold
+    no proxy tensor and are launched and charged as themselves all the same (issue 44); the replay the sensitivity
+    sweep runs charges exactly what the engine charges."""
+    workload = "transformer_base_wmt14_195tok"
+    data = yaml.safe_load(yaml.safe_dump(FLIP_LIKE))
+    data["name"] = "two-gpus-transformer"
+    for node in data["nodes"]:
+        node["devices"][0]["throughput_samples_per_s"] = {workload: 100.0}
+    job = _job(_write(tmp_path, data), "ar_sgd", {"weighting": weighting, "overlap": True}, batch_size=8,
+               budget={"samples": 32}, emulated_workload=workload)  # fmt: skip
+    assert job.workload is not None
+    plan = bucket_plan(job.make_model(), job.bytes_scale, job.workload.layers)
+    assert len(plan) == 7 and any(not b.params for b in plan)
+    result = InProcessEngine().run(job)
+    assert simulate(job, Prober(job)).emulated_s == pytest.approx(result.emulated_s, rel=1e-12)
 
 
 def test_learnt_overlap_patterns_give_the_times_of_probing_every_size(tmp_path: Path) -> None:

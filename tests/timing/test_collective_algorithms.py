@@ -159,3 +159,39 @@ def test_a_pinned_algorithm_alone_on_the_engine_costs_exactly_its_charge(tmp_pat
     assert how.algorithm == algorithm
     out = net.run(lambda r, comm, clock: comm.charge("all_reduce", G, async_op=True).wait() or clock.t)
     assert list(out.values()) == [pytest.approx(how.seconds, rel=1e-9)] * 8
+
+
+def _nodes(nodes: int, per_node: int, intra_us: float, inter_us: float) -> HardwareProfile:
+    device = {"name": "d", "kind": "gpu", "count": per_node, "memory_gib": 16, "source": "[E] test"}
+    return HardwareProfile.model_validate(
+        {
+            "schema_version": 2,
+            "name": "c",
+            "description": "test",
+            "nodes": [{"name": f"n{i}", "nic": link(inter_us, 3), "devices": [device]} for i in range(nodes)],
+            "network": {"intra_node": link(intra_us, 100), "inter_node": link(inter_us, 3)},
+        }
+    )
+
+
+def test_ll_saves_the_simple_protocols_overhead_not_the_wires_latency() -> None:
+    """tuning.cc hwLat NET Ring: Simple 14, LL 2.7 µs. On InfiniBand's 14 µs both rules give NCCL's 2.7 µs per network
+    step; over TCP sockets (30 µs a step, the kernel's and the wire's) LL saves only Simple's 11.3 µs: 18.7 µs, not
+    0.18 x 30 = 5.4 µs. Two ranks on two nodes: a ring of 2 steps, both across the NIC."""
+    ib = CommCostModel(_nodes(2, 1, 3, 14)).collective("all_reduce", range(2), 8)
+    assert ib.protocol == "ll" and ib.latency_s == pytest.approx(6.6 * US + 2 * 2.7 * US, rel=1e-12)
+    tcp = CommCostModel(_nodes(2, 1, 3, 30)).collective("all_reduce", range(2), 8)
+    assert tcp.protocol == "ll" and tcp.latency_s == pytest.approx(6.6 * US + 2 * 18.7 * US, rel=1e-12)
+    # what grows with ranks over TCP: a small all-reduce's latency, LL's steps now near the wire's
+    small = [CommCostModel(_nodes(n, 4, 3, 30)).collective("all_reduce", range(4 * n), 4e3).seconds for n in (2, 8, 32)]
+    assert small[0] < small[1] < small[2]
+
+
+def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps() -> None:
+    """tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": an intra-node step of a ring that
+    crosses nodes takes at least 1 µs (x3 under Simple); inside one node the link's own latency stands."""
+    across = CommCostModel(_nodes(2, 4, 0.5, 14)).collective("all_reduce", range(8), 100e6)
+    assert (across.algorithm, across.protocol) == ("ring", "simple")
+    assert across.latency_s == pytest.approx(8.4 * US + 12 * 3 * US + 2 * 14 * US, rel=1e-12)
+    inside = CommCostModel(_nodes(1, 4, 0.5, 14)).collective("all_reduce", range(4), 100e6, algorithm="auto")
+    assert inside.algorithm == "ring" and inside.latency_s == pytest.approx(8.4 * US + 6 * 0.5 * US, rel=1e-12)

@@ -52,14 +52,38 @@ def test_framework_figures_resolve_from_the_profile_block_over_the_defaults() ->
     from distrepro.hardware.profiles import load_profile
 
     nccl = fw.costs(load_profile("a100-ib-8"))
-    assert (nccl.backend, nccl.contention, nccl.launch_s, nccl.bucket_passes) == ("nccl", fw.CONTENTION, 5e-6, 6.0)
+    assert (nccl.backend, nccl.contention, nccl.launch_s, nccl.bucket_passes) == ("nccl", fw.CONTENTION, 5e-6, 4.0)
     assert fw.costs(load_profile("acid-a100-16")).contention == 0.0  # pinned off: gossip is charged none either
     mixed = fw.costs(load_profile("cadp-ijcai25"))  # CPUs beside the GPUs: torch.distributed runs gloo
     assert (mixed.backend, mixed.contention) == ("gloo", 0.0)
     table = load_workloads()["transformer_base_wmt14_195tok"].layers
     gpu = SimpleNamespace(name="a100", kind="gpu")
-    fewer = fw.FrameworkCosts(bucket_passes=4.0)
-    assert fw.bucketed_step_overhead_s(gpu, table, fewer) < fw.bucketed_step_overhead_s(gpu, table)
+    more = fw.FrameworkCosts(bucket_passes=6.0)  # apex's passes, or a comm hook dividing in a pass of its own
+    assert fw.bucketed_step_overhead_s(gpu, table, more) > fw.bucketed_step_overhead_s(gpu, table)
+
+
+def test_the_reducer_costs_what_its_code_runs_per_tensor_per_bucket_and_per_byte() -> None:
+    """PyTorch's reducer: two kernels per gradient tensor (the copy in with the division fused, the copy back), none
+    per bucket, 4 bytes per gradient byte; apex's: three kernels per bucket (flatten, divide, unflatten), 6 bytes.
+    The engines' per-tensor figure is PyTorch's two kernels."""
+    torch_ddp, apex = fw.REDUCERS["torch"], fw.REDUCERS["apex"]
+    assert (torch_ddp.kernels_per_tensor, torch_ddp.kernels_per_bucket, torch_ddp.passes) == (2.0, 0.0, 4.0)
+    assert (apex.kernels_per_tensor, apex.kernels_per_bucket, apex.passes) == (0.0, 3.0, 6.0)
+    assert torch_ddp.kernels_per_tensor * fw.KERNEL_S == pytest.approx(fw.LAUNCH_S)
+    assert torch_ddp.passes == fw.BUCKET_PASSES
+    grad, bandwidth = 421e6, 1555e9  # Transformer-big's FP16 gradients on an A100
+    t = fw.reducer_seconds(torch_ddp, 185, 17, grad, bandwidth)
+    assert t == pytest.approx(185 * 2 * fw.KERNEL_S + 4 * grad / bandwidth)
+    a = fw.reducer_seconds(apex, 185, 17, grad, bandwidth)
+    assert a == pytest.approx(17 * 3 * fw.KERNEL_S + 6 * grad / bandwidth)
+    # a function of the tensors (PyTorch) and of the buckets (apex), each alone
+    assert (
+        fw.reducer_seconds(torch_ddp, 370, 17, grad, bandwidth)
+        > t
+        == fw.reducer_seconds(torch_ddp, 185, 34, grad, bandwidth)
+    )
+    assert fw.reducer_seconds(apex, 185, 34, grad, bandwidth) > a == fw.reducer_seconds(apex, 370, 17, grad, bandwidth)
+    assert fw.reducer_seconds(torch_ddp, 185, 17, grad, None) == pytest.approx(185 * 2 * fw.KERNEL_S)
 
 
 def test_the_engine_realises_the_expected_slowest_of_p(tmp_path: Path) -> None:

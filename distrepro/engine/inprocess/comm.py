@@ -9,7 +9,9 @@ time, so communication overlapped with computation costs only what is not hidden
 ``torch.distributed``'s semantics, as the distributed engine does: the inputs are taken when the
 operation is issued (copied), and the results land in the caller's tensors at ``wait()``.
 
-Reductions are summed in rank order, so results do not depend on who arrived first.
+Reductions are summed in rank order, so results do not depend on who arrived first. A collective issued from a
+gradient bucket's callback is charged as the emulated bucket (``bucket_charge``, :mod:`distrepro.api.overlap`), read
+when it is issued.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 
 from distrepro.api.gossip import GossipEndpoint
 from distrepro.api.method import Comm, Group, ReduceOp
+from distrepro.api.overlap import BucketCharge, counted
 from distrepro.engine.comm_args import one_tensor, tensor_list
 from distrepro.engine.inprocess.agent import AgentHub, InProcessAgent
 from distrepro.engine.inprocess.lanes import InProcessWork, Lanes, Op
@@ -77,6 +80,8 @@ class _Arrival:
     tensors: list[torch.Tensor]
     extra: Any
     work: InProcessWork | None
+    #: the emulated bucket its issuer's callback charges it as (None: its payload, scaled)
+    bucket: BucketCharge | None = None
 
 
 @dataclass
@@ -104,8 +109,9 @@ class _CollectiveRequest(Request):
         behaviour: Behaviour,
         fabric: Fabric,
         outputs: int | None = None,
+        bucket: BucketCharge | None = None,
     ) -> None:
-        self.kind, self.ranks, self.extra = kind, ranks, extra
+        self.kind, self.ranks, self.extra, self.bucket = kind, ranks, extra, bucket
         self.async_op, self.behaviour, self.fabric = async_op, behaviour, fabric
         self.work: InProcessWork | None = None
         self.results: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -132,7 +138,9 @@ class _CollectiveRequest(Request):
             clock = sched.clocks[self.rank]
             self.work = InProcessWork(fab.comms[self.rank], issue_s=clock.t, results=self.results)
             self.work.backward = clock.backward_tag()  # a group collective: it contends with backward
-        pending.arrivals[self.rank] = _Arrival(sched.clocks[self.rank].t, self.tensors, self.extra, self.work)
+        pending.arrivals[self.rank] = _Arrival(
+            sched.clocks[self.rank].t, self.tensors, self.extra, self.work, self.bucket
+        )
         if self.async_op:
             sched.resolve(self.rank, self.work)
         if len(pending.arrivals) < len(self.ranks):
@@ -153,7 +161,7 @@ def _all_reduce_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
     total = _reduce(flats, op)
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    size = fab.charged(payload_bytes(arr[ranks[0]].tensors))
+    size = fab.charged(payload_bytes(arr[ranks[0]].tensors), arr[ranks[0]].bucket)
     seconds, sent = charges.all_reduce(fab.cost, ranks, size)
     return seconds, {}, sent, size
 
@@ -171,7 +179,7 @@ def _weighted_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Arr
     total /= wsum
     for r in ranks:
         _unflat_into(total, arr[r].tensors)
-    size = fab.charged(payload_bytes(arr[ranks[0]].tensors) + 4)  # + the scalar weight
+    size = fab.charged(payload_bytes(arr[ranks[0]].tensors), arr[ranks[0]].bucket, 4)  # + the scalar weight
     if pattern == "ps":
         seconds, sent = charges.parameter_server(fab.cost, ranks, size)
     elif pattern == "ps_async":
@@ -190,7 +198,7 @@ def _broadcast_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _Ar
     for r in ranks:
         if r != src:
             _unflat_into(data, arr[r].tensors)
-    size = fab.charged(payload_bytes(arr[src].tensors))
+    size = fab.charged(payload_bytes(arr[src].tensors), arr[src].bucket)
     seconds, sent = charges.broadcast(fab.cost, ranks, src, size)
     return seconds, {}, sent, size
 
@@ -208,7 +216,7 @@ def _reduce_scatter_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int
         if out.numel() != m:
             raise CommError(f"reduce_scatter: rank {r}'s output has {out.numel()} elements, expected {m}")
         out.copy_(reduced[i * m : (i + 1) * m].view_as(out))
-    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]))
+    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]), arr[ranks[0]].bucket)
     seconds, sent = charges.reduce_scatter(fab.cost, ranks, size)
     return seconds, {}, sent, size
 
@@ -224,7 +232,7 @@ def _all_gather_behaviour(fab: Fabric, ranks: tuple[int, ...], arr: dict[int, _A
         if out.numel() != gathered.numel():
             raise CommError(f"all_gather: rank {r}'s output has {out.numel()} elements, expected {gathered.numel()}")
         out.copy_(gathered.view_as(out))
-    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]))
+    size = fab.charged(payload_bytes([arr[ranks[0]].tensors[1]]), arr[ranks[0]].bucket)
     seconds, sent = charges.all_gather(fab.cost, ranks, size)
     return seconds, {}, sent, size
 
@@ -277,9 +285,10 @@ class Fabric:
         self._seqs[(rank, key)] = n + 1
         return n
 
-    def charged(self, nbytes: float) -> float:
-        """Bytes charged to the clock: the real payload scaled to the emulated workload."""
-        return nbytes * self.bytes_scale
+    def charged(self, nbytes: float, bucket: BucketCharge | None = None, extra: float = 0.0) -> float:
+        """Bytes charged to the clock: the real payload (as the emulated ``bucket`` it was issued in counts it) plus
+        ``extra`` bytes outside it (a weight), scaled to the emulated workload."""
+        return (counted(nbytes, bucket) + extra) * self.bytes_scale
 
     def count_bytes(self, rank: int, nbytes: int) -> None:
         self.bytes_sent[rank] += nbytes
@@ -287,6 +296,9 @@ class Fabric:
 
 class InProcessComm(Comm):
     """One worker's view of the in-process fabric."""
+
+    #: set by the harness around a gradient bucket's callback (:func:`distrepro.api.overlap.charged_as`)
+    bucket_charge: BucketCharge | None = None
 
     def __init__(self, fabric: Fabric, rank: int) -> None:
         self.fabric = fabric
@@ -307,7 +319,15 @@ class InProcessComm(Comm):
 
     def _collective(self, kind, tensors, group, async_op, extra, behaviour, outputs=None):
         req = _CollectiveRequest(
-            kind, self._ranks(group), list(tensors), extra, async_op, behaviour, self.fabric, outputs
+            kind,
+            self._ranks(group),
+            list(tensors),
+            extra,
+            async_op,
+            behaviour,
+            self.fabric,
+            outputs,
+            self.bucket_charge,
         )
         return self._call(req)
 

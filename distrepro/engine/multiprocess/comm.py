@@ -37,6 +37,7 @@ import torch
 import torch.distributed as dist
 
 from distrepro.api.method import Comm, Group, ReduceOp
+from distrepro.api.overlap import BucketCharge, counted
 from distrepro.engine.clock import VirtualClock
 from distrepro.engine.comm_args import one_tensor, tensor_list
 from distrepro.engine.multiprocess.pairing import PairingClient
@@ -50,6 +51,10 @@ Pace = Callable[[float], None]
 
 
 class DistComm(PeerOps, Comm):
+    #: set by the harness around a gradient bucket's callback (:func:`distrepro.api.overlap.charged_as`): a collective
+    #: issued then is charged as the emulated bucket, as in-process
+    bucket_charge: BucketCharge | None = None
+
     def __init__(
         self,
         rank: int,
@@ -128,11 +133,15 @@ class DistComm(PeerOps, Comm):
         charge: Callable[[tuple[int, ...], float], charges.Charge],
         weight: float | None = None,
         extra_bytes: float = 0,
+        payload: float | None = None,
+        bucketed: bool = True,
     ) -> DistWork | None:
         """One all-reduce of ``[tensors…, (weight), clock slots]`` in a preallocated buffer.
 
         ``mode``: sum | mean | max | min | weighted. Scaling (weight, negation for MIN-as-MAX) is
-        fused into the copy in and the division into the copy out: two passes over the data.
+        fused into the copy in and the division into the copy out: two passes over the data. Charged: ``payload``
+        bytes (the tensors' by default), as the current bucket counts them (``bucket_charge``; not a bare
+        ``charge``, whose bytes are explicit), plus ``extra_bytes``, times ``bytes_scale``.
         """
         g = self._group(group)
         p = len(g.ranks)
@@ -158,7 +167,9 @@ class DistComm(PeerOps, Comm):
             wire[n + n_extra :] = clock_slots(self.clock.t, g.ranks.index(self.rank), p, dtype)
         reduce_op = dist.ReduceOp.MAX if mode in ("max", "min") else dist.ReduceOp.SUM
         work = dist.all_reduce(wire, op=reduce_op, group=g.handle, async_op=True)
-        seconds, sent = self._issued(charge(g.ranks, (nbytes_of(tensors) + extra_bytes) * self.bytes_scale))
+        body = nbytes_of(tensors) if payload is None else payload
+        charged = (counted(body, self.bucket_charge) if bucketed else body) + extra_bytes
+        seconds, sent = self._issued(charge(g.ranks, charged * self.bytes_scale))
 
         def finish() -> None:
             start = max(clocks_from(wire[n + n_extra :]))
@@ -222,7 +233,8 @@ class DistComm(PeerOps, Comm):
         start = self._clock_max(g)
         wire = self._to_wire(tensor.detach().clone())
         work = dist.broadcast(wire, src=src, group=g.handle, async_op=True)
-        seconds, sent = self._issued(charges.broadcast(self.cost, g.ranks, src, nbytes_of([tensor]) * self.bytes_scale))
+        size = counted(nbytes_of([tensor]), self.bucket_charge) * self.bytes_scale
+        seconds, sent = self._issued(charges.broadcast(self.cost, g.ranks, src, size))
 
         def finish() -> None:
             with torch.no_grad():
@@ -266,9 +278,9 @@ class DistComm(PeerOps, Comm):
         placed[i * m : (i + 1) * m] = input.detach().reshape(-1)
 
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
-            return charges.all_gather(self.cost, ranks, n / len(ranks))
+            return charges.all_gather(self.cost, ranks, n)  # per rank: this rank's piece, as in-process
 
-        handle = self._packed_collective([placed], group, True, "sum", charge)
+        handle = self._packed_collective([placed], group, True, "sum", charge, payload=nbytes_of([input]))
         assert handle is not None
         inner = handle._finish
 
@@ -287,7 +299,7 @@ class DistComm(PeerOps, Comm):
         def charge(ranks: tuple[int, ...], n: float) -> charges.Charge:
             return charges.by_pattern(self.cost, pattern, ranks, n)
 
-        return self._packed_collective([], group, async_op, "sum", charge, extra_bytes=nbytes)
+        return self._packed_collective([], group, async_op, "sum", charge, extra_bytes=nbytes, bucketed=False)
 
     def _clock_max(self, g: Group) -> float:
         t = torch.tensor([self.clock.t], dtype=torch.float64, device=self.wire_device)
