@@ -7,7 +7,6 @@ imported here; only ``paper.yaml`` files are read, and every file of the paper i
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

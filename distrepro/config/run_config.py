@@ -263,11 +263,12 @@ class RunConfig(_Strict):
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
     timeline_spans_per_worker: int = Field(default=400, ge=0)
     #: the in-process engine computes the forward/backward of the workers one event released (a lockstep step's
-    #: K workers) as one batched call (distrepro.engine.inprocess.batching): false (default), auto (when the model
+    #: K workers) as one batched call (distrepro.engine.inprocess.batching): false, auto (default: when the model
     #: can be batched) or true (it must be). Gradients agree with the one-after-another path to float32 rounding,
-    #: not bit for bit, so it is off until every registered run is repeated with it. Left out of the logged config
-    #: while false, so that the configs of runs made before it existed keep their digest
-    batched_replicas: StrictBool | Literal["auto"] = False
+    #: not bit for bit; auto became the default with a re-run of every registered run. Left out of the logged
+    #: config while false, so that the configs of runs made before it existed keep their digest (and false
+    #: repeats them)
+    batched_replicas: StrictBool | Literal["auto"] = "auto"
     #: the method plugin and its validated params, once per config (:func:`resolve_method`), keyed by what
     #: they were validated from, so a config changed afterwards is validated again
     _resolved: tuple[tuple[str, str], MethodPlugin, MethodParams] | None = PrivateAttr(default=None)

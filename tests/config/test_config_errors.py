@@ -183,12 +183,15 @@ def test_batched_replicas_takes_true_false_or_auto(
 
 
 def test_batched_replicas_off_is_left_out_of_the_logged_config(tmp_path: Path) -> None:
-    """Runs registered before the switch existed keep their config digest (their arm and seed stay theirs)."""
+    """Runs made before the switch existed keep their config digest under ``false`` (their arm and seed stay theirs);
+    the default, ``auto``, is logged, so a run made with it is a run of another config."""
     off = load_config(write_config(tmp_path, with_(batched_replicas=False)))
     assert "batched_replicas" not in off.model_dump(mode="json")
-    assert load_config(write_config(tmp_path, with_())).model_dump(mode="json") == off.model_dump(mode="json")
+    default = load_config(write_config(tmp_path, with_()))
+    assert default.batched_replicas == "auto" and default.model_dump(mode="json")["batched_replicas"] == "auto"
+    assert default.model_dump(mode="json") != off.model_dump(mode="json")
     auto = load_config(write_config(tmp_path, with_(batched_replicas="auto")))
-    assert auto.batched_replicas == "auto" and auto.model_dump(mode="json")["batched_replicas"] == "auto"
+    assert auto.model_dump(mode="json") == default.model_dump(mode="json")
 
 
 def test_wrong_number_of_per_rank_batch_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,13 +130,12 @@ def test_batchnorm_buffers_stay_each_workers_own() -> None:
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_off_by_default_and_auto_batches_a_model_that_can_be() -> None:
-    default = build_job(validate_config(copy.deepcopy(BASE)), 0)
-    h = InProcessEngine().harness(default)
-    assert h.transport.batcher is None  # type: ignore[attr-defined]
-    assert all(slot.worker.batcher is None for slot in h.slots)
-    auto = InProcessEngine().harness(job("auto"))
-    assert all(slot.worker.batcher is auto.transport.batcher is not None for slot in auto.slots)  # type: ignore[attr-defined]
+def test_auto_by_default_batches_a_model_that_can_be_and_false_does_not() -> None:
+    default = InProcessEngine().harness(build_job(validate_config(copy.deepcopy(BASE)), 0))
+    assert all(slot.worker.batcher is default.transport.batcher is not None for slot in default.slots)  # type: ignore[attr-defined]
+    off = InProcessEngine().harness(job(False))
+    assert off.transport.batcher is None  # type: ignore[attr-defined]
+    assert all(slot.worker.batcher is None for slot in off.slots)
 
 
 def test_true_refuses_a_model_that_cannot_be_batched_and_auto_leaves_it_alone() -> None:
