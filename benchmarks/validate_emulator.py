@@ -559,7 +559,7 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
     workload = point.get("workload", fig6.WORKLOAD)
     raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
     cfg = validate_config(raw)
-    run = get_engine(cfg.engine).run(build_job(cfg, cfg.seeds[0]))
+    run = get_engine(cfg.engine).run_cell(build_job(cfg, cfg.seeds[0]), None)
     return Outcome(point, fig6.ms_per_iter(run.evals), f"in-process engine, hardware_profiles/{cfg.profile}.yaml")
 
 
@@ -744,7 +744,7 @@ _BANDS_HEADER = """\
 """
 
 
-class _Flow(dict):  # type: ignore[type-arg]
+class _Flow(dict):
     """A mapping written on one line (``{a: 1, b: 2}``) in the error-band file."""
 
 

@@ -68,8 +68,9 @@ def end(signum, frame):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.killpg(0, signal.SIGTERM)
 signal.signal(signal.SIGTERM, end)
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 except (OSError, AttributeError):
     pass
 if os.getppid() != int(sys.argv[1]):

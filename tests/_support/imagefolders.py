@@ -32,8 +32,12 @@ def write_fake_cifar(root: Path, per_batch: int = 4, n_test: int = 4) -> np.ndar
         entry = {"batch_label": f"training batch {b} of 5", "labels": labels, "data": data, "filenames": []}
         (folder / f"data_batch_{b}").write_bytes(pickle.dumps(entry, protocol=2))
         train_rows.append(data)
-    test = {"batch_label": "testing batch 1 of 1", "labels": list(range(n_test)), "filenames": []}
-    test["data"] = rng.integers(0, 256, size=(n_test, 3072), dtype=np.uint8)
+    test = {
+        "batch_label": "testing batch 1 of 1",
+        "labels": list(range(n_test)),
+        "filenames": [],
+        "data": rng.integers(0, 256, size=(n_test, 3072), dtype=np.uint8),
+    }
     (folder / "test_batch").write_bytes(pickle.dumps(test, protocol=2))
     names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
     meta = {"label_names": names, "num_cases_per_batch": per_batch, "num_vis": 3072}

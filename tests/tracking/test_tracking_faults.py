@@ -120,7 +120,7 @@ def test_client_calls_fail_fast_once_the_server_is_gone() -> None:
         def __getattr__(self, name: str) -> object:
             return lambda *args, **kwargs: reached.append(name)
 
-    client._client = Recorder()  # type: ignore[assignment]  # what a later call would send to MLflow
+    client._client = Recorder()  # type: ignore[attr-defined]  # what a later call would send to MLflow
     with pytest.raises(StoreUnavailable, match="stopped answering"):
         client.set_terminated("0" * 32, "FAILED")
     assert reached == []
