@@ -28,7 +28,11 @@ FLUSH_FAILED = 120
 
 
 def console() -> NoReturn:
-    """The ``distrepro`` command: run it, then end at once (see the module docstring)."""
+    """The ``distrepro`` command: run it, with fewer garbage collections (:mod:`distrepro.cli.collector`), then end
+    at once (see the module docstring)."""
+    from distrepro.cli.collector import collect_less
+
+    collect_less()
     from distrepro.cli.main import main
 
     exit_now(main())
