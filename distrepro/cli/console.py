@@ -28,7 +28,13 @@ FLUSH_FAILED = 120
 
 
 def console() -> NoReturn:
-    """The ``distrepro`` command: run it, then end at once (see the module docstring)."""
+    """The ``distrepro`` command: run it, with fewer garbage collections (:mod:`distrepro.cli.collector`) and
+    torch's threads waiting asleep (:mod:`distrepro.cli.omp_wait`), then end at once (see the module docstring)."""
+    from distrepro.cli.collector import collect_less
+    from distrepro.cli.omp_wait import wait_passively
+
+    collect_less()
+    wait_passively()
     from distrepro.cli.main import main
 
     exit_now(main())

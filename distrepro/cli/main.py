@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from distrepro.errors import DistreproError, describe_unexpected
 from distrepro.tracking.open_runs import note_exit
 
+_VERSION_HELP = "show program's version number and exit"
 _DEBUG_HELP = "print the traceback of an error before its one-line message (also DISTREPRO_DEBUG=1)"
 
 
@@ -24,6 +25,26 @@ def _version() -> str:
         import distrepro
 
         return distrepro.__version__
+
+
+class _LazyVersion(argparse.Action):
+    """``--version``, looked up only when it is asked for: argparse's own action takes the text when the parser is
+    built, and finding the installed distribution (``importlib.metadata`` and a scan of every path entry, about
+    20 ms of CPU) was then paid by every command, twice by a watched ``run`` (the watcher and its child)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        del kwargs
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=_VERSION_HELP)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"distrepro {_version()}")
+        parser.exit()
 
 
 def _roots_parser() -> argparse.ArgumentParser:
@@ -57,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
-    parser.add_argument("--version", action="version", version=f"distrepro {_version()}")
+    parser.add_argument("--version", action=_LazyVersion)
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_roots_parser()]  # every command looks plugins up, so every command takes --root
     run.add_parser(sub, common)

@@ -51,10 +51,11 @@ _PR_SET_PDEATHSIG = 1
 #: the child: the watcher's own first path entry in place of ``-c``'s (so ``distrepro`` and every module come from
 #: where the watcher's came from, the working folder's never shadowing them), then the same command line, ended as the
 #: console script ends (:func:`distrepro.cli.console.exit_now`: exit handlers and a flush, then no interpreter
-#: tear-down, the 1.7 s of CPU a one-step run spent finalising modules nobody uses again)
+#: tear-down, the 1.7 s of CPU a one-step run spent finalising modules nobody uses again), its garbage collector
+#: set as the console script sets it (:mod:`distrepro.cli.collector`)
 _CHILD = (
-    "import sys; sys.path[0] = sys.argv.pop(1); from distrepro.cli.main import main; "
-    "from distrepro.cli.console import exit_now; exit_now(main(sys.argv[1:]))"
+    "import sys; sys.path[0] = sys.argv.pop(1); from distrepro.cli.collector import collect_less; collect_less(); "
+    "from distrepro.cli.main import main; from distrepro.cli.console import exit_now; exit_now(main(sys.argv[1:]))"
 )
 
 
