@@ -163,6 +163,11 @@ class Zygote:
         )
         listener.close()
 
+    @property
+    def socket_path(self) -> str:
+        """Where the zygote takes requests (:mod:`zygote_shell`'s ``distrepro`` sends them there too)."""
+        return self._path
+
     def popen(self, module: str, args: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any,
               stderr: Any, new_session: bool) -> Forked:  # fmt: skip
         """``python -m module *args`` in ``cwd`` with ``env``; ``stdout``/``stderr``: ``subprocess.PIPE``, an open

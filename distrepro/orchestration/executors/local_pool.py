@@ -2,11 +2,17 @@
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: when one of its workers dies (killed, out of
 memory), it fails every pending future and stops the other workers, so one dead cell would take the
-campaign with it. Here each worker is a ``spawn`` process with its own pipe: a worker that dies costs
-only the cell it was running (reported FAILED with its exit signal), and a new worker takes its place.
-Workers live for the whole campaign, so torch, mlflow and the datasets are imported and built once per
-worker, not once per cell (seconds each on a busy two-core machine); they are started (:meth:`LocalExecutor.
-start`) before the campaign builds its jobs and creates its runs, so those imports overlap that work.
+campaign with it. Here each worker is a process with its own pipe: a worker that dies costs only the cell it
+was running (reported FAILED with its exit signal), and a new worker takes its place. Workers live for the whole
+campaign, so the datasets are built once per worker, not once per cell; they are started (:meth:`LocalExecutor.
+start`) before the campaign builds its jobs and creates its runs, so their start overlaps that work.
+
+Workers are forked from multiprocessing's fork server, which imports torch, MLflow and the campaign code
+(:data:`PRELOAD`) once per campaign process: a ``spawn`` worker spent about 3 s of CPU on those imports, every
+worker and every replacement. The fork server is a fresh interpreter (no fork of a process holding torch threads
+and an MLflow client), started with this process's environment; a worker gets the environment of the moment it
+is started (:func:`_serve` sets it, as ``spawn`` would have passed it), its working folder and ``sys.path`` as a
+``spawn`` worker does, and reads its threads at run time (``OMP_NUM_THREADS``, set before any cell runs).
 
 Ctrl-C is the campaign's process's to handle: workers start with SIGINT ignored (set around their start,
 so that even their start-up, before any code of ours runs, cannot print a ``KeyboardInterrupt`` traceback),
@@ -36,6 +42,8 @@ from typing import Any
 from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task, without_models
 from distrepro.orchestration.executors.interface import Events
 
+#: imported once by the fork server the workers are forked from: what every cell needs (torch and MLflow with it)
+PRELOAD = ("distrepro.orchestration.campaign", "distrepro.tracking.mlflow_client")
 #: seconds a worker gets to close its run after Ctrl-C or SIGTERM before it is killed
 GRACE_S = 10.0
 
@@ -47,9 +55,23 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _serve(conn: Connection, threads: int) -> None:
-    """A worker: run the tasks sent down ``conn`` until told to stop (``None``)."""
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # before torch is imported
+def _context() -> Any:
+    """multiprocessing's fork server, importing :data:`PRELOAD` once before it forks the first worker (``spawn``
+    where there is none: Windows)."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
+
+
+def _serve(conn: Connection, threads: int, env: dict[str, str]) -> None:
+    """A worker: run the tasks sent down ``conn`` until told to stop (``None``); ``env``: the campaign process's
+    environment when the worker was started (the fork server's is that of its own start)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the fork server may have been started outside _sigint_ignored
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # read as each cell sets its threads
     signal.signal(signal.SIGTERM, _raise_interrupt)  # terminate() closes the run as Ctrl-C does
     try:
         with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError):
@@ -65,7 +87,7 @@ def _serve(conn: Connection, threads: int) -> None:
 
 
 def _preload() -> None:
-    """Import what every cell needs while the campaign is still preparing its runs (seconds under load)."""
+    """Import what every cell needs (the fork server has, unless its import failed there)."""
     import distrepro.orchestration.campaign
     import distrepro.tracking.mlflow_client  # noqa: F401
 
@@ -86,8 +108,10 @@ def _sigint_ignored() -> Iterator[None]:
 class _Worker:
     def __init__(self, ctx: Any, threads: int) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, threads), daemon=True, name="distrepro-cell")
-        with _sigint_ignored():  # inherited by the new interpreter, which then installs no Ctrl-C handler
+        self.proc = ctx.Process(
+            target=_serve, args=(child, threads, dict(os.environ)), daemon=True, name="distrepro-cell"
+        )
+        with _sigint_ignored():  # inherited by a fork server started now, which then installs no Ctrl-C handler
             self.proc.start()
         child.close()
         self.task: CellTask | None = None
@@ -113,9 +137,9 @@ class LocalExecutor:
         self._workers: list[_Worker] = []
 
     def start(self) -> None:
-        """Start the worker processes now (they import torch and mlflow while the campaign prepares)."""
+        """Start the worker processes now (the fork server imports torch and mlflow while the campaign prepares)."""
         if self.jobs > 1 and not self._workers:
-            ctx = mp.get_context("spawn")  # no fork of a process holding torch threads and an MLflow client
+            ctx = _context()
             self._workers = [_Worker(ctx, self.threads) for _ in range(self.jobs)]
 
     def close(self) -> None:
