@@ -143,9 +143,11 @@ class LocalExecutor:
             self._workers = [_Worker(ctx, self.threads) for _ in range(self.jobs)]
 
     def close(self) -> None:
-        """Stop the workers (idle ones at once; busy ones are interrupted, then killed)."""
+        """Stop the workers (idle ones at once; busy ones are interrupted, then killed), then the fork server."""
         workers, self._workers = self._workers, []
         _stop(workers)
+        if workers:
+            _stop_fork_server()
 
     def describe(self) -> str:
         return f"local, {self.jobs} job(s)"
@@ -165,7 +167,7 @@ class LocalExecutor:
         return outcomes
 
     def _pool(self, tasks: list[CellTask], events: Events) -> list[CellOutcome]:
-        ctx = mp.get_context("spawn")
+        ctx = _context()  # a worker that died is replaced from the same fork server
         queue = deque(tasks)
         outcomes: list[CellOutcome] = []
         self.start()
@@ -209,6 +211,22 @@ class LocalExecutor:
             outcomes.append(outcome)
             events("done", task, outcome)
             w.task = None
+
+
+def _stop_fork_server() -> None:
+    """End the fork server and wait for it, once its workers have ended. Its workers are its children, not this
+    process's: only a fork server this process waits for brings its CPU time and theirs into this process's
+    children's (``wait4``, what ``/usr/bin/time`` and the suite's benchmarks count). Left running, it would also
+    outlive the pool until this process exits. multiprocessing starts a new one for the next pool.
+    ``ForkServer._stop`` is CPython's own (3.8 on), used by its tests; without it the server ends with this process
+    as before."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if stop is not None and getattr(server, "_forkserver_pid", None) is not None:
+        with contextlib.suppress(OSError):
+            stop()
 
 
 def _stop(workers: list[_Worker]) -> None:
