@@ -96,27 +96,17 @@ class ContentionLedger:
         entry = self._backwards.get(tag) if tag is not None else None
         if entry is None:
             return 0.0, start_s, end_s
-        # one pass (on the replay's hot path: a report re-times every bucket of every step at 30-odd settings)
-        earlier = []  # the spans of the collectives issued before it, on its stream
-        for issued, start, end, moved_start, moved_end in entry.busy:
-            if (issued, start, end) == (issue_s, start_s, end_s):  # waited for before: owes nothing more
+        for issued, start, end, moved_start, moved_end in entry.busy:  # waited for before: owes nothing more
+            if (issued, start, end) == (issue_s, start_s, end_s):
                 return 0.0, moved_start, moved_end
-            if issued <= issue_s:
-                earlier.append((moved_start, moved_end))
-        earlier.sort()
+        earlier = sorted((s, e) for i, _, _, s, e in entry.busy if i <= issue_s)  # issued before it, on its stream
         launch = slowed_finish_s(entry.begin_s, issue_s - entry.begin_s, earlier, self.factor)
-        last = start_s
-        if earlier:  # max() of the ends in this order, as builtins.max picks among equals
-            last = earlier[0][1]
-            for _, e in earlier:
-                if e > last:
-                    last = e
-        moved = max(start_s, launch, last) - start_s
+        moved = max(start_s, launch, max((e for _, e in earlier), default=start_s)) - start_s
         entry.busy.append((issue_s, start_s, end_s, start_s + moved, end_s + moved))
         start_s, end_s = start_s + moved, end_s + moved
         closed = entry.end_s is not None
         nominal_end = entry.end_s if entry.end_s is not None else t - entry.charged_s
-        spans = sorted([(b[3], b[4]) for b in entry.busy])
+        spans = sorted((s, e) for _, _, _, s, e in entry.busy)
         debt = slowed_finish_s(entry.begin_s, nominal_end - entry.begin_s, spans, self.factor) - nominal_end
         slack = max(0.0, slack_s - entry.slack_at_end) if closed else 0.0
         due = max(0.0, debt - slack) - entry.charged_s
