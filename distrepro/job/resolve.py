@@ -90,7 +90,22 @@ class Job:
         current: Allocation | None = None,
         profiled: tuple[float, ...] | None = None,
     ) -> ClusterView:
-        devices = tuple(
+        return ClusterView(
+            self.world_size,
+            self.device_views,
+            len(self.bundle.train),
+            self.batch_sizes,
+            epoch,
+            measured,
+            current,
+            profiled,
+        )
+
+    @cached_property
+    def device_views(self) -> tuple[DeviceView, ...]:
+        """What the method may know of each rank's device, built once per job: the allocation reads it at every
+        epoch, and the sensitivity replay re-allocates thousands of times per report."""
+        return tuple(
             DeviceView(
                 rank=r,
                 name=self.profile.device(r).name,
@@ -99,9 +114,6 @@ class Job:
                 memory_gib=self.profile.device(r).memory_gib,
             )
             for r in range(self.world_size)
-        )
-        return ClusterView(
-            self.world_size, devices, len(self.bundle.train), self.batch_sizes, epoch, measured, current, profiled
         )
 
     def allocate(

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+import weakref
 from dataclasses import dataclass, field
 
 from distrepro.api.method import Allocation
 from distrepro.job.resolve import Job
 from distrepro.sensitivity.probe import Call, Event, NotAnalysable, Prober
+from distrepro.sensitivity.schedule import Schedule, Schedules
 from distrepro.timing import charges, framework
 from distrepro.timing.budget_schedule import TrainingSchedule
 from distrepro.timing.contention import ContentionLedger
@@ -187,55 +188,50 @@ class _Clocks:
         start = max(start, lanes.get(call.ranks, start))
         return start, start + cost
 
-    def run(self, events: Sequence[Sequence[Event]]) -> None:
+    def run(self, plan: Schedule) -> None:
         """Play every rank's events: compute runs ahead to the rank's next collective, then the
         collectives complete in program order (matched across their members, as on one communicator;
-        ranks outside a group, or idle, issue nothing for it).
+        ranks outside a group, or idle, issue nothing for it), in the order ``plan``
+        (:func:`~distrepro.sensitivity.schedule.schedule` of the iteration's events) gives.
 
         A non-blocking collective (DDP's bucket all-reduce) queues on its group's lane behind the ones
         issued before it; operations of two groups in flight at once would share links as flows, which
         this replay does not model: it raises instead."""
-        k = len(events)
-        pos = [0] * k
-        heads = [_next_comm(ev, 0) for ev in events]  # index of each rank's next collective (None: no more)
-        self._works = [[] for _ in events]
+        self._works = [[] for _ in plan.tails]
         lanes: dict[Lane, float] = {}  # group -> end of its last non-blocking operation
         ops: list[tuple[Lane, float, float, bool]] = []  # (lane, start, end, non-blocking) of this iteration
-        while True:
-            call = _matched(events, heads)
+        local, t = self._local, self.t
+        for step in plan.steps:
+            call = step.call
             if call is None:
-                break
+                raise NotAnalysable(step.error)
             issue: dict[int, float] = {}
             blocking: list[int] = []
-            for r in call.ranks:
-                ev, h = events[r], heads[r]
-                assert h is not None  # a matched call's members all have a head
-                for event in ev[pos[r] : h]:
-                    self._local(r, event)
-                issue[r] = self.t[r]
-                if ev[h][0] == "comm":
+            for r, before, blocks in step.members:
+                for event in before:
+                    local(r, event)
+                issue[r] = t[r]
+                if blocks:
                     blocking.append(r)
-                pos[r] = h + 1
-                heads[r] = _next_comm(ev, h + 1)
             start, end = self.collective(call, issue, lanes)
             nonblocking = len(blocking) < len(call.ranks)
-            if any(g != call.ranks and (a or nonblocking) and s < end and start < e for g, s, e, a in ops):
+            if ops and any(g != call.ranks and (a or nonblocking) and s < end and start < e for g, s, e, a in ops):
                 raise NotAnalysable("non-blocking collectives of two groups overlap in time (shared links)")
             ops.append((call.ranks, start, end, nonblocking))
             for r in call.ranks:
                 if r in blocking:  # VirtualClock.finish_op: idle until start, then communicate to end
-                    before = self.t[r]
-                    self.t[r] = start + (end - start)
-                    self.slack[r] += self.t[r] - before
+                    before_s = t[r]
+                    t[r] = start + (end - start)
+                    self.slack[r] += t[r] - before_s
                 else:
                     self._works[r].append((start, end, issue[r], self.contention[r].tag(issue[r])))
             if nonblocking:
                 lanes[call.ranks] = end
             else:
                 lanes.pop(call.ranks, None)
-        for r, ev in enumerate(events):
-            for event in ev[pos[r] :]:
-                self._local(r, event)
+        for r, after in enumerate(plan.tails):
+            for event in after:
+                local(r, event)
 
     def measured_and_reset(self) -> tuple[float, ...]:
         """Samples per compute-second over the epoch just ended (NaN where nothing ran), as the engine."""
@@ -245,36 +241,8 @@ class _Clocks:
         return out
 
 
-def _next_comm(events: Sequence[Event], start: int) -> int | None:
-    for i in range(start, len(events)):
-        if events[i][0] in ("comm", "acomm"):
-            return i
-    return None
-
-
-def _head_is(events: Sequence[Sequence[Event]], heads: list[int | None], rank: int, call: Call) -> bool:
-    """Whether ``rank`` waits on ``call`` now."""
-    h = heads[rank]
-    return h is not None and _same(events[rank][h][1], call)
-
-
-def _matched(events: Sequence[Sequence[Event]], heads: list[int | None]) -> Call | None:
-    """The next collective every member of its group has reached (the lowest rank's first), or None when
-    no rank has one left; raises if ranks wait on collectives that never match (a deadlock in the engine)."""
-    pending = [r for r, h in enumerate(heads) if h is not None]
-    for r in pending:
-        h = heads[r]
-        assert h is not None  # r is pending
-        call = events[r][h][1]
-        if all(_head_is(events, heads, m, call) for m in call.ranks):
-            return call
-    if pending:
-        raise NotAnalysable(f"ranks {pending} wait on collectives that do not match across their groups")
-    return None
-
-
-def _same(a: Call, b: Call) -> bool:
-    return a.kind == b.kind and a.ranks == b.ranks
+#: per prober, the schedules of its event lists (shared by every simulation of its runs, dropped with it)
+_SCHEDULES: weakref.WeakKeyDictionary[Prober, Schedules] = weakref.WeakKeyDictionary()
 
 
 def simulate(job: Job, prober: Prober) -> Timing:
@@ -287,12 +255,13 @@ def simulate(job: Job, prober: Prober) -> Timing:
     alloc = job.allocate(0, profiled=profiled)
     schedule = TrainingSchedule(job.config.budget, job.config.eval, len(job.bundle.train), job.world_size)
     clocks = _Clocks(job)
+    plans = _SCHEDULES.setdefault(prober, Schedules())
     epoch = 0
     step_end: list[float] = []
     step_samples: list[int] = []
     batches = _batches(job, alloc)
     while True:
-        clocks.run(prober.iteration(job.params, batches))
+        clocks.run(plans(prober.iteration(job.params, batches)))
         schedule.record_iteration(sum(batches), max(clocks.t))
         step_end.append(schedule.emulated_s)
         step_samples.append(schedule.samples)
@@ -304,5 +273,5 @@ def simulate(job: Job, prober: Prober) -> Timing:
                 alloc, batches = new, _batches(job, new)
         if schedule.budget_spent():
             break
-    clocks.run(prober.finalize(job.params))
+    clocks.run(plans(prober.finalize(job.params)))
     return Timing(max(clocks.t), schedule.samples, len(step_end), schedule.epochs, step_end, step_samples)
