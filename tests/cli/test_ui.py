@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from cellruns import sigint_as_at_a_terminal
 from clirun import free_port
 from hang_guard import hang_guard
 
@@ -68,7 +69,14 @@ def test_it_prints_each_view_and_stops_on_ctrl_c(mlflow_uri: str, tmp_path: Path
     client.create_experiment("not distrepro's")
     port = free_port()
     command = [sys.executable, "-m", "distrepro.cli", "ui", "--store", mlflow_uri, "--port", str(port)]
-    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(  # Ctrl-C as at a terminal: a process that inherits an ignored SIGINT never sees it
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_at_a_terminal,
+    )
     try:
         lines: list[str] = []
         deadline = time.monotonic() + hang_guard(120)
