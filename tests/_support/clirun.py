@@ -53,6 +53,24 @@ class Done:
         return [line for line in self.err_lines if line.startswith("distrepro: error:")]
 
 
+def python_prints(program: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """What ``python -c PROGRAM ARGS`` prints on stdout in a fresh interpreter (a test of what a process does at its
+    start: its environment, its collector); a non-zero exit fails the test with the program's stderr."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", program, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(120),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def free_port() -> int:
     """A port nothing listens on now (bound once to port 0, then released): never a fixed one."""
     with socket.socket() as s:

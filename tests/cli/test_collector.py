@@ -5,12 +5,11 @@ collector left alone."""
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clirun import python_prints
 
 from distrepro.cli.collector import YOUNG_THRESHOLD, collect_less
 from distrepro.cli.watch import _CHILD
@@ -52,16 +51,7 @@ def test_a_higher_threshold_or_a_collector_switched_off_is_left_as_it_is(set_bef
 
 
 def _thresholds_printed(program: str) -> tuple[int, ...]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PRINTING_MAIN + program, str(REPO)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return tuple(int(t) for t in done.stdout.split())
+    return tuple(int(t) for t in python_prints(_PRINTING_MAIN + program, str(REPO), cwd=REPO).split())
 
 
 @pytest.mark.smoke

@@ -4,11 +4,10 @@ where the environment already says, nothing in a process that calls ``main()`` i
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import python_prints
 
 from distrepro.cli.omp_wait import PASSIVE, VARIABLE
 
@@ -23,17 +22,7 @@ _CONSOLE = (
 
 
 def _console_prints(environ: dict[str, str], before: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", _CONSOLE.format(before=before)],
-        cwd=REPO,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return python_prints(_CONSOLE.format(before=before), cwd=REPO, env=environ)
 
 
 def _without_variable() -> dict[str, str]:
