@@ -36,12 +36,17 @@ def cores() -> int:
 
 
 def cell_threads(cfg: Any) -> int:
-    """Cores one cell of ``cfg`` keeps busy: its torch threads (all cores when unset: torch's default), or
-    ranks × threads per rank for the dist engine."""
+    """Cores one cell of ``cfg`` keeps busy: its torch threads, or ranks × threads per rank for the dist engine.
+
+    Unset, a cell's threads are what the engine will give it (``OMP_NUM_THREADS``, else the job's or this
+    process's CPUs: :func:`~distrepro.engine.torch_threads.resolve_threads`), so ``OMP_NUM_THREADS=1`` on a
+    2-core machine runs two one-thread cells at once instead of one cell at a time with a core idle."""
     if cfg.engine == "dist":
         per_rank = cfg.dist.threads_per_rank or 1
         return max(1, per_rank * _world_size(cfg))
-    return int(cfg.torch_threads or cores())
+    from distrepro.engine.torch_threads import resolve_threads
+
+    return max(1, resolve_threads(cfg.torch_threads)[0])
 
 
 def _world_size(cfg: Any) -> int:
