@@ -30,10 +30,15 @@ def available_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def omp_threads(environ: Mapping[str, str] | None = None) -> int | None:
+    """``OMP_NUM_THREADS`` as a positive number, if the user set one."""
+    return _positive((os.environ if environ is None else environ).get("OMP_NUM_THREADS"))
+
+
 def default_threads(ranks_here: int = 1, environ: Mapping[str, str] | None = None) -> tuple[int, str]:
     """``(threads, where from)`` for one process of ``ranks_here`` sharing this host."""
     env = os.environ if environ is None else environ
-    omp = _positive(env.get("OMP_NUM_THREADS"))
+    omp = omp_threads(env)
     if omp is not None:
         return omp, "OMP_NUM_THREADS"
     slurm = _positive(env.get("SLURM_CPUS_PER_TASK"))

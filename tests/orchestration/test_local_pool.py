@@ -66,19 +66,21 @@ def test_jobs2_equals_jobs1_run_by_run(tmp_path: Path, mlflow_uri: str) -> None:
 def test_default_jobs_fit_the_cores_to_the_cells_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     one_thread = load_config(write_config(tmp_path, name="t1", torch_threads=1))
     unset = load_config(write_config(tmp_path, name="t0", torch_threads=None, seeds=[0, 1]))
-    import os
-
     cores = len(os.sched_getaffinity(0))
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     assert default_jobs([one_thread]) == cores
-    assert default_jobs([unset]) == 1  # torch's default: every core for one cell
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the user's word: one thread a cell, so a cell per core
-    assert default_jobs([unset]) == cores
+    assert default_jobs([unset]) == cores  # unset: a cell per core (one alone still gets every core)
+    monkeypatch.setenv("OMP_NUM_THREADS", str(cores))  # the user's word: that many threads a cell
+    assert default_jobs([unset]) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert default_jobs([unset, load_config(write_config(tmp_path, name="t2", torch_threads=cores))]) == 1
     assert make_executor(ExecutorSpec("local", jobs=1), [one_thread]) is None  # the classic in-process path
     pool = make_executor(ExecutorSpec("local", jobs=2), [unset])
-    assert isinstance(pool, LocalExecutor) and pool.jobs == 2 and pool.threads == max(1, cores // 2)
+    assert isinstance(pool, LocalExecutor) and pool.jobs == 2 and pool.threads == 1  # OMP_NUM_THREADS=1 holds
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    pool = make_executor(ExecutorSpec("local", jobs=2), [unset])
+    assert isinstance(pool, LocalExecutor) and pool.threads == max(1, cores // 2)
 
 
 def _campaign_in_thread(cfg: Any, executor: Any) -> tuple[threading.Thread, dict[str, Any]]:

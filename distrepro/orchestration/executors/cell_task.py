@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 FAILURE_TAG = "distrepro.failure"
 #: tag naming where a cell ran (host, pid, executor), for finding its logs and processes
 WORKER_TAG = "distrepro.worker"
+#: the torch threads a cell ran with (the campaign tags its own guess; a worker that sets them says so)
+THREADS_TAG = "distrepro.torch_threads"
 
 CellStatus = Literal["FINISHED", "FAILED", "KILLED"]
 
@@ -77,6 +79,16 @@ class CellOutcome:
     #: True when the worker closed the run itself; False when it died and the campaign must close it
     closed: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def worker_tags(task: CellTask, where: str) -> dict[str, str]:
+    """The tags a worker adds to its cell's run: where it ran and, for a cell whose config sets no
+    ``torch_threads``, the threads the executor gave it (the campaign tagged the run with its own process's
+    default before the cell was queued, which a pool of one-thread cells does not use)."""
+    tags = {WORKER_TAG: where}
+    if not task.config.get("torch_threads"):
+        tags[THREADS_TAG] = f"{task.threads} (set by the {task.executor} executor)"
+    return tags
 
 
 def failed(task: CellTask, reason: str, closed: bool = False, wall_s: float = 0.0) -> CellOutcome:
@@ -129,7 +141,7 @@ def run_cell_task(task: CellTask, observer: RunObserver | None = None) -> CellOu
         return failed(task, f"{type(exc).__name__}: {exc}", wall_s=time.perf_counter() - t0)
     try:
         with logger:
-            logger.set_tags({WORKER_TAG: where})
+            logger.set_tags(worker_tags(task, where))
             cfg = validate_config(task.config, task.source)
             key = _bundle_key(task.config)
             job = build_job(cfg, task.seed, task.source, _BUNDLES.get(key))

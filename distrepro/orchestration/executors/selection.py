@@ -36,17 +36,23 @@ def cores() -> int:
 
 
 def cell_threads(cfg: Any) -> int:
-    """Cores one cell of ``cfg`` keeps busy: its torch threads, or ranks × threads per rank for the dist engine.
+    """Cores one cell of ``cfg`` keeps busy when cells share this machine: its config's ``torch_threads``, else
+    ``OMP_NUM_THREADS`` (the user's word), else one; ranks × threads per rank for the dist engine.
 
-    Unset, a cell's threads are what the engine will give it (``OMP_NUM_THREADS``, else the job's or this
-    process's CPUs: :func:`~distrepro.engine.torch_threads.resolve_threads`), so ``OMP_NUM_THREADS=1`` on a
-    2-core machine runs two one-thread cells at once instead of one cell at a time with a core idle."""
+    A cell that sets no threads counts as one so that a session of many cells fills the cores with cells
+    (each gets cores // jobs threads, :func:`make_executor`) instead of running one multi-threaded cell at a
+    time: the small models of the proxy scales gain little from a second thread, and lose the most on a shared
+    machine (A²CiD²'s 150 proxy runs on 2 idle cores: 417 s wall and 739 s CPU one 2-thread cell at a time,
+    262 s and 449 s as two one-thread cells; BENCHMARKS.md, "Run times of the reproduce sessions"). One cell
+    alone still gets every core (the in-process path, :func:`~distrepro.engine.torch_threads.resolve_threads`)."""
     if cfg.engine == "dist":
         per_rank = cfg.dist.threads_per_rank or 1
         return max(1, per_rank * _world_size(cfg))
-    from distrepro.engine.torch_threads import resolve_threads
+    if cfg.torch_threads:
+        return int(cfg.torch_threads)
+    from distrepro.engine.torch_threads import omp_threads
 
-    return max(1, resolve_threads(cfg.torch_threads)[0])
+    return omp_threads() or 1
 
 
 def _world_size(cfg: Any) -> int:
@@ -108,7 +114,9 @@ def make_executor(spec: ExecutorSpec, cfgs: Sequence[Any]) -> Executor | None:
         jobs = _capped(jobs, "--jobs" if spec.jobs is not None else JOBS_ENV if env_jobs() else None)
         if jobs == 1:
             return None
-        return LocalExecutor(jobs, threads=max(1, cores() // jobs))
+        from distrepro.engine.torch_threads import omp_threads
+
+        return LocalExecutor(jobs, threads=omp_threads() or max(1, cores() // jobs))
     if spec.kind == "ray":
         from distrepro.orchestration.executors.ray_executor import RayExecutor
 
