@@ -5,7 +5,8 @@ diagnosis. Each INCONCLUSIVE verdict of the report gets one more clause, chosen 
 
 * outside the regime (or arms tied) at a scale below one the paper has configs for, and the claim moves there
   (:func:`distrepro.claims.schema.at_scale`): the ``distrepro reproduce <paper> --scale <s>`` that trains it;
-* too few seeds: the ``--seeds`` list that reaches the claim's ``min_seeds``;
+* too few seeds: the session that runs the claim's ``min_seeds`` confirmatory seeds (the pre-registered ones, else
+  fresh ones registered first);
 * an interval that straddles the band: the seeds needed at the measured spread, n ≈ (t·s/d)², from the verdict
   rule's ``seeds_needed`` on the verdict (:mod:`distrepro.claims.planning`; this module only phrases it);
 * an arm with no runs: the ``--arms`` run that adds it.
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from distrepro.claims.papers import PaperInfo, arms_at_scale
+from distrepro.claims.preregistration import CONFIRMATORY_FIRST_SEED, registered_seeds
 from distrepro.claims.schema import TRAINING_SCALES, at_scale, claim_arms
 from distrepro.claims.verdicts import Verdict
 
@@ -29,8 +31,21 @@ from distrepro.claims.verdicts import Verdict
 _LARGER = ("mid", "gpu", "paper")
 
 
-def _seeds_arg(n: int) -> str:
-    return ",".join(str(i) for i in range(n))
+def _seeds_that_decide(info: PaperInfo, scale: str, need: int) -> str:
+    """The command clause that gets ``need`` confirmatory seeds at ``scale``: the default session when the scale's
+    pre-registration has that many (``reproduce`` runs them without ``--seeds``), else a registration of fresh ones
+    first, above every seed registered before (exploratory seeds 0-99 decide no confirmatory claim)."""
+    paper = info.id
+    flag = "" if scale == "proxy" else f" --scale {scale}"
+    registered = registered_seeds(info.path, scale)
+    if registered is not None and len(registered[0]) >= need:
+        return f"`distrepro reproduce {paper}{flag}` runs the {len(registered[0])} seeds pre-registered for it"
+    first = max(registered[0], default=CONFIRMATORY_FIRST_SEED - 1) + 1 if registered else CONFIRMATORY_FIRST_SEED
+    replace = " --replace" if registered is not None else ""
+    return (
+        f"register {need} fresh seeds first (`distrepro preregister {paper} --scale {scale} --seeds "
+        f"{first}-{first + need - 1}{replace}`), then `distrepro reproduce {paper}{flag}`"
+    )
 
 
 def _decides_at(info: PaperInfo, claim: Any, root: Path | None) -> str | None:
@@ -69,8 +84,7 @@ def next_step(info: PaperInfo, claim: Any, verdict: Verdict, root: Path | None =
         return f"next step: `distrepro reproduce {paper}{scale} --arms {arms}` trains the arms it reads"
     if reason.startswith("too few seeds"):
         need = claim.accept.min_seeds
-        scale = "" if claim.scale == "proxy" else f" --scale {claim.scale}"
-        return f"next step: `distrepro reproduce {paper}{scale} --seeds {_seeds_arg(need)}` ({need} seeds decide it)"
+        return f"next step: {_seeds_that_decide(info, claim.scale, need)} ({need} seeds decide it)"
     if verdict.out_of_regime:
         larger = _decides_at(info, claim, root)
         if larger is not None:
@@ -124,6 +138,6 @@ def seed_warnings(
         if claim.scale == scale and set(claim_arms(claim)) & chosen and need and n_seeds < need:
             lines.append(
                 f"warning: {n_seeds} seed{'s' if n_seeds != 1 else ''} cannot decide claim {claim.id} "
-                f"(it needs {need}: --seeds {_seeds_arg(need)}); it will read INCONCLUSIVE"
+                f"(it needs {need}: {_seeds_that_decide(info, scale, need)}); it will read INCONCLUSIVE"
             )
     return lines

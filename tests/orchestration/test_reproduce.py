@@ -152,7 +152,7 @@ def test_system_metrics_reach_every_arms_cells_on_an_executor(
 def test_arms_trained_here_say_the_cell_count_arm_and_eta(paper_root: Path, mlflow_uri: str, capsys) -> None:
     reproduce("tinypaper", seeds=(0,), report=False, show_progress=False, root=paper_root)
     err = capsys.readouterr().err
-    warned = err.index("warning: 1 seed cannot decide claim fewer-bytes (it needs 2: --seeds 0,1)")
+    warned = err.index("warning: 1 seed cannot decide claim fewer-bytes (it needs 2: register 2 fresh seeds first")
     assert warned < err.index("[arm 1/2 sync]")  # said before any training
     assert "[arm 1/2 sync] cells 1–1 of 2 · 0:00:0" in err and "ETA – (after the first arm)" in err
     second = next(line for line in err.splitlines() if line.startswith("[arm 2/2 local]"))

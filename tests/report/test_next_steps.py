@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tiny_paper import PAPER, paper_root  # noqa: F401  (the fixture)
 
 from distrepro.claims.papers import find_paper
@@ -39,10 +40,28 @@ def _undecided(claim_id: str, reason: str, out_of_regime: bool = False) -> Verdi
     return Verdict(claim_id, "relative_improvement", "INCONCLUSIVE", reason, out_of_regime=out_of_regime)
 
 
-def test_too_few_seeds_names_the_seeds_that_decide(paper_root: Path) -> None:  # noqa: F811
+def test_too_few_seeds_names_the_confirmatory_seeds_that_decide(
+    paper_root: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Never exploratory seeds (0-99 decide no confirmatory claim): the pre-registered ones when there are enough,
+    else fresh ones registered first, above every seed registered before."""
     info, claims = _info(paper_root, mid=False)
-    step = next_steps.next_step(info, claims["fewer-bytes"], _undecided("fewer-bytes", "too few seeds: 1"))
-    assert step == "next step: `distrepro reproduce tinypaper --seeds 0,1` (2 seeds decide it)"
+    few = _undecided("fewer-bytes", "too few seeds: 1")
+    step = next_steps.next_step(info, claims["fewer-bytes"], few)  # the scale was never registered
+    assert step == (
+        "next step: register 2 fresh seeds first (`distrepro preregister tinypaper --scale proxy --seeds 100-101`), "
+        "then `distrepro reproduce tinypaper` (2 seeds decide it)"
+    )
+    record = paper_root / "preregistration" / "proxy.yaml"
+    monkeypatch.setattr(next_steps, "registered_seeds", lambda paper_file, scale: ([300, 301, 302], record))
+    step = next_steps.next_step(info, claims["fewer-bytes"], few)
+    assert step == (
+        "next step: `distrepro reproduce tinypaper` runs the 3 seeds pre-registered for it (2 seeds decide it)"
+    )
+    monkeypatch.setattr(next_steps, "registered_seeds", lambda paper_file, scale: ([300], record))
+    step = next_steps.next_step(info, claims["fewer-bytes"], few)
+    assert "`distrepro preregister tinypaper --scale proxy --seeds 301-302 --replace`" in step, step
 
 
 def test_outside_the_regime_names_the_scale_that_meets_it(paper_root: Path) -> None:  # noqa: F811
@@ -77,5 +96,5 @@ def test_decided_verdicts_get_no_next_step(paper_root: Path) -> None:  # noqa: F
 def test_seeds_below_a_claims_minimum_warn(paper_root: Path) -> None:  # noqa: F811
     info, _ = _info(paper_root, mid=False)
     lines = next_steps.seed_warnings(info, ["sync", "local"], "proxy", 1, paper_root)
-    assert len(lines) == 2 and "cannot decide claim fewer-bytes (it needs 2: --seeds 0,1)" in lines[0]
+    assert len(lines) == 2 and "cannot decide claim fewer-bytes (it needs 2: register 2 fresh seeds" in lines[0]
     assert next_steps.seed_warnings(info, ["sync", "local"], "proxy", 2, paper_root) == []
