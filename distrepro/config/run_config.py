@@ -257,7 +257,8 @@ class RunConfig(_Strict):
     dist: DistConfig = Field(default_factory=DistConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
-    #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py)
+    #: None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (engine/torch_threads.py);
+    #: in a local pool of cells, its cores over its jobs (orchestration/executors/selection.py)
     torch_threads: int | None = Field(default=None, gt=0, le=MAX_THREADS)
     #: how ``--executor slurm`` asks for each cell's job; not part of the run (excluded from what is logged)
     slurm: SlurmBlock | None = Field(default=None, exclude=True)
