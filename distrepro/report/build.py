@@ -33,6 +33,7 @@ from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import stage
+from distrepro.report.artifact_files import read_locally
 from distrepro.report.document import markdown_document
 from distrepro.report.figure_set import FIGURE_FILES, arm_labels, figure_makers
 from distrepro.report.html import render_html
@@ -328,6 +329,7 @@ def build_report(
     judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
     stage.enter("reading the runs", f"of {paper} from the tracking store")
     rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
+    read_locally(rs)  # configs, timelines, READMEs read where they lie in the store's folders, not downloaded
     judged_rs, _ = registered_runs(info, rs, exploratory)  # what the sweep and the check re-time: the judged runs
     timing = sum(1 for c in judged_info.spec.claims if emulated_quantity(c) is not None) if judged_info.spec else 0
     stage.enter("the hardware check", f"of {timing} timing claims ({len(judged_rs.runs)} runs)")
