@@ -35,43 +35,57 @@ def pymax(a: Lanes | float, b: Lanes | float) -> Lanes:
 
 
 def slowed_finish(
-    begin: Lanes, work: Lanes, starts: Lanes, ends: Lanes, valid: Lanes, factor: Lanes | float
+    begin: Lanes, work: Lanes, starts: Lanes, ends: Lanes, valid: Lanes | None, factor: Lanes | float
 ) -> Lanes:
     """:func:`distrepro.timing.framework.slowed_finish_s` per lane: ``starts``/``ends`` are ``(spans, lanes)``, each
-    lane's spans in that lane's order, a span counted in a lane only where ``valid``."""
+    lane's spans in that lane's order, a span counted in a lane only where ``valid`` (``None``: every span). Run under
+    ``np.errstate(all="ignore")`` (as :func:`~distrepro.sensitivity.lanes.simulate_lanes` does): values of lanes a
+    mask leaves out are computed and dropped."""
     t = begin
     left = pymax(0.0, work)
-    out = np.zeros_like(t)
+    out = left  # every lane either ends inside the loop (and is set) or is still active at the end
     active = np.ones(t.shape, dtype=bool)
     slow = 1.0 + factor
-    with np.errstate(all="ignore"):  # values of lanes a mask leaves out are computed and dropped
-        for s, e, ok in zip(starts, ends, valid, strict=True):
-            here = active & ok
-            idle = here & (s > t)
-            short = idle & (s - t >= left)
+    any_ = np.count_nonzero
+    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        here = active if valid is None else active & valid[j]
+        idle = here & (s > t)
+        short = idle & (s - t >= left)
+        if any_(short):
             out = np.where(short, t + left, out)
-            active &= ~short
-            idle &= ~short
+            active = active & ~short
+            idle = idle & ~short
+        if any_(idle):
             left = np.where(idle, left - (s - t), left)
             t = np.where(idle, s, t)
-            overlap = active & ok & ~(e <= t)
-            done = (e - t) / slow
-            ends_here = overlap & (done >= left)
+        overlap = (active if valid is None else active & valid[j]) & ~(e <= t)
+        done = (e - t) / slow
+        ends_here = overlap & (done >= left)
+        if any_(ends_here):
             out = np.where(ends_here, t + left * slow, out)
-            active &= ~ends_here
-            overlap &= ~ends_here
-            left = np.where(overlap, left - done, left)
-            t = np.where(overlap, e, t)
-        return np.where(active, t + left, out)
+            active = active & ~ends_here
+            overlap = overlap & ~ends_here
+        left = np.where(overlap, left - done, left)
+        t = np.where(overlap, e, t)
+    return np.where(active, t + left, out)
 
 
-def _sorted_spans(starts: list[Lanes], ends: list[Lanes], valid: Lanes) -> tuple[Lanes, Lanes, Lanes]:
-    """``sorted((s, e) ...)`` per lane over the valid spans, the others after them (and left out by ``valid``)."""
+def _sorted_spans(starts: list[Lanes], ends: list[Lanes], valid: Lanes | None) -> tuple[Lanes, Lanes, Lanes | None]:
+    """``sorted((s, e) ...)`` per lane over the valid spans (``None``: all), the others after them (and left out by
+    their mask). Spans already in order in every lane (a stream's buckets, issued and moved in turn) are taken as
+    they are: sorting them would give them back unchanged."""
     s, e = np.array(starts), np.array(ends)
-    key_s, key_e = np.where(valid, s, np.inf), np.where(valid, e, np.inf)
+    if len(starts) < 2 and valid is None:
+        return s, e, valid
+    if valid is None or np.count_nonzero(valid) == valid.size:
+        a, b = s[:-1], s[1:]
+        if np.count_nonzero((a < b) | ((a == b) & (e[:-1] <= e[1:]))) == a.size:
+            return s, e, None
+    ok = np.ones(s.shape, dtype=bool) if valid is None else valid
+    key_s, key_e = np.where(ok, s, np.inf), np.where(ok, e, np.inf)
     order = np.lexsort((key_e, key_s), axis=0)
     take = np.take_along_axis
-    return take(s, order, axis=0), take(e, order, axis=0), take(valid, order, axis=0)
+    return take(s, order, axis=0), take(e, order, axis=0), take(ok, order, axis=0)
 
 
 @dataclass
@@ -117,20 +131,20 @@ class LaneLedger:
         last = self._backwards.get(self._count)
         if last is None or last.end is None:
             return None
-        same = last.end == t
-        if same.all():
+        same = np.count_nonzero(last.end == t)
+        if same == len(t):
             return self._count
-        if same.any():
+        if same:
             raise Diverged("a collective belongs to a backward in some settings only")
         return None
 
     def _repeat(self, entry: _Backward, issue: Lanes, start: Lanes, end: Lanes) -> tuple[Lanes, Lanes] | None:
         """The moved span of a collective waited for before (in every lane), None when it is new in every lane."""
         for issued, s, e, moved_s, moved_e in entry.busy:
-            same = (issued == issue) & (s == start) & (e == end)
-            if same.all():
+            same = np.count_nonzero((issued == issue) & (s == start) & (e == end))
+            if same == len(issue):
                 return moved_s, moved_e
-            if same.any():
+            if same:
                 raise Diverged("a collective waited for again in some settings only")
         return None
 
@@ -144,15 +158,17 @@ class LaneLedger:
         again = self._repeat(entry, issue, start, end)
         if again is not None:
             return 0.0, again[0], again[1]
-        before = [(s, e, issued <= issue) for issued, _, _, s, e in entry.busy]
-        if before:
-            s_, e_, ok = _sorted_spans([b[0] for b in before], [b[1] for b in before], np.array([b[2] for b in before]))
+        busy = entry.busy
+        if busy:
+            before = np.array([b[0] <= issue for b in busy])
+            s_, e_, ok = _sorted_spans([b[3] for b in busy], [b[4] for b in busy], before)
         else:
             s_ = e_ = np.zeros((0, len(issue)))
-            ok = np.zeros((0, len(issue)), dtype=bool)
+            ok = None
         launch = slowed_finish(entry.begin, issue - entry.begin, s_, e_, ok, self.factor)
         latest, seen = start, np.zeros(start.shape, dtype=bool)
-        for e, valid in zip(e_, ok, strict=True):  # max(ends of the earlier ones, default=start), in sorted order
+        for j, e in enumerate(e_):  # max(ends of the earlier ones, default=start), in sorted order
+            valid = ok[j] if ok is not None else True
             latest = np.where(valid & (~seen | (e > latest)), e, latest)
             seen = seen | valid
         moved = pymax(pymax(start, launch), latest) - start
@@ -160,9 +176,8 @@ class LaneLedger:
         start, end = start + moved, end + moved
         closed = entry.end is not None
         nominal = entry.end if entry.end is not None else t - entry.charged
-        everything = np.ones((len(entry.busy), len(issue)), dtype=bool)
-        spans_s, spans_e, _ = _sorted_spans([b[3] for b in entry.busy], [b[4] for b in entry.busy], everything)
-        debt = slowed_finish(entry.begin, nominal - entry.begin, spans_s, spans_e, everything, self.factor) - nominal
+        spans_s, spans_e, _ = _sorted_spans([b[3] for b in entry.busy], [b[4] for b in entry.busy], None)
+        debt = slowed_finish(entry.begin, nominal - entry.begin, spans_s, spans_e, None, self.factor) - nominal
         free = pymax(0.0, slack - entry.slack_at_end) if closed else 0.0
         due = pymax(0.0, debt - free) - entry.charged
         owed = ~(due <= 0)

@@ -97,15 +97,14 @@ class _Compute:
     def step_seconds(self, rank: int, n: Lanes, step: int, at: Lanes) -> Lanes:
         noise, speed = self._noise(rank, step), self._speed(rank, at)
         declared = self.declared[rank]
-        with np.errstate(all="ignore"):
-            plain = n / (declared if speed is None else declared * speed) * noise
-            if self.plain[rank]:
-                return np.where(n == 0, 0.0, plain)
-            overhead, floor = self.overhead[rank], self.floor[rank]
-            base = overhead + n / declared
-            gpu = base if speed is None else base / speed
-            fixed = np.where(floor == 0.0, gpu, pymax(floor, gpu)) * noise
-            return np.where(n == 0, 0.0, np.where((overhead == 0.0) & (floor == 0.0), plain, fixed))
+        plain = n / (declared if speed is None else declared * speed) * noise
+        if self.plain[rank]:
+            return np.where(n == 0, 0.0, plain)
+        overhead, floor = self.overhead[rank], self.floor[rank]
+        base = overhead + n / declared
+        gpu = base if speed is None else base / speed
+        fixed = np.where(floor == 0.0, gpu, pymax(floor, gpu)) * noise
+        return np.where(n == 0, 0.0, np.where((overhead == 0.0) & (floor == 0.0), plain, fixed))
 
 
 class _Clocks:
@@ -140,7 +139,7 @@ class _Clocks:
 
     def compute_step(self, rank: int, n: Lanes) -> None:
         some = n > 0
-        if some.any():
+        if np.count_nonzero(some):
             dt = self.compute.step_seconds(rank, n, self.grads[rank], self.t[rank])
             self.t[rank] = np.where(some, self.t[rank] + dt, self.t[rank])
             self.ep_samples[rank] += n
@@ -149,9 +148,9 @@ class _Clocks:
 
     def forward_backward(self, rank: int, n: Lanes) -> None:
         self._fb[rank] = None
-        some = n > 0
-        if some.any():
-            if not some.all():
+        some = np.count_nonzero(n > 0)
+        if some:
+            if some != len(n):
                 raise Diverged("a bucketed backward in some settings only")
             dt = self.compute.step_seconds(rank, n, self.grads[rank], self.t[rank])
             backward = dt * self._backward + self._framework[rank]
@@ -243,7 +242,7 @@ class _Clocks:
             start, end = self.collective(call, issue, lanes)
             nonblocking = len(blocking) < len(call.ranks)
             for g, s, e, a in ops:
-                if g != call.ranks and (a or nonblocking) and ((s < end) & (start < e)).any():
+                if g != call.ranks and (a or nonblocking) and np.count_nonzero((s < end) & (start < e)):
                     raise Diverged("non-blocking collectives of two groups overlap in time (shared links)")
             ops.append((call.ranks, start, end, nonblocking))
             for r in call.ranks:
@@ -269,8 +268,8 @@ class _Clocks:
         return top
 
     def measured_and_reset(self, lane: int) -> tuple[float, ...]:
-        samples = [int(s) for s in self.ep_samples[:, lane]]
-        seconds = [float(c) for c in self.ep_compute[:, lane]]
+        """One lane's samples per compute-second over its epoch, NaN where nothing ran; its counters restart."""
+        samples, seconds = self.ep_samples[:, lane].tolist(), self.ep_compute[:, lane].tolist()
         self.ep_samples[:, lane] = 0
         self.ep_compute[:, lane] = 0.0
         return tuple(s / c if c > 0 else math.nan for s, c in zip(samples, seconds, strict=True))
@@ -319,8 +318,13 @@ def _plan(prober: Prober, plans: Schedules, params: Any, batches: list[list[int]
 
 
 def simulate_lanes(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
-    """``[simulate(job, prober) for job in jobs]`` for jobs that are one run at several settings (same config, seed
-    and method parameters), bit for bit, in one pass; raises :class:`Diverged` where it cannot."""
+    """``[simulate(job, prober) for job in jobs]`` for jobs that are one run of one config and method parameters at
+    several settings (or seeds), bit for bit, in one pass; raises :class:`Diverged` where it cannot."""
+    with np.errstate(all="ignore"):  # Python floats never warn; lanes a mask leaves out are computed and dropped
+        return _simulate(jobs, prober)
+
+
+def _simulate(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
     job = jobs[0]
     cls, params = job.method.cls, job.params
     if not cls.synchronous or len({j.params.model_dump_json() for j in jobs}) > 1:
