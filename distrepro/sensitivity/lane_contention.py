@@ -29,6 +29,15 @@ class Diverged(Exception):
     """The lanes stopped following one control path: replay them one at a time (the scalar code)."""
 
 
+class Split(Diverged):
+    """The lanes part ways from their first iteration on (their allocations give iterations of other shapes): replay
+    each of ``groups`` (lane indices) as lanes of its own."""
+
+    def __init__(self, groups: list[list[int]]) -> None:
+        super().__init__(f"the settings' first iterations have {len(groups)} shapes")
+        self.groups = groups
+
+
 def pymax(a: Lanes | float, b: Lanes | float) -> Lanes:
     """Python's ``max(a, b)`` per lane: ``b`` where ``b > a``, else ``a``."""
     return np.where(b > a, b, a)

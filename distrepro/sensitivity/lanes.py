@@ -26,7 +26,7 @@ import numpy as np
 
 from distrepro.job.resolve import Job
 from distrepro.sensitivity.analytic import _SCHEDULES, Lane, Timing, _batches
-from distrepro.sensitivity.lane_contention import Diverged, LaneLedger, Lanes, pymax
+from distrepro.sensitivity.lane_contention import Diverged, LaneLedger, Lanes, Split, pymax
 from distrepro.sensitivity.probe import Call, Prober
 from distrepro.sensitivity.schedule import Schedule, Schedules
 from distrepro.timing import charges, framework
@@ -126,10 +126,9 @@ class _Clocks:
         layers = job.workload.layers if job.workload is not None else None
         figures = [framework.costs(p) for p in profiles]
         self._backward = np.array([p.backward_fraction() for p in profiles])[which]
+        overhead = framework.bucketed_step_overhead_s
         self._framework = [
-            np.array([framework.bucketed_step_overhead_s(p.device(r), layers, f) for p, f in zip(profiles, figures)])[
-                which
-            ]
+            np.array([overhead(p.device(r), layers, f) for p, f in zip(profiles, figures, strict=True)])[which]
             for r in range(k)
         ]
         self._fb: list[list[Lanes] | None] = [None] * k
@@ -290,7 +289,8 @@ def _lane_events(events: Sequence[Sequence[Any]], which: np.ndarray) -> tuple[La
     out = []
     for parts in zip(*events, strict=True):
         kind, value = parts[0]
-        out.append((kind, np.array([p[1] for p in parts], dtype=np.int64)[which] if kind in ("compute", "fb") else value))
+        counted = kind in ("compute", "fb")
+        out.append((kind, np.array([p[1] for p in parts], dtype=np.int64)[which] if counted else value))
     return tuple(out)
 
 
@@ -311,10 +311,20 @@ def lane_plan(plans: Sequence[Schedule], which: np.ndarray) -> tuple[tuple[LaneS
     return tuple(steps), tails
 
 
-def _plan(prober: Prober, plans: Schedules, params: Any, batches: list[list[int]]) -> Any:
+def _plan(prober: Prober, plans: Schedules, params: Any, batches: list[list[int]], first: bool = False) -> Any:
+    """The lanes' iteration for their batches; at the ``first`` iteration, lanes whose iterations have other shapes
+    are sent apart (:class:`Split`), as nothing has been replayed yet."""
     keys: dict[tuple[int, ...], int] = {}
     which = np.array([keys.setdefault(tuple(b), len(keys)) for b in batches])
-    return lane_plan([plans(prober.iteration(params, list(b))) for b in keys], which)
+    distinct = [plans(prober.iteration(params, list(b))) for b in keys]
+    if first and len(distinct) > 1:
+        shapes: dict[Any, list[int]] = {}
+        of_plan = [shapes.setdefault(_shape(p), []) for p in distinct]
+        if len(shapes) > 1:
+            for lane, i in enumerate(which.tolist()):
+                of_plan[i].append(lane)
+            raise Split(list(shapes.values()))
+    return lane_plan(distinct, which)
 
 
 def simulate_lanes(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
@@ -338,7 +348,7 @@ def _simulate(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
     ends: list[list[float]] = [[] for _ in jobs]
     samples: list[list[int]] = [[] for _ in jobs]
     batches = [_batches(j, a) for j, a in zip(jobs, allocs, strict=True)]
-    plan = None
+    plan = _plan(prober, plans, params, batches, first=True)
     while True:
         if plan is None:
             plan = _plan(prober, plans, params, batches)

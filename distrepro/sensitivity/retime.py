@@ -29,10 +29,15 @@ from distrepro.api.method import MethodParams
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.job.resolve import Job
 from distrepro.sensitivity.analytic import Timing, simulate
+from distrepro.sensitivity.lane_contention import Split
 from distrepro.sensitivity.lanes import simulate_lanes
 from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.space import apply_to_profile, profile_variables
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
+
+
+#: fewer settings than this are replayed one at a time (:meth:`Retimer.timing`), not as lanes
+MIN_LANES = 8
 
 
 class _CachedNoise(ComputeModel):
@@ -176,10 +181,18 @@ class Retimer:
 
     def _lanes(self, lanes: Mapping[tuple[Any, ...], tuple[RetimedRun, Job]]) -> bool:
         items = list(lanes.items())
+        # a NumPy operation on a few lanes costs more than the floats' one by one, and on a noisy link every
+        # collective's charge is drawn lane by lane in Python anyway (C-ADP's cluster): such lanes gain nothing
+        if len(items) < MIN_LANES or any(job.cost.noisy for _, (_, job) in items):
+            return False
         prober = items[0][1][0].prober
         assert prober is not None
         try:
             timings = simulate_lanes([job for _, (_, job) in items], prober)
+        except Split as split:  # allocations of other shapes from the start: each shape's lanes together
+            for group in split.groups:
+                self._lanes(dict(items[i] for i in group))
+            return True
         except Exception:  # Diverged, or what the scalar replay raises: each setting is then replayed alone
             return False
         for (memo, _), t in zip(items, timings, strict=True):

@@ -66,5 +66,5 @@ def test_the_text_read_locally_is_mlflows_download(tmp_path: Path) -> None:
     downloaded = RunSet("distrepro/x", uri, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), client=client)
     local = RunSet("distrepro/x", uri, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), client=None)
     read_locally(local)
-    assert local.artifact_text(run.info.run_id, "timeline.csv") == downloaded.artifact_text(run.info.run_id, "timeline.csv")
-    assert local.artifact_text(run.info.run_id, "timeline.csv") is not None
+    mine = local.artifact_text(run.info.run_id, "timeline.csv")
+    assert mine is not None and mine == downloaded.artifact_text(run.info.run_id, "timeline.csv")

@@ -22,7 +22,7 @@ from distrepro.sensitivity import lanes as lanes_module
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.lane_contention import Diverged
 from distrepro.sensitivity.lanes import simulate_lanes
-from distrepro.sensitivity.retime import RetimedRun, Retimer, has_noise
+from distrepro.sensitivity.retime import MIN_LANES, RetimedRun, Retimer, has_noise
 from distrepro.sensitivity.space import build_space, latin_hypercube, profile_variables
 
 ARMS = {
@@ -128,9 +128,19 @@ def test_settings_whose_budgets_end_apart_are_replayed_one_by_one(tmp_path: Path
 
 
 def test_the_lanes_draw_each_seeds_noise(tmp_path: Path) -> None:
+    """Two seeds' lanes at one setting: each draws its own jitter and stragglers, as its scalar replay does."""
     runs = _runs(_profile(tmp_path, contention=False), "ar_sgd_serial", seeds=(0, 1))
     assert has_noise(runs[0].job.profile)  # jitter and stragglers on the CPU
     retimer = Retimer(runs)
-    retimer.prefetch([{}])
-    first, second = (retimer.timing(run, {}) for run in runs)
+    jobs = [job for run in runs if (job := retimer._at(run, {})[1]) is not None]
+    assert runs[0].prober is not None and runs[0].prober is runs[1].prober
+    first, second = simulate_lanes(jobs, runs[0].prober)
     assert first.emulated_s != second.emulated_s
+    assert [first, second] == [simulate(job, runs[0].prober) for job in jobs]
+
+
+def test_a_few_lanes_are_left_to_the_replay_of_each(tmp_path: Path) -> None:
+    runs = _runs(_profile(tmp_path, contention=False), "ar_sgd_serial", seeds=(0, 1))
+    retimer = Retimer(runs)
+    retimer.prefetch([{}, {"gpu.speed": 1.5}])  # 4 lanes: fewer than MIN_LANES
+    assert retimer.simulations == 0 and MIN_LANES > 4
