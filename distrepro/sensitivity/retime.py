@@ -35,7 +35,6 @@ from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.space import apply_to_profile, profile_variables
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
-
 #: fewer settings than this are replayed one at a time (:meth:`Retimer.timing`), not as lanes
 MIN_LANES = 8
 
