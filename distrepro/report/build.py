@@ -329,7 +329,6 @@ def build_report(
     judged_info = _at_judged_scale(info, scale, root)  # the spec moved to the scale asked for: what a sweep re-times
     stage.enter("reading the runs", f"of {paper} from the tracking store")
     rs = _read_runs(paper, info, campaigns, tracking_uri, root, log_campaigns)
-    read_locally(rs)  # configs, timelines, READMEs read where they lie in the store's folders, not downloaded
     judged_rs, _ = registered_runs(info, rs, exploratory)  # what the sweep and the check re-time: the judged runs
     timing = sum(1 for c in judged_info.spec.claims if emulated_quantity(c) is not None) if judged_info.spec else 0
     stage.enter("the hardware check", f"of {timing} timing claims ({len(judged_rs.runs)} runs)")
@@ -387,6 +386,7 @@ def _read_runs(
         if info.method_dirs or paper == "adhoc":
             raise
         raise UnknownPaperError(paper, known_papers(root)) from exc
+    read_locally(rs)  # configs, timelines, READMEs read where they lie in the store's folders, not downloaded
     kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
     parents = sorted({p for p in kept["parent_run_id"].dropna()})
     return dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))

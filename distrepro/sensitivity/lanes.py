@@ -300,8 +300,9 @@ def lane_plan(plans: Sequence[Schedule], which: np.ndarray) -> tuple[tuple[LaneS
     shape = _shape(first) if len(plans) > 1 else None
     if any(s.call is None for s in first.steps) or any(_shape(p) != shape for p in plans[1:]):
         raise Diverged("the settings' iterations differ in more than their sample counts")
-    steps = []
+    steps: list[LaneStep] = []
     for i, step in enumerate(first.steps):
+        assert step.call is not None  # checked above
         members = []
         for j, (r, _, blocks) in enumerate(step.members):
             before = _lane_events([p.steps[i].members[j][1] for p in plans], which)
