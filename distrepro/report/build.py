@@ -33,6 +33,7 @@ from distrepro.names import inside
 from distrepro.plugins.roots import repo_root
 from distrepro.report import figures as figs
 from distrepro.report import stage
+from distrepro.report.artifact_files import read_locally
 from distrepro.report.document import markdown_document
 from distrepro.report.figure_set import FIGURE_FILES, arm_labels, figure_makers
 from distrepro.report.html import render_html
@@ -385,6 +386,7 @@ def _read_runs(
         if info.method_dirs or paper == "adhoc":
             raise
         raise UnknownPaperError(paper, known_papers(root)) from exc
+    read_locally(rs)  # configs, timelines, READMEs read where they lie in the store's folders, not downloaded
     kept = latest_runs(rs.runs)  # every scale's runs, each (arm config, seed) once (distrepro.report.scales)
     parents = sorted({p for p in kept["parent_run_id"].dropna()})
     return dataclasses.replace(rs, runs=kept, campaigns=list(log_campaigns or campaigns or parents))

@@ -173,6 +173,7 @@ def compute(
         space = build_space(profile_variables(profiles.values()), found.assumption_vars)
         unusable: dict[str, str] = {}
         shown.phase(f"re-timing {counted(len(found.runs), 'run')} at the central values", 0)
+        retimer.prefetch([space.central(), {}])  # each run's seeds in one pass (the tables read {}: the run as it ran)
         validation = check_central(retimer, space.central(), None, unusable)
         if unusable:
             found.drop(unusable)
@@ -189,9 +190,11 @@ def compute(
             judge = Judge(spec, rs.runs, rs.curves, info.id, retimer, found.timing_claims, found.claim_runs)
             design = latin_hypercube(samples, len(space.variables), seed)
             shown.phase(f"re-timing the runs at {counted(samples, 'hardware setting')}", samples)
+            settings = [space.setting(row) for row in design]
+            retimer.prefetch(settings)  # every setting of a run in one pass; the judge then reads them
             points = []
-            for row in design:
-                points.append(judge(space.setting(row)))
+            for setting in settings:
+                points.append(judge(setting))
                 shown.advance()
             for claim in found.timing_claims:
                 mine = [p[claim.id] for p in points]

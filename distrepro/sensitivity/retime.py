@@ -29,9 +29,14 @@ from distrepro.api.method import MethodParams
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.job.resolve import Job
 from distrepro.sensitivity.analytic import Timing, simulate
+from distrepro.sensitivity.lane_contention import Split
+from distrepro.sensitivity.lanes import simulate_lanes
 from distrepro.sensitivity.probe import NotAnalysable, Prober
 from distrepro.sensitivity.space import apply_to_profile, profile_variables
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
+
+#: fewer settings than this are replayed one at a time (:meth:`Retimer.timing`), not as lanes
+MIN_LANES = 8
 
 
 class _CachedNoise(ComputeModel):
@@ -41,6 +46,11 @@ class _CachedNoise(ComputeModel):
     def __init__(self, base: ComputeModel, profile: HardwareProfile, table: dict[tuple[int, int], float]) -> None:
         super().__init__(profile, base.workload_name, base.flops_per_sample, base.seed_parts)
         self._table = table
+
+    @property
+    def table(self) -> dict[tuple[int, int], float]:
+        """The run's noise factors, shared by its settings (:mod:`distrepro.sensitivity.lanes` draws once per table)."""
+        return self._table
 
     def noise_factor(self, rank: int, step_index: int) -> float:
         key = (rank, step_index)
@@ -122,25 +132,72 @@ class Retimer:
             self._profiles[key] = apply_to_profile(base, dict(zip(names, values, strict=True)))
         return self._profiles[key]
 
-    def timing(self, run: RetimedRun, setting: Mapping[str, float]) -> Timing:
+    def _at(self, run: RetimedRun, setting: Mapping[str, float]) -> tuple[tuple[Any, ...], Job | None]:
+        """The memo key of ``run`` at ``setting``, and the job to simulate there (None when memoised)."""
         names = tuple(n for n in run.profile_vars if n in setting)
         pvals = tuple(float(setting[n]) for n in names)
         avals = tuple((p, float(setting[v])) for v, p in sorted(run.assumptions.items()) if v in setting)
         memo = (run.key, names, pvals, avals)
-        if memo not in self._memo:
-            job = run.job
-            profile = self._profile(job.profile, names, pvals) if names else job.profile
-            job = dataclasses.replace(
-                job,
-                profile=profile,
-                compute=_CachedNoise(job.compute, profile, run.noise),
-                cost=CommCostModel(profile, seed_parts=(*job.method_seed_parts, "link")),
-                params=_params(job, dict(avals)),
-            )
+        if memo in self._memo:
+            return memo, None
+        job = run.job
+        profile = self._profile(job.profile, names, pvals) if names else job.profile
+        job = dataclasses.replace(
+            job,
+            profile=profile,
+            compute=_CachedNoise(job.compute, profile, run.noise),
+            cost=CommCostModel(profile, seed_parts=(*job.method_seed_parts, "link")),
+            params=_params(job, dict(avals)),
+        )
+        return memo, job
+
+    def timing(self, run: RetimedRun, setting: Mapping[str, float]) -> Timing:
+        memo, job = self._at(run, setting)
+        if job is not None:
             assert run.prober is not None
             self._memo[memo] = simulate(job, run.prober)
             self.simulations += 1
         return self._memo[memo]
+
+    def prefetch(self, settings: Sequence[Mapping[str, float]]) -> None:
+        """Simulate every run at each of ``settings`` ahead of :meth:`timing`, the settings of the runs of one config
+        and method parameters together (:func:`~distrepro.sensitivity.lanes.simulate_lanes`: one pass for all, bit
+        for bit what :meth:`timing` gives). Lanes that cannot go together are tried per run, then left to
+        :meth:`timing`, which replays them one at a time and raises what the replay raises."""
+        groups: dict[tuple[Any, ...], dict[tuple[Any, ...], tuple[RetimedRun, Job]]] = {}
+        for run in self.runs:
+            for setting in settings:
+                memo, job = self._at(run, setting)
+                if job is not None:
+                    groups.setdefault((run.key[:1], memo[3]), {}).setdefault(memo, (run, job))
+        for lanes in groups.values():
+            if not self._lanes(lanes):
+                by_run: dict[tuple[Any, ...], dict[tuple[Any, ...], tuple[RetimedRun, Job]]] = {}
+                for memo, item in lanes.items():
+                    by_run.setdefault(memo[0], {})[memo] = item
+                for mine in by_run.values() if len(by_run) > 1 else ():
+                    self._lanes(mine)
+
+    def _lanes(self, lanes: Mapping[tuple[Any, ...], tuple[RetimedRun, Job]]) -> bool:
+        items = list(lanes.items())
+        # a NumPy operation on a few lanes costs more than the floats' one by one, and on a noisy link every
+        # collective's charge is drawn lane by lane in Python anyway (C-ADP's cluster): such lanes gain nothing
+        if len(items) < MIN_LANES or any(job.cost.noisy for _, (_, job) in items):
+            return False
+        prober = items[0][1][0].prober
+        assert prober is not None
+        try:
+            timings = simulate_lanes([job for _, (_, job) in items], prober)
+        except Split as split:  # allocations of other shapes from the start: each shape's lanes together
+            for group in split.groups:
+                self._lanes(dict(items[i] for i in group))
+            return True
+        except Exception:  # Diverged, or what the scalar replay raises: each setting is then replayed alone
+            return False
+        for (memo, _), t in zip(items, timings, strict=True):
+            self._memo[memo] = t
+        self.simulations += len(items)
+        return True
 
     def timings(self, setting: Mapping[str, float]) -> dict[str, Timing]:
         return {run.run_id: self.timing(run, setting) for run in self.runs}

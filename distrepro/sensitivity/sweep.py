@@ -227,14 +227,17 @@ def run_sweep(judge: Judge, space: Space, samples: int, seed: int, points: int =
     shown = progress if progress is not None else NoPhases()
     central = space.central()
     design = latin_hypercube(samples, len(space.variables), seed)
+    grids = {v.name: [v.at(q) for q in oat_quantiles(v, points)] for v in space.variables}
     shown.phase(f"Latin hypercube of {counted(samples, 'setting')}", samples + 1)
+    settings = [space.setting(row) for row in design]
+    scanned = [{**central, name: value} for name, values in grids.items() for value in values]
+    judge.retimer.prefetch([central, {}, *settings, *scanned])  # each run's settings in one pass (lanes)
     at_central = judge(central)
     shown.advance()
     lhs = []
-    for row in design:
-        lhs.append(judge(space.setting(row)))
+    for setting in settings:
+        lhs.append(judge(setting))
         shown.advance()
-    grids = {v.name: [v.at(q) for q in oat_quantiles(v, points)] for v in space.variables}
     shown.phase(f"one-at-a-time scans of {counted(len(grids), 'figure')}", sum(len(g) for g in grids.values()))
     scans: dict[str, list[tuple[float, dict[str, Point]]]] = {}
     for name, values in grids.items():

@@ -1,0 +1,146 @@
+"""The replay of one run at many settings at once (lanes) gives bit for bit the one-setting-at-a-time replay.
+
+Built on the tiny 3-rank profile (two GPUs with a speed change, a CPU with jitter and stragglers behind a NIC),
+with NCCL's contention switched on so that the buckets' all-reduces are settled against backward, and on arms whose
+allocation moves with the device speeds (Chao's adaptive split) or not (AR-SGD): the settings differ in every
+ranged figure, so the lanes differ in their batches, their clocks and their contention debts.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sensitivity_setups import TINY_PROFILE, _config
+
+from distrepro.config.run_config import validate_config
+from distrepro.job.resolve import build_job
+from distrepro.sensitivity import lanes as lanes_module
+from distrepro.sensitivity.analytic import simulate
+from distrepro.sensitivity.lane_contention import Diverged
+from distrepro.sensitivity.lanes import simulate_lanes
+from distrepro.sensitivity.retime import MIN_LANES, RetimedRun, Retimer, has_noise
+from distrepro.sensitivity.space import build_space, latin_hypercube, profile_variables
+
+ARMS = {
+    "ar_sgd_overlap": ("ar_sgd", {"weighting": "equal", "overlap": True}),
+    "ar_sgd_serial": ("ar_sgd", {"weighting": "samples", "overlap": False}),
+    "chao_adaptive": ("chao_alloc", {"mode": "adaptive", "global_batch": 34, "overlap": True}),
+    "cadp": ("cadp", {"micro_batch": [16, 16, 2], "round_epochs": 1, "warmup_steps": 2}),
+}
+
+
+def _profile(folder: Path, contention: bool) -> str:
+    data: dict[str, Any] = copy.deepcopy(TINY_PROFILE)
+    data["name"] = "tiny-lanes"
+    if contention:  # NCCL: the overlapped all-reduces slow backward (a sweep variable), settled at every wait
+        data["framework"] = {"backend": "nccl", "contention": 0.2, "source": "[E] test"}
+    path = folder / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def _runs(profile: str, arm: str, seeds: tuple[int, ...] = (0, 1)) -> list[RetimedRun]:
+    method, params = ARMS[arm]
+    cfg = validate_config(_config(profile, method, params, budget={"epochs": 3}))
+    out = []
+    for seed in seeds:
+        job = build_job(cfg, seed)
+        key = (cfg.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
+        out.append(RetimedRun(f"{arm}-{seed}", arm, job, key, 1.0, None))
+    return out
+
+
+def _settings(runs: list[RetimedRun], n: int = 6) -> list[dict[str, float]]:
+    space = build_space(profile_variables([runs[0].job.profile]), [])
+    return [space.central(), {}, *(space.setting(row) for row in latin_hypercube(n, len(space.variables), 3))]
+
+
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_every_setting_of_every_seed_in_one_pass_equals_the_replay_of_each(arm: str, tmp_path: Path) -> None:
+    runs = _runs(_profile(tmp_path, contention=True), arm)
+    settings = _settings(runs)
+    together = Retimer(runs)
+    together.prefetch(settings)
+    assert all(together._at(run, s)[1] is None for run in runs for s in settings)  # filled by the lanes
+    assert together.simulations == len(runs) * len(settings)
+    alone = Retimer(_runs(_profile(tmp_path, contention=True), arm))
+    for run, other in zip(together.runs, alone.runs, strict=True):
+        for setting in settings:
+            assert together.timing(run, setting) == alone.timing(other, setting)  # every float, bit for bit
+    assert together.simulations == len(runs) * len(settings)  # nothing was replayed a second time
+
+
+def test_the_lanes_are_the_scalar_replay_on_a_cluster_without_contention(tmp_path: Path) -> None:
+    runs = _runs(_profile(tmp_path, contention=False), "chao_adaptive", seeds=(4,))
+    retimer = Retimer(runs)
+    jobs = [job for s in _settings(runs) if (job := retimer._at(runs[0], s)[1]) is not None]
+    assert len(jobs) == 8
+    assert runs[0].prober is not None
+    assert simulate_lanes(jobs, runs[0].prober) == [simulate(job, runs[0].prober) for job in jobs]
+
+
+def _reassociated_piece(self: Any, rank: int, fraction: float, last: bool) -> None:
+    """``_Clocks.piece`` with ``dt - backward + backward * fraction`` as ``dt - (backward - backward * fraction)``:
+    the same in real numbers, not in floats."""
+    state = self._fb[rank]
+    if state is None:
+        return
+    dt, backward, done = state
+    target = dt if last else dt - (backward - backward * fraction)
+    self.t[rank] = self.t[rank] + lanes_module.pymax(0.0, target - done)
+    state[2] = target
+    if last:
+        self.contention[rank].end(self.t[rank], self.slack[rank])
+
+
+def test_a_reassociated_operation_in_the_lanes_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The equality above is not vacuous: one sum taken in another order changes the low bits, and the result."""
+    runs = _runs(_profile(tmp_path, contention=True), "ar_sgd_overlap", seeds=(0,))
+    retimer = Retimer(runs)
+    jobs = [job for s in _settings(runs) if (job := retimer._at(runs[0], s)[1]) is not None]
+    assert runs[0].prober is not None
+    scalar = [simulate(job, runs[0].prober) for job in jobs]
+    assert simulate_lanes(jobs, runs[0].prober) == scalar
+    monkeypatch.setattr(lanes_module._Clocks, "piece", _reassociated_piece)
+    assert simulate_lanes(jobs, runs[0].prober) != scalar
+
+
+def test_settings_whose_budgets_end_apart_are_replayed_one_by_one(tmp_path: Path) -> None:
+    """A budget in emulated seconds ends at another iteration on faster hardware: the lanes refuse, and prefetch
+    leaves those settings to the scalar replay, with the same result."""
+    profile = _profile(tmp_path, contention=False)
+    cfg = validate_config(_config(profile, "ar_sgd", {"overlap": False}, budget={"emulated_seconds": 0.5}))
+    job = build_job(cfg, 0)
+    run = RetimedRun("r", "a", job, (cfg.model_dump_json(exclude={"seeds"}), 0), 1.0, None)
+    retimer = Retimer([run])
+    settings = _settings([run])
+    jobs = [j for s in settings if (j := retimer._at(run, s)[1]) is not None]
+    assert run.prober is not None
+    with pytest.raises(Diverged, match="budgets"):
+        simulate_lanes(jobs, run.prober)
+    retimer.prefetch(settings)
+    assert retimer.simulations == 0  # nothing memoised by the lanes
+    assert [retimer.timing(run, s) for s in settings] == [simulate(j, run.prober) for j in jobs]
+
+
+def test_the_lanes_draw_each_seeds_noise(tmp_path: Path) -> None:
+    """Two seeds' lanes at one setting: each draws its own jitter and stragglers, as its scalar replay does."""
+    runs = _runs(_profile(tmp_path, contention=False), "ar_sgd_serial", seeds=(0, 1))
+    assert has_noise(runs[0].job.profile)  # jitter and stragglers on the CPU
+    retimer = Retimer(runs)
+    jobs = [job for run in runs if (job := retimer._at(run, {})[1]) is not None]
+    assert runs[0].prober is not None and runs[0].prober is runs[1].prober
+    first, second = simulate_lanes(jobs, runs[0].prober)
+    assert first.emulated_s != second.emulated_s
+    assert [first, second] == [simulate(job, runs[0].prober) for job in jobs]
+
+
+def test_a_few_lanes_are_left_to_the_replay_of_each(tmp_path: Path) -> None:
+    runs = _runs(_profile(tmp_path, contention=False), "ar_sgd_serial", seeds=(0, 1))
+    retimer = Retimer(runs)
+    retimer.prefetch([{}, {"gpu.speed": 1.5}])  # 4 lanes: fewer than MIN_LANES
+    assert retimer.simulations == 0 and MIN_LANES > 4
