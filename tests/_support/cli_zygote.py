@@ -60,7 +60,7 @@ SUPPORT = Path(__file__).resolve().parent
 #: started as ``python -c`` (no ``__main__`` file for multiprocessing's spawn to re-import, as under ``python -m``)
 _BOOT = (
     "import os, sys; sys.path.insert(0, sys.argv.pop(1)); import zygote_server; "
-    "zygote_server.serve(int(sys.argv[1])); os._exit(0)"
+    "zygote_server.serve(int(sys.argv[1]), sys.argv[2] == 'kept'); os._exit(0)"
 )
 #: variables read when used, never while ``zygote_server.PRELOAD`` is imported: a command may differ from the
 #: zygote's environment in these and still be forked
@@ -187,18 +187,23 @@ class Zygote:
     """The zygote process, started with ``env``: it imports ``zygote_server.PRELOAD``, then forks a process per
     request."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._folder = Path(tempfile.mkdtemp(prefix="cli-zygote-"))
+    def __init__(self, env: Mapping[str, str], folder: Path | None = None, stdin: int | None = None) -> None:
+        """``folder`` (else a new temporary one) holds its socket and log; ``stdin``: the fd it reads, ending when
+        every writer has closed it (:mod:`zygote_share`: the test processes of a run), else a pipe from this process
+        (it ends when this process ends or :meth:`close` is called)."""
+        self._folder = Path(tempfile.mkdtemp(prefix="cli-zygote-")) if folder is None else folder
+        self._folder.mkdir(exist_ok=True)
+        self._kept_by_run = stdin is not None
         self._path = str(self._folder / "socket")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self._path)
         listener.listen(64)
         self._log = (self._folder / "zygote.log").open("wb")
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, str(SUPPORT), str(listener.fileno())],
+            [sys.executable, "-c", _BOOT, str(SUPPORT), str(listener.fileno()), "kept" if stdin is not None else ""],
             env=dict(env),
             cwd=self._folder,  # nothing to import from: a process's working folder comes first on its own path
-            stdin=subprocess.PIPE,  # the zygote ends when this closes (this process ended)
+            stdin=subprocess.PIPE if stdin is None else stdin,
             stdout=self._log,
             stderr=self._log,
             pass_fds=[listener.fileno()],
@@ -222,6 +227,9 @@ class Zygote:
             raise RuntimeError(f"{exc} (exit {self._proc.returncode}):\n{log}") from None
 
     def close(self) -> None:
+        if self._kept_by_run:  # it ends, and removes its folder, once the run's last test process has ended
+            self._log.close()
+            return
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         try:
@@ -234,10 +242,12 @@ class Zygote:
 
 
 class ZygoteAt:
-    """A zygote that another process started and keeps (:data:`SOCKET_ENV`): this process only asks it to fork."""
+    """A zygote that another process started and keeps (:data:`SOCKET_ENV`, :mod:`zygote_share`): this process only
+    asks it to fork; ``shared``: one of the run's (:mod:`zygote_share`), which may end as this process asks."""
 
-    def __init__(self, socket_path: str) -> None:
+    def __init__(self, socket_path: str, shared: bool = False) -> None:
         self.socket_path = socket_path
+        self.shared = shared
 
     def popen(self, module: str, args: list[str], cwd: Path | str, env: Mapping[str, str], stdout: Any,
               stderr: Any, new_session: bool) -> Forked:  # fmt: skip
@@ -265,6 +275,8 @@ FRESH_ENV = "DISTREPRO_TEST_FRESH_PROCESSES"
 SOCKET_ENV, KEY_ENV = "DISTREPRO_TEST_ZYGOTE_SOCKET", "DISTREPRO_TEST_ZYGOTE_KEY"
 _ZYGOTES: dict[frozenset[tuple[str, str]], Zygote | ZygoteAt] = {}
 _STARTING = threading.Lock()
+#: set once a zygote of the run went away as this process asked it: from then on this process starts its own
+_UNSHARED: list[bool] = []
 
 
 def _zygote_for(env: Mapping[str, str]) -> Zygote | ZygoteAt | None:
@@ -277,8 +289,12 @@ def _zygote_for(env: Mapping[str, str]) -> Zygote | ZygoteAt | None:
                 return _ZYGOTES[key]
             if len(_ZYGOTES) >= MAX_ZYGOTES:
                 return None
-            started = _ZYGOTES[key] = Zygote(env)
-            atexit.register(started.close)
+            import zygote_share
+
+            found = zygote_share.zygote_of_the_run(env) if not _UNSHARED else None
+            started = _ZYGOTES[key] = found or Zygote(env)
+            if isinstance(started, Zygote):
+                atexit.register(started.close)
         return _ZYGOTES[key]
 
 
@@ -289,7 +305,15 @@ def popen_module(module: str, args: list[str], cwd: Path | str, env: Mapping[str
     (text pipes) once :data:`MAX_ZYGOTES` are taken or where :data:`FRESH_ENV` is 1 in this process."""
     zygote = None if os.environ.get(FRESH_ENV) == "1" else _zygote_for(env)
     if zygote is not None:
-        return zygote.popen(module, args, cwd, env, stdout, stderr, new_session)
+        try:
+            return zygote.popen(module, args, cwd, env, stdout, stderr, new_session)
+        except RuntimeError:
+            if not (isinstance(zygote, ZygoteAt) and zygote.shared):
+                raise
+            with _STARTING:  # the run's last other process ended it as this one asked: start one of this process's
+                _UNSHARED.append(True)
+                _ZYGOTES.pop(frozenset(_startup_part(env).items()), None)
+            return popen_module(module, args, cwd, env, stdout, stderr, new_session)
     return subprocess.Popen(
         [sys.executable, "-m", module, *args],
         cwd=cwd,

@@ -10,7 +10,9 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import cli_zygote  # the test's side, on the path while this module is imported: a command's own ranks ask through it
+import zygote_share
 
 SUPPORT = Path(__file__).resolve().parent
 #: the CLI and every subcommand, the config reader (torch through distrepro.api), the campaign runner and the
@@ -50,9 +53,11 @@ PRELOAD = (
 UNSTARTED = 125
 
 
-def serve(listen_fd: int) -> None:
+def serve(listen_fd: int, kept: bool = False) -> None:
     """The zygote: import :data:`PRELOAD`, then fork a command per connection and tell it the command's pid, then
-    its end; return when stdin closes (the test process has ended)."""
+    its end; return when stdin closes (the test process has ended; ``kept``: stdin is the FIFO of a zygote the
+    run's test processes share, :mod:`zygote_share`, closed once none holds it, and the zygote removes its
+    folder)."""
     sys.path.remove(str(SUPPORT))  # _BOOT's entry: a command's path is python -m's (see _command)
     listener = socket.socket(fileno=listen_fd)
     before = dict(os.environ)
@@ -72,7 +77,7 @@ def serve(listen_fd: int) -> None:
     running: dict[int, tuple[socket.socket, float]] = {}
     while True:
         for key, _ in sel.select():
-            if key.data == "stdin" and not os.read(0, 4096):
+            if key.data == "stdin" and not os.read(0, 4096) and _no_one_holds(kept, home[0]):
                 return
             if key.data == "accept":
                 conn, _ = listener.accept()
@@ -83,6 +88,23 @@ def serve(listen_fd: int) -> None:
                     while os.read(wake_r, 4096):
                         pass
                 _reap(running)
+
+
+def _no_one_holds(kept: bool, socket_path: str) -> bool:
+    """stdin has ended: for a shared zygote, unless a test process opened the FIFO again a moment later (it looked
+    the zygote up as the last one ended), then the folder is removed, so that no process finds it again."""
+    if not kept:
+        return True
+    time.sleep(0.5)
+    if select.select([0], [], [], 0)[0] and os.read(0, 4096):
+        return False
+    if not select.select([0], [], [], 0)[0]:
+        return False  # a writer holds it again
+    shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
+    run = Path(socket_path).parent.parent
+    with zygote_share.locked(run), contextlib.suppress(OSError):
+        run.rmdir()  # the run's folder, once its last zygote is gone
+    return True
 
 
 def _start(
