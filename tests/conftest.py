@@ -105,14 +105,14 @@ def _ranks_forked_from_a_zygote() -> Generator[None, None, None]:
     """The dist engine's ranks, started by an engine in this process, are forked from a process that imported torch
     and distrepro once (``tests/_support/cli_zygote.py``: each rank still a process of its own, in a session of
     its own, with the launcher's environment, folder and fds, running ``python -m`` of the worker module): a rank
-    spent about 3 s of CPU importing before it trained a few steps. Ranks that commands started by the tests
-    start, and torchrun's, are fresh processes, as are a command's own (``test_watch``, the ``os._exit`` cases)."""
+    spent about 3 s of CPU importing before it trained a few steps. The ranks of a command forked from a zygote are
+    forked by that zygote; those of a fresh command, and torchrun's, are fresh processes."""
     import cli_zygote
 
     from distrepro.engine.multiprocess import launch
 
     own = launch.subprocess
-    forking = cli_zygote.ForkingSubprocess(("distrepro.engine.multiprocess.worker",))
+    forking = cli_zygote.ForkingSubprocess(cli_zygote.RANK_MODULES)
     launch.subprocess = forking  # type: ignore[assignment]
     yield
     launch.subprocess = own

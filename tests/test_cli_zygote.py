@@ -79,11 +79,32 @@ def test_a_forked_module_runs_as_python_m_in_its_folder_and_session(tmp_path: Pa
     assert isinstance(plain, subprocess.Popen) and plain.wait(timeout=hang_guard(60)) == 0
 
 
+def test_a_forked_process_forks_its_ranks_from_its_zygote_unless_their_start_up_differs(tmp_path: Path) -> None:
+    """The dist engine's launcher in a forked command: a rank with the command's start-up environment is forked by
+    the same zygote (and runs as ``python -m``), one whose start-up environment differs starts fresh."""
+    (tmp_path / "starts_ranks.py").write_text(
+        "import os, subprocess, sys\n"
+        "from distrepro.engine.multiprocess import launch\n"
+        "rank = [sys.executable, '-m', 'distrepro.engine.multiprocess.worker', '--help']\n"
+        "same = launch.subprocess.Popen(rank, env=dict(os.environ), stdout=subprocess.PIPE)\n"
+        "print(type(same).__name__, same.wait(), 'usage:' in same.communicate()[0], flush=True)\n"
+        "other = launch.subprocess.Popen(rank, env={**os.environ, 'OMP_NUM_THREADS': '7'}, stdout=subprocess.DEVNULL)\n"
+        "other.kill()\n"
+        "print(type(other).__name__, other.wait(), flush=True)\n"
+    )
+    proc = cli_zygote.popen_module("starts_ranks", [], tmp_path, cli_env("sqlite:///unused.db"), subprocess.PIPE,
+                                   subprocess.PIPE)  # fmt: skip
+    assert isinstance(proc, cli_zygote.Forked)
+    out, err = proc.communicate(timeout=hang_guard(120))
+    assert proc.wait() == 0 and out == "Forked 0 True\nPopen -9\n" and err == "", (out, err)
+
+
 @pytest.mark.smoke
 def test_only_what_is_read_later_may_differ_from_the_zygotes_environment() -> None:
     base = {"PATH": "/bin", "HOME": "/root", "MLFLOW_TRACKING_URI": "sqlite:///a.db", "DISTREPRO_ROOT": "/r"}
     same = cli_zygote._startup_part(base)
     assert same == cli_zygote._startup_part({**base, "MLFLOW_TRACKING_URI": "x", "PYTEST_CURRENT_TEST": "t"})
+    assert same == cli_zygote._startup_part({**base, "_": "/usr/bin/distrepro", "SHLVL": "2", "PWD": "/w"})  # bash's
     for name, value in [("PYTHONHASHSEED", "7"), ("OMP_NUM_THREADS", "1"), ("HOME", "/tmp"), ("LC_ALL", "C"),
                         ("MLFLOW_LOGGING_LEVEL", "DEBUG")]:  # fmt: skip
         assert cli_zygote._startup_part({**base, name: value}) != same, name

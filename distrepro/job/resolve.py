@@ -7,6 +7,7 @@ and field. Engines receive a finished :class:`Job` and never parse user input th
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -200,19 +202,46 @@ def missing_requirements(method: MethodPlugin) -> list[str]:
 
 
 def _probe(cfg: RunConfig, bundle: DatasetBundle, source: str | Path | None) -> tuple[float, int]:
-    """Training FLOPs per sample and parameter bytes of the configured model, counted on the meta device
-    (shapes only: no memory, no initialisation, no arithmetic, so a ViT-B/16 plan costs milliseconds, not a
-    real forward and backward); a model that cannot be built or run there is counted on the CPU. A model the
+    """Training FLOPs per sample and parameter bytes of the configured model (:func:`_count_model`); a model the
     config names wrongly is a :class:`ConfigError` naming ``source``, the config file (the model builder knows
     only the field)."""
+    c, h, w = bundle.input_shape
+    shape = (int(c), int(h), int(w))
+    try:
+        try:
+            params = json.dumps(cfg.model.params, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON (no YAML value is): counted, not kept
+            return _count_model(cfg.model.name, bundle.num_classes, shape, cfg.model.params)
+        return _count_model_once(cfg.model.name, bundle.num_classes, shape, params)
+    except ConfigError as exc:
+        if exc.source is None and source is not None:
+            raise ConfigError(source, exc.field, exc.message) from None
+        raise
+
+
+@functools.lru_cache(maxsize=64)
+def _count_model_once(name: str, num_classes: int, input_shape: tuple[int, int, int], params: str) -> tuple[float, int]:
+    """:func:`_count_model`, once per process for each model, classes, input shape and params (their JSON).
+
+    The models are the built-in ones of :func:`~distrepro.training.models.build_model`, built fresh from exactly
+    these, so the figures cannot change within a process; yet every job of every arm and seed counted them again
+    (``distrepro plan qsr --scale paper``: 13 arms on one ResNet-152, 11 s of CPU, 10 of them this count). An
+    error is raised each time, never kept."""
+    return _count_model(name, num_classes, input_shape, json.loads(params))
+
+
+def _count_model(
+    name: str, num_classes: int, input_shape: tuple[int, int, int], params: dict[str, Any]
+) -> tuple[float, int]:
+    """Counted on the meta device (shapes only: no memory, no initialisation, no arithmetic, so a ViT-B/16 plan
+    costs milliseconds, not a real forward and backward); a model that cannot be built or run there is counted on
+    the CPU."""
     for device in ("meta", "cpu"):
         try:
             with torch.random.fork_rng(devices=[]), torch.device(device):
-                probe = build_model(cfg.model.name, bundle.num_classes, bundle.input_shape, **cfg.model.params)
-                return train_flops_per_sample(probe, bundle.input_shape), param_bytes(probe)
-        except ConfigError as exc:
-            if exc.source is None and source is not None:
-                raise ConfigError(source, exc.field, exc.message) from None
+                probe = build_model(name, num_classes, input_shape, **params)
+                return train_flops_per_sample(probe, input_shape), param_bytes(probe)
+        except ConfigError:
             raise
         except Exception:
             if device == "cpu":

@@ -10,7 +10,9 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,10 +25,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+import cli_zygote  # the test's side, on the path while this module is imported: a command's own ranks ask through it
+import zygote_share
+
 SUPPORT = Path(__file__).resolve().parent
 #: the CLI and every subcommand, the config reader (torch through distrepro.api), the campaign runner and the
 #: in-process engine, the tracking store, the report (matplotlib), torch._dynamo (the first optimizer's), a
-#: dist-engine rank (torch.distributed)
+#: dist-engine rank (torch.distributed) and the launcher that starts one
 PRELOAD = (
     "distrepro.cli.main",
     "distrepro.cli.console",
@@ -42,19 +47,24 @@ PRELOAD = (
     "distrepro.engine.multiprocess.worker",
     "distrepro.engine.multiprocess.run",
     "distrepro.engine.multiprocess.pinning",
+    "distrepro.engine.multiprocess.launch",
 )
 #: the status of a command whose process could not be set up (its folder, say); never one distrepro gives
 UNSTARTED = 125
 
 
-def serve(listen_fd: int) -> None:
+def serve(listen_fd: int, kept: bool = False) -> None:
     """The zygote: import :data:`PRELOAD`, then fork a command per connection and tell it the command's pid, then
-    its end; return when stdin closes (the test process has ended)."""
+    its end; return when stdin closes (the test process has ended; ``kept``: stdin is the FIFO of a zygote the
+    run's test processes share, :mod:`zygote_share`, closed once none holds it, and the zygote removes its
+    folder)."""
     sys.path.remove(str(SUPPORT))  # _BOOT's entry: a command's path is python -m's (see _command)
     listener = socket.socket(fileno=listen_fd)
     before = dict(os.environ)
     printed = _preload()
     added = {k: v for k, v in os.environ.items() if k not in before}
+    # a command's environment holds ``added`` too (_command), and so does that of the ranks it starts
+    home = (listener.getsockname(), cli_zygote._startup_part(os.environ))
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -67,17 +77,34 @@ def serve(listen_fd: int) -> None:
     running: dict[int, tuple[socket.socket, float]] = {}
     while True:
         for key, _ in sel.select():
-            if key.data == "stdin" and not os.read(0, 4096):
+            if key.data == "stdin" and not os.read(0, 4096) and _no_one_holds(kept, home[0]):
                 return
             if key.data == "accept":
                 conn, _ = listener.accept()
                 own = {listen_fd, wake_r, wake_w, sel.fileno(), *(c.fileno() for c, _ in running.values())}
-                _start(conn, own, printed, added, running)
+                _start(conn, own, printed, added, running, home)
             if key.data == "child":
                 with contextlib.suppress(BlockingIOError):
                     while os.read(wake_r, 4096):
                         pass
                 _reap(running)
+
+
+def _no_one_holds(kept: bool, socket_path: str) -> bool:
+    """stdin has ended: for a shared zygote, unless a test process opened the FIFO again a moment later (it looked
+    the zygote up as the last one ended), then the folder is removed, so that no process finds it again."""
+    if not kept:
+        return True
+    time.sleep(0.5)
+    if select.select([0], [], [], 0)[0] and os.read(0, 4096):
+        return False
+    if not select.select([0], [], [], 0)[0]:
+        return False  # a writer holds it again
+    shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
+    run = Path(socket_path).parent.parent
+    with zygote_share.locked(run), contextlib.suppress(OSError):
+        run.rmdir()  # the run's folder, once its last zygote is gone
+    return True
 
 
 def _start(
@@ -86,15 +113,16 @@ def _start(
     printed: dict[int, bytes],
     added: dict[str, str],
     running: dict[int, tuple[socket.socket, float]],
+    home: tuple[str, dict[str, str]],
 ) -> None:
-    """Fork the command ``conn`` asks for (``own``: the zygote's fds, which the command must not keep open) and
-    tell the test its pid."""
+    """Fork the command ``conn`` asks for (``own``: the zygote's fds, which the command must not keep open;
+    ``home``: this zygote's socket and the start-up part of its environment) and tell the test its pid."""
     try:
         request, fds = _receive(conn)
     except (OSError, ValueError, RuntimeError):
         conn.close()  # the test went away mid-request
         return
-    pid = _fork(lambda: _command(request, fds, own | {conn.fileno()}, printed, added))
+    pid = _fork(lambda: _command(request, fds, own | {conn.fileno()}, printed, added, home))
     for fd in fds:
         os.close(fd)
     running[pid] = (conn, time.monotonic())
@@ -171,11 +199,18 @@ def _fork(body: Callable[[], NoReturn]) -> int:
 
 
 def _command(
-    request: dict[str, Any], fds: list[int], own: set[int], printed: dict[int, bytes], added: dict[str, str]
+    request: dict[str, Any],
+    fds: list[int],
+    own: set[int],
+    printed: dict[int, bytes],
+    added: dict[str, str],
+    home: tuple[str, dict[str, str]],
 ) -> NoReturn:
     """A process as ``python -m MODULE ARGS`` starts it: the zygote's own fds closed, a session of its own if asked
     (``start_new_session``), its folder, environment and fds 0-2, what the imports printed, ``python -m``'s path,
-    then the module run as ``__main__`` by runpy, as ``-m`` runs it."""
+    then the module run as ``__main__`` by runpy, as ``-m`` runs it. The dist engine's ranks it starts are forked
+    by this zygote too where their environment's start-up part is the zygote's (else fresh), as the test process's
+    are (``tests/conftest.py``)."""
     import runpy
 
     try:
@@ -200,13 +235,18 @@ def _command(
     except BaseException:
         os._exit(UNSTARTED)
     from distrepro.cli import watch
+    from distrepro.engine.multiprocess import launch
 
+    launch.subprocess = cli_zygote.ForkingSubprocess(cli_zygote.RANK_MODULES, within=home)  # type: ignore[assignment]
     # a ``run``'s watcher starts its child by forking this process instead of a fresh interpreter (cli_zygote's
     # docstring); a watcher that came to use more of subprocess fails here with AttributeError, not starts fresh ones
     flags = subprocess._args_from_interpreter_flags  # type: ignore[attr-defined]
     forking = types.SimpleNamespace(Popen=_ForkedChild, _args_from_interpreter_flags=flags)
     watch.subprocess = forking  # type: ignore[assignment]
     module = request["module"]
+    # ``-m`` runs the module's code afresh as ``__main__``; a preloaded copy left in sys.modules made runpy warn
+    # on stderr (a dist-engine rank's "found in sys.modules ... unpredictable behaviour"), which no fresh one does
+    sys.modules.pop(module, None)
     _end_as_python_does(lambda: runpy._run_module_as_main(module, alter_argv=True))  # type: ignore[attr-defined]
 
 

@@ -22,16 +22,17 @@ from pathlib import Path
 
 import cli_zygote
 
-#: the environment variable that tells the client where the zygote listens
-SOCKET_ENV = "DISTREPRO_TEST_ZYGOTE_SOCKET"
-#: the ``distrepro`` program: send argv, folder, environment (less :data:`SOCKET_ENV`) and fds 0-2, wait for the end,
-#: end the same way (a status, or death by the same signal)
+#: the environment variables that tell the client where the zygote listens, and test processes which zygote it is
+SOCKET_ENV, KEY_ENV = cli_zygote.SOCKET_ENV, cli_zygote.KEY_ENV
+#: the ``distrepro`` program: send argv, folder, environment (less :data:`SOCKET_ENV` and :data:`KEY_ENV`) and fds
+#: 0-2, wait for the end, end the same way (a status, or death by the same signal)
 _CLIENT = (
-    f"SOCKET_ENV = {SOCKET_ENV!r}\n"
+    f"SOCKET_ENV, KEY_ENV = {SOCKET_ENV!r}, {KEY_ENV!r}\n"
     + """\
 import array, json, os, signal, socket, sys
 env = dict(os.environ)
 where = env.pop(SOCKET_ENV)
+env.pop(KEY_ENV, None)
 request = {"module": "distrepro.cli", "args": sys.argv[1:], "cwd": os.getcwd(), "env": env, "new_session": False}
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(where)
@@ -56,7 +57,8 @@ sys.exit(rc)
 def distrepro_from_a_zygote(env: Mapping[str, str]) -> Iterator[dict[str, str]]:
     """``env`` with a folder holding the client ``distrepro`` first on ``PATH`` and the socket of a zygote of its own
     (started with ``env``, closed at the end, so it takes none of :data:`cli_zygote.MAX_ZYGOTES`); ``env`` itself
-    where :data:`cli_zygote.FRESH_ENV` is 1."""
+    where :data:`cli_zygote.FRESH_ENV` is 1. A test process started in it (``pytest``) forks its ranks from that
+    zygote where their environment's start-up part is the zygote's (:data:`cli_zygote.SOCKET_ENV`)."""
     if os.environ.get(cli_zygote.FRESH_ENV) == "1":
         yield dict(env)
         return
@@ -67,6 +69,6 @@ def distrepro_from_a_zygote(env: Mapping[str, str]) -> Iterator[dict[str, str]]:
         shell_env = {**env, "PATH": folder + os.pathsep + env.get("PATH", "")}
         zygote = cli_zygote.Zygote(shell_env)
         try:
-            yield {**shell_env, SOCKET_ENV: zygote.socket_path}
+            yield {**shell_env, SOCKET_ENV: zygote.socket_path, KEY_ENV: cli_zygote.startup_key(shell_env)}
         finally:
             zygote.close()

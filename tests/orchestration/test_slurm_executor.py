@@ -4,7 +4,10 @@ setup lines, pickled cell), here; the sbatch script for a real cluster is checke
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,32 +34,58 @@ def _task(engine: str = "inprocess", world: int = 4, cpus: int = 1) -> CellTask:
     )  # fmt: skip
 
 
-def test_submitit_local_runs_the_slurm_path(tmp_path: Path, mlflow_uri: str) -> None:
-    cfg = load_config(write_config(tmp_path, name="slurmish", seeds=[0, 1]))
-    block = SlurmBlock(folder=str(tmp_path / "jobs"), time_min=10, array=True)
-    here = run_campaign(cfg, show_progress=False)
-    there = run_on(SlurmExecutor(block, cluster="local"), cfg)
-    assert campaign_metrics(mlflow_uri, there.parent_run_id) == campaign_metrics(mlflow_uri, here.parent_run_id)
-    runs = children(mlflow_uri, there.parent_run_id)
-    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+@dataclass
+class SlurmCampaign:
+    """One campaign of two seeds run in this process and again as a SLURM job array on submitit's local cluster."""
+
+    uri: str
+    here: Any
+    there: Any
+    outcomes: list[Any]  # what the executor read back from the jobs' folders
+    jobs: Path
+
+
+@pytest.fixture(scope="module")
+def slurm_campaign(tmp_path_factory: pytest.TempPathFactory, migrated_mlflow_db: Path) -> Iterator[SlurmCampaign]:
+    """Run once for the module: each job imports torch and MLflow afresh (several seconds of CPU)."""
+    tmp = tmp_path_factory.mktemp("slurm")
+    shutil.copyfile(migrated_mlflow_db, tmp / "mlflow.db")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        cfg = load_config(write_config(tmp, name="slurmish", seeds=[0, 1]))
+        here = run_campaign(cfg, show_progress=False)
+        executor = SlurmExecutor(SlurmBlock(folder=str(tmp / "jobs"), time_min=10, array=True), cluster="local")
+        kept: list[Any] = []
+        run = executor.run
+
+        def keep(tasks: Any, events: Any) -> Any:
+            outcomes = run(tasks, events)
+            kept.extend(outcomes)
+            return outcomes
+
+        executor.run = keep  # type: ignore[method-assign]
+        there = run_on(executor, cfg)
+        yield SlurmCampaign(uri, here, there, kept, tmp / "jobs")
+
+
+def test_submitit_local_runs_the_slurm_path(slurm_campaign: SlurmCampaign) -> None:
+    uri, there = slurm_campaign.uri, slurm_campaign.there
+    assert campaign_metrics(uri, there.parent_run_id) == campaign_metrics(uri, slurm_campaign.here.parent_run_id)
+    runs = children(uri, there.parent_run_id)
+    assert len(runs) == 2 and {r.info.status for r in runs.values()} == {"FINISHED"}
     assert all("(slurm)" in r.data.tags["distrepro.worker"] for r in runs.values())
-    assert list((tmp_path / "jobs").glob("*/*_result.pkl"))  # submitit's own job folders
+    assert list(slurm_campaign.jobs.glob("*/*_result.pkl"))  # submitit's own job folders
 
 
-def test_slurm_jobs_return_no_trained_models(tmp_path: Path, mlflow_uri: str) -> None:
+def test_slurm_jobs_return_no_trained_models(slurm_campaign: SlurmCampaign) -> None:
     """The job's outcome is pickled into its folder and read back here: without the models (100 MB for a ResNet-50
     per cell); the metrics come back, the run holds the rest."""
-    cfg = load_config(write_config(tmp_path, name="slurmmodels", seeds=[0]))
-    block = SlurmBlock(folder=str(tmp_path / "jobs"), time_min=10)
-    executor = SlurmExecutor(block, cluster="local")
-    kept: list[Any] = []
-    run = executor.run
-    executor.run = lambda tasks, events: kept.extend(run(tasks, events)) or kept  # type: ignore[method-assign]
-    result = run_on(executor, cfg)
-    assert [c.result.models for c in result.cells] == [[]]
-    (outcome,) = kept
-    assert outcome.status == "FINISHED" and outcome.result is not None
-    assert outcome.result.models == [] and outcome.result.final.metrics
+    assert [c.result.models for c in slurm_campaign.there.cells] == [[], []]
+    assert len(slurm_campaign.outcomes) == 2
+    for outcome in slurm_campaign.outcomes:
+        assert outcome.status == "FINISHED" and outcome.result is not None
+        assert outcome.result.models == [] and outcome.result.final.metrics
 
 
 def test_sbatch_script_for_a_dist_cell() -> None:
