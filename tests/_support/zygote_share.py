@@ -28,6 +28,9 @@ import cli_zygote
 
 #: set by pytest-xdist in each worker: the same for every worker of one run
 RUN_ENV = "PYTEST_XDIST_TESTRUNUID"
+#: the characters of a start-up key that name a zygote's folder, and the longest socket path AF_UNIX takes
+KEY_CHARS = 16
+SOCKET_PATH_MAX = 107
 #: the FIFO each user holds open for writing (open for reading as the zygote's stdin)
 _HOLDS: list[int] = []
 
@@ -37,7 +40,8 @@ def run_folder() -> Path | None:
     run = os.environ.get(RUN_ENV, "")
     if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", run):
         return None
-    return Path(tempfile.gettempdir()) / f"distrepro-zygotes-{os.getuid()}-{run}"
+    # short: a socket's path must fit AF_UNIX's 108 bytes under TMPDIR (nox sets one inside the checkout)
+    return Path(tempfile.gettempdir()) / f"dz{os.getuid()}-{run[:16]}"
 
 
 @contextlib.contextmanager
@@ -64,8 +68,10 @@ def zygote_of_the_run(env: Mapping[str, str]) -> cli_zygote.Zygote | cli_zygote.
     run = run_folder()
     if run is None:
         return None
+    if len(str(run / ("k" * KEY_CHARS) / "socket").encode()) > SOCKET_PATH_MAX:
+        return None  # a TMPDIR too deep for a socket: each test process starts its own, as outside xdist
     with locked(run):
-        folder = run / cli_zygote.startup_key(env)[:32]
+        folder = run / cli_zygote.startup_key(env)[:KEY_CHARS]
         fifo = folder / "stdin"
         if (folder / "socket").exists():
             try:
@@ -74,12 +80,18 @@ def zygote_of_the_run(env: Mapping[str, str]) -> cli_zygote.Zygote | cli_zygote.
             except OSError as exc:
                 if exc.errno not in (errno.ENXIO, errno.ENOENT):
                     raise
-            shutil.rmtree(folder, ignore_errors=True)  # what a zygote that ended left
+        shutil.rmtree(folder, ignore_errors=True)  # what a zygote that ended, or failed to start, left
         folder.mkdir()
         os.mkfifo(fifo, 0o600)
-        _HOLDS.append(os.open(fifo, os.O_RDWR))  # this process's hold (opening it so never blocks)
+        hold = os.open(fifo, os.O_RDWR)  # this process's hold (opening it so never blocks)
         stdin = os.open(fifo, os.O_RDONLY)
         try:
-            return cli_zygote.Zygote(env, folder=folder, stdin=stdin)
+            zygote = cli_zygote.Zygote(env, folder=folder, stdin=stdin)
+        except OSError:  # not shared, then: the caller starts one of its own
+            os.close(hold)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
         finally:
             os.close(stdin)
+        _HOLDS.append(hold)
+        return zygote

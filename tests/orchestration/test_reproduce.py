@@ -176,7 +176,10 @@ def test_a_registered_scale_reproduces_on_its_confirmatory_seeds(paper_root: Pat
     )
     chosen = reproduce("tinypaper", seeds=(0,), arms=["sync"], report=False, show_progress=False, root=paper_root)
     assert [c.seed for c in chosen.campaigns["sync"].cells] == [0]
-    assert "pre-registered" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the confirmatory seeds pre-registered" not in err
+    # the one seed cannot decide the 2-seed claim: the warning points at the registered session that can
+    assert "(it needs 2: `distrepro reproduce tinypaper` runs the 2 seeds pre-registered for it)" in err
 
 
 def test_loading_the_arms_is_named_while_it_lasts(
