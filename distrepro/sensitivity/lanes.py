@@ -9,8 +9,9 @@ The arithmetic is :class:`~distrepro.sensitivity.analytic._Clocks`' operation by
 float64 (IEEE operations are exact per element, so every lane holds bit for bit what the scalar replay computes);
 branches are masks, and Python's ``max`` is :func:`~distrepro.sensitivity.lane_contention.pymax`. What is per setting
 and not per step stays Python, lane by lane: the method's allocation at each epoch boundary, the training schedule,
-a collective's cost (once per collective, or per call on a noisy link). The lanes must follow one control path: the
-same event lists up to their sample counts, the same iterations, the same backwards. Where they would not,
+a collective's cost (once per collective; on a noisy link its factor once per seed,
+:mod:`~distrepro.sensitivity.lane_noise`). The lanes must follow one control path: the same event lists up to their
+sample counts, the same iterations, the same backwards. Where they would not,
 :class:`~distrepro.sensitivity.lane_contention.Diverged` is raised (also where the scalar replay raises
 :class:`~distrepro.sensitivity.probe.NotAnalysable`), and the caller replays the settings one by one
 (:meth:`distrepro.sensitivity.retime.Retimer.prefetch`).
@@ -27,6 +28,7 @@ import numpy as np
 from distrepro.job.resolve import Job
 from distrepro.sensitivity.analytic import _SCHEDULES, Lane, Timing, _batches
 from distrepro.sensitivity.lane_contention import Diverged, LaneLedger, Lanes, Split, pymax
+from distrepro.sensitivity.lane_noise import NoisyCharges, distinct
 from distrepro.sensitivity.probe import Call, Prober
 from distrepro.sensitivity.schedule import Schedule, Schedules
 from distrepro.timing import charges, framework
@@ -39,27 +41,13 @@ LaneEvent = tuple[str, Any]
 LaneStep = tuple[Call, tuple[tuple[int, tuple[LaneEvent, ...], bool], ...]]
 
 
-def _distinct(keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
-    """The first lane of each distinct key, and each lane's index among those: what depends on the key alone is
-    worked out once per key (a setting's profile is one object for every seed of the run)."""
-    index: dict[int, int] = {}
-    firsts: list[int] = []
-    which = []
-    for lane, key in enumerate(keys):
-        if key not in index:
-            index[key] = len(firsts)
-            firsts.append(lane)
-        which.append(index[key])
-    return firsts, np.array(which, dtype=np.intp)
-
-
 class _Compute:
     """``ComputeModel.step_seconds`` of every lane's compute model at once."""
 
     def __init__(self, jobs: Sequence[Job]) -> None:
         models = [j.compute for j in jobs]
         k = jobs[0].world_size
-        firsts, which = _distinct([id(m.profile) for m in models])  # the figures are the profile's (one workload)
+        firsts, which = distinct([id(m.profile) for m in models])  # the figures are the profile's (one workload)
         ones = [models[i] for i in firsts]
         self.declared = [np.array([m.declared_samples_per_s(r) for m in ones])[which] for r in range(k)]
         self.overhead = [np.array([m.overhead_s(r) for m in ones])[which] for r in range(k)]
@@ -70,7 +58,7 @@ class _Compute:
             for r in range(k)
         ]
         # lanes whose noise is one table (one run's seeds) draw once: noise depends on the seeds, never the setting
-        drawers, self._which = _distinct([id(getattr(m, "table", m)) for m in models])
+        drawers, self._which = distinct([id(getattr(m, "table", m)) for m in models])
         self._drawers = [models[i] for i in drawers]
 
     @staticmethod
@@ -120,8 +108,8 @@ class _Clocks:
         self.ep_samples = np.zeros((k, lanes), dtype=np.int64)
         self.ep_compute = np.zeros((k, lanes))
         self._costs: dict[Call, Lanes] = {}
-        self._noisy = any(j.cost.noisy for j in jobs)
-        self._profiles = firsts, which = _distinct([id(j.profile) for j in jobs])
+        self._noisy = NoisyCharges(jobs) if any(j.cost.noisy for j in jobs) else None
+        self._profiles = firsts, which = distinct([id(j.profile) for j in jobs])
         profiles = [jobs[i].profile for i in firsts]
         layers = job.workload.layers if job.workload is not None else None
         figures = [framework.costs(p) for p in profiles]
@@ -197,6 +185,8 @@ class _Clocks:
             raise Diverged(f"no replay for event {kind!r}")
 
     def _cost(self, call: Call, issue: dict[int, Lanes]) -> Lanes:
+        if self._noisy is not None:  # every call on a noisy link draws its own factor, in the engine's order
+            return self._noisy.seconds(call, issue)
         if call.kind == "parameter_server_async":  # its charge depends on when each member arrived
             return np.array(
                 [
@@ -205,8 +195,6 @@ class _Clocks:
                     for lane, j in enumerate(self.jobs)
                 ]
             )  # fmt: skip
-        if self._noisy:  # every call on a noisy link draws its own factor, in the engine's order
-            return np.array([call.seconds(j.cost, j.bytes_scale) for j in self.jobs])
         cached = self._costs.get(call)
         if cached is None:  # without noise a charge is the profile's: once per setting
             firsts, which = self._profiles
@@ -317,15 +305,15 @@ def _plan(prober: Prober, plans: Schedules, params: Any, batches: list[list[int]
     are sent apart (:class:`Split`), as nothing has been replayed yet."""
     keys: dict[tuple[int, ...], int] = {}
     which = np.array([keys.setdefault(tuple(b), len(keys)) for b in batches])
-    distinct = [plans(prober.iteration(params, list(b))) for b in keys]
-    if first and len(distinct) > 1:
+    ones = [plans(prober.iteration(params, list(b))) for b in keys]
+    if first and len(ones) > 1:
         shapes: dict[Any, list[int]] = {}
-        of_plan = [shapes.setdefault(_shape(p), []) for p in distinct]
+        of_plan = [shapes.setdefault(_shape(p), []) for p in ones]
         if len(shapes) > 1:
             for lane, i in enumerate(which.tolist()):
                 of_plan[i].append(lane)
             raise Split(list(shapes.values()))
-    return lane_plan(distinct, which)
+    return lane_plan(ones, which)
 
 
 def simulate_lanes(jobs: Sequence[Job], prober: Prober) -> list[Timing]:

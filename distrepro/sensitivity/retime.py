@@ -180,9 +180,7 @@ class Retimer:
 
     def _lanes(self, lanes: Mapping[tuple[Any, ...], tuple[RetimedRun, Job]]) -> bool:
         items = list(lanes.items())
-        # a NumPy operation on a few lanes costs more than the floats' one by one, and on a noisy link every
-        # collective's charge is drawn lane by lane in Python anyway (C-ADP's cluster): such lanes gain nothing
-        if len(items) < MIN_LANES or any(job.cost.noisy for _, (_, job) in items):
+        if len(items) < MIN_LANES:  # a NumPy operation on a few lanes costs more than the floats' one by one
             return False
         prober = items[0][1][0].prober
         assert prober is not None

@@ -17,7 +17,8 @@ import yaml
 from sensitivity_setups import TINY_PROFILE, _config
 
 from distrepro.config.run_config import validate_config
-from distrepro.job.resolve import build_job
+from distrepro.job.resolve import Job, build_job
+from distrepro.sensitivity import lane_noise
 from distrepro.sensitivity import lanes as lanes_module
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.lane_contention import Diverged
@@ -33,9 +34,11 @@ ARMS = {
 }
 
 
-def _profile(folder: Path, contention: bool) -> str:
+def _profile(folder: Path, contention: bool, link_cv: float = 0.0) -> str:
     data: dict[str, Any] = copy.deepcopy(TINY_PROFILE)
     data["name"] = "tiny-lanes"
+    if link_cv:  # every charge times its own lognormal factor (C-ADP's cluster): drawn per seed, not per setting
+        data["noise"] = {"link_cv": link_cv, "source": "[E] test"}
     if contention:  # NCCL: the overlapped all-reduces slow backward (a sweep variable), settled at every wait
         data["framework"] = {"backend": "nccl", "contention": 0.2, "source": "[E] test"}
     path = folder / f"{data['name']}.yaml"
@@ -144,3 +147,36 @@ def test_a_few_lanes_are_left_to_the_replay_of_each(tmp_path: Path) -> None:
     retimer = Retimer(runs)
     retimer.prefetch([{}, {"gpu.speed": 1.5}])  # 4 lanes: fewer than MIN_LANES
     assert retimer.simulations == 0 and MIN_LANES > 4
+
+
+@pytest.mark.parametrize("arm", ["cadp", "ar_sgd_overlap"])
+def test_on_a_noisy_link_every_lane_draws_the_factors_of_its_replay(arm: str, tmp_path: Path) -> None:
+    """Link noise (C-ADP's asynchronous server receive, AR-SGD's bucket all-reduces): each seed's factors are drawn
+    once for its settings, each charge is the setting's noise-free one times them, bit for bit the replay of each."""
+    runs = _runs(_profile(tmp_path, contention=True, link_cv=0.3), arm)
+    assert runs[0].job.cost.noisy
+    settings = _settings(runs)
+    together = Retimer(runs)
+    together.prefetch(settings)
+    assert all(together._at(run, s)[1] is None for run in runs for s in settings)  # filled by the lanes
+    alone = Retimer(_runs(_profile(tmp_path, contention=True, link_cv=0.3), arm))
+    timings = [[together.timing(run, s) for s in settings] for run in together.runs]
+    assert timings == [[alone.timing(run, s) for s in settings] for run in alone.runs]
+    assert timings[0][0].emulated_s != timings[1][0].emulated_s  # the seeds' links are noisy apart
+
+
+def test_a_noisy_lane_drawing_one_factor_for_every_seed_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The equality above is not vacuous: lanes that share the first seed's link factors are not their replay."""
+    runs = _runs(_profile(tmp_path, contention=False, link_cv=0.3), "cadp", seeds=(0, 1, 2))
+    prober = Retimer(runs).runs[0].prober
+    assert prober is not None
+
+    def jobs() -> list[Job]:  # fresh cost models: a replay advances its model's draw counts
+        retimer = Retimer(runs)
+        return [job for run in runs if (job := retimer._at(run, {})[1]) is not None]
+
+    scalar = [simulate(job, prober) for job in jobs()]
+    assert len({t.emulated_s for t in scalar}) == 3
+    assert simulate_lanes(jobs(), prober) == scalar
+    monkeypatch.setattr(lane_noise, "_draw_key", lambda job: job.cost.profile.noise.link_cv)
+    assert simulate_lanes(jobs(), prober) != scalar

@@ -4,8 +4,9 @@ Two layouts scale from 2 to 30 arms. *Per-arm bars* are horizontal, arm names on
 the figure's height growing with the arm count, so names never collide however many there are.
 *Per-arm panels* (timeline, breakdown, allocation) are a grid of at most four columns, so the
 figure keeps a sensible aspect ratio instead of one row thousands of pixels wide. Figures use
-matplotlib's constrained layout and place legends outside the axes ("outside ..." locations or
-beside the last panel of a row), so a legend never hides data or tick labels.
+matplotlib's constrained layout (a grid of like panels a fixed one measured on a few panels,
+:mod:`~distrepro.report.figures.grid_layout`) and place legends outside the axes ("outside ..."
+locations or beside the last panel of a row), so a legend never hides data or tick labels.
 
 Arm-coloured artists carry ``gid="arm:<name>"``: the report's tests read the colours back from
 the figures to check that an arm has one colour everywhere.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from distrepro.report.figures.grid_layout import place_grid
 from distrepro.safe_write import write_with
 
 SPAN_COLORS = {"compute": "#4C72B0", "comm": "#DD8452", "idle": "#C7C7C7"}
@@ -36,6 +39,8 @@ FONT_PT = 10.0
 MAX_SHOWN_PX = 1168  # report.html: body max-width 1200 px less its padding
 MAX_WIDTH_IN = MAX_SHOWN_PX / 96
 ROW_IN = 0.33  # inches per arm in a horizontal bar chart (a 10-point label and a bar)
+#: figures of like panels (:func:`panel_grid`) and their layout, placed by :func:`place_grid` when saved
+_GRIDS: weakref.WeakKeyDictionary[Figure, tuple[list[Any], int]] = weakref.WeakKeyDictionary()
 _WORKER = re.compile(r"^worker/(\d+)/(clock_s|compute_s|comm_s|idle_s|bytes_sent)$")
 
 
@@ -52,11 +57,12 @@ _RC = {
 }  # fmt: skip
 
 
-def new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float, constrained: bool = True) -> Figure:
     """A figure on its own Agg canvas, outside pyplot's registry: nothing global keeps it alive, so a report of many
-    figures (or a figure whose drawing fails) leaves no open figures behind, and no display backend is needed."""
+    figures (or a figure whose drawing fails) leaves no open figures behind, and no display backend is needed.
+    Without ``constrained`` it has no layout engine (a grid :func:`save` places itself)."""
     sns.set_theme(style="whitegrid", context="paper", rc=_RC)
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained" if constrained else None)
     FigureCanvasAgg(fig)
     return fig
 
@@ -80,8 +86,11 @@ def save(fig: Figure, path: Path, within: Path) -> Path:
     The layout is run here, once, and then fixed: ``savefig`` on a figure with a layout engine first draws the
     whole figure without rendering only to run that engine, then draws it again to render it; the same
     positions without the first draw, a third of a figure's cost."""
+    grid = _GRIDS.get(fig)
     engine = fig.get_layout_engine()
-    if engine is not None and fig.axes:  # as Figure.draw runs it (a figure without axes has nothing to place)
+    if grid is not None:  # like panels: margins measured on a few (grid_layout), not solved over every text
+        place_grid(fig, *grid)
+    elif engine is not None and fig.axes:  # as Figure.draw runs it (a figure without axes has nothing to place)
         engine.execute(fig)
         fig.set_layout_engine("none")
     return write_with(within, path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png"))
@@ -113,11 +122,12 @@ def panel_grid(
     rows, cols = grid_shape(n, min(max_cols, cols_that_fit(panel_w)))
     heights = list(row_heights)[:rows]
     heights += [max(heights)] * (rows - len(heights))  # fewer columns fit than the caller planned: more rows
-    fig = new_figure(panel_w * cols, sum(heights) + top)
+    fig = new_figure(panel_w * cols, sum(heights) + top, constrained=False)
     axes = fig.subplots(rows, cols, squeeze=False, sharex=sharex, sharey=sharey, gridspec_kw={"height_ratios": heights})
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
+    _GRIDS[fig] = (flat[:n], cols)
     return fig, flat[:n]
 
 
