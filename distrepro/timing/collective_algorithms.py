@@ -64,6 +64,22 @@ LL_BANDWIDTH_RATIO = 0.5
 #: NCCL's tree all-reduce: bus bandwidth × 0.92, algorithm bandwidth = bus bandwidth × 0.5 (``tuning.cc``)
 TREE_ALGBW_RATIO = 0.92 * 0.5
 
+#: the per-channel speeds in GB/s NCCL's topology search tries for an inter-node channel of a Volta or Ampere GPU,
+#: fastest first (``src/graph/search.cc`` ``speedArrayInter`` @ 5067397c; Hopper and Blackwell have tables of their
+#: own)
+NCCL_INTER_SPEEDS: tuple[float, ...] = (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12)
+
+
+def nccl_net_gbytes_per_s(nic_gbytes_per_s: float) -> float:
+    """What NCCL's own model gives a channel through a NIC of ``nic_gbytes_per_s`` line rate (``topo.cc``: a NIC's
+    bandwidth is its speed in Mb/s / 8000): the largest speed of :data:`NCCL_INTER_SPEEDS` at or below it.
+    A 200 Gb/s HDR HCA (25 GB/s) runs at 24 GB/s, a 100 Gb/s EDR one (12.5) at 12: 0.96 of the line rate."""
+    fitting = [s for s in NCCL_INTER_SPEEDS if s <= nic_gbytes_per_s]
+    if not fitting:
+        raise ValueError(f"a NIC of {nic_gbytes_per_s} GB/s is below NCCL's slowest channel speed")
+    return float(fitting[0])
+
+
 Hops = tuple[tuple[int, int], ...]
 
 

@@ -195,3 +195,16 @@ def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps() -
     assert across.latency_s == pytest.approx(8.4 * US + 12 * 3 * US + 2 * 14 * US, rel=1e-12)
     inside = CommCostModel(_nodes(1, 4, 0.5, 14)).collective("all_reduce", range(4), 100e6, algorithm="auto")
     assert inside.algorithm == "ring" and inside.latency_s == pytest.approx(8.4 * US + 6 * 0.5 * US, rel=1e-12)
+
+
+def test_nccl_gives_a_nic_the_largest_speed_of_its_table_at_or_below_the_line_rate() -> None:
+    """NCCL's search (``search.cc`` speedArrayInter): HDR's 25 GB/s runs at 24, EDR's 12.5 at 12 (0.96 both), a
+    48 GB/s or faster NIC at 48; below the table's slowest speed is an error."""
+    from distrepro.timing.collective_algorithms import nccl_net_gbytes_per_s
+
+    assert nccl_net_gbytes_per_s(25.0) == 24.0 and nccl_net_gbytes_per_s(12.5) == 12.0
+    assert nccl_net_gbytes_per_s(24.0) == 24.0 and nccl_net_gbytes_per_s(100.0) == 48.0
+    assert nccl_net_gbytes_per_s(3.125) == 3.0  # 25 GbE
+    assert nccl_net_gbytes_per_s(1.0) == 0.24
+    with pytest.raises(ValueError, match="slowest"):
+        nccl_net_gbytes_per_s(0.1)
