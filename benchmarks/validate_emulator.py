@@ -83,7 +83,7 @@ GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
 NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
-TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True}
+TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True, "loop": True}
 
 
 @dataclass
@@ -499,6 +499,34 @@ def ddp_step_seconds(
     return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
 
 
+def loop_extras_of(data: dict[str, Any], point: dict[str, Any]) -> fw.LoopExtras | None:
+    """What the point's source's training loop does per step on more than one GPU outside DDP (its ``per_step:``,
+    counted from its code), None when nobody has counted it."""
+    block = data["sources"][point["source"]].get("per_step")
+    if block is None:
+        return None
+    fields = ("syncs_fixed", "syncs_per_rank", "exposed_ops_per_tensor", "all_gather_bytes")
+    missing = [f for f in (*fields, "source") if f not in block]
+    if missing:
+        raise ValueError(f"source {point['source']}: per_step lacks {', '.join(missing)}")
+    syncs_fixed, syncs_per_rank, exposed, gather = (float(block[f]) for f in fields)
+    return fw.LoopExtras(syncs_fixed, syncs_per_rank, exposed, gather, str(block["source"]))
+
+
+def loop_seconds(
+    data: dict[str, Any], point: dict[str, Any], cost: CommCostModel, grad_bytes: float, bandwidth: float | None
+) -> float:
+    """Seconds the source's training loop adds per step outside DDP (:func:`distrepro.timing.framework.
+    loop_extras_seconds`), its small all-gather priced by the collective model; 0 when switched off or not counted."""
+    extras = loop_extras_of(data, point)
+    if extras is None or not TERMS["loop"]:
+        return 0.0
+    ranks = point["gpus"]
+    gather = cost.all_gather(range(ranks), extras.all_gather_bytes) if extras.all_gather_bytes and ranks > 1 else 0.0
+    tensors = data["models"][point["model"]].get("tensors", 0)
+    return fw.loop_extras_seconds(extras, ranks, tensors, grad_bytes, bandwidth, gather)
+
+
 def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
     """The DDP implementation the point's source ran (its own ``ddp:``, else its source's), as its code names it."""
     name = point.get("ddp") or data["sources"][point["source"]].get("ddp", "torch")
@@ -531,6 +559,7 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     bandwidth = memory * 1e9 if memory else None
     reducer = reducer_of(data, point)
     step = ddp_step_seconds(compute, cost, point["tokens_per_gpu"], grad, point["gpus"], model, bandwidth, reducer)
+    step += loop_seconds(data, point, cost, grad, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
     note = f"step {step * 1e3:.1f} ms (compute {compute.nominal_step_seconds(0, point['tokens_per_gpu']) * 1e3:.1f}); "
     note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms"

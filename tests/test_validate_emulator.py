@@ -89,7 +89,8 @@ def test_a_third_of_the_points_come_from_sources_no_constant_cites() -> None:
     module = _module()
     data = module.read_yaml_mapping(module.DATA, "points")
     cited = _cited_sources(data)
-    assert {"dle-txl", "dle-transformer", "nccl"} <= cited  # the helper sees the constants that do cite a source
+    assert {"dle-txl", "dle-transformer"} <= cited  # the helper sees the constants that do cite a source
+    assert "nccl" not in cited  # ib_efficiency is NCCL's own model of a NIC since round 5, not the nccl thread's
     scored = [p for p in data["points"] if p.get("role", "validate") == "validate"]
     for points in (data["points"], scored):
         uncited = [p for p in points if p["source"] not in cited]
@@ -194,9 +195,9 @@ def test_every_fold_derives_its_constants_without_the_held_out_source() -> None:
         for name, c in constants.items():
             assert source not in c["from"], (source, name, c)
     assert set(folds) == set(module.validation_sources(_analytical(module)))
-    # the two constants chosen from scored sources fall back without them; the rest keep their written value
-    assert folds["dle-txl"]["tau_v100_ms"]["changed"] and folds["nccl"]["ib_efficiency"]["changed"]
-    assert folds["nccl"]["ib_efficiency"]["value"] == 1.0
+    # the one constant chosen from a scored source falls back without it; the rest keep their written value
+    assert folds["dle-txl"]["tau_v100_ms"]["changed"]
+    assert not folds["nccl"]["ib_efficiency"]["changed"] and folds["nccl"]["ib_efficiency"]["from"] == []
     assert not any(c["changed"] for s in ("lambda-2023", "dle-rn50") for c in folds[s].values())
 
 
@@ -226,7 +227,7 @@ def test_the_figure_of_merit_is_the_out_of_sample_error(report) -> None:
     assert summary["overall"]["median"] == module._stats(oos)["median"]
     assert summary["in_sample_fit"]["overall"]["median"] == module._stats([o.signed for o in rep.scored()])["median"]
     text = module.render(rep)
-    assert "without dle-txl: tau_v100_ms" in text and "without nccl: ib_efficiency" in text
+    assert "without dle-txl: tau_v100_ms" in text and "without nccl: no constant comes from it" in text
     assert "in sample (fit)" in text
     payload = module.json_payload(rep)
     assert payload["overall"] == summary["overall"] and set(payload["per_class"]) == set(module.CLASS_AXES)
@@ -299,3 +300,63 @@ def test_a_rate_predicted_above_its_measurement_is_too_fast() -> None:
     slow = _outcome(module, "busbw GB/s", 100.0, 90.0)
     assert slow.verdict == "too slow" and slow.signed == pytest.approx(-0.1)
     assert _outcome(module, "ms/iter", 5.0, 5.0).verdict == "exact"
+
+
+# ---------------------------------------------------------------------- round 5: NCCL's NIC model, the loops' own work
+
+
+def test_the_infiniband_efficiency_is_nccls_own_model_of_a_nic() -> None:
+    """ib_efficiency is what NCCL's topology search gives a channel through an HDR (25 GB/s) or EDR (12.5 GB/s) HCA,
+    over its line rate: the nccl source's thread no longer chooses it, so its fold keeps it."""
+    from distrepro.timing.collective_algorithms import nccl_net_gbytes_per_s
+
+    module = _module()
+    data = module.read_yaml_mapping(module.DATA, "points")
+    value = data["constants"]["ib_efficiency"]["value"]
+    assert value == nccl_net_gbytes_per_s(25.0) / 25.0 == nccl_net_gbytes_per_s(12.5) / 12.5
+    assert "from_sources" not in data["constants"]["ib_efficiency"]
+
+
+def _loop_case(module: ModuleType, source: str) -> tuple[dict, dict]:
+    data = _analytical(module)
+    point = next(p for p in data["points"] if p["source"] == source and p["kind"] == "ddp_throughput")
+    return data, point
+
+
+def test_a_loops_per_step_work_slows_its_multi_gpu_points_as_counted() -> None:
+    """dle-transformer's loop (fairseq's all_gather_list of the logging outputs, then a division per gradient tensor)
+    slows its multi-GPU step by what :func:`loop_extras_seconds` prices, and nothing with the term off; GNMT's loop is
+    counted as adding nothing, so its points do not move."""
+    module = _module()
+    data, point = _loop_case(module, "dle-transformer")
+    extras = module.loop_extras_of(data, point)
+    assert extras is not None and extras.syncs_per_rank == 3 and extras.exposed_ops_per_tensor == 1
+    with_loop = module.predict(data, point).predicted
+    module.TERMS["loop"] = False
+    try:
+        without = module.predict(data, point).predicted
+    finally:
+        module.TERMS["loop"] = True
+    tokens = point["gpus"] * point["tokens_per_gpu"]
+    added = tokens / with_loop - tokens / without  # seconds per step
+    profile = module.cluster_profile(data, point["cluster"], point["gpus"])
+    cost = module.CommCostModel(profile)
+    gpu = data["clusters"][point["cluster"]]["gpu"]
+    bandwidth = data["gpus"][gpu]["memory_gbytes_per_s"] * 1e9
+    model = data["models"][point["model"]]
+    gather = cost.all_gather(range(point["gpus"]), 16384)
+    expected = module.fw.loop_extras_seconds(
+        extras, point["gpus"], model["tensors"], model["grad_bytes"], bandwidth, gather
+    )
+    assert added == pytest.approx(expected, rel=1e-6) and expected > 0
+    gdata, gnmt = _loop_case(module, "dle-gnmt")
+    counted = module.loop_extras_of(gdata, gnmt)
+    assert counted is not None and module.loop_seconds(gdata, gnmt, cost, 1e9, 1e12) == 0.0
+
+
+def test_a_loop_block_missing_a_field_is_an_error_naming_its_source() -> None:
+    module = _module()
+    data, point = _loop_case(module, "dle-transformer")
+    del data["sources"]["dle-transformer"]["per_step"]["syncs_per_rank"]
+    with pytest.raises(ValueError, match="dle-transformer: per_step lacks syncs_per_rank"):
+        module.loop_extras_of(data, point)

@@ -30,6 +30,12 @@ sockets, whose 15-60 µs are the kernel's and the wire's, LL is no longer 0.18 o
 nodes pays NCCL's network post overhead on every step, so its intra-node steps take at least 1 µs (LL) or 3 µs
 (Simple) (``getNetOverhead``: "Inter-node rings still have to launch nsteps * net overhead").
 
+Two corrections of ``ncclTopoGetAlgoTime`` (the time NCCL's tuner gives a call, not only its choice): a ring/Simple
+all-reduce across nodes has its whole latency (base and steps) multiplied by 1.4 on GPUs of compute capability 8.0
+and above and 1.9 below ("plateau effect of ring"; only when the call moves at least 64 bytes per channel and rank),
+and a tree all-reduce of 64 B to 256 MiB runs at a fraction of its modelled bandwidth (``treeCorrectionFactor``, one
+figure per protocol and power of two: 0.5-1.0 for LL and Simple).
+
 ``auto`` (the default) is NCCL's rule: the cheaper of ring and tree for all-reduce, ring otherwise. ``ring`` keeps
 the flat model the emulator used before (every step at the worst link latency, no base latency, no protocol; a
 binomial-tree broadcast, Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005), and so does every group with a CPU
@@ -63,6 +69,74 @@ NET_OVERHEAD_US = 1.0
 LL_BANDWIDTH_RATIO = 0.5
 #: NCCL's tree all-reduce: bus bandwidth × 0.92, algorithm bandwidth = bus bandwidth × 0.5 (``tuning.cc``)
 TREE_ALGBW_RATIO = 0.92 * 0.5
+
+#: the per-channel speeds in GB/s NCCL's topology search tries for an inter-node channel of a Volta or Ampere GPU,
+#: fastest first (``src/graph/search.cc`` ``speedArrayInter`` @ 5067397c; Hopper and Blackwell have tables of their
+#: own)
+NCCL_INTER_SPEEDS: tuple[float, ...] = (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12)
+
+
+def nccl_net_gbytes_per_s(nic_gbytes_per_s: float) -> float:
+    """What NCCL's own model gives a channel through a NIC of ``nic_gbytes_per_s`` line rate (``topo.cc``: a NIC's
+    bandwidth is its speed in Mb/s / 8000): the largest speed of :data:`NCCL_INTER_SPEEDS` at or below it.
+    A 200 Gb/s HDR HCA (25 GB/s) runs at 24 GB/s, a 100 Gb/s EDR one (12.5) at 12: 0.96 of the line rate."""
+    fitting = [s for s in NCCL_INTER_SPEEDS if s <= nic_gbytes_per_s]
+    if not fitting:
+        raise ValueError(f"a NIC of {nic_gbytes_per_s} GB/s is below NCCL's slowest channel speed")
+    return float(fitting[0])
+
+
+#: ``ncclTopoGetAlgoTime``'s "plateau effect of ring": a ring/Simple all-reduce across nodes has its latency multiplied
+#: by this, below compute capability 8.0 and from it on (``tuning.cc`` @ 5067397c) [S]
+RING_PLATEAU = {"below_sm80": 1.9, "sm80_and_above": 1.4}
+#: ... only when the call moves at least this many bytes per channel and rank (``nBytes / (nChannels * nRanks)``)
+PLATEAU_MIN_BYTES = 64
+#: the emulator does not model NCCL's channels: the factor is applied where NCCL applies it whatever its channel
+#: count, up to its ``MAXCHANNELS`` (``src/include/device.h``: 64)
+PLATEAU_CHANNELS = 64
+#: compute capability x 10 by GPU name (NVIDIA's CUDA GPUs table: T4 7.5, V100 7.0, A100 8.0, A40 and RTX 3090 8.6,
+#: H100 9.0), matched against a device's name, longest key first; a GPU not named here is taken as 8.0 or above
+COMPUTE_CAPABILITY = {"t4": 75, "v100": 70, "a100": 80, "a40": 86, "rtx3090": 86, "h100": 90, "h200": 90}
+#: ``tuning.cc`` ``treeCorrectionFactor``: a tree all-reduce's bandwidth is multiplied by the entry of
+#: ``log2(nBytes / 64)`` (0-22, i.e. 64 B to 256 MiB) of its protocol (in tenths); larger calls keep the model's
+#: bandwidth
+TREE_CORRECTION = {
+    "ll": tuple(t / 10 for t in (10, 10, 10, 10, 9, 8, 7, 7, 7, 7, 6, 5, 4, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10)),
+    "simple": tuple(t / 10 for t in (9, 9, 9, 9, 9, 9, 9, 8, 7, 6, 6, 5, 5, 5, 5, 6, 7, 8, 7, 7, 8, 9, 9)),
+}
+
+
+def compute_capability(device_name: str) -> int | None:
+    """Compute capability x 10 of the GPU named ``device_name`` (``a100``, ``t4-node3``), None if not tabled."""
+    name = device_name.lower()
+    for key in sorted(COMPUTE_CAPABILITY, key=len, reverse=True):
+        if name.startswith(key):
+            return COMPUTE_CAPABILITY[key]
+    return None
+
+
+def ring_plateau(min_compute_capability: int | None) -> float:
+    """The plateau factor for a group whose oldest GPU has ``min_compute_capability`` (None: not tabled, 8.0+)."""
+    old = min_compute_capability is not None and min_compute_capability < 80
+    return RING_PLATEAU["below_sm80" if old else "sm80_and_above"]
+
+
+def plateau_of(topo: Topology, size: float) -> float:
+    """The factor on a ring/Simple all-reduce's latency of ``size`` bytes over ``topo``: :func:`ring_plateau` across
+    nodes from :data:`PLATEAU_MIN_BYTES` per channel and rank, else 1."""
+    crosses = topo.n_nodes > 1 and size / (PLATEAU_CHANNELS * len(topo.group)) >= PLATEAU_MIN_BYTES
+    return ring_plateau(topo.min_compute_capability) if crosses else 1.0
+
+
+def tree_correction(protocol: str, nbytes: float) -> float:
+    """``treeCorrectionFactor`` of a tree all-reduce of ``nbytes`` under ``protocol`` (1 outside 64 B-256 MiB)."""
+    units = int(nbytes) >> 6
+    if units < 1:
+        return 1.0
+    log_size = units.bit_length() - 1
+    table = TREE_CORRECTION[protocol]
+    return table[log_size] if log_size < len(table) else 1.0
+
 
 Hops = tuple[tuple[int, int], ...]
 
@@ -123,6 +197,9 @@ class Topology:
             nodes.setdefault(profile.node_index(r), []).append(r)
         self.nodes = list(nodes.values())
         self.gpu_only = all(profile.device(r).kind == "gpu" for r in group)
+        capabilities = [compute_capability(profile.device(r).name) for r in group]
+        known = [c for c in capabilities if c is not None]
+        self.min_compute_capability = min(known) if known else None
 
     @property
     def n_nodes(self) -> int:
@@ -234,12 +311,20 @@ def _classic(algorithm: str, phase: _Phase, hops: Hops) -> CollectiveCost:
     return CollectiveCost(algorithm, "classic", phase.gloo_latency_s + phase.bandwidth_s, phase.gloo_latency_s, hops)
 
 
-def _charge(algorithm: str, phase: _Phase, hops: Hops) -> CollectiveCost:
-    """The phase as NCCL charges it: base latency plus step latencies, at the faster of LL and Simple."""
-    simple_lat = BASE_LATENCY_US["simple"] * 1e-6 + phase.simple_latency()
+def _charge(
+    algorithm: str, phase: _Phase, hops: Hops, plateau: float = 1.0, tree_size: float | None = None
+) -> CollectiveCost:
+    """The phase as NCCL charges it: base latency plus step latencies, at the faster of LL and Simple. ``plateau``
+    multiplies Simple's latency (a ring all-reduce across nodes, :data:`RING_PLATEAU`); ``tree_size``: a tree
+    all-reduce of that many bytes, its bandwidth term divided by :func:`tree_correction`."""
+    simple_lat = (BASE_LATENCY_US["simple"] * 1e-6 + phase.simple_latency()) * plateau
     ll_lat = BASE_LATENCY_US["ll"] * 1e-6 + phase.ll_latency()
-    simple = simple_lat + phase.bandwidth_s
-    ll = ll_lat + phase.bandwidth_s / LL_BANDWIDTH_RATIO
+    simple_bw, ll_bw = phase.bandwidth_s, phase.bandwidth_s / LL_BANDWIDTH_RATIO
+    if tree_size is not None:
+        simple_bw /= tree_correction("simple", tree_size)
+        ll_bw /= tree_correction("ll", tree_size)
+    simple = simple_lat + simple_bw
+    ll = ll_lat + ll_bw
     if ll < simple:
         return CollectiveCost(algorithm, "ll", ll, ll_lat, hops)
     return CollectiveCost(algorithm, "simple", simple, simple_lat, hops)
@@ -252,11 +337,11 @@ def all_reduce(topo: Topology, size: float, algorithm: str, eff: float) -> Colle
     phase, hops = _ring_phase(topo, 2, 2 * (p - 1) / p * size, eff)
     if algorithm == "ring" or not topo.gpu_only:
         return _classic("ring", phase, hops)
-    ring = _charge("ring", phase, hops)
+    ring = _charge("ring", phase, hops, plateau_of(topo, size))
     if algorithm == "hierarchical":
         hier = _hierarchical_phase(topo, size, eff, "all_reduce")
         return ring if hier is None else _charge("hierarchical", *hier)
-    tree = _charge("tree", *_tree_phase(topo, size, eff))
+    tree = _charge("tree", *_tree_phase(topo, size, eff), tree_size=size)
     if algorithm == "tree":
         return tree
     return tree if tree.seconds < ring.seconds else ring

@@ -25,6 +25,11 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
   collectives (CPU threads) and asynchronous gossip and parameter-server traffic are not charged it: see
   :data:`CONTENTION`.
 
+* **the training loop's own per-step work on more than one GPU** (the validation only, per source: no engine runs a
+  published training loop): syncs and small collectives a script adds outside DDP when it is distributed, and the
+  host-bound ops they expose, counted from its code (:class:`LoopExtras`, :func:`loop_extras_seconds`), priced at
+  :data:`HOST_OP_S` per host op and :data:`KERNEL_S` per kernel.
+
 A profile may set each of these figures, and the backend, in its ``framework:`` block
 (:class:`distrepro.hardware.profile_parts.Framework`); :func:`costs` resolves them with the defaults here, and the
 sensitivity sweep moves them over :data:`RANGES` (:mod:`distrepro.sensitivity.space`).
@@ -139,6 +144,49 @@ def reducer_seconds(
     kernels = reducer.kernels_per_tensor * tensors + reducer.kernels_per_bucket * buckets
     copies = reducer.passes * grad_bytes / memory_bytes_per_s if memory_bytes_per_s else 0.0
     return kernels * KERNEL_S + copies
+
+
+#: host seconds of one eager PyTorch op, dispatch and launch from Python [L]: 12.6 µs, ``benchmarks/eager_step.py``
+#: (the Decent-DP authors' step at toy widths, CPU time over its kernel count); range 5-25 µs
+HOST_OP_S = 12.6e-6
+
+
+@dataclass(frozen=True)
+class LoopExtras:
+    """What a training loop does per step *only when it runs on more than one GPU*, outside DDP, counted from its
+    code (its 1-GPU row pays everything else): host syncs in all (``syncs_fixed`` plus ``syncs_per_rank`` per rank of
+    the group, each a round trip with the GPU idle, e.g. an ``.item()`` of each rank's gathered buffer), gradient
+    passes the host issues one op per tensor after such a sync (``exposed_ops_per_tensor``, each reading and writing
+    its gradient), and a small all-gather of ``all_gather_bytes`` per rank (0: none)."""
+
+    syncs_fixed: float
+    syncs_per_rank: float
+    exposed_ops_per_tensor: float
+    all_gather_bytes: float
+    source: str
+
+
+def loop_extras_seconds(
+    extras: LoopExtras,
+    ranks: int,
+    tensors: float,
+    grad_bytes: float,
+    memory_bytes_per_s: float | None,
+    all_gather_s: float = 0.0,
+) -> float:
+    """Seconds ``extras`` add to a step on ``ranks`` GPUs (0 on one GPU): each sync a host op and a small kernel or
+    copy with nothing else queued (:data:`HOST_OP_S` + :data:`KERNEL_S`); the per-tensor ops after a sync at the
+    host's pace, less the GPU time they take anyway (on one GPU the host issues them while backward still runs, so
+    only their GPU time counts there: :data:`KERNEL_S` each and a read and a write of the gradients at the memory
+    bandwidth); and the all-gather's own seconds ``all_gather_s`` (its collective cost, priced by the caller)."""
+    if ranks <= 1:
+        return 0.0
+    syncs = extras.syncs_fixed + extras.syncs_per_rank * ranks
+    ops = extras.exposed_ops_per_tensor * tensors
+    gpu_s = ops * KERNEL_S
+    if memory_bytes_per_s:
+        gpu_s += extras.exposed_ops_per_tensor * 2.0 * grad_bytes / memory_bytes_per_s
+    return syncs * (HOST_OP_S + KERNEL_S) + max(0.0, ops * HOST_OP_S - gpu_s) + all_gather_s
 
 
 _STD_NORMAL = NormalDist()

@@ -40,10 +40,11 @@ def cluster(nodes: int, per_node: int, kind: str = "gpu", algorithm: str | None 
 
 
 def test_ring_on_two_nodes_counts_nccl_step_latencies_and_base() -> None:
-    """8 GPUs on 2 nodes, 100 MB: 14 steps of which 2 cross nodes; the NIC (1 GB/s) is the ring's slowest link."""
+    """8 GPUs on 2 nodes, 100 MB: 14 steps of which 2 cross nodes; the NIC (1 GB/s) is the ring's slowest link; a
+    ring/Simple all-reduce across nodes on a GPU not tabled (taken as 8.0+) pays NCCL's plateau factor 1.4."""
     how = CommCostModel(cluster(2, 4)).collective("all_reduce", range(8), 100e6)  # auto: NCCL's pick
     assert how.algorithm == "ring" and how.protocol == "simple"
-    latency = 8.4 * US + 12 * 10 * US + 2 * 20 * US
+    latency = (8.4 * US + 12 * 10 * US + 2 * 20 * US) * 1.4
     assert how.latency_s == pytest.approx(latency, rel=1e-12)
     assert how.seconds == pytest.approx(latency + 2 * 7 / 8 * 100e6 / 1e9, rel=1e-12)
     assert len(how.hops) == 8  # the ring's eight hops, for link sharing
@@ -60,14 +61,15 @@ def test_small_messages_take_ll_large_ones_simple() -> None:
 
 def test_auto_picks_the_tree_for_small_messages_across_nodes_and_the_ring_for_large() -> None:
     cost = CommCostModel(cluster(4, 2))
-    small = cost.collective("all_reduce", range(8), 64e3)
+    small = cost.collective("all_reduce", range(8), 4e3)
     large = cost.collective("all_reduce", range(8), 100e6)
     assert small.algorithm == "tree"
     assert large.algorithm == "ring"
     # the tree: chains of 2 per node (1 intra step up, 1 down) and log2(4) = 2 inter-node levels, twice
     tree = cost.collective("all_reduce", range(8), 100e6, algorithm="tree")
     assert tree.latency_s == pytest.approx(8.4 * US + 2 * (1 * 10 + 2 * 20) * US, rel=1e-12)
-    assert tree.seconds == pytest.approx(tree.latency_s + 100e6 / (1e9 * 0.92 * 0.5), rel=1e-12)
+    # 100 MB = 2^20.6 x 64 B: treeCorrectionFactor[Simple][20] = 0.8 of the modelled bandwidth
+    assert tree.seconds == pytest.approx(tree.latency_s + 100e6 / (1e9 * 0.92 * 0.5 * 0.8), rel=1e-12)
     assert large.seconds < tree.seconds
 
 
@@ -192,6 +194,73 @@ def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps() -
     crosses nodes takes at least 1 µs (x3 under Simple); inside one node the link's own latency stands."""
     across = CommCostModel(_nodes(2, 4, 0.5, 14)).collective("all_reduce", range(8), 100e6)
     assert (across.algorithm, across.protocol) == ("ring", "simple")
-    assert across.latency_s == pytest.approx(8.4 * US + 12 * 3 * US + 2 * 14 * US, rel=1e-12)
+    assert across.latency_s == pytest.approx((8.4 * US + 12 * 3 * US + 2 * 14 * US) * 1.4, rel=1e-12)
     inside = CommCostModel(_nodes(1, 4, 0.5, 14)).collective("all_reduce", range(4), 100e6, algorithm="auto")
     assert inside.algorithm == "ring" and inside.latency_s == pytest.approx(8.4 * US + 6 * 0.5 * US, rel=1e-12)
+
+
+def test_nccl_gives_a_nic_the_largest_speed_of_its_table_at_or_below_the_line_rate() -> None:
+    """NCCL's search (``search.cc`` speedArrayInter): HDR's 25 GB/s runs at 24, EDR's 12.5 at 12 (0.96 both), a
+    48 GB/s or faster NIC at 48; below the table's slowest speed is an error."""
+    from distrepro.timing.collective_algorithms import nccl_net_gbytes_per_s
+
+    assert nccl_net_gbytes_per_s(25.0) == 24.0 and nccl_net_gbytes_per_s(12.5) == 12.0
+    assert nccl_net_gbytes_per_s(24.0) == 24.0 and nccl_net_gbytes_per_s(100.0) == 48.0
+    assert nccl_net_gbytes_per_s(3.125) == 3.0  # 25 GbE
+    assert nccl_net_gbytes_per_s(1.0) == 0.24
+    with pytest.raises(ValueError, match="slowest"):
+        nccl_net_gbytes_per_s(0.1)
+
+
+def _named(name: str, nodes: int, per_node: int) -> HardwareProfile:
+    """``nodes`` nodes of ``per_node`` GPUs called ``name``: intra 10 µs / 10 GB/s, NIC 20 µs / 1 GB/s."""
+    device = {"name": name, "kind": "gpu", "count": per_node, "memory_gib": 16, "source": "[E] test"}
+    return HardwareProfile.model_validate(
+        {
+            "schema_version": 2,
+            "name": "c",
+            "description": "test",
+            "nodes": [{"name": f"n{i}", "nic": link(20, 1), "devices": [device]} for i in range(nodes)],
+            "network": {"intra_node": link(10, 10), "inter_node": link(20, 1)},
+        }
+    )
+
+
+def test_a_ring_all_reduce_across_nodes_pays_nccls_plateau_factor_by_compute_capability() -> None:
+    """``ncclTopoGetAlgoTime``: a ring/Simple all-reduce across nodes has its whole latency x 1.9 below compute
+    capability 8.0 (a T4 is 7.5) and x 1.4 from it on (an A100 is 8.0). 8 GPUs on 2 nodes, 100 MB, ring pinned by
+    NCCL's rule: base 8.4 + 12 intra steps x 10 + 2 network steps x 20 = 168.4 µs before the factor."""
+    base = 8.4 * US + 12 * 10 * US + 2 * 20 * US
+    t4 = CommCostModel(_named("t4", 2, 4)).collective("all_reduce", range(8), 100e6)
+    a100 = CommCostModel(_named("a100-node0", 2, 4)).collective("all_reduce", range(8), 100e6)
+    assert (t4.algorithm, t4.protocol) == ("ring", "simple") == (a100.algorithm, a100.protocol)
+    assert t4.latency_s == pytest.approx(1.9 * base, rel=1e-12)  # 320.0 µs
+    assert a100.latency_s == pytest.approx(1.4 * base, rel=1e-12)  # 235.8 µs
+    assert t4.seconds - t4.latency_s == pytest.approx(a100.seconds - a100.latency_s, rel=1e-12)  # bandwidth alike
+    # inside one node there is no plateau: 6 steps x 10 µs + 8.4 µs, whatever the GPU
+    inside = CommCostModel(_named("t4", 1, 4)).collective("all_reduce", range(4), 100e6)
+    assert inside.latency_s == pytest.approx(8.4 * US + 6 * 10 * US, rel=1e-12)
+
+
+def test_the_plateau_factor_needs_64_bytes_per_channel_and_rank() -> None:
+    """NCCL applies the factor from 64 bytes per channel and rank; the emulator, which has no channels, assumes NCCL's
+    64 at most: 8 ranks on 2 T4 nodes from 64 x 64 x 8 = 32,768 bytes; never inside one node."""
+    from distrepro.timing import collective_algorithms as coll
+
+    two_nodes = coll.Topology(_named("t4", 2, 4), tuple(range(8)))
+    assert coll.plateau_of(two_nodes, 32768) == 1.9 and coll.plateau_of(two_nodes, 32767) == 1.0
+    assert coll.plateau_of(coll.Topology(_named("t4", 1, 8), tuple(range(8))), 1e9) == 1.0
+    assert coll.plateau_of(coll.Topology(_named("a40", 2, 4), tuple(range(8))), 1e9) == 1.4
+    assert coll.ring_plateau(75) == 1.9 and coll.ring_plateau(80) == 1.4 and coll.ring_plateau(None) == 1.4
+    assert coll.compute_capability("a40-node1") == 86 and coll.compute_capability("gpu_half") is None
+
+
+def test_nccls_tree_correction_factor_by_protocol_and_size() -> None:
+    """``treeCorrectionFactor``: the entry of log2(bytes / 64), LL and Simple rows; 1 outside 64 B-256 MiB."""
+    from distrepro.timing.collective_algorithms import tree_correction
+
+    assert tree_correction("simple", 64) == 0.9  # 2^0 x 64 B
+    assert tree_correction("simple", 64 * 2**11) == 0.5  # 128 KiB
+    assert tree_correction("ll", 64 * 2**12) == 0.4  # 256 KiB
+    assert tree_correction("simple", 25 * 2**20) == 0.7  # a 25 MiB bucket: 2^18.6 x 64 B
+    assert tree_correction("simple", 32) == 1.0 and tree_correction("simple", 2**30) == 1.0

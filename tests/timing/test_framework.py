@@ -116,3 +116,20 @@ def test_the_engine_realises_the_expected_slowest_of_p(tmp_path: Path) -> None:
     step = result.emulated_s / 200
     assert step == pytest.approx(0.04 * fw.expected_max_factor(p, 0.1), rel=0.02)
     assert step > 0.04 * 1.03  # not the mean: the maximum
+
+
+def test_loop_extras_price_syncs_and_the_host_bound_tail_they_expose() -> None:
+    """A loop with 1 + 3 per rank syncs and one op per gradient tensor after them, on 8 GPUs: 25 syncs at 12.6 + 2.5
+    µs; 100 ops at the host's 12.6 µs against their 0.25 ms of launches and 2 x 100 MB at 1 TB/s on the GPU, which a
+    1-GPU step pays too; plus the all-gather's own 0.1 ms. None of it on one GPU."""
+    extras = fw.LoopExtras(1, 3, 1, 16384, "test")
+    syncs = 25 * (12.6e-6 + 2.5e-6)
+    tail = 100 * 12.6e-6 - (100 * 2.5e-6 + 2 * 100e6 / 1e12)
+    got = fw.loop_extras_seconds(extras, 8, 100, 100e6, 1e12, all_gather_s=1e-4)
+    assert got == pytest.approx(syncs + tail + 1e-4)
+    assert got == pytest.approx(1.1875e-3 + 1e-4)  # the same, written out: 0.3775 + 0.81 + 0.1 ms
+    assert fw.loop_extras_seconds(extras, 1, 100, 100e6, 1e12, all_gather_s=1e-4) == 0.0
+    # a GPU-bound tail (1 GB of gradients) costs nothing beyond what one GPU pays; the syncs grow with the ranks
+    assert fw.loop_extras_seconds(extras, 8, 100, 1e9, 1e12) == pytest.approx(syncs)
+    assert fw.loop_extras_seconds(extras, 16, 100, 1e9, 1e12) == pytest.approx(49 * (12.6e-6 + 2.5e-6))
+    assert fw.loop_extras_seconds(fw.LoopExtras(0, 0, 0, 0, "none"), 16, 100, 1e8, 1e12) == 0.0
