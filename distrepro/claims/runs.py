@@ -21,9 +21,11 @@ Tables (column names follow :mod:`distrepro.tracking.run_observer`'s metric-name
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -178,6 +180,23 @@ def curve_keys(metric_keys: Iterable[str], extra: Sequence[str] = ()) -> list[st
     return sorted(keys | (set(M.CURVE_CLOCKS) & set(metric_keys)) | set(extra))
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while runs are read. Reading builds some 10^5 short-lived objects
+    (``search_runs``' ORM rows: every run's latest metrics, params and tags), and each collection they set off scans
+    every live object of the process: for acid's 238 runs, 3.0 → 2.5 s of CPU in a report's process, 3.4 → 1.5 s
+    in one that has loaded torch and matplotlib too. No value changes; what cycles the read leaves are collected
+    after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_collector_paused()
 def load_runs(
     paper: str | None,
     campaigns: Sequence[str] | None = None,
