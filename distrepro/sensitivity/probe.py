@@ -35,6 +35,7 @@ from distrepro.errors import DistreproError
 from distrepro.hardware.cluster_layout import cluster_layout
 from distrepro.job.resolve import Job
 from distrepro.seeding import derive_seed, generator
+from distrepro.sensitivity.meta_step import steps_once_on_meta
 from distrepro.sensitivity.pattern import VERIFY_EVERY, Pattern, infer
 from distrepro.timing import charges
 from distrepro.timing.charges import payload_bytes
@@ -203,7 +204,7 @@ class _ProbeContext:
         self._optimizer_override = job.config.optimizer
 
     def register_optimizer(self, optimizer: OptimizerT) -> OptimizerT:
-        return optimizer
+        return steps_once_on_meta(optimizer)
 
     def build_optimizer(
         self, parameters: Iterable[torch.Tensor] | Iterable[dict[str, Any]], default: OptimizerConfig
@@ -211,7 +212,7 @@ class _ProbeContext:
         from distrepro.api.params import overlay
         from distrepro.training.optimizers import build_optimizer
 
-        return build_optimizer(parameters, overlay(default, self._optimizer_override))
+        return steps_once_on_meta(build_optimizer(parameters, overlay(default, self._optimizer_override)))
 
     def forward_backward(
         self,

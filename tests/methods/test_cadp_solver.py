@@ -83,3 +83,33 @@ def test_literal_gradient_steps_also_reach_the_oracle() -> None:
         shares, _ = sv.schedule(a, c, total, settings)
         assert sum(shares) == total
         assert sv.makespan(a, c, shares) / sv.water_fill(a, c, total).makespan_s - 1.0 <= 1e-3
+
+
+def _bits(solution) -> tuple:
+    """Every float of a Solution as its hex (a one-ulp difference, or -0.0 against 0.0, shows), and its counts."""
+    return (
+        tuple(float(v).hex() for v in solution.shares),
+        float(solution.makespan_s).hex(),
+        solution.outer_iterations,
+        solution.inner_iterations,
+        float(solution.grad_norm).hex(),
+    )
+
+
+@pytest.mark.smoke
+def test_memoised_solve_is_the_uncached_solve_bit_for_bit_and_keyed_on_exact_inputs() -> None:
+    sv._SOLVED.clear()
+    for a, c, total in _instances(8, seed=3):
+        fresh = _bits(sv.solve_alm_uncached(a, c, float(total)))
+        first = sv.solve_alm(list(a), list(c), float(total))
+        assert _bits(first) == fresh
+        assert sv.solve_alm(a, c, float(total)) is first  # the repeat is served from the memo
+        # one ulp off in a single a_j is another problem: solved afresh, not served the neighbour's answer
+        nudged = a.copy()
+        nudged[0] = np.nextafter(nudged[0], 1.0)
+        served = sv.solve_alm(nudged, c, float(total))
+        assert served is not first
+        assert _bits(served) == _bits(sv.solve_alm_uncached(nudged, c, float(total)))
+        other = sv.AlmSettings(direction="newton", rho=np.nextafter(10.0, 11.0))
+        assert sv.solve_alm(a, c, float(total), other) is not first
+    assert len(sv._SOLVED) == 8 * 3

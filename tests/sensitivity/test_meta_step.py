@@ -1,0 +1,119 @@
+"""A probe's repeated SGD steps on meta tensors are skipped only where they could change nothing
+(distrepro/sensitivity/meta_step.py): the optimizer state and every recorded event are those of the real steps."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import yaml
+from sensitivity_setups import TINY_PROFILE, _config
+
+from distrepro.config.run_config import validate_config
+from distrepro.job.resolve import build_job
+from distrepro.sensitivity import meta_step, probe
+from distrepro.sensitivity.probe import Prober
+
+
+def _meta_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    return copy.deepcopy(model).to("meta")
+
+
+def _state(opt: torch.optim.Optimizer) -> list[tuple[str, tuple[int, ...], torch.dtype, str]]:
+    """Every state entry's key, shape, dtype and device, in parameter order."""
+    out = []
+    for group in opt.param_groups:
+        for p in group["params"]:
+            for key, value in sorted(opt.state.get(p, {}).items()):
+                out.append((key, tuple(value.shape), value.dtype, str(value.device)))
+    return out
+
+
+def _steps(opt: torch.optim.Optimizer, model: torch.nn.Module, steps: int, late: torch.nn.Parameter | None = None):
+    for i in range(steps):
+        for p in model.parameters():
+            p.grad = None if (p is late and i == 0) else torch.zeros_like(p)
+        opt.step()
+    return _state(opt)
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("kw", [{"momentum": 0.9, "weight_decay": 5e-4}, {"momentum": 0.9, "nesterov": True}, {}])
+def test_repeat_steps_are_skipped_with_the_real_steps_state(kw: dict) -> None:
+    real_model, fast_model = _meta_model(), _meta_model()
+    real = torch.optim.SGD(real_model.parameters(), lr=0.1, **kw)
+    fast = meta_step.steps_once_on_meta(torch.optim.SGD(fast_model.parameters(), lr=0.1, **kw))
+    assert _steps(fast, fast_model, 4) == _steps(real, real_model, 4)
+    # with momentum the first step runs (it makes the buffers); without, no step has anything to do on meta
+    assert fast.step.skipped == (3 if kw.get("momentum") else 4)
+    if kw.get("momentum"):
+        assert len(_state(fast)) == len(list(fast_model.parameters()))
+
+
+@pytest.mark.smoke
+def test_a_parameter_that_gains_a_gradient_later_gets_its_buffer_from_a_real_step() -> None:
+    real_model, fast_model = _meta_model(), _meta_model()
+    late_real, late_fast = next(iter(real_model.parameters())), next(iter(fast_model.parameters()))
+    real = torch.optim.SGD(real_model.parameters(), lr=0.1, momentum=0.9)
+    fast = meta_step.steps_once_on_meta(torch.optim.SGD(fast_model.parameters(), lr=0.1, momentum=0.9))
+    assert _steps(fast, fast_model, 3, late_fast) == _steps(real, real_model, 3, late_real)
+    assert fast.step.skipped == 1  # steps 1 and 2 real (the late parameter's buffer), step 3 skipped
+
+
+@pytest.mark.smoke
+def test_hooks_other_optimizers_and_real_tensors_keep_the_real_step() -> None:
+    model = _meta_model()
+    opt = meta_step.steps_once_on_meta(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    calls: list[int] = []
+    handle = opt.register_step_post_hook(lambda *_: calls.append(1))
+    _steps(opt, model, 3)
+    handle.remove()
+    assert calls == [1, 1, 1] and opt.step.skipped == 0
+    adam = torch.optim.Adam(model.parameters())
+    assert not isinstance(meta_step.steps_once_on_meta(adam).step, meta_step._MetaSGDStep)
+    cpu = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    assert not isinstance(meta_step.steps_once_on_meta(cpu).step, meta_step._MetaSGDStep)
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("meta_step") / f"{TINY_PROFILE['name']}.yaml"
+    path.write_text(yaml.safe_dump(TINY_PROFILE, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("cadp", {"micro_batch": [16, 16, 2], "round_epochs": 1, "warmup_steps": 2}),
+        ("chao_alloc", {"mode": "adaptive", "global_batch": 34, "overlap": False}),
+    ],
+)
+def test_probe_events_are_those_of_the_real_steps(
+    method: str, params: dict, tiny_profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = build_job(validate_config(_config(tiny_profile, method, params)), 0)
+    sizes = [None, 1, 2, 5, 17, 33, 40]
+
+    def events(prober: Prober) -> list:
+        return [prober._run(job.params, rank, n) for rank in range(job.world_size) for n in sizes]
+
+    wrapped: list[meta_step._MetaSGDStep] = []
+    real_wrap = meta_step.steps_once_on_meta
+
+    def counting(opt: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        out = real_wrap(opt)
+        if isinstance(out.step, meta_step._MetaSGDStep):
+            wrapped.append(out.step)
+        return out
+
+    monkeypatch.setattr(probe, "steps_once_on_meta", counting)
+    fast = events(Prober(job, learn=False))
+    monkeypatch.setattr(probe, "steps_once_on_meta", lambda opt: opt)
+    assert fast == events(Prober(job, learn=False))  # the real step every time: the same events, to the byte
+    assert wrapped, "the probe ran on meta tensors with a stock SGD"
+    if method == "cadp":  # several micro-batches a round: repeats were skipped
+        assert sum(s.skipped for s in wrapped) > 0
