@@ -72,9 +72,10 @@ class ReportContext(Protocol):
 
     def code_version(self, methods: Sequence[str] = ()) -> str:
         """A digest of everything :meth:`train` measures with besides the config: the harness's own code (emulated
-        time, hardware, engines), the hardware profiles and workloads, and the code of the method plugins named in
-        ``methods`` (folder names, e.g. ``("ar_sgd", "decentdp")``). Equal digests, equal results: a hook keys its
-        cache on it rather than hashing the harness's files itself, which would tie it to the harness's layout."""
+        time, hardware, engines, models, config defaults, this contract), the hardware profiles and workloads, and
+        the code of the method plugins named in ``methods`` (folder names, e.g. ``("ar_sgd", "decentdp")``). Equal
+        digests, equal results: a hook keys its cache on it rather than hashing the harness's files itself, which
+        would tie it to the harness's layout."""
         ...
 
     def save_figure(self, figure: Any, path: Path) -> Path:

@@ -21,8 +21,10 @@ from distrepro.claims.papers import PaperInfo
 from distrepro.report.plugin_context import ReadingContext, claim_views
 
 #: the harness's packages whose code decides what a training run measures: the emulated clock and its charges,
-#: the hardware the clock reads, and the engines that step it
-TRAINING_CODE = ("timing", "hardware", "engine")
+#: the hardware the clock reads, the engines that step it, the collectives and gossip a method calls (``api``), the
+#: models, optimizers and batch split (``training``) and the run config's defaults (``config``). Not the runner
+#: (``orchestration``) nor the data loaders: they decide where and how a run goes, not what it measures.
+TRAINING_CODE = ("timing", "hardware", "engine", "api", "training", "config")
 #: the files of a hardware profiles folder that are read (profiles and the workload table)
 _PROFILE_SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -1,5 +1,6 @@
 """Decent-DP's Fig. 6 grid (methods/decentdp/fig6.py): computed once per code and profile version, in its own
-experiment, and rebuilding it leaves the committed csv, and so the checkout, as it was."""
+experiment, and rebuilding it leaves the committed csv, and so the checkout, as it was; a fresh report folder copies
+the committed grid when its key is this code's, and retrains when an input changed."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def replayed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def test_rebuilding_the_grid_leaves_the_checkout_clean(tmp_path: Path, monkeypatch, replayed, capsys) -> None:
+    monkeypatch.setattr(plugin_module("decentdp", "fig6"), "REFERENCE", tmp_path / "no-reference")
     repo = tmp_path / "checkout"  # the committed csv and the ignore rules, in a repository of their own
     (repo / "reports" / "decentdp").mkdir(parents=True)
     shutil.copy(COMMITTED, repo / "reports" / "decentdp" / "fig6.csv")
@@ -67,9 +69,38 @@ def test_the_grid_key_follows_the_code_and_profiles(tmp_path: Path, monkeypatch)
     ctx = plugin_context(tmp_path, "proxy")  # the key is the harness's version of the cells' code (ctx.code_version)
     sources = code_sources(fig6.CELL_PLUGINS)
     assert {"fig6.py", "a40-25gbe-16.yaml", "network.py"} <= {p.name for p in sources}  # code, profiles, clock
+    assert {"gossip.py", "models.py", "run_config.py"} <= {p.name for p in sources}  # the api, models, defaults
     before = ctx.code_version(fig6.CELL_PLUGINS)
     assert ctx.code_version(fig6.CELL_PLUGINS) == before == code_version(fig6.CELL_PLUGINS)  # one grid per version
     edited = tmp_path / "a40-25gbe-16.yaml"
     edited.write_text((REPO / "hardware_profiles" / "a40-25gbe-16.yaml").read_text() + "# a changed profile\n")
     monkeypatch.setattr(report_context, "code_sources", lambda methods=(): [*sources, edited])
     assert ctx.code_version(fig6.CELL_PLUGINS) != before
+
+
+def test_a_fresh_folder_copies_the_committed_grid_and_a_changed_input_retrains(
+    tmp_path: Path, monkeypatch, replayed, capsys
+) -> None:
+    fig6 = plugin_module("decentdp", "fig6")
+    reference = tmp_path / "checkout" / "reports" / "decentdp"  # the committed pair, keyed on this code
+    reference.mkdir(parents=True)
+    shutil.copy(COMMITTED, reference / "fig6.csv")
+    (reference / "fig6.key").write_text(code_version(fig6.CELL_PLUGINS) + "\n")
+    monkeypatch.setattr(fig6, "REFERENCE", reference)
+    fresh = tmp_path / "fresh" / "reports" / "decentdp"
+    made = fig6.build(plugin_context(fresh, "proxy"))
+    assert replayed == []  # nothing trained
+    assert (fresh / "fig6.csv").read_bytes() == COMMITTED.read_bytes()  # the committed grid, byte for byte
+    assert (fresh / "fig6.key").read_text() == (reference / "fig6.key").read_text()
+    assert {p.name for p in made} == {"fig6.csv", "fig6.png"} and (fresh / "fig6.png").stat().st_size > 0
+    assert f"36 cells read from the cache {reference / 'fig6.csv'}" in capsys.readouterr().err
+    sources = code_sources(fig6.CELL_PLUGINS)  # an input changes: a profile the cells read
+    edited = tmp_path / "a40-25gbe-16.yaml"
+    edited.write_text((REPO / "hardware_profiles" / "a40-25gbe-16.yaml").read_text() + "# a changed profile\n")
+    monkeypatch.setattr(report_context, "code_sources", lambda methods=(): [*sources, edited])
+    again = tmp_path / "again"
+    fig6.build(plugin_context(again, "proxy"))
+    assert len(replayed) == 36  # neither the reference's key nor a folder's matches: every cell retrains
+    assert (again / "fig6.key").read_text() != (reference / "fig6.key").read_text()  # the changed input's key
+    assert (again / "fig6.csv").read_bytes() == COMMITTED.read_bytes()  # the cells as replayed: the same grid
+    assert "read from the cache" not in capsys.readouterr().err
