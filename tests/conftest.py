@@ -31,6 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_support"))
 
 from hang_guard import load_factor  # noqa: E402  (lives in _support, on the path just added)
 
+# pytest keeps each test module's assertion-rewritten bytecode in its __pycache__ (git ignores it) and reads it back
+# on the next run, unless bytecode writing is off: with PYTHONDONTWRITEBYTECODE set (as in many CI and container
+# images, and nox inherits it) every test process rewrote and compiled all 200-odd test modules at every run, about
+# 5 s of CPU per xdist worker (both collect the whole suite). Only this process writes: the processes the tests
+# start inherit the environment unchanged. The editable source's own bytecode is the nox session's (noxfile.py).
+sys.dont_write_bytecode = False
+
 PAIR_PROFILE = """\
 schema_version: 1
 name: pair-2
