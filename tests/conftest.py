@@ -14,16 +14,13 @@ import pytest
 
 # Idle OpenMP threads sleep instead of spinning: torch's second intra-op thread otherwise busy-waits between the
 # small ops of the tests' tiny models, doubling their CPU time (and taking a shared core from the neighbours)
-# without changing a result. libgomp reads it once, as torch loads it, so it is set before that import; the
+# without changing a result. libgomp reads it once, as torch loads it, so it is set before torch is imported; the
 # commands and ranks the tests start inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import torch  # after OMP_WAIT_POLICY, which its OpenMP reads as it loads
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # campaigns train in the test process (--jobs 1) unless a test names an executor: many tests patch this process
 os.environ.setdefault("DISTREPRO_JOBS", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
 
 REPO = Path(__file__).resolve().parents[1]
 # helpers shared by test modules (``from clirun import ...``): tests/ mirrors the package, helpers live apart
@@ -58,6 +55,16 @@ network:
 #: the environment that decides which plugins a process sees; ``main([..., "--root", r])`` exports ``--root`` for
 #: the ranks it starts, which in a test process would leak a deleted temporary root into every later test
 PLUGIN_ENV = ("DISTREPRO_PATH", "DISTREPRO_ROOT", "DISTREPRO_PROFILES_DIR")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """At most two torch threads in a process that runs tests, set before any test module is imported. Not in
+    pytest-xdist's controller, which runs none: importing torch there cost about 1.6 s of CPU for nothing."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import torch  # after OMP_WAIT_POLICY (above), which its OpenMP reads as it loads
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
 @pytest.fixture(autouse=True)
