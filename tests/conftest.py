@@ -134,25 +134,32 @@ def _ranks_forked_from_a_zygote() -> Generator[None, None, None]:
 
 @pytest.fixture(scope="session")
 def migrated_mlflow_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, fully migrated sqlite store, built once and kept in pytest's cache between sessions.
+    """An empty, fully migrated sqlite store, built once and kept in pytest's cache between sessions (without the
+    cache, ``-p no:cacheprovider``: in the run's temporary folder, which pytest-xdist's workers share).
 
-    Migrating a new store takes seconds (more on a busy machine); copying one takes milliseconds.
+    Migrating a new store takes about 3 s of CPU (more on a busy machine); copying one takes milliseconds.
     Keyed by the MLflow version (a new version may add migrations), built in a private file and
-    moved into place atomically, so parallel xdist workers never see a half-migrated store.
+    moved into place atomically, under a lock: one xdist worker builds it, the other waits and copies it.
     """
+    import fcntl
+
     from distrepro.tracking.mlflow_client import make_client
 
     cache = getattr(request.config, "cache", None)
-    folder = (
-        Path(cache.mkdir(f"mlflow-template-{metadata.version('mlflow')}"))
-        if cache is not None
-        else tmp_path_factory.mktemp("mlflow_template")
-    )
+    name = f"mlflow-template-{metadata.version('mlflow')}"
+    if cache is not None:
+        folder = Path(cache.mkdir(name))
+    else:  # an xdist worker's temporary folder is popen-gwN in the run's
+        run = tmp_path_factory.getbasetemp()
+        folder = (run.parent if hasattr(request.config, "workerinput") else run) / name
+        folder.mkdir(exist_ok=True)
     db = folder / "template.db"
-    if not db.exists():
-        scratch = tmp_path_factory.mktemp("mlflow_build") / "template.db"
-        make_client(f"sqlite:///{scratch}").search_experiments()  # creates and migrates the tables
-        os.replace(shutil.copyfile(scratch, folder / f"template.{os.getpid()}.tmp"), db)
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not db.exists():
+            scratch = tmp_path_factory.mktemp("mlflow_build") / "template.db"
+            make_client(f"sqlite:///{scratch}").search_experiments()  # creates and migrates the tables
+            os.replace(shutil.copyfile(scratch, folder / f"template.{os.getpid()}.tmp"), db)
     return db
 
 
