@@ -14,22 +14,26 @@ import pytest
 
 # Idle OpenMP threads sleep instead of spinning: torch's second intra-op thread otherwise busy-waits between the
 # small ops of the tests' tiny models, doubling their CPU time (and taking a shared core from the neighbours)
-# without changing a result. libgomp reads it once, as torch loads it, so it is set before that import; the
+# without changing a result. libgomp reads it once, as torch loads it, so it is set before torch is imported; the
 # commands and ranks the tests start inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import torch  # after OMP_WAIT_POLICY, which its OpenMP reads as it loads
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # campaigns train in the test process (--jobs 1) unless a test names an executor: many tests patch this process
 os.environ.setdefault("DISTREPRO_JOBS", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
 
 REPO = Path(__file__).resolve().parents[1]
 # helpers shared by test modules (``from clirun import ...``): tests/ mirrors the package, helpers live apart
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_support"))
 
 from hang_guard import load_factor  # noqa: E402  (lives in _support, on the path just added)
+
+# pytest keeps each test module's assertion-rewritten bytecode in its __pycache__ (git ignores it) and reads it back
+# on the next run, unless bytecode writing is off: with PYTHONDONTWRITEBYTECODE set (as in many CI and container
+# images, and nox inherits it) every test process rewrote and compiled all 200-odd test modules at every run, about
+# 5 s of CPU per xdist worker (both collect the whole suite). Only this process writes: the processes the tests
+# start inherit the environment unchanged. The editable source's own bytecode is the nox session's (noxfile.py).
+sys.dont_write_bytecode = False
 
 PAIR_PROFILE = """\
 schema_version: 1
@@ -51,6 +55,16 @@ network:
 #: the environment that decides which plugins a process sees; ``main([..., "--root", r])`` exports ``--root`` for
 #: the ranks it starts, which in a test process would leak a deleted temporary root into every later test
 PLUGIN_ENV = ("DISTREPRO_PATH", "DISTREPRO_ROOT", "DISTREPRO_PROFILES_DIR")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """At most two torch threads in a process that runs tests, set before any test module is imported. Not in
+    pytest-xdist's controller, which runs none: importing torch there cost about 1.6 s of CPU for nothing."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import torch  # after OMP_WAIT_POLICY (above), which its OpenMP reads as it loads
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
 
 
 @pytest.fixture(autouse=True)
@@ -120,25 +134,32 @@ def _ranks_forked_from_a_zygote() -> Generator[None, None, None]:
 
 @pytest.fixture(scope="session")
 def migrated_mlflow_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, fully migrated sqlite store, built once and kept in pytest's cache between sessions.
+    """An empty, fully migrated sqlite store, built once and kept in pytest's cache between sessions (without the
+    cache, ``-p no:cacheprovider``: in the run's temporary folder, which pytest-xdist's workers share).
 
-    Migrating a new store takes seconds (more on a busy machine); copying one takes milliseconds.
+    Migrating a new store takes about 3 s of CPU (more on a busy machine); copying one takes milliseconds.
     Keyed by the MLflow version (a new version may add migrations), built in a private file and
-    moved into place atomically, so parallel xdist workers never see a half-migrated store.
+    moved into place atomically, under a lock: one xdist worker builds it, the other waits and copies it.
     """
+    import fcntl
+
     from distrepro.tracking.mlflow_client import make_client
 
     cache = getattr(request.config, "cache", None)
-    folder = (
-        Path(cache.mkdir(f"mlflow-template-{metadata.version('mlflow')}"))
-        if cache is not None
-        else tmp_path_factory.mktemp("mlflow_template")
-    )
+    name = f"mlflow-template-{metadata.version('mlflow')}"
+    if cache is not None:
+        folder = Path(cache.mkdir(name))
+    else:  # an xdist worker's temporary folder is popen-gwN in the run's
+        run = tmp_path_factory.getbasetemp()
+        folder = (run.parent if hasattr(request.config, "workerinput") else run) / name
+        folder.mkdir(exist_ok=True)
     db = folder / "template.db"
-    if not db.exists():
-        scratch = tmp_path_factory.mktemp("mlflow_build") / "template.db"
-        make_client(f"sqlite:///{scratch}").search_experiments()  # creates and migrates the tables
-        os.replace(shutil.copyfile(scratch, folder / f"template.{os.getpid()}.tmp"), db)
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not db.exists():
+            scratch = tmp_path_factory.mktemp("mlflow_build") / "template.db"
+            make_client(f"sqlite:///{scratch}").search_experiments()  # creates and migrates the tables
+            os.replace(shutil.copyfile(scratch, folder / f"template.{os.getpid()}.tmp"), db)
     return db
 
 

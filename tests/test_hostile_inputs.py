@@ -27,6 +27,7 @@ import pytest
 import yaml
 from hang_guard import hang_guard
 from imagefolders import write_fake_cifar
+from tiny_config import TINY
 
 from distrepro.cli import main
 from distrepro.config.run_config import load_config, validate_config
@@ -39,15 +40,6 @@ from distrepro.orchestration.campaign import run_campaign
 from distrepro.plugins import registry
 from distrepro.timing import charges
 from distrepro.timing.timemodel import CommCostModel
-
-TINY: dict[str, Any] = {
-    "method": "ar_sgd",
-    "dataset": {"name": "synthetic", "params": {"train_size": 64, "test_size": 16, "image_size": 8}},
-    "batch_size": 8,
-    "budget": {"steps": 1},
-    "eval": {"times": 1},
-    "torch_threads": 1,
-}
 
 # rank 0 has a measured throughput table (not for resnet18_cifar_32), rank 1 only FLOP/s
 MIXED_PROFILE: dict[str, Any] = {

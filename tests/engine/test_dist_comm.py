@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import torch
+import zygote_ranks
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -142,12 +143,10 @@ def _worker(rank: int, rendezvous: str, folder: str) -> None:
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]]:
     """Run the scenario once on four gloo processes; every test below reads its records."""
-    import torch.multiprocessing as mp
-
     folder = tmp_path_factory.mktemp("dist-comm")
     (folder / "p2p-4.yaml").write_text(PROFILE, encoding="utf-8")
-    try:
-        mp.spawn(_worker, args=(f"file://{folder / 'rendezvous'}", str(folder)), nprocs=WORLD, join=True)
+    try:  # the ranks forked from the zygote, not spawned afresh (zygote_ranks says why)
+        zygote_ranks.spawn(_worker, (f"file://{folder / 'rendezvous'}", str(folder)), nprocs=WORLD)
     except Exception as exc:
         errors = "\n".join(p.read_text() for p in sorted(folder.glob("rank*.error.txt")))
         raise AssertionError(f"a rank failed:\n{errors}") from exc

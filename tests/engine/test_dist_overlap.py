@@ -12,9 +12,10 @@ from typing import Any
 
 import bucket_case as case
 import pytest
+import zygote_ranks
 from lanenet import Net
 
-pytestmark = pytest.mark.distributed  # two processes, about 7 s: in the default session, not slow
+pytestmark = pytest.mark.distributed  # two processes: in the default session, not slow
 
 TIMEOUT_S = 60.0
 
@@ -47,11 +48,9 @@ def _worker(rank: int, rendezvous: str, folder: str) -> None:
 
 
 def _dist_run(folder: Path) -> dict[int, dict[str, Any]]:
-    import torch.multiprocessing as mp
-
     (folder / "buckets.yaml").write_text(case.PROFILE, encoding="utf-8")
-    try:
-        mp.spawn(_worker, args=(f"file://{folder / 'rendezvous'}", str(folder)), nprocs=2, join=True)
+    try:  # the two ranks forked from the zygote, not spawned afresh (zygote_ranks says why)
+        zygote_ranks.spawn(_worker, (f"file://{folder / 'rendezvous'}", str(folder)), nprocs=2)
     except Exception as exc:
         errors = "\n".join(p.read_text() for p in sorted(folder.glob("rank*.error.txt")))
         raise AssertionError(f"a rank failed:\n{errors}") from exc

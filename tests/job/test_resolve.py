@@ -7,19 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tiny_config import TINY
 from torch import nn
 
 from distrepro.config.run_config import validate_config
 from distrepro.job import resolve
 from distrepro.job.resolve import build_job
-
-TINY: dict[str, Any] = {
-    "method": "ar_sgd",
-    "dataset": {"name": "synthetic", "params": {"train_size": 64, "test_size": 16, "image_size": 8}},
-    "batch_size": 8,
-    "budget": {"steps": 1},
-    "eval": {"times": 1},
-}
 
 
 @pytest.fixture

@@ -8,13 +8,17 @@ in-process engine, on the same tiny model, data and seed, for every topology and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
+import cli_zygote
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
+from decentdp_library import OPTIMIZERS, STEPS, TOPOLOGIES, WORLD, batch, tiny_model
+from hang_guard import hang_guard
 
 from distrepro.api.method import ClusterLayout
 from distrepro.api.optimizer_config import OptimizerConfig
@@ -30,7 +34,7 @@ decent_topo = pytest.importorskip("decent_dp.topo")
 decent_optim = pytest.importorskip("decent_dp.optim")
 
 topo = plugin_module("decentdp", "topology")
-TOPOLOGIES = ("complete", "ring", "one-peer-exp", "alternating-exp-ring")
+SUPPORT = Path(cli_zygote.__file__).parent
 
 
 def library_rounds(name: str, n: int, local: int) -> list[Any]:
@@ -90,50 +94,6 @@ def test_accum_adam_step_equals_the_library(decoupled: bool) -> None:
 
 
 # ------------------------------------------------------------------------------ end to end
-
-WORLD, LOCAL, STEPS = 4, 2, 6
-OPTIMIZERS = {
-    "adam": {"lr": 0.05, "betas": (0.9, 0.999), "eps": 1e-8},
-    "accum_adam": {"lr": 0.05, "betas": (0.9, 0.999), "eps": 1e-8, "accum_iter": 2},
-}
-
-
-def tiny_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
-
-
-def batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1000 * rank + step)
-    return torch.randn(5, 6, generator=g), torch.randint(0, 3, (5,), generator=g)
-
-
-def _library_worker(rank: int, rendezvous: str, out: str) -> None:
-    import torch.distributed as dist
-    from decent_dp.ddp import DecentralizedDataParallel
-    from decent_dp.optim import AccumAdam
-
-    dist.init_process_group("gloo", init_method=rendezvous, rank=rank, world_size=WORLD)
-    results: dict[str, list[torch.Tensor]] = {}
-    for opt_name, kw in OPTIMIZERS.items():
-        for name in TOPOLOGIES:
-            model = tiny_model()
-
-            def optim_fn(params: list[tuple[str, torch.Tensor]], opt_name: str = opt_name, kw: dict = kw) -> Any:
-                tensors = [p for _, p in params]
-                if opt_name == "adam":
-                    return torch.optim.Adam(tensors, **kw)
-                return AccumAdam(tensors, weight_decay=0.0, **kw)
-
-            ddp = DecentralizedDataParallel(model, optim_fn, topology=name, _local_world_size=LOCAL)
-            ddp.train()
-            for step in range(1, STEPS + 1):
-                x, y = batch(rank, step)
-                F.cross_entropy(ddp(x), y).backward()
-            results[f"{opt_name}/{name}"] = [p.detach().clone() for p in model.parameters()]
-    torch.save(results, out.format(rank=rank))
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 class _Ctx:
@@ -199,11 +159,15 @@ def plugin_params(tmp_path: Path, opt_name: str, name: str) -> list[torch.Tensor
 
 @pytest.mark.distributed
 def test_plugin_matches_decentralized_data_parallel(tmp_path: Path) -> None:
-    import torch.multiprocessing as mp
-
     rendezvous = f"file://{tmp_path / 'rendezvous'}"
     out = str(tmp_path / "lib-{rank}.pt")
-    mp.spawn(_library_worker, args=(rendezvous, out), nprocs=WORLD, join=True)
+    ranks = [
+        cli_zygote.popen_module("decentdp_library", [str(r), rendezvous, out], SUPPORT, os.environ, stderr=PIPE)
+        for r in range(WORLD)
+    ]  # the library's four gloo ranks, forked from the zygote (decentdp_library says why)
+    for rank in ranks:
+        _, err = rank.communicate(timeout=hang_guard(300))
+        assert rank.returncode == 0, (err or "")[-3000:]
     lib = [torch.load(out.format(rank=r)) for r in range(WORLD)]
     for opt_name in OPTIMIZERS:
         for name in TOPOLOGIES:
