@@ -15,7 +15,9 @@ by one with the scalar code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -23,6 +25,8 @@ from distrepro.timing.contention import _KEPT
 
 #: one setting per element
 Lanes = np.ndarray
+#: ``np.count_nonzero`` of a whole array: the int it returns without an axis
+_count = cast(Callable[[Lanes], int], np.count_nonzero)
 
 
 class Diverged(Exception):
@@ -49,34 +53,58 @@ def slowed_finish(
     """:func:`distrepro.timing.framework.slowed_finish_s` per lane: ``starts``/``ends`` are ``(spans, lanes)``, each
     lane's spans in that lane's order, a span counted in a lane only where ``valid`` (``None``: every span). Run under
     ``np.errstate(all="ignore")`` (as :func:`~distrepro.sensitivity.lanes.simulate_lanes` does): values of lanes a
-    mask leaves out are computed and dropped."""
+    mask leaves out are computed and dropped.
+
+    Called twice per wait of every rank (most of a replay's time), so a mask that holds in every lane takes the
+    value itself rather than ``np.where`` (the same elements), and the loop stops once every lane has ended (the
+    scalar code returns there; later spans change nothing)."""
     t = begin
     left = pymax(0.0, work)
     out = left  # every lane either ends inside the loop (and is set) or is still active at the end
     active = np.ones(t.shape, dtype=bool)
+    lanes = live = active.size
     slow = 1.0 + factor
-    any_ = np.count_nonzero
+    any_ = _count
     for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
         here = active if valid is None else active & valid[j]
         idle = here & (s > t)
-        short = idle & (s - t >= left)
-        if any_(short):
-            out = np.where(short, t + left, out)
-            active = active & ~short
-            idle = idle & ~short
-        if any_(idle):
-            left = np.where(idle, left - (s - t), left)
-            t = np.where(idle, s, t)
+        n_idle = any_(idle)
+        if n_idle:
+            gap = s - t
+            short = idle & (gap >= left)
+            n_short = any_(short)
+            if n_short:
+                out = np.where(short, t + left, out)
+                active = active & ~short
+                idle = idle & ~short
+                n_idle, live = n_idle - n_short, live - n_short
+            if n_idle == lanes:
+                left, t = left - gap, s
+            elif n_idle:
+                left = np.where(idle, left - gap, left)
+                t = np.where(idle, s, t)
+        if not live:
+            return out
         overlap = (active if valid is None else active & valid[j]) & ~(e <= t)
+        n_over = any_(overlap)
+        if not n_over:
+            continue
         done = (e - t) / slow
         ends_here = overlap & (done >= left)
-        if any_(ends_here):
+        n_end = any_(ends_here)
+        if n_end:
             out = np.where(ends_here, t + left * slow, out)
             active = active & ~ends_here
             overlap = overlap & ~ends_here
-        left = np.where(overlap, left - done, left)
-        t = np.where(overlap, e, t)
-    return np.where(active, t + left, out)
+            n_over, live = n_over - n_end, live - n_end
+            if not live:
+                return out
+        if n_over == lanes:
+            left, t = left - done, e
+        elif n_over:
+            left = np.where(overlap, left - done, left)
+            t = np.where(overlap, e, t)
+    return t + left if live == lanes else np.where(active, t + left, out)
 
 
 def _sorted_spans(starts: list[Lanes], ends: list[Lanes], valid: Lanes | None) -> tuple[Lanes, Lanes, Lanes | None]:

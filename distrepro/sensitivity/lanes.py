@@ -254,12 +254,17 @@ class _Clocks:
             top = pymax(top, t)
         return top
 
-    def measured_and_reset(self, lane: int) -> tuple[float, ...]:
-        """One lane's samples per compute-second over its epoch, NaN where nothing ran; its counters restart."""
-        samples, seconds = self.ep_samples[:, lane].tolist(), self.ep_compute[:, lane].tolist()
-        self.ep_samples[:, lane] = 0
-        self.ep_compute[:, lane] = 0.0
-        return tuple(s / c if c > 0 else math.nan for s, c in zip(samples, seconds, strict=True))
+    def measured_and_reset(self, lanes: list[int]) -> list[tuple[float, ...]]:
+        """Each of ``lanes``' samples per compute-second over its epoch, NaN where nothing ran; their counters
+        restart. The lanes that ended an epoch at one iteration together: one read of the counters for all of them
+        (Chao's method re-splits every epoch, which is every iteration at the proxy scale)."""
+        samples, seconds = self.ep_samples[:, lanes].T.tolist(), self.ep_compute[:, lanes].T.tolist()
+        self.ep_samples[:, lanes] = 0
+        self.ep_compute[:, lanes] = 0.0
+        return [
+            tuple(s / c if c > 0 else math.nan for s, c in zip(ss, cs, strict=True))
+            for ss, cs in zip(samples, seconds, strict=True)
+        ]
 
 
 def _shape(plan: Schedule) -> tuple[Any, ...]:
@@ -342,7 +347,7 @@ def _simulate(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
         if plan is None:
             plan = _plan(prober, plans, params, batches)
         clocks.run(plan)
-        top = clocks.latest()
+        top, crossed = clocks.latest(), []
         for lane, budget in enumerate(budgets):
             budget.record_iteration(sum(batches[lane]), float(top[lane]))
             ends[lane].append(budget.emulated_s)
@@ -350,9 +355,11 @@ def _simulate(jobs: Sequence[Job], prober: Prober) -> list[Timing]:
             e = budget.epoch_index()
             if e > epochs[lane]:  # the engine's _maybe_reallocate
                 epochs[lane] = e
-                new = jobs[lane].allocate(e, clocks.measured_and_reset(lane), allocs[lane], profiled[lane])
-                if new != allocs[lane]:
-                    allocs[lane], batches[lane], plan = new, _batches(jobs[lane], new), None
+                crossed.append(lane)
+        for lane, measured in zip(crossed, clocks.measured_and_reset(crossed) if crossed else (), strict=True):
+            new = jobs[lane].allocate(epochs[lane], measured, allocs[lane], profiled[lane])
+            if new != allocs[lane]:
+                allocs[lane], batches[lane], plan = new, _batches(jobs[lane], new), None
         spent = [b.budget_spent() for b in budgets]
         if all(spent):
             break

@@ -45,6 +45,44 @@ def test_slowed_finish_per_lane_is_the_scalar_one_over_that_lanes_spans(seed: in
     assert _same(got, want)
 
 
+def _scalar_finish(begin, work, starts, ends, factor, valid=None) -> list[float]:
+    return [
+        slowed_finish_s(
+            float(begin[i]), float(work[i]),
+            [(float(s), float(e)) for j, (s, e) in enumerate(zip(starts[:, i], ends[:, i], strict=True))
+             if valid is None or valid[j, i]],
+            float(factor[i]),
+        )
+        for i in range(len(begin))
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["all idle", "all overlapped", "all end early", "mixed"])
+def test_slowed_finish_where_every_lane_takes_one_branch_is_the_scalar_one(case: str) -> None:
+    """The paths that skip ``np.where`` (a mask true in every lane) and stop the loop (every lane ended, later spans
+    left unread) give each lane's scalar result to the bit; a one-ulp change of any lane fails ``_same``."""
+    rng = np.random.default_rng(7)
+    spans = 9
+    starts = np.sort(rng.uniform(0.1, 1.0, (spans, LANES)), axis=0)
+    ends = starts + rng.uniform(0.0, 0.05, (spans, LANES))
+    begin, factor = np.zeros(LANES), rng.uniform(0.05, 0.5, LANES)
+    work = {
+        "all idle": np.full(LANES, 5.0),  # longer than every span: each lane idles up to each span, then overlaps it
+        "all overlapped": np.full(LANES, 2.0),
+        "all end early": np.full(LANES, 0.01),  # every lane ends before the first span: the loop stops at once
+        "mixed": rng.uniform(0.0, 1.2, LANES),
+    }[case]
+    if case == "all overlapped":  # back-to-back spans from t = 0: compute always beside the stream
+        starts = np.cumsum(np.full((spans, LANES), 0.1), axis=0) - 0.1
+        ends = starts + 0.1
+    got = slowed_finish(begin, work, starts, ends, None, factor)
+    want = _scalar_finish(begin, work, starts, ends, factor)
+    assert _same(got, want)
+    off = got.copy()
+    off[3] = np.nextafter(off[3], np.inf)
+    assert not _same(off, want)
+
+
 def _settle_both(lane: LaneLedger, scalar: list[ContentionLedger], work: tuple, t: np.ndarray, slack: np.ndarray):
     issue, start, end, tag = work
     got = lane.settle(tag, issue, start, end, t, slack)
