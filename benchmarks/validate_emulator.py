@@ -37,8 +37,10 @@ them as goals, not asserted: they are not a target to fit.
 A DDP step (issue 33) is charged with the framework's costs (:mod:`distrepro.timing.framework`): the reducer's
 per-tensor launches and bucket copies at the GPU's memory bandwidth, the expected slowest of p workers' compute
 (per-step jitter), and the contention of the all-reduce with the backward it overlaps; a model with a per-layer
-table (ResNet-50) has its buckets and ready times from it. ``--ablate`` also prints the summary with each term
-off, to show what each moves.
+table (ResNet-50) has its buckets and ready times from it. Where a source's table fixes the global batch by gradient
+accumulation, a point pays the optimizer update its 1-GPU row amortised over more micro-batches
+(:mod:`distrepro.timing.weight_update`, the source's ``update:``, the point's ``accumulation:``). ``--ablate`` also
+prints the summary with each term off, to show what each moves.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLIN
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import framework as fw
+from distrepro.timing import weight_update as wu
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +86,7 @@ GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
 NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
-TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True, "loop": True}
+TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True, "loop": True, "update": True}
 
 
 @dataclass
@@ -527,6 +530,24 @@ def loop_seconds(
     return fw.loop_extras_seconds(extras, ranks, tensors, grad_bytes, bandwidth, gather)
 
 
+def update_seconds_of(data: dict[str, Any], point: dict[str, Any], bandwidth: float | None) -> float:
+    """Seconds per micro-batch the point pays for its optimizer update beyond its 1-GPU row, when the two accumulate
+    gradients differently (a fixed global batch: the point's ``accumulation: {point, row}``, micro-batches per
+    update; :func:`distrepro.timing.weight_update.accumulation_delta_s`), the update counted from the source's code
+    (its ``update:``, bytes per parameter by the point's ``precision``); 0 when switched off or not counted."""
+    block = data["sources"][point["source"]].get("update")
+    accumulation = point.get("accumulation")
+    if block is None or accumulation is None or not TERMS["update"] or not bandwidth:
+        return 0.0
+    model = data["models"][point["model"]]
+    precision = point.get("precision", "fp32")
+    if precision not in block["bytes_per_param"]:
+        raise ValueError(f"point {point['id']}: precision {precision!r} is none of {sorted(block['bytes_per_param'])}")
+    update = wu.WeightUpdate(block["bytes_per_param"][precision], block["kernels_per_tensor"], str(block["source"]))
+    update_s = wu.update_seconds(update, model["params"], model.get("tensors", 0), bandwidth)
+    return wu.accumulation_delta_s(update_s, accumulation["point"], accumulation["row"])
+
+
 def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
     """The DDP implementation the point's source ran (its own ``ddp:``, else its source's), as its code names it."""
     name = point.get("ddp") or data["sources"][point["source"]].get("ddp", "torch")
@@ -560,6 +581,7 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     reducer = reducer_of(data, point)
     step = ddp_step_seconds(compute, cost, point["tokens_per_gpu"], grad, point["gpus"], model, bandwidth, reducer)
     step += loop_seconds(data, point, cost, grad, bandwidth)
+    step += update_seconds_of(data, point, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
     note = f"step {step * 1e3:.1f} ms (compute {compute.nominal_step_seconds(0, point['tokens_per_gpu']) * 1e3:.1f}); "
     note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms"

@@ -360,3 +360,29 @@ def test_a_loop_block_missing_a_field_is_an_error_naming_its_source() -> None:
     del data["sources"]["dle-transformer"]["per_step"]["syncs_per_rank"]
     with pytest.raises(ValueError, match="dle-transformer: per_step lacks syncs_per_rank"):
         module.loop_extras_of(data, point)
+
+
+def test_a_fixed_global_batch_charges_the_update_its_1gpu_row_amortised() -> None:
+    """dle-gnmt's 8-GPU A100 AMP point updates every micro-batch where its 1-GPU row accumulated 8 (global batch
+    1,024 at 128 pairs a GPU): the step grows by 7/8 of the update counted from its code (160.7 M parameters x 88 B
+    at 0.8 x 1,555 GB/s + 440 kernels x 2.5 us = 12.47 ms: 10.91 ms more a step), and by nothing with the term off
+    or when point and row accumulate alike."""
+    module = _module()
+    data = _analytical(module)
+    point = next(p for p in data["points"] if p["id"] == "dle-gnmt-a100-amp-n8")
+    assert point["accumulation"] == {"point": 1, "row": 8} and point["precision"] == "amp"
+    added = module.update_seconds_of(data, point, 1555e9)
+    assert added == pytest.approx(7 / 8 * (160.7e6 * 88 / (0.8 * 1555e9) + 44 * 10 * 2.5e-6), rel=1e-9)
+    assert added == pytest.approx(10.91e-3, abs=0.01e-3)
+    with_update = module.predict(data, point).predicted
+    module.TERMS["update"] = False
+    try:
+        without = module.predict(data, point).predicted
+        assert module.update_seconds_of(data, point, 1555e9) == 0.0
+    finally:
+        module.TERMS["update"] = True
+    tokens = point["gpus"] * point["tokens_per_gpu"]
+    assert tokens / with_update - tokens / without == pytest.approx(added, rel=1e-6)
+    assert module.update_seconds_of(data, point | {"accumulation": {"point": 8, "row": 8}}, 1555e9) == 0.0
+    with pytest.raises(ValueError, match="precision 'bf16'"):
+        module.update_seconds_of(data, point | {"precision": "bf16"}, 1555e9)
