@@ -57,8 +57,35 @@ def select_arm(runs: pd.DataFrame, spec: PaperSpec, name: str, profile: str | No
 
 
 def latest_per_seed(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
-    """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none."""
+    """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none.
+
+    Called for every arm of every claim, and again at each of the hardware check's settings (a thousand times in a
+    report): the rows are picked from the seed and status lists in one pass, not a pandas group per seed (the
+    same rows, in the same order, built into the frame the same way); a seed column that is not numeric is
+    grouped by pandas as before (:func:`_latest_by_group`)."""
     order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
+    if order["seed"].dtype.kind not in "iuf":
+        return _latest_by_group(order, rows)
+    finished: dict[Any, int] = {}
+    last: dict[Any, Any] = {}
+    for pos, (seed, status) in enumerate(zip(order["seed"].tolist(), order["status"].tolist(), strict=True)):
+        if seed != seed:  # NaN: no group (pandas drops it)
+            continue
+        last[seed] = status
+        if isinstance(status, str) and status == "FINISHED":
+            finished[seed] = pos
+    picked, bad = [], {}
+    for seed in sorted(last):  # the groups' order (sort=True)
+        if seed in finished:
+            picked.append(order.iloc[finished[seed]])
+        else:
+            bad[int(seed)] = str(last[seed])
+    frame = pd.DataFrame(picked).set_index("seed", drop=False) if picked else rows.iloc[0:0]
+    return frame, bad
+
+
+def _latest_by_group(order: pd.DataFrame, rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """:func:`latest_per_seed` by a pandas group per seed (``order``: ``rows`` sorted by start time)."""
     picked, bad = [], {}
     for seed, group in order.groupby("seed", sort=True):
         done = group[group["status"] == "FINISHED"]
