@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,3 +86,97 @@ def test_a_seed_column_of_another_kind_is_grouped_by_pandas(monkeypatch: pytest.
     monkeypatch.setattr(gather, "_latest_by_group", spy)
     done, bad = latest_per_seed(rows)
     assert calls == [3] and list(done["run_id"]) == ["r2"] and bad == {2: "FAILED"}
+
+
+class _Spec:
+    """What select_arm reads of a paper: its arms."""
+
+    def __init__(self, **arms: SimpleNamespace) -> None:
+        self.arms = arms
+
+    def arm(self, name: str) -> SimpleNamespace:
+        return self.arms[name]
+
+
+SPEC = _Spec(
+    fast=SimpleNamespace(method="m", campaign=None, params={"lr": 0.1}),
+    camp=SimpleNamespace(method="m", campaign="c1", params={}),
+)
+
+
+def _runs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c", "d"],
+            "method": pd.array(["m", "m", "x", "m"], dtype="string"),
+            "profile": ["p", "q", "p", "p"],
+            "campaign": ["c1", None, "c1", "c2"],
+            "params.method_params.lr": [0.1, 0.1, 0.1, np.nan],
+            "final/emulated_s": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each fresh match of select_arm (the memo emptied first)."""
+    calls: list[int] = []
+    fresh = gather._arm_mask
+
+    def spy(*args: object) -> object:
+        calls.append(1)
+        return fresh(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gather, "_MASKS", {})
+    monkeypatch.setattr(gather, "_arm_mask", spy)
+    return calls
+
+
+def test_a_table_differing_in_its_time_columns_only_reuses_the_rows(counted: list[int]) -> None:
+    runs = _runs()
+    first = gather.select_arm(runs, SPEC, "fast", "p", None)
+    retimed = runs.copy()
+    retimed["final/emulated_s"] = [9.0, 8.0, 7.0, 6.0]
+    again = gather.select_arm(retimed, SPEC, "fast", "p", None)
+    assert counted == [1]
+    assert list(first["run_id"]) == ["a"] and list(again["final/emulated_s"]) == [9.0]
+    gather.select_arm(runs, SPEC, "camp", None, None)  # another arm: its own rows
+    assert counted == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("column", "row", "value", "want"),
+    [
+        ("method", 1, "x", ["a"]),
+        ("profile", 1, "p", ["a", "b"]),
+        ("params.method_params.lr", 0, np.nextafter(0.1, 1.0), ["a"]),  # one ulp off: still the arm's value
+        ("params.method_params.lr", 0, 0.2, []),
+        ("campaign", 1, "c1", ["a", "b"]),
+    ],
+)
+def test_a_changed_cell_that_selects_is_matched_afresh(
+    counted: list[int], column: str, row: int, value: object, want: list[str]
+) -> None:
+    runs = _runs()
+    arm = "camp" if column == "campaign" else "fast"
+    profile = None if column in ("profile", "campaign") else "p"
+    gather.select_arm(runs, SPEC, arm, profile, None)
+    changed = runs.copy()
+    changed.loc[row, column] = value
+    got = gather.select_arm(changed, SPEC, arm, profile, None)
+    assert counted == [1, 1]  # not the first table's rows
+    assert list(got["run_id"]) == want
+
+
+def test_the_memo_gives_the_rows_a_fresh_match_gives(counted: list[int]) -> None:
+    runs = _runs()
+    for arm, profile, scale in [
+        ("fast", None, None),
+        ("fast", "p", None),
+        ("camp", None, "proxy"),
+        ("camp", "q", None),
+    ]:
+        fresh = gather.select_arm(runs, SPEC, arm, profile, scale)
+        memo = gather.select_arm(runs.copy(), SPEC, arm, profile, scale)
+        pd.testing.assert_frame_equal(fresh, memo, check_exact=True)
+    assert len(counted) == 4
