@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ def _table(seeds: list, statuses: list, times: list | None = None) -> pd.DataFra
     return pd.DataFrame(data, index=[100 + 3 * i for i in range(n)])
 
 
-CASES = {
+CASES: dict[str, Any] = {
     "reruns, the newest finished counts": (
         [3, 1, 3, 1, 2],
         ["FINISHED", "FINISHED", "FINISHED", "FAILED", "FINISHED"],
@@ -98,7 +99,7 @@ class _Spec:
         return self.arms[name]
 
 
-SPEC = _Spec(
+SPEC: Any = _Spec(
     fast=SimpleNamespace(method="m", campaign=None, params={"lr": 0.1}),
     camp=SimpleNamespace(method="m", campaign="c1", params={}),
 )
