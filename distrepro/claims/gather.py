@@ -41,8 +41,47 @@ def _same(logged: Any, wanted: Any) -> bool:
 
 
 def select_arm(runs: pd.DataFrame, spec: PaperSpec, name: str, profile: str | None, scale: str | None) -> pd.DataFrame:
-    """Rows of ``runs`` that belong to arm ``name`` on ``profile`` (any profile if ``None``)."""
+    """Rows of ``runs`` that belong to arm ``name`` on ``profile`` (any profile if ``None``).
+
+    The hardware check re-judges every claim at each of its settings on copies of one run table whose time columns
+    alone differ, so the rows are memoised on everything they are picked by: the arm's method, campaign and
+    parameters, ``profile``, ``scale``, the table's labels and the contents of the columns read (:func:`_mask_key`);
+    a table that differs in any of these is matched afresh."""
     arm = spec.arm(name)
+    wanted = flatten_params({"method_params": arm.params}) if arm.params else {}
+    key = _mask_key(runs, arm, wanted, profile, scale)
+    try:
+        mask = _MASKS.get(key)
+    except TypeError:  # a cell that cannot be a key part (a list): matched afresh
+        return runs[_arm_mask(runs, arm, wanted, profile, scale)]
+    if mask is None:
+        mask = _arm_mask(runs, arm, wanted, profile, scale)
+        if len(_MASKS) >= _MASKS_KEPT:
+            _MASKS.clear()
+        _MASKS[key] = mask
+    return runs[mask]
+
+
+#: select_arm's rows by :func:`_mask_key` (a report's arms × claims' profiles and scales; cleared when full)
+_MASKS: dict[tuple[Any, ...], Any] = {}
+_MASKS_KEPT = 512
+_NAN = object()  # NaN as a key part: a NaN is not equal to itself, so tuples holding one would never match
+
+
+def _mask_key(
+    runs: pd.DataFrame, arm: Any, wanted: dict[str, Any], profile: str | None, scale: str | None
+) -> tuple[Any, ...]:
+    cols = ["method", "profile", "scale", "campaign", *(f"params.{k}" for k in wanted)]
+    read = tuple(c for c in cols if c in runs)
+    values = tuple(
+        tuple(_NAN if x is pd.NA or (isinstance(x, float) and x != x) else x for x in runs[c].tolist()) for c in read
+    )
+    spec_part = (arm.method, arm.campaign, tuple((k, type(w).__name__, repr(w)) for k, w in wanted.items()))
+    return (spec_part, profile, scale, read, tuple(runs.index.tolist()), values)
+
+
+def _arm_mask(runs: pd.DataFrame, arm: Any, wanted: dict[str, Any], profile: str | None, scale: str | None) -> Any:
+    """The boolean row mask of :func:`select_arm` (a NumPy array: a missing value never selects)."""
     mask = runs["method"] == arm.method
     if profile is not None:
         mask &= runs["profile"] == profile
@@ -50,15 +89,42 @@ def select_arm(runs: pd.DataFrame, spec: PaperSpec, name: str, profile: str | No
         mask &= runs["scale"].fillna(scale).replace("", scale) == scale
     if arm.campaign is not None:
         mask &= runs.get("campaign", pd.Series(None, index=runs.index)) == arm.campaign
-    for key, wanted in (flatten_params({"method_params": arm.params}) if arm.params else {}).items():
+    for key, want in wanted.items():
         col = f"params.{key}"
-        mask &= runs[col].map(lambda x, w=wanted: _same(x, w)) if col in runs else False
-    return runs[mask]
+        mask &= runs[col].map(lambda x, w=want: _same(x, w)) if col in runs else False
+    return mask.to_numpy(dtype=bool, na_value=False)
 
 
 def latest_per_seed(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
-    """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none."""
+    """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none.
+
+    Called for every arm of every claim, and again at each of the hardware check's settings (a thousand times in a
+    report): the rows are picked from the seed and status lists in one pass, not a pandas group per seed (the
+    same rows, in the same order, built into the frame the same way); a seed column that is not numeric is
+    grouped by pandas as before (:func:`_latest_by_group`)."""
     order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
+    if order["seed"].dtype.kind not in "iuf":
+        return _latest_by_group(order, rows)
+    finished: dict[Any, int] = {}
+    last: dict[Any, Any] = {}
+    for pos, (seed, status) in enumerate(zip(order["seed"].tolist(), order["status"].tolist(), strict=True)):
+        if seed != seed:  # NaN: no group (pandas drops it)
+            continue
+        last[seed] = status
+        if isinstance(status, str) and status == "FINISHED":
+            finished[seed] = pos
+    picked, bad = [], {}
+    for seed in sorted(last):  # the groups' order (sort=True)
+        if seed in finished:
+            picked.append(order.iloc[finished[seed]])
+        else:
+            bad[int(seed)] = str(last[seed])
+    frame = pd.DataFrame(picked).set_index("seed", drop=False) if picked else rows.iloc[0:0]
+    return frame, bad
+
+
+def _latest_by_group(order: pd.DataFrame, rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """:func:`latest_per_seed` by a pandas group per seed (``order``: ``rows`` sorted by start time)."""
     picked, bad = [], {}
     for seed, group in order.groupby("seed", sort=True):
         done = group[group["status"] == "FINISHED"]

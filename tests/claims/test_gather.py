@@ -1,0 +1,183 @@
+"""Per seed the newest finished run: the one-pass pick gives the frame and statuses the pandas group per seed gave."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from distrepro.claims import gather
+from distrepro.claims.gather import latest_per_seed
+
+pytestmark = pytest.mark.smoke
+
+
+def _by_group(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The rule as it was written before the one-pass pick (the reference)."""
+    order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
+    return gather._latest_by_group(order, rows)
+
+
+def _table(seeds: list, statuses: list, times: list | None = None) -> pd.DataFrame:
+    n = len(seeds)
+    data = {
+        "run_id": [f"r{i}" for i in range(n)],
+        "seed": seeds,
+        "status": pd.array(statuses, dtype="string"),
+        "final/emulated_s": np.linspace(0.1, 1.7, n) / 3.0,  # values with all their bits
+        "method": ["m"] * n,
+    }
+    if times is not None:
+        data["start_time"] = pd.to_datetime(times, unit="s", utc=True)
+    return pd.DataFrame(data, index=[100 + 3 * i for i in range(n)])
+
+
+CASES: dict[str, Any] = {
+    "reruns, the newest finished counts": (
+        [3, 1, 3, 1, 2],
+        ["FINISHED", "FINISHED", "FINISHED", "FAILED", "FINISHED"],
+        [5, 1, 2, 9, 3],
+    ),
+    "a seed with no finished run": ([0, 0, 1], ["FAILED", "KILLED", "FINISHED"], [1, 2, 3]),
+    "no start time: table order": ([2, 2, 1], ["FINISHED", "FINISHED", "RUNNING"], None),
+    "a missing status": ([0, 1, 1], ["FINISHED", None, "FINISHED"], [3, 2, 1]),
+    "float seeds with a NaN": ([1.0, np.nan, 0.0, 1.0], ["FINISHED"] * 4, [1, 2, 3, 4]),
+    "equal start times keep table order": ([5, 5, 5], ["FINISHED", "FINISHED", "FAILED"], [7, 7, 7]),
+    "nothing finished": ([0, 1], ["FAILED", "FAILED"], [1, 2]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_one_pass_pick_is_the_group_per_seed(case: str) -> None:
+    rows = _table(*CASES[case])
+    got, got_bad = latest_per_seed(rows)
+    want, want_bad = _by_group(rows)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got_bad == want_bad and list(got_bad) == list(want_bad)
+    assert list(got.index) == list(want.index)
+
+
+def test_the_newest_finished_run_of_each_seed_is_picked() -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    done, bad = latest_per_seed(rows)
+    assert list(done.index) == [1, 2, 3] and list(done["run_id"]) == ["r1", "r4", "r0"] and bad == {}
+
+
+def test_a_one_ulp_difference_in_a_picked_row_would_show() -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    got, _ = latest_per_seed(rows)
+    nudged = rows.copy()
+    nudged.loc[100, "final/emulated_s"] = np.nextafter(nudged.loc[100, "final/emulated_s"], np.inf)
+    with pytest.raises(AssertionError):
+        pd.testing.assert_frame_equal(got, _by_group(nudged)[0], check_exact=True)
+
+
+def test_a_seed_column_of_another_kind_is_grouped_by_pandas(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _table(["1", "2", "1"], ["FINISHED", "FAILED", "FINISHED"], [1, 2, 3])
+    calls: list[int] = []
+    by_group = gather._latest_by_group
+
+    def spy(order: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+        calls.append(len(order))
+        return by_group(order, frame)
+
+    monkeypatch.setattr(gather, "_latest_by_group", spy)
+    done, bad = latest_per_seed(rows)
+    assert calls == [3] and list(done["run_id"]) == ["r2"] and bad == {2: "FAILED"}
+
+
+class _Spec:
+    """What select_arm reads of a paper: its arms."""
+
+    def __init__(self, **arms: SimpleNamespace) -> None:
+        self.arms = arms
+
+    def arm(self, name: str) -> SimpleNamespace:
+        return self.arms[name]
+
+
+SPEC: Any = _Spec(
+    fast=SimpleNamespace(method="m", campaign=None, params={"lr": 0.1}),
+    camp=SimpleNamespace(method="m", campaign="c1", params={}),
+)
+
+
+def _runs() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c", "d"],
+            "method": pd.array(["m", "m", "x", "m"], dtype="string"),
+            "profile": ["p", "q", "p", "p"],
+            "campaign": ["c1", None, "c1", "c2"],
+            "params.method_params.lr": [0.1, 0.1, 0.1, np.nan],
+            "final/emulated_s": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each fresh match of select_arm (the memo emptied first)."""
+    calls: list[int] = []
+    fresh = gather._arm_mask
+
+    def spy(*args: object) -> object:
+        calls.append(1)
+        return fresh(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gather, "_MASKS", {})
+    monkeypatch.setattr(gather, "_arm_mask", spy)
+    return calls
+
+
+def test_a_table_differing_in_its_time_columns_only_reuses_the_rows(counted: list[int]) -> None:
+    runs = _runs()
+    first = gather.select_arm(runs, SPEC, "fast", "p", None)
+    retimed = runs.copy()
+    retimed["final/emulated_s"] = [9.0, 8.0, 7.0, 6.0]
+    again = gather.select_arm(retimed, SPEC, "fast", "p", None)
+    assert counted == [1]
+    assert list(first["run_id"]) == ["a"] and list(again["final/emulated_s"]) == [9.0]
+    gather.select_arm(runs, SPEC, "camp", None, None)  # another arm: its own rows
+    assert counted == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("column", "row", "value", "want"),
+    [
+        ("method", 1, "x", ["a"]),
+        ("profile", 1, "p", ["a", "b"]),
+        ("params.method_params.lr", 0, np.nextafter(0.1, 1.0), ["a"]),  # one ulp off: still the arm's value
+        ("params.method_params.lr", 0, 0.2, []),
+        ("campaign", 1, "c1", ["a", "b"]),
+    ],
+)
+def test_a_changed_cell_that_selects_is_matched_afresh(
+    counted: list[int], column: str, row: int, value: object, want: list[str]
+) -> None:
+    runs = _runs()
+    arm = "camp" if column == "campaign" else "fast"
+    profile = None if column in ("profile", "campaign") else "p"
+    gather.select_arm(runs, SPEC, arm, profile, None)
+    changed = runs.copy()
+    changed.loc[row, column] = value
+    got = gather.select_arm(changed, SPEC, arm, profile, None)
+    assert counted == [1, 1]  # not the first table's rows
+    assert list(got["run_id"]) == want
+
+
+def test_the_memo_gives_the_rows_a_fresh_match_gives(counted: list[int]) -> None:
+    runs = _runs()
+    for arm, profile, scale in [
+        ("fast", None, None),
+        ("fast", "p", None),
+        ("camp", None, "proxy"),
+        ("camp", "q", None),
+    ]:
+        fresh = gather.select_arm(runs, SPEC, arm, profile, scale)
+        memo = gather.select_arm(runs.copy(), SPEC, arm, profile, scale)
+        pd.testing.assert_frame_equal(fresh, memo, check_exact=True)
+    assert len(counted) == 4
