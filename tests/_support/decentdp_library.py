@@ -1,15 +1,14 @@
 """The ``decent-dp`` library's side of ``tests/methods/test_decentdp_equivalence.py``: the tiny model, data and
 optimizers both sides train, and one gloo rank running the library's ``DecentralizedDataParallel`` over them.
 
-A rank is ``python -m decentdp_library RANK RENDEZVOUS OUT`` (run from this folder), which the test forks from its
-zygote (:mod:`cli_zygote`): ``torch.multiprocessing.spawn`` started four fresh interpreters, each spending about
+A rank is :func:`library_rank`, which the test forks from its zygote (:mod:`zygote_ranks`):
+``torch.multiprocessing.spawn`` started four fresh interpreters, each spending about
 3 s of CPU importing torch, the test module and the library before its few steps. A rank is still a process of its
 own in a gloo group of four; only the imports are shared.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
@@ -61,7 +60,3 @@ def library_rank(rank: int, rendezvous: str, out: str) -> None:
     torch.save(results, out.format(rank=rank))
     dist.barrier()
     dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    library_rank(int(sys.argv[1]), sys.argv[2], sys.argv[3])

@@ -38,8 +38,8 @@ def spawn(fn: Callable[..., None], args: tuple[str, ...], nprocs: int, timeout_s
         for r in range(nprocs)
     ]
     deadline = time.monotonic() + hang_guard(timeout_s)
-    while any(p.poll() is None for p in ranks):
-        if any(p.returncode not in (None, 0) for p in ranks) or time.monotonic() > deadline:
+    while None in (codes := [p.poll() for p in ranks]):  # every rank polled: a failed one is seen at once
+        if any(code not in (None, 0) for code in codes) or time.monotonic() > deadline:
             for p in ranks:
                 p.kill()  # a no-op for a rank that has ended
             for p in ranks:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tiny_config import TINY
 
 from distrepro.cli import main
 from distrepro.config.run_config import load_config
@@ -18,13 +19,11 @@ from distrepro.job.resolve import build_job
 
 pytestmark = pytest.mark.smoke
 
+#: the shared tiny config with twice its data and steps
 BASE: dict[str, Any] = {
-    "method": "ar_sgd",
+    **TINY,
     "dataset": {"name": "synthetic", "params": {"train_size": 128, "test_size": 32, "image_size": 8}},
-    "batch_size": 8,
     "budget": {"steps": 2},
-    "eval": {"times": 1},
-    "torch_threads": 1,
 }
 
 GOOD_PROFILE: dict[str, Any] = {

@@ -8,17 +8,14 @@ in-process engine, on the same tiny model, data and seed, for every topology and
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from subprocess import PIPE
 from typing import Any
 
-import cli_zygote
 import pytest
 import torch
 import torch.nn.functional as F
-from decentdp_library import OPTIMIZERS, STEPS, TOPOLOGIES, WORLD, batch, tiny_model
-from hang_guard import hang_guard
+import zygote_ranks
+from decentdp_library import OPTIMIZERS, STEPS, TOPOLOGIES, WORLD, batch, library_rank, tiny_model
 
 from distrepro.api.method import ClusterLayout
 from distrepro.api.optimizer_config import OptimizerConfig
@@ -34,7 +31,6 @@ decent_topo = pytest.importorskip("decent_dp.topo")
 decent_optim = pytest.importorskip("decent_dp.optim")
 
 topo = plugin_module("decentdp", "topology")
-SUPPORT = Path(cli_zygote.__file__).parent
 
 
 def library_rounds(name: str, n: int, local: int) -> list[Any]:
@@ -161,13 +157,8 @@ def plugin_params(tmp_path: Path, opt_name: str, name: str) -> list[torch.Tensor
 def test_plugin_matches_decentralized_data_parallel(tmp_path: Path) -> None:
     rendezvous = f"file://{tmp_path / 'rendezvous'}"
     out = str(tmp_path / "lib-{rank}.pt")
-    ranks = [
-        cli_zygote.popen_module("decentdp_library", [str(r), rendezvous, out], SUPPORT, os.environ, stderr=PIPE)
-        for r in range(WORLD)
-    ]  # the library's four gloo ranks, forked from the zygote (decentdp_library says why)
-    for rank in ranks:
-        _, err = rank.communicate(timeout=hang_guard(300))
-        assert rank.returncode == 0, (err or "")[-3000:]
+    # the library's four gloo ranks, forked from the zygote (decentdp_library says why); raises unless all end with 0
+    zygote_ranks.spawn(library_rank, (rendezvous, out), WORLD)
     lib = [torch.load(out.format(rank=r)) for r in range(WORLD)]
     for opt_name in OPTIMIZERS:
         for name in TOPOLOGIES:
