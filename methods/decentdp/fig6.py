@@ -25,7 +25,8 @@ profiles and workloads), and :func:`build` retrains only when the key differs fr
 exploratory report's) reads the pair committed beside this checkout's ``methods/`` (``reports/decentdp/fig6.csv``
 and ``fig6.key``, :data:`REFERENCE`) when its key is this code's, and copies it: the grid took 25-50 s of CPU,
 half the report stage, to recompute the committed numbers. A changed input changes the key and retrains; the
-line printed says which copy was read.
+line printed says which copy was read. ``fig6.key`` also holds the csv's own SHA-256, so a csv edited by hand
+under an unchanged key is not read as the code's grid: it retrains.
 The cells log to their own experiment, ``distrepro/decentdp-fig6``, so the paper's runs table holds only its
 arms; one progress line per cell (counter, cell, ETA) replaces their per-step lines. The csv holds only what the
 emulator predicts (no wall time), and is rewritten only when a value changed, so rebuilding it leaves the
@@ -35,6 +36,7 @@ committed copy, and the checkout, as they were.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import sys
 import time
@@ -160,17 +162,25 @@ def build(ctx: api.ReportContext) -> list[Path]:
               f"{key[:12]}); nothing trained", file=sys.stderr)  # fmt: skip
     if not csv_path.is_file() or csv_path.read_text(encoding="utf-8") != text:
         csv_path.write_text(text, encoding="utf-8")
-    if not key_path.is_file() or key_path.read_text() != key + "\n":
-        key_path.write_text(key + "\n")
+    if not key_path.is_file() or key_path.read_text() != key_text(key, text):
+        key_path.write_text(key_text(key, text))
     return [csv_path, plot(rows, out / "fig6.png")]
 
 
+def key_text(key: str, csv_text: str) -> str:
+    """What ``fig6.key`` holds: the code's key, then the csv's SHA-256 (the grid those inputs produced)."""
+    return f"{key}\ncsv sha256 {hashlib.sha256(csv_text.encode('utf-8')).hexdigest()}\n"
+
+
 def _saved(folder: Path, key: str) -> list[dict[str, Any]] | None:
-    """The grid saved in ``folder`` if its ``fig6.key`` is ``key`` (None otherwise, or when unreadable)."""
-    key_path = folder / "fig6.key"
-    if not key_path.is_file() or key_path.read_text().strip() != key:
+    """The grid saved in ``folder`` if its ``fig6.key`` is ``key`` and the csv's digest beside it (None otherwise,
+    or when unreadable)."""
+    key_path, csv_path = folder / "fig6.key", folder / "fig6.csv"
+    if not key_path.is_file() or not csv_path.is_file():
         return None
-    return _read(folder / "fig6.csv")
+    if key_path.read_text() != key_text(key, csv_path.read_text(encoding="utf-8")):
+        return None
+    return _read(csv_path)
 
 
 def _train_grid(ctx: api.ReportContext) -> list[dict[str, Any]]:

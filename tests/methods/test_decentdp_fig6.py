@@ -85,7 +85,7 @@ def test_a_fresh_folder_copies_the_committed_grid_and_a_changed_input_retrains(
     reference = tmp_path / "checkout" / "reports" / "decentdp"  # the committed pair, keyed on this code
     reference.mkdir(parents=True)
     shutil.copy(COMMITTED, reference / "fig6.csv")
-    (reference / "fig6.key").write_text(code_version(fig6.CELL_PLUGINS) + "\n")
+    (reference / "fig6.key").write_text(fig6.key_text(code_version(fig6.CELL_PLUGINS), COMMITTED.read_text()))
     monkeypatch.setattr(fig6, "REFERENCE", reference)
     fresh = tmp_path / "fresh" / "reports" / "decentdp"
     made = fig6.build(plugin_context(fresh, "proxy"))
@@ -104,3 +104,31 @@ def test_a_fresh_folder_copies_the_committed_grid_and_a_changed_input_retrains(
     assert (again / "fig6.key").read_text() != (reference / "fig6.key").read_text()  # the changed input's key
     assert (again / "fig6.csv").read_bytes() == COMMITTED.read_bytes()  # the cells as replayed: the same grid
     assert "read from the cache" not in capsys.readouterr().err
+
+
+def test_a_csv_edited_under_an_unchanged_key_retrains(tmp_path: Path, monkeypatch, replayed, capsys) -> None:
+    fig6 = plugin_module("decentdp", "fig6")
+    reference = tmp_path / "checkout" / "reports" / "decentdp"
+    reference.mkdir(parents=True)
+    lines = COMMITTED.read_text().splitlines(keepends=True)
+    lines[1] = ",".join([*lines[1].split(",")[:3], "1.00", lines[1].split(",")[4]])  # one cell edited by hand
+    (reference / "fig6.csv").write_text("".join(lines))
+    (reference / "fig6.key").write_text(fig6.key_text(code_version(fig6.CELL_PLUGINS), COMMITTED.read_text()))
+    monkeypatch.setattr(fig6, "REFERENCE", reference)
+    fig6.build(plugin_context(tmp_path / "fresh", "proxy"))
+    assert len(replayed) == 36  # the key names the code's grid, the csv is not it: every cell retrains
+    assert (tmp_path / "fresh" / "fig6.csv").read_bytes() == COMMITTED.read_bytes()
+    assert "read from the cache" not in capsys.readouterr().err
+
+
+@pytest.mark.smoke
+def test_the_committed_grid_is_this_checkouts() -> None:
+    """The committed ``fig6.key`` is this checkout's code and profiles, over the committed csv: a change to the
+    harness's timing or engine code must come with the grid it gives (``distrepro reproduce decentdp`` retrains it
+    into ``reports/decentdp/``; commit ``fig6.csv`` and ``fig6.key``), else every fresh report retrains it."""
+    fig6 = plugin_module("decentdp", "fig6")
+    committed_key = (REPO / "reports" / "decentdp" / "fig6.key").read_text()
+    assert committed_key == fig6.key_text(code_version(fig6.CELL_PLUGINS), COMMITTED.read_text()), (
+        "reports/decentdp/fig6.key is stale: retrain the grid (distrepro reproduce decentdp) and commit fig6.csv "
+        "and fig6.key"
+    )
