@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -157,27 +158,39 @@ def solve_alm_uncached(a: Vector, c: Vector, total: float, settings: AlmSettings
     alpha, gamma = av * total / t_ref, cv / t_ref
     y = np.full(n, 1.0 / n)
     lam, mu, eta = s.lambda0, s.mu0, s.eta0
+    # the scaled times t = (α∘v + γ)/μ, Σv and the softmax p of the latest iterate at the current μ: the line
+    # search computes them for a trial, and an accepted trial's gradient and Newton direction then reuse them (the
+    # same expressions on the same arrays: the same floats as computing each again)
+    seen: list[Any] = [None, None, None, None, None]  # [v, μ, t, Σv, p]
+
+    def scaled(v: np.ndarray) -> tuple[np.ndarray, float]:
+        if seen[0] is not v or seen[1] != mu:
+            seen[:] = [v, mu, (alpha * v + gamma) / mu, float(v.sum()), None]
+        return seen[2], seen[3]
+
+    def softmax(v: np.ndarray) -> np.ndarray:
+        t, _ = scaled(v)
+        if seen[4] is None:
+            p = np.exp(t - t.max())
+            p /= p.sum()
+            seen[4] = p
+        return seen[4]
 
     def lagrangian(v: np.ndarray) -> float:
-        t = (alpha * v + gamma) / mu
+        t, total_v = scaled(v)
         top = float(t.max())
-        resid = float(v.sum()) - 1.0
+        resid = total_v - 1.0
         lse = mu * (top + math.log(float(np.exp(t - top).sum())))
         return lse - mu * float(np.log(v).sum()) + lam * resid + 0.5 * s.rho * resid * resid
 
     def gradient(v: np.ndarray) -> np.ndarray:
-        t = (alpha * v + gamma) / mu
-        p = np.exp(t - t.max())
-        p /= p.sum()
-        return alpha * p - mu / v + lam + s.rho * (float(v.sum()) - 1.0)
+        p = softmax(v)
+        return alpha * p - mu / v + lam + s.rho * (scaled(v)[1] - 1.0)
 
     def direction(v: np.ndarray, g: np.ndarray) -> np.ndarray:
         if s.direction == "gradient":
             return g
-        t = (alpha * v + gamma) / mu
-        p = np.exp(t - t.max())
-        p /= p.sum()
-        ap = alpha * p
+        ap = alpha * softmax(v)
         hess = (np.diag(alpha * ap) - np.outer(ap, ap)) / mu + np.diag(mu / (v * v)) + s.rho
         try:
             d = np.linalg.solve(hess, g)
@@ -185,11 +198,14 @@ def solve_alm_uncached(a: Vector, c: Vector, total: float, settings: AlmSettings
             return g
         return d if float(d @ g) > 0 else g  # H is positive definite; guard against round-off anyway
 
+    def norm(g: np.ndarray) -> float:
+        return math.sqrt(float(g.dot(g)))  # np.linalg.norm of a real vector: sqrt(g·g), without its checks
+
     outer = inner_total = 0
     gnorm = math.inf
     while outer < s.max_outer:
         g = gradient(y)
-        gnorm = float(np.linalg.norm(g))
+        gnorm = norm(g)
         if gnorm <= s.eps and outer > 0:
             break
         value = lagrangian(y)
@@ -202,7 +218,7 @@ def solve_alm_uncached(a: Vector, c: Vector, total: float, settings: AlmSettings
             slope = float(g @ d)
             while True:  # Armijo backtracking, keeping every share strictly positive
                 trial = y - step * d
-                if np.all(trial > 0):
+                if (trial > 0).all():
                     trial_value = lagrangian(trial)
                     if trial_value <= value - 1e-4 * step * slope:
                         break
@@ -215,7 +231,7 @@ def solve_alm_uncached(a: Vector, c: Vector, total: float, settings: AlmSettings
                 break
             y, value = trial, trial_value
             g = gradient(y)
-            gnorm = float(np.linalg.norm(g))
+            gnorm = norm(g)
         lam += s.rho * (float(y.sum()) - 1.0)
         mu *= s.mu_decay
         eta *= s.eta_decay
