@@ -173,8 +173,8 @@ def _check_graph(walk: _Walk, node: yaml.Node, path: str, depth: int) -> tuple[i
 
 #: the data of each YAML text read so far (at most :data:`_PARSED_MAX` texts of up to :data:`_PARSED_CHARS`)
 _PARSED: dict[str, Any] = {}
-_PARSED_MAX = 256
-_PARSED_CHARS = 1_000_000
+_PARSED_MAX = 128
+_PARSED_CHARS = 200_000  # the largest shipped YAML file is 108 kB: at most ~26 MB of text kept
 
 
 def load_yaml(text: str, source: str | Path | None = None) -> Any:
