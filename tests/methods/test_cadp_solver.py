@@ -199,3 +199,15 @@ def test_shared_iterate_terms_give_the_textbook_floats_bit_for_bit(direction: st
         assert (got.shares, got.outer_iterations, got.inner_iterations, got.grad_norm) == _textbook_alm(
             a, c, float(total), settings
         )
+
+
+@pytest.mark.smoke
+def test_the_direct_solve_is_numpys_solve_bit_for_bit_and_refuses_a_singular_matrix() -> None:
+    """The Newton step calls np.linalg.solve's gufunc itself: the same floats, the same LinAlgError."""
+    rng = np.random.default_rng(11)
+    for n in (2, 4, 7, 16):
+        m = rng.normal(size=(n, n)) + n * np.eye(n)
+        b = rng.normal(size=n)
+        assert sv._solve(m, b).tobytes() == np.linalg.solve(m, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        sv._solve(np.ones((3, 3)), np.ones(3))
