@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from pathlib import Path
 
 import pytest
 
+from distrepro import safe_yaml
 from distrepro.errors import ConfigError
 from distrepro.safe_yaml import MAX_DEPTH, load_yaml, read_yaml_mapping
 
@@ -83,3 +85,23 @@ def test_a_file_that_is_empty_or_not_a_mapping(tmp_path: Path) -> None:
     listed.write_text("- 1\n")
     with pytest.raises(ConfigError, match="expected a mapping at the top level, got list"):
         read_yaml_mapping(listed)
+
+
+def test_a_text_read_again_is_the_same_data_and_each_reader_its_own_copy() -> None:
+    text = "a: &x [1, 2.5e3, {b: null}]\nc: *x\nd: 2026-11-28\n"
+    first = load_yaml(text, "one.yaml")
+    assert text in safe_yaml._PARSED  # kept: the next read copies instead of composing
+    first["a"][2]["b"] = "changed"
+    first["e"] = 1
+    second = load_yaml(text, "two.yaml")
+    assert second == {"a": [1, 2500.0, {"b": None}], "c": [1, 2500.0, {"b": None}], "d": datetime.date(2026, 11, 28)}
+    assert second["a"] is second["c"]  # the alias is one object, as PyYAML builds it
+    assert load_yaml(text) is not second
+
+
+def test_a_refused_text_is_refused_again_naming_each_source() -> None:
+    text = "a: 1\na: 2\n"
+    for source in ("first.yaml", "second.yaml"):
+        with pytest.raises(ConfigError, match=source):
+            load_yaml(text, source)
+    assert text not in safe_yaml._PARSED

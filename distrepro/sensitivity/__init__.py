@@ -13,6 +13,7 @@ any plausible hardware in milliseconds, without training:
 * :mod:`.analytic`: an arm's emulated time on a profile, the engine's clock semantics replayed
   over that plan (validated against the real runs at the profile's central values);
 * :mod:`.retime`: the runs of a report re-timed for one setting (tables the verdict engine reads);
+* :mod:`.columns`: the columns of a runs table a paper's verdicts read (the sweep's and the report's judging);
 * :mod:`.sweep`: every timing claim judged at every setting: share of settings that PASS, tornado,
   flip points, heat map data.
 """

@@ -24,26 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distrepro import metrics as M
 from distrepro.claims.schema import PaperSpec
 from distrepro.claims.verdicts import evaluate_claim
 from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.seeding import derive_seed
+from distrepro.sensitivity.columns import needed_columns
 from distrepro.sensitivity.retime import Retimer
 from distrepro.sensitivity.space import Space, latin_hypercube, oat_quantiles
-from distrepro.tracking.runlog import flatten_params
-
-_IDENTITY = ("run_id", "method", "profile", "scale", "campaign", "seed", "status", "start_time")
-_TIMES = (M.FINAL_EMULATED_S, M.FINAL_USEFUL_FLOPS, M.FINAL_SAMPLES, *M.SUMMARIES)
-
-
-def _needed_columns(spec: PaperSpec, claims: Sequence[Any]) -> set[str]:
-    """What the verdicts of ``claims`` read: identity, the arms' method params, the time columns and the
-    claims' metrics. A table of a few hundred per-worker, tag and config columns made each judgement ~3x slower."""
-    params = {f"params.{k}" for arm in spec.setup.arms.values() for k in flatten_params({"method_params": arm.params})}
-    names = [m for c in claims if (m := getattr(c, "metric", None))]
-    metrics = {*names, *(M.final(m) for m in names)}
-    return {*_IDENTITY, *_TIMES, *params, *metrics}
 
 
 @dataclass(frozen=True)
@@ -156,7 +143,7 @@ class Judge:
     def __init__(self, spec: PaperSpec, runs: pd.DataFrame, curves: pd.DataFrame | None, paper: str,
                  retimer: Retimer, claims: Sequence[Any], claim_runs: Mapping[str, set[str]]) -> None:  # fmt: skip
         ids = {r.run_id for r in retimer.runs}
-        keep = [c for c in runs.columns if c in _needed_columns(spec, claims)]
+        keep = [c for c in runs.columns if c in needed_columns(spec, claims)]
         table = runs.loc[runs["run_id"].isin(ids), keep].reset_index(drop=True)
         self.runs = table.astype({c: object for c in table.columns if pd.api.types.is_string_dtype(table[c].dtype)})
         self.curves = None if curves is None else curves[curves["run_id"].isin(ids)].reset_index(drop=True)

@@ -113,3 +113,101 @@ def test_memoised_solve_is_the_uncached_solve_bit_for_bit_and_keyed_on_exact_inp
         other = sv.AlmSettings(direction="newton", rho=np.nextafter(10.0, 11.0))
         assert sv.solve_alm(a, c, float(total), other) is not first
     assert len(sv._SOLVED) == 8 * 3
+
+
+def _textbook_alm(a: np.ndarray, c: np.ndarray, total: float, s) -> tuple:
+    """Algorithm 1 as the solver computed it before its iterates' terms were shared: every quantity afresh."""
+    import math
+
+    av, cv = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
+    n = av.size
+    t_ref = float(np.max(av * total / n + cv))
+    alpha, gamma = av * total / t_ref, cv / t_ref
+    y = np.full(n, 1.0 / n)
+    lam, mu, eta = s.lambda0, s.mu0, s.eta0
+
+    def lagrangian(v):
+        t = (alpha * v + gamma) / mu
+        top = float(t.max())
+        resid = float(v.sum()) - 1.0
+        lse = mu * (top + math.log(float(np.exp(t - top).sum())))
+        return lse - mu * float(np.log(v).sum()) + lam * resid + 0.5 * s.rho * resid * resid
+
+    def gradient(v):
+        t = (alpha * v + gamma) / mu
+        p = np.exp(t - t.max())
+        p /= p.sum()
+        return alpha * p - mu / v + lam + s.rho * (float(v.sum()) - 1.0)
+
+    def direction(v, g):
+        if s.direction == "gradient":
+            return g
+        t = (alpha * v + gamma) / mu
+        p = np.exp(t - t.max())
+        p /= p.sum()
+        ap = alpha * p
+        hess = (np.diag(alpha * ap) - np.outer(ap, ap)) / mu + np.diag(mu / (v * v)) + s.rho
+        d = np.linalg.solve(hess, g)
+        return d if float(d @ g) > 0 else g
+
+    outer = inner_total = 0
+    gnorm = math.inf
+    while outer < s.max_outer:
+        g = gradient(y)
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= s.eps and outer > 0:
+            break
+        value, step = lagrangian(y), eta
+        for _ in range(s.max_inner):
+            if gnorm <= s.eps:
+                break
+            step = min(eta, 2.0 * step)
+            d = direction(y, g)
+            slope = float(g @ d)
+            while True:
+                trial = y - step * d
+                if np.all(trial > 0):
+                    trial_value = lagrangian(trial)
+                    if trial_value <= value - 1e-4 * step * slope:
+                        break
+                step *= 0.5
+                if step < 1e-18:
+                    trial, trial_value = y, value
+                    break
+            inner_total += 1
+            if trial is y:
+                break
+            y, value = trial, trial_value
+            g = gradient(y)
+            gnorm = float(np.linalg.norm(g))
+        lam += s.rho * (float(y.sum()) - 1.0)
+        mu *= s.mu_decay
+        eta *= s.eta_decay
+        outer += 1
+        if mu < s.mu_min:
+            break
+    return tuple(float(v) for v in y * total), outer, inner_total, gnorm
+
+
+@pytest.mark.parametrize("direction", ["newton", "gradient"])
+def test_shared_iterate_terms_give_the_textbook_floats_bit_for_bit(direction: str) -> None:
+    """The solver computes each iterate's scaled times, softmax and sum once (and the norm as sqrt(g·g)); its
+    shares, iteration counts and final gradient norm are exactly those of computing every term afresh."""
+    settings = sv.AlmSettings(direction=direction, max_inner=3000 if direction == "newton" else 200, max_outer=12)
+    for a, c, total in _instances(12 if direction == "newton" else 4, seed=7):
+        got = sv.solve_alm_uncached(a, c, float(total), settings)
+        assert (got.shares, got.outer_iterations, got.inner_iterations, got.grad_norm) == _textbook_alm(
+            a, c, float(total), settings
+        )
+
+
+@pytest.mark.smoke
+def test_the_direct_solve_is_numpys_solve_bit_for_bit_and_refuses_a_singular_matrix() -> None:
+    """The Newton step calls np.linalg.solve's gufunc itself: the same floats, the same LinAlgError."""
+    rng = np.random.default_rng(11)
+    for n in (2, 4, 7, 16):
+        m = rng.normal(size=(n, n)) + n * np.eye(n)
+        b = rng.normal(size=n)
+        assert sv._solve(m, b).tobytes() == np.linalg.solve(m, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        sv._solve(np.ones((3, 3)), np.ones(3))

@@ -1,5 +1,6 @@
-"""A probe's repeated SGD steps on meta tensors are skipped only where they could change nothing
-(distrepro/sensitivity/meta_step.py): the optimizer state and every recorded event are those of the real steps."""
+"""A probe's repeated SGD steps on meta tensors are skipped only where they could change nothing, and its first
+steps' momentum buffers made directly only where they are the real step's (distrepro/sensitivity/meta_step.py): the
+optimizer state and every recorded event are those of the real steps."""
 
 from __future__ import annotations
 
@@ -22,13 +23,17 @@ def _meta_model() -> torch.nn.Module:
     return copy.deepcopy(model).to("meta")
 
 
-def _state(opt: torch.optim.Optimizer) -> list[tuple[str, tuple[int, ...], torch.dtype, str]]:
-    """Every state entry's key, shape, dtype and device, in parameter order."""
-    out = []
+def _state(opt: torch.optim.Optimizer) -> list[tuple]:
+    """Every state entry's key, shape, dtype, device, strides and autograd flags, in parameter order; and the order
+    the state holds its parameters in."""
+    out: list[tuple] = []
     for group in opt.param_groups:
         for p in group["params"]:
             for key, value in sorted(opt.state.get(p, {}).items()):
-                out.append((key, tuple(value.shape), value.dtype, str(value.device)))
+                meta = (tuple(value.shape), value.dtype, str(value.device), value.stride(), value.requires_grad)
+                out.append((key, *meta, value.grad_fn is None, value.is_leaf))
+    index = {id(p): i for group in opt.param_groups for i, p in enumerate(group["params"])}
+    out.append(tuple(index[id(p)] for p in opt.state))
     return out
 
 
@@ -47,10 +52,11 @@ def test_repeat_steps_are_skipped_with_the_real_steps_state(kw: dict) -> None:
     real = torch.optim.SGD(real_model.parameters(), lr=0.1, **kw)
     fast = meta_step.steps_once_on_meta(torch.optim.SGD(fast_model.parameters(), lr=0.1, **kw))
     assert _steps(fast, fast_model, 4) == _steps(real, real_model, 4)
-    # with momentum the first step runs (it makes the buffers); without, no step has anything to do on meta
+    # with momentum the first step makes the buffers (directly); without, no step has anything to do on meta
     assert fast.step.skipped == (3 if kw.get("momentum") else 4)
+    assert fast.step.made == (1 if kw.get("momentum") else 0)
     if kw.get("momentum"):
-        assert len(_state(fast)) == len(list(fast_model.parameters()))
+        assert len(fast.state) == len(list(fast_model.parameters()))
 
 
 @pytest.mark.smoke
@@ -60,7 +66,44 @@ def test_a_parameter_that_gains_a_gradient_later_gets_its_buffer_from_a_real_ste
     real = torch.optim.SGD(real_model.parameters(), lr=0.1, momentum=0.9)
     fast = meta_step.steps_once_on_meta(torch.optim.SGD(fast_model.parameters(), lr=0.1, momentum=0.9))
     assert _steps(fast, fast_model, 3, late_fast) == _steps(real, real_model, 3, late_real)
-    assert fast.step.skipped == 1  # steps 1 and 2 real (the late parameter's buffer), step 3 skipped
+    assert fast.step.skipped == 1  # steps 1 and 2 make buffers (the late parameter's at 2), step 3 skipped
+    assert fast.step.made == 2
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"momentum": 0.9, "foreach": True},
+        {"momentum": 0.9, "lr": torch.tensor(0.1)},
+    ],
+)
+def test_a_first_step_outside_the_plain_case_is_the_real_one(kw: dict) -> None:
+    model = _meta_model()
+    opt = meta_step.steps_once_on_meta(torch.optim.SGD(model.parameters(), **{"lr": 0.1, **kw}))
+    real_calls: list[int] = []
+    real = opt.step._real
+    opt.step._real = lambda *a, **k: (real_calls.append(1), real(*a, **k))[1]
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    assert real_calls == [1] and opt.step.made == 0
+
+
+@pytest.mark.smoke
+def test_a_gradient_of_other_strides_gets_its_buffer_from_the_real_step() -> None:
+    """A transposed (non-contiguous) gradient: weight decay's sum could take other strides, so the real step runs."""
+    real_model, fast_model = _meta_model(), _meta_model()
+    real = torch.optim.SGD(real_model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    fast = meta_step.steps_once_on_meta(
+        torch.optim.SGD(fast_model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    )
+    for model in (real_model, fast_model):
+        for p in model.parameters():
+            p.grad = torch.zeros(p.shape[::-1], device="meta").t() if p.dim() == 2 else torch.zeros_like(p)
+    real.step()
+    fast.step()
+    assert _state(fast) == _state(real) and fast.step.made == 0
 
 
 @pytest.mark.smoke

@@ -41,6 +41,8 @@ MAX_WIDTH_IN = MAX_SHOWN_PX / 96
 ROW_IN = 0.33  # inches per arm in a horizontal bar chart (a 10-point label and a bar)
 #: figures of like panels (:func:`panel_grid`) and their layout, placed by :func:`place_grid` when saved
 _GRIDS: weakref.WeakKeyDictionary[Figure, tuple[list[Any], int]] = weakref.WeakKeyDictionary()
+#: zlib level 3 instead of Pillow's 6: the same pixels, a third less encoding CPU, files at most ~15 % larger
+_PNG = {"compress_level": 3}
 _WORKER = re.compile(r"^worker/(\d+)/(clock_s|compute_s|comm_s|idle_s|bytes_sent)$")
 
 
@@ -85,15 +87,20 @@ def save(fig: Figure, path: Path, within: Path) -> Path:
 
     The layout is run here, once, and then fixed: ``savefig`` on a figure with a layout engine first draws the
     whole figure without rendering only to run that engine, then draws it again to render it; the same
-    positions without the first draw, a third of a figure's cost."""
+    positions without the first draw, a third of a figure's cost (the engine removed, not left as matplotlib's
+    placeholder, for which savefig would draw it once more)."""
     grid = _GRIDS.get(fig)
     engine = fig.get_layout_engine()
     if grid is not None:  # like panels: margins measured on a few (grid_layout), not solved over every text
         place_grid(fig, *grid)
     elif engine is not None and fig.axes:  # as Figure.draw runs it (a figure without axes has nothing to place)
         engine.execute(fig)
-        fig.set_layout_engine("none")
-    return write_with(within, path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png"))
+        # no engine at all: "none" leaves a placeholder engine, and savefig first draws any figure that has an
+        # engine, placeholder included, without rendering (matplotlib >= 3.8): a whole draw of six report figures
+        fig.set_layout_engine(None)
+        if fig.get_layout_engine() is not None:  # rcParams asked for a layout (not ours): keep the placed one fixed
+            fig.set_layout_engine("none")
+    return write_with(within, path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", pil_kwargs=_PNG))
 
 
 def bars_height(n_arms: int, extra: float = 0.9) -> float:
