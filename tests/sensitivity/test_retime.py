@@ -131,6 +131,7 @@ def test_settings_prefetch_leaves_to_timing_replay_its_jobs_to_the_same_bits(ret
     for run in kept.runs:
         for setting in settings:
             memo, job = kept._at(run, setting)
+            assert job is not None
             replayed.append(job is jobs[memo])
             kept._built[memo] = job  # put back: timing() below takes it again
     assert all(replayed)
