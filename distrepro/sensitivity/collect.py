@@ -14,6 +14,7 @@ central value is the arm's configured parameter, which must lie inside its range
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,11 +122,14 @@ def collect(
     picked: dict[str, int] = {}
     skipped: dict[str, str] = {}
     claim_runs: dict[str, set[str]] = {}
+    chosen: dict[tuple[str, str | None, str | None], pd.DataFrame] = {}  # claims share arms: each picked once
     for claim in claims:
         rows = []
         for name in claim_arms(claim):
-            chosen, _ = latest_per_seed(select_arm(runs, spec, name, claim.profile, claim.scale))
-            rows.append(chosen)
+            pick = (name, claim.profile, claim.scale)
+            if pick not in chosen:
+                chosen[pick] = latest_per_seed(select_arm(runs, spec, name, claim.profile, claim.scale))[0]
+            rows.append(chosen[pick])
         if any(r.empty for r in rows):
             skipped[claim.id] = "an arm has no finished run to re-time"
             continue
@@ -171,22 +175,48 @@ class MlflowJobs:
         self._text = artifact_text
         self._jobs: dict[str, Job] = {}
         self._bundles: dict[str, Any] = {}
+        self._seen: dict[tuple[str, int], str] = {}  # (text less its seed line, where that line was) -> job key
 
     def __call__(self, run_id: str, seed: int) -> Job:
         text = self._text(run_id, "config.resolved.yaml")
         where = f"run {run_id}: config.resolved.yaml"
         if not text:
             raise ConfigError(where, None, "not logged: the run cannot be rebuilt for the sensitivity sweep")
-        data = load_yaml(text, where) or {}
-        data.pop("seed", None)
-        key = yaml.safe_dump(data, sort_keys=True)
-        base = self._jobs.get(key)
-        if base is None:
-            cfg = validate_config(data, source=where)
-            dkey = cfg.dataset.model_dump_json()
-            base = self._jobs[key] = build_job(cfg, seed, where, self._bundles.get(dkey))
-            self._bundles.setdefault(dkey, base.bundle)
+        seen, key = _seen_key(text), None
+        if seen is not None:
+            key = self._seen.get(seen)
+        if key is None:
+            data = load_yaml(text, where) or {}
+            logged_seed = data.pop("seed", None)
+            key = yaml.safe_dump(data, sort_keys=True)
+            if key not in self._jobs:
+                cfg = validate_config(data, source=where)
+                dkey = cfg.dataset.model_dump_json()
+                self._jobs[key] = build_job(cfg, seed, where, self._bundles.get(dkey))
+                self._bundles.setdefault(dkey, self._jobs[key].bundle)
+            if seen is not None and type(logged_seed) is int and text[seen[1] :].startswith(f"seed: {logged_seed}\n"):
+                self._seen[seen] = key  # the line is the top-level seed: another seed's text is this config
+        base = self._jobs[key]
         return base if base.seed == seed else reseed(base, seed)
+
+
+#: a top-level ``seed:`` line, as ``yaml.safe_dump`` writes a config's seed
+_SEED_LINE = re.compile(r"^seed: \d+\n", re.MULTILINE)
+
+
+def _seen_key(text: str) -> tuple[str, int] | None:
+    """The text without its one top-level ``seed:`` line, and where that line was (None without exactly one).
+
+    Why: a report rebuilds every run of a config from its logged text, which the runs' texts repeat but for the
+    seed line; parsing each (a pure-Python YAML parse) and dumping it again for the key cost more than the rest of
+    rebuilding the runs. Two texts equal but for the digits of that line, at the same place, hold the same data but
+    for one scalar, and :meth:`MlflowJobs.__call__` takes the shortcut only after a parse showed that scalar to be the
+    top-level ``seed`` (the one key the job key leaves out)."""
+    found = list(_SEED_LINE.finditer(text))
+    if len(found) != 1:
+        return None
+    start, end = found[0].span()
+    return text[:start] + text[end:], start
 
 
 def arms_by_run(runs: pd.DataFrame, spec: PaperSpec, arms: Sequence[str]) -> dict[str, str]:

@@ -120,6 +120,8 @@ class Retimer:
         self._noise: dict[tuple[Any, ...], dict[tuple[int, int], float]] = {}
         self._profiles: dict[tuple[Any, ...], HardwareProfile] = {}
         self._memo: dict[tuple[Any, ...], Timing] = {}
+        #: jobs :meth:`prefetch` built that lanes did not replay: :meth:`timing` replays these very jobs (by memo key)
+        self._built: dict[tuple[Any, ...], Job] = {}
         for run in self.runs:
             run.profile_vars = tuple(sorted(profile_variables([run.job.profile])))
             run.prober = self._probers.setdefault(run.key[:1], Prober(run.job))
@@ -140,6 +142,9 @@ class Retimer:
         memo = (run.key, names, pvals, avals)
         if memo in self._memo:
             return memo, None
+        built = self._built.pop(memo, None)
+        if built is not None:  # a setting prefetch could not replay in lanes: its job is built already
+            return memo, built
         job = run.job
         profile = self._profile(job.profile, names, pvals) if names else job.profile
         job = dataclasses.replace(
@@ -177,6 +182,8 @@ class Retimer:
                     by_run.setdefault(memo[0], {})[memo] = item
                 for mine in by_run.values() if len(by_run) > 1 else ():
                     self._lanes(mine)
+        for lanes in groups.values():  # left to timing(), which replays them one at a time
+            self._built.update((memo, job) for memo, (_, job) in lanes.items() if memo not in self._memo)
 
     def _lanes(self, lanes: Mapping[tuple[Any, ...], tuple[RetimedRun, Job]]) -> bool:
         items = list(lanes.items())

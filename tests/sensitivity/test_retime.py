@@ -110,3 +110,34 @@ def test_the_float_path_is_taken_for_float_tables(retimer: Retimer, monkeypatch:
     got_runs, got_curves = retimer.tables(*_tables(), {})
     assert got_curves is not None and got_curves[M.EMULATED_S].dtype == "float64"
     assert got_runs.at[12, M.FINAL_EMULATED_S] == retimer.timing(retimer.runs[1], {}).emulated_s
+
+
+def _fresh(retimer: Retimer) -> Retimer:
+    """A retimer of the fixture's runs with nothing simulated (its own runs: a retimer sets their probers)."""
+    runs = [RetimedRun(r.run_id, r.arm, r.job, r.key, r.logged_emulated_s, r.step_to_target) for r in retimer.runs]
+    return Retimer(runs)
+
+
+@pytest.mark.smoke
+def test_settings_prefetch_leaves_to_timing_replay_its_jobs_to_the_same_bits(retimer: Retimer) -> None:
+    """Four lanes (two runs at two settings) are too few to replay together: prefetch keeps the jobs it built, and
+    timing replays those very jobs, to the bit of a retimer that builds them afresh."""
+    settings = _settings(retimer)[:2]
+    kept, fresh = _fresh(retimer), _fresh(retimer)
+    kept.prefetch(settings)
+    assert kept.simulations == 0 and len(kept._built) == 4
+    jobs = dict(kept._built)
+    replayed = []
+    for run in kept.runs:
+        for setting in settings:
+            memo, job = kept._at(run, setting)
+            assert job is not None
+            replayed.append(job is jobs[memo])
+            kept._built[memo] = job  # put back: timing() below takes it again
+    assert all(replayed)
+    for setting in settings:
+        a, b = kept.timings(setting), fresh.timings(setting)
+        assert {k: (t.emulated_s, t.step_end_s) for k, t in a.items()} == {
+            k: (t.emulated_s, t.step_end_s) for k, t in b.items()
+        }
+    assert not kept._built and kept.simulations == fresh.simulations == 4
