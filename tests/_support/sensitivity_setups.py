@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from distrepro.claims.papers import PaperInfo
 from distrepro.claims.runs import RunSet
@@ -141,3 +143,17 @@ def _flip_setup(
     curves = pd.DataFrame(columns=["run_id", "step"])
     rs = RunSet("distrepro/flip", "sqlite:///nowhere.db", runs, curves, alloc, ["c-small", "c-big"])
     return PaperInfo("flip", validate_paper(paper or FLIP_PAPER)), rs, jobs
+
+
+#: the probe cases the meta-step and probe tests both replay: C-ADP's rounds and Chao's adaptive allocation
+PROBE_CASES = [
+    ("cadp", {"micro_batch": [16, 16, 2], "round_epochs": 1, "warmup_steps": 2}),
+    ("chao_alloc", {"mode": "adaptive", "global_batch": 34, "overlap": False}),
+]
+
+
+def write_tiny_profile(folder: Path) -> str:
+    """:data:`TINY_PROFILE` written as ``<name>.yaml`` in ``folder``: the path a config's ``profile`` names."""
+    path = folder / f"{TINY_PROFILE['name']}.yaml"
+    path.write_text(yaml.safe_dump(TINY_PROFILE, sort_keys=False))
+    return str(path)

@@ -8,8 +8,7 @@ import copy
 
 import pytest
 import torch
-import yaml
-from sensitivity_setups import TINY_PROFILE, _config
+from sensitivity_setups import PROBE_CASES, _config, write_tiny_profile
 
 from distrepro.config.run_config import validate_config
 from distrepro.job.resolve import build_job
@@ -123,18 +122,10 @@ def test_hooks_other_optimizers_and_real_tensors_keep_the_real_step() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("meta_step") / f"{TINY_PROFILE['name']}.yaml"
-    path.write_text(yaml.safe_dump(TINY_PROFILE, sort_keys=False))
-    return str(path)
+    return write_tiny_profile(tmp_path_factory.mktemp("meta_step"))
 
 
-@pytest.mark.parametrize(
-    "method, params",
-    [
-        ("cadp", {"micro_batch": [16, 16, 2], "round_epochs": 1, "warmup_steps": 2}),
-        ("chao_alloc", {"mode": "adaptive", "global_batch": 34, "overlap": False}),
-    ],
-)
+@pytest.mark.parametrize("method, params", PROBE_CASES)
 def test_probe_events_are_those_of_the_real_steps(
     method: str, params: dict, tiny_profile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import yaml
-from sensitivity_setups import TINY_PROFILE, _config
+from sensitivity_setups import PROBE_CASES, _config, write_tiny_profile
 
 from distrepro.config.run_config import validate_config
 from distrepro.job.resolve import build_job
@@ -36,18 +35,10 @@ def test_meta_zero_gradients_are_fresh_tensors_as_zeros_like_makes_them() -> Non
 
 @pytest.fixture(scope="module")
 def tiny_profile(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("probe") / f"{TINY_PROFILE['name']}.yaml"
-    path.write_text(yaml.safe_dump(TINY_PROFILE, sort_keys=False))
-    return str(path)
+    return write_tiny_profile(tmp_path_factory.mktemp("probe"))
 
 
-@pytest.mark.parametrize(
-    "method, params",
-    [
-        ("cadp", {"micro_batch": [16, 16, 2], "round_epochs": 1, "warmup_steps": 2}),
-        ("chao_alloc", {"mode": "adaptive", "global_batch": 34, "overlap": False}),
-    ],
-)
+@pytest.mark.parametrize("method, params", PROBE_CASES)
 def test_probe_events_with_cached_zeros_are_those_of_zeros_like(
     method: str, params: dict, tiny_profile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
