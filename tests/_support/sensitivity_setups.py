@@ -157,3 +157,8 @@ def write_tiny_profile(folder: Path) -> str:
     path = folder / f"{TINY_PROFILE['name']}.yaml"
     path.write_text(yaml.safe_dump(TINY_PROFILE, sort_keys=False))
     return str(path)
+
+
+def probe_events(prober: Prober, job: Job, sizes: list[int | None]) -> list[Any]:
+    """What ``prober`` records for every rank of ``job`` at each batch size of ``sizes``: two probes compared whole."""
+    return [prober._run(job.params, rank, n) for rank in range(job.world_size) for n in sizes]

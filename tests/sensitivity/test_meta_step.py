@@ -8,7 +8,7 @@ import copy
 
 import pytest
 import torch
-from sensitivity_setups import PROBE_CASES, _config, write_tiny_profile
+from sensitivity_setups import PROBE_CASES, _config, probe_events, write_tiny_profile
 
 from distrepro.config.run_config import validate_config
 from distrepro.job.resolve import build_job
@@ -133,7 +133,7 @@ def test_probe_events_are_those_of_the_real_steps(
     sizes = [None, 1, 2, 5, 17, 33, 40]
 
     def events(prober: Prober) -> list:
-        return [prober._run(job.params, rank, n) for rank in range(job.world_size) for n in sizes]
+        return probe_events(prober, job, sizes)
 
     wrapped: list[meta_step._MetaSGDStep] = []
     real_wrap = meta_step.steps_once_on_meta

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from sensitivity_setups import PROBE_CASES, _config, write_tiny_profile
+from sensitivity_setups import PROBE_CASES, _config, probe_events, write_tiny_profile
 
 from distrepro.config.run_config import validate_config
 from distrepro.job.resolve import build_job
@@ -46,7 +46,7 @@ def test_probe_events_with_cached_zeros_are_those_of_zeros_like(
     sizes = [None, 1, 2, 5, 17, 33]
 
     def events(prober: Prober) -> list:
-        return [prober._run(job.params, rank, n) for rank in range(job.world_size) for n in sizes]
+        return probe_events(prober, job, sizes)
 
     cached_prober = Prober(job, learn=False)
     cached = events(cached_prober)
