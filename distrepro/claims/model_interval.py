@@ -22,6 +22,7 @@ share moves only as far as compute and communication are mis-predicted different
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,11 +123,24 @@ def apply(claim: Any, verdict: Verdict, result: ModelCheck, paper: str) -> None:
     verdict.within_model_error = True
     verdict.reason = (
         f"{verdict.verdict} on the seeds, but within the emulator's validated error (± up to {widest:.1%}, out of "
-        f"sample): model interval [{fmt(low)}, {fmt(high)}], so it decides nothing about the paper; next step: "
+        f"sample): model interval [{fmt(low)}, {fmt(high)}] ({_corners(verdict.verdict, result)}), so it decides "
+        "nothing about the paper; next step: "
         f"calibrate the profile on the paper's hardware (`distrepro calibrate`) or run `distrepro reproduce {paper}` "
         f"there ({verdict.reason})"
     )
     verdict.verdict = "INCONCLUSIVE"
+
+
+def _corners(seed_verdict: str, result: ModelCheck) -> str:
+    """Why the corners overturn the seeds' verdict. The model interval is the point statistic's range only: a corner
+    whose statistic is still outside the band can be INCONCLUSIVE because its seed interval, scaled with it, reaches
+    the band's edge, which the interval alone does not show."""
+    kinds = result.corner_verdicts
+    if not kinds:
+        return f"a band of ±{_MAX_REL:.0%} or more bounds no time"
+    other = Counter(k for k in kinds if k != seed_verdict)
+    said = ", ".join(f"{kind} at {n}" for kind, n in sorted(other.items()))
+    return f"the statistic at the bands' {len(kinds)} corners; the verdict there, seed interval scaled too: {said}"
 
 
 def arm_bands(spec: Any, paper: str, verdict: Verdict) -> dict[str, ErrorBand]:

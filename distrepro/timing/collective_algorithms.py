@@ -12,9 +12,12 @@ by large factors. This module restates that rule on a profile's links, for group
   others at the intra-node one (``tuning.cc``: ``(nsteps − nInterSteps) · intraLat + nInterSteps · interLat``).
 * **tree** (all-reduce only; NCCL runs no tree for the others): a chain inside each node and a double binary tree
   between nodes. Latency ``2((L−1) α_intra + ⌊log2 N⌋ α_inter)``; bandwidth as NCCL models it, algorithm
-  bandwidth 0.92 × 0.5 × the bus bandwidth, i.e. ``S / (0.46 B)``: at large messages a tree moves no fewer bytes
-  per link than a ring and NCCL does not pick it (all_reduce_perf between two 8-GPU nodes reaches about the NICs'
-  bandwidth as bus bandwidth, NVIDIA/nccl#1048: what a ring gives, and half of what a 2x tree would).
+  bandwidth 0.92 × 0.5 × the bus bandwidth, i.e. ``S / (0.46 B)``: from three nodes on a tree moves no fewer bytes
+  per link than a ring and NCCL does not pick it for large calls. Between exactly two nodes each byte crosses the
+  network once each way, and NCCL rates the tree at up to twice the network's bandwidth and picks it
+  (:data:`TWO_NODE_TREE_NET_FACTOR`); a pinned ``tree`` is charged so, ``auto`` keeps the slowest hop's rating
+  there (all_reduce_perf between two 8-GPU nodes, NVIDIA/nccl#1048, reached about the NICs' bandwidth as bus
+  bandwidth: what a ring gives, half of what such a tree would; see :func:`all_reduce`).
 * **hierarchical** (only when pinned; NCCL does not run it on a flat communicator): reduce-scatter inside each
   node, all-reduce of the node shards between nodes (one ring per local index, all through the node's NIC:
   ``2(N−1)/N · S`` through each NIC instead of the flat ring's ``2(p−1)/p · S``), all-gather inside the node
@@ -69,6 +72,16 @@ NET_OVERHEAD_US = 1.0
 LL_BANDWIDTH_RATIO = 0.5
 #: NCCL's tree all-reduce: bus bandwidth × 0.92, algorithm bandwidth = bus bandwidth × 0.5 (``tuning.cc``)
 TREE_ALGBW_RATIO = 0.92 * 0.5
+#: a tree between exactly two nodes: its bus bandwidth is the intra-node chain's, up to this many times the
+#: network's [S]. Each of the double tree's two trees has one inter-node edge, carrying that tree's half of the data
+#: up and back down, so each byte crosses the network once each way where the intra-node chain carries it twice.
+#: NCCL's topology search raises a tree's intra-node speed while it is below twice the inter-node one ("increase
+#: bwIntra for trees (2 nodes or collnet)", ``src/graph/search.cc`` @ 5067397c and v2.21.5-1, the version the
+#: Decent-DP authors pin), and ``ncclTopoTuneModel`` rates every algorithm at ``bwIntra`` when ``nNodes <= 2``
+#: (``tuning.cc``): NCCL's maintainers, NVIDIA/nccl#946 "the Tree performance can go up to ~2x the network speed
+#: ... NCCL should use Tree on 2 nodes for large sizes", NVIDIA/nccl-tests#196 (two nodes of 8 PCIe GPUs, one
+#: 100 Gb/s NIC each: bus bandwidth above the NIC's)
+TWO_NODE_TREE_NET_FACTOR = 2.0
 
 #: the per-channel speeds in GB/s NCCL's topology search tries for an inter-node channel of a Volta or Ampere GPU,
 #: fastest first (``src/graph/search.cc`` ``speedArrayInter`` @ 5067397c; Hopper and Blackwell have tables of their
@@ -253,14 +266,21 @@ def _ring_phase(topo: Topology, steps_per_rank: int, volume: float, eff: float) 
     return phase, hops
 
 
-def _tree_phase(topo: Topology, size: float, eff: float) -> tuple[_Phase, Hops]:
-    """NCCL's tree all-reduce: chains inside nodes, a binary tree between the nodes' first ranks."""
+def _tree_phase(topo: Topology, size: float, eff: float, two_nodes_doubled: bool = False) -> tuple[_Phase, Hops]:
+    """NCCL's tree all-reduce: chains inside nodes, a binary tree between the nodes' first ranks. Its bandwidth is
+    the slowest hop's; with ``two_nodes_doubled``, between exactly two nodes, the chains' slowest, up to
+    :data:`TWO_NODE_TREE_NET_FACTOR` times the network's (what a tree between two nodes moves; charged when the tree
+    is pinned, see :func:`all_reduce`)."""
     heads = [ranks[0] for ranks in topo.nodes]
     hops: list[tuple[int, int]] = []
     for ranks in topo.nodes:
         hops += chain_hops(ranks) + chain_hops(ranks[::-1])
     tree = [(heads[i], heads[(i - 1) // 2]) for i in range(1, len(heads))]
     a_in, a_out, bandwidth, a_worst = topo.worst(hops + tree + [(b, a) for a, b in tree])
+    if two_nodes_doubled and topo.n_nodes == 2:
+        _, _, net, _ = topo.worst(tree + [(b, a) for a, b in tree])
+        chains = topo.worst(hops)[2] if hops else math.inf
+        bandwidth = min(chains, TWO_NODE_TREE_NET_FACTOR * net)
     # for link sharing, each node's NIC is crossed once each way (a ring over the heads): the charge's bandwidth
     # term already holds the tree's volume, so a flow alone must not be slowed by counting a NIC twice
     hops += ring_hops(heads)
@@ -341,9 +361,13 @@ def all_reduce(topo: Topology, size: float, algorithm: str, eff: float) -> Colle
     if algorithm == "hierarchical":
         hier = _hierarchical_phase(topo, size, eff, "all_reduce")
         return ring if hier is None else _charge("hierarchical", *hier)
-    tree = _charge("tree", *_tree_phase(topo, size, eff), tree_size=size)
     if algorithm == "tree":
-        return tree
+        return _charge("tree", *_tree_phase(topo, size, eff, two_nodes_doubled=True), tree_size=size)
+    # ``auto`` rates the tree at its slowest hop on two nodes as well: NCCL (v2.21.5-1 and 5067397c) rates it at up
+    # to twice the network's there and so picks it for large calls, but the one two-node nccl-tests point scored
+    # (NVIDIA/nccl#1048, its algorithm not stated) measures less than the ring's bound, let alone the tree's; which
+    # rule the authors' runs met is open (docs/emulator.md, "Two nodes: NCCL's tree")
+    tree = _charge("tree", *_tree_phase(topo, size, eff), tree_size=size)
     return tree if tree.seconds < ring.seconds else ring
 
 

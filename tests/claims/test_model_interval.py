@@ -48,6 +48,9 @@ def test_a_fail_inside_the_emulators_error_is_inconclusive_and_says_why() -> Non
     assert v.verdict == "INCONCLUSIVE" and v.within_model_error
     assert "within the emulator's validated error (± up to 10.0%" in v.reason and "model interval [" in v.reason
     assert "distrepro calibrate" in v.reason and v.reason.startswith("FAIL on the seeds")
+    others = [k for k in result.corner_verdicts if k != "FAIL"]  # the corners that overturn it, named with counts
+    assert others and f"the bands' {len(result.corner_verdicts)} corners" in v.reason
+    assert all(f"{kind} at {others.count(kind)}" in v.reason for kind in set(others))
     assert "'fast' ±10.0% (a hand-set 10% band)" in v.model_basis  # each arm's band, for the claim's details
     assert v.model_interval == result.interval and v.model_error == {"fast": 0.10, "base": 0.10}
 
@@ -136,3 +139,25 @@ def test_the_class_follows_the_profiles_links_and_the_methods_exchange() -> None
     cpu = load_profile("cadp-ijcai25")
     band = arm_band("cadp", cpu, "cadp", "parameter_server", {})
     assert not band.covered and "not covered" in band.basis and band.rel == pytest.approx(_each_source_once())
+
+
+def test_a_verdict_overturned_with_its_statistic_outside_the_band_says_which_corners_did_it() -> None:
+    """A FAIL whose model interval lies wholly outside the band can still be overturned: at a corner the scaled
+    seed interval reaches the band's edge. The reason names that corner's verdict, not only the interval."""
+    s = spec(SPEEDUP, min_seeds=5)
+    v = judge(s, _table(1.55))  # band [1.8, 2.2]; 1.55 x 1.1/0.9 = 1.89 is inside it: that corner is no FAIL
+    result = mi.check(s.claims[0], v, {"fast": _band(0.10), "base": _band(0.10)}, _judge())
+    assert result is not None and not result.holds
+    mi.apply(s.claims[0], v, result, "handpaper")
+    assert v.verdict == "INCONCLUSIVE"
+    overturned = sorted({k for k in result.corner_verdicts if k != "FAIL"})
+    assert overturned and all(f"{kind} at " in v.reason for kind in overturned)
+
+
+def test_a_band_too_wide_to_bound_a_time_says_so() -> None:
+    s = spec(SPEEDUP, min_seeds=5)
+    v = judge(s, _table(1.2))
+    result = mi.check(s.claims[0], v, {"fast": _band(0.96)}, _judge())
+    assert result is not None and result.corner_verdicts == () and not result.holds
+    mi.apply(s.claims[0], v, result, "handpaper")
+    assert v.verdict == "INCONCLUSIVE" and "bounds no time" in v.reason

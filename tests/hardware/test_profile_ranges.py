@@ -108,6 +108,15 @@ def test_a_shared_name_is_one_variable_in_every_place() -> None:
     assert len(chao["gpu.speed"].places) == 2 + 3 + 2  # every group of the three: the cards move together
 
 
+def test_the_a100_nodes_hcas_are_a_hardware_check_around_the_papers_figure() -> None:
+    """The A100 cluster's HCAs are not stated beyond the paper's "100 Gbps IB": its 12.0 GB/s stays central and the
+    range reaches one HDR200 HCA at NCCL's 24 GB/s, one variable over the three profiles."""
+    variables = profile_variables([load_profile(f"a100-ib-{n}") for n in (8, 16, 32)])
+    nic = variables["a100-ib.nic.bandwidth_gbytes_per_s"]
+    assert (nic.low, nic.central, nic.high) == (10.0, 12.0, 24.0)
+    assert len(nic.places) == 3  # one place per profile
+
+
 def test_a_shared_name_with_different_ranges_is_an_error(tmp_path: Path) -> None:
     one = _with(device={"speed": {"low": 0.8, "high": 1.2, "reason": "x", "name": "s"}})
     two = copy.deepcopy(one)
