@@ -181,3 +181,63 @@ def test_the_memo_gives_the_rows_a_fresh_match_gives(counted: list[int]) -> None
         memo = gather.select_arm(runs.copy(), SPEC, arm, profile, scale)
         pd.testing.assert_frame_equal(fresh, memo, check_exact=True)
     assert len(counted) == 4
+
+
+# ---------------------------------------------------------------- latest_per_seed's memo
+
+
+@pytest.fixture
+def fresh_memo(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each computed (not memoised) answer of latest_per_seed, the memo emptied first."""
+    calls: list[int] = []
+    pick = gather._pick_latest
+
+    def spy(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+        calls.append(len(rows))
+        return pick(rows)
+
+    monkeypatch.setattr(gather, "_LATEST", {})
+    monkeypatch.setattr(gather, "_pick_latest", spy)
+    return calls
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_memoised_answer_is_the_computed_one(case: str, fresh_memo: list[int]) -> None:
+    rows = _table(*CASES[case])
+    first, first_bad = latest_per_seed(rows)
+    again, again_bad = latest_per_seed(rows.copy())
+    want, want_bad = _by_group(rows)
+    assert fresh_memo == [len(rows)]  # the equal copy was answered from the memo
+    for got, bad in ((first, first_bad), (again, again_bad)):
+        pd.testing.assert_frame_equal(got, want, check_exact=True, check_index_type=True, check_column_type=True)
+        assert list(got.dtypes) == list(want.dtypes) and bad == want_bad
+
+
+def test_a_table_differing_in_one_cell_is_computed_afresh(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    first, _ = latest_per_seed(rows)
+    retimed = rows.copy()
+    retimed.loc[100, "final/emulated_s"] = np.nextafter(retimed.loc[100, "final/emulated_s"], np.inf)
+    second, _ = latest_per_seed(retimed)
+    assert len(fresh_memo) == 2
+    assert second.loc[3, "final/emulated_s"] == retimed.loc[100, "final/emulated_s"] != first.loc[3, "final/emulated_s"]
+
+
+def test_a_caller_changing_its_answer_changes_no_other(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    mine, bad = latest_per_seed(rows)
+    mine.loc[3, "final/emulated_s"] = -1.0
+    mine.index.name = "changed"
+    bad[99] = "MINE"
+    theirs, their_bad = latest_per_seed(rows)
+    assert fresh_memo == [len(rows)]
+    assert theirs.loc[3, "final/emulated_s"] == rows.loc[100, "final/emulated_s"]
+    assert theirs.index.name == "seed" and 99 not in their_bad
+
+
+def test_a_table_without_a_key_is_computed_every_time(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    rows["run_id"] = [[i] for i in range(len(rows))]  # a list cell: not keyed exactly
+    latest_per_seed(rows)
+    latest_per_seed(rows)
+    assert fresh_memo == [len(rows), len(rows)] and gather._LATEST == {}
