@@ -202,9 +202,7 @@ def seed_values(
             (values if ok else censored)[int(seed)] = v
         return values, censored, missing
     col = metric_column(rows, metric) if metric else None
-    for seed, row in rows.iterrows():
-        cell = row.get(col) if col else None
-        reached = row.get(M.TARGET_REACHED)
+    for seed, cell, reached in _summary_cells(rows, col):
         if col in _TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
             censored[int(seed)] = math.inf
         elif cell is None or pd.isna(cell):
@@ -212,6 +210,21 @@ def seed_values(
         else:
             values[int(seed)] = float(cell)
     return values, censored, missing
+
+
+def _summary_cells(rows: pd.DataFrame, col: str | None) -> Any:
+    """Per row ``(seed, cell of col, cell of target_reached)``, ``None`` for a column the table lacks.
+
+    Read as column lists (one pass each), not a Series per row (``iterrows``, most of the cost of a call made for
+    every arm of every claim at each hardware setting): the same values, since a row Series holds the same Python
+    objects (a float column's cells are the same floats) or, in an all-numeric table, NumPy floats of equal value.
+    A table whose labels repeat (a label then names several cells) is read row by row as before."""
+    if not rows.columns.is_unique:
+        return ((seed, row.get(col) if col else None, row.get(M.TARGET_REACHED)) for seed, row in rows.iterrows())
+    n = len(rows)
+    cells = rows[col].tolist() if col and col in rows else [None] * n
+    reached = rows[M.TARGET_REACHED].tolist() if M.TARGET_REACHED in rows else [None] * n
+    return zip(rows.index.tolist(), cells, reached, strict=True)
 
 
 def claim_metric(claim: Any) -> str | None:

@@ -241,3 +241,68 @@ def test_a_table_without_a_key_is_computed_every_time(fresh_memo: list[int]) -> 
     latest_per_seed(rows)
     latest_per_seed(rows)
     assert fresh_memo == [len(rows), len(rows)] and gather._LATEST == {}
+
+
+# ---------------------------------------------------------------- seed_values read by columns
+
+
+def _old_seed_values(rows: pd.DataFrame, col: str | None) -> tuple[dict[int, float], dict[int, float], list[int]]:
+    """seed_values' summary branch as written before the column reads (``iterrows``; the reference)."""
+    values: dict[int, float] = {}
+    censored: dict[int, float] = {}
+    missing: list[int] = []
+    for seed, row in rows.iterrows():
+        cell = row.get(col) if col else None
+        reached = row.get("target_reached")
+        if col in gather._TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
+            censored[int(seed)] = float("inf")
+        elif cell is None or pd.isna(cell):
+            missing.append(int(seed))
+        else:
+            values[int(seed)] = float(cell)
+    return values, censored, missing
+
+
+def _summaries(kind: str) -> pd.DataFrame:
+    seeds = [4, 1, 7, 2]
+    frame = pd.DataFrame(
+        {
+            "seed": seeds,
+            "run_id": ["a", "b", "c", "d"],
+            "final/emulated_s": [0.1 / 3, np.nan, -0.0, 7.25],
+            "time_to_target_s": [1.5, 2.0, np.nan, 3.0],
+            "target_reached": [1.0, 0.0, np.nan, 1.0],
+            "steps": [2**60 + 1, 3, 5, 9],
+            "note": ["1.5", None, "x", np.nan],
+        },
+        index=pd.Index(seeds, name="seed"),
+    )
+    if kind == "all numeric":
+        return frame.drop(columns=["run_id", "note"])
+    if kind == "float seeds":
+        return frame.set_index(frame["seed"].astype(float))
+    if kind == "no target column":
+        return frame.drop(columns=["target_reached"])
+    if kind == "repeated labels":
+        return pd.concat([frame, frame[["final/emulated_s"]] * 2], axis=1)
+    return frame
+
+
+@pytest.mark.parametrize("kind", ["mixed", "all numeric", "float seeds", "no target column", "repeated labels"])
+@pytest.mark.parametrize("metric", ["final/emulated_s", "time_to_target_s", "steps", "absent", None])
+def test_summary_values_are_the_row_by_row_ones(kind: str, metric: str | None) -> None:
+    rows = _summaries(kind)
+    claim = SimpleNamespace(target=None)
+    if kind == "repeated labels" and metric == "final/emulated_s":  # ambiguous either way: row.get gives a Series
+        with pytest.raises(ValueError, match="ambiguous"):
+            _old_seed_values(rows, metric)
+        with pytest.raises(ValueError, match="ambiguous"):
+            gather.seed_values(claim, rows, None, metric)
+        return
+    got = gather.seed_values(claim, rows, None, metric)
+    col = gather.metric_column(rows, metric) if metric else None
+    want = _old_seed_values(rows, col)
+    assert got == want and [list(map(type, d)) for d in got[:2]] == [list(map(type, d)) for d in want[:2]]
+    for new, old in zip(got[0].values(), want[0].values(), strict=True):
+        assert np.float64(new).tobytes() == np.float64(old).tobytes()  # -0.0 stays -0.0
+    assert sum(map(len, got)) == len(rows)
