@@ -15,6 +15,7 @@ import pandas as pd
 
 from distrepro import metrics as M
 from distrepro.claims.schema import PaperSpec
+from distrepro.claims.table_key import table_key
 from distrepro.tracking.runlog import flatten_params
 
 #: claim unit → curve column
@@ -99,9 +100,31 @@ def latest_per_seed(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
     """Per seed the newest FINISHED run (indexed by seed), and the status of seeds with none.
 
     Called for every arm of every claim, and again at each of the hardware check's settings (a thousand times in a
-    report): the rows are picked from the seed and status lists in one pass, not a pandas group per seed (the
-    same rows, in the same order, built into the frame the same way); a seed column that is not numeric is
-    grouped by pandas as before (:func:`_latest_by_group`)."""
+    report, two in three on a table equal to one seen before): the answer is memoised on the table's exact content
+    (:func:`distrepro.claims.table_key.table_key`: labels, dtypes and the bits of every cell), and each caller gets
+    its own copy of the memo's frame, so changing it changes nothing else. Building that frame from the picked rows
+    (pandas infers each column's dtype anew) is most of the cost."""
+    key = table_key(rows)
+    found = _LATEST.get(key) if key is not None else None
+    if found is None:
+        found = _pick_latest(rows)
+        if key is not None:
+            if len(_LATEST) >= _LATEST_KEPT:
+                _LATEST.clear()
+            _LATEST[key] = found
+    frame, bad = found
+    return frame.copy(deep=False), dict(bad)  # copy-on-write: a change to it copies first
+
+
+#: latest_per_seed's answers by table content (a report's distinct arm tables; cleared when full)
+_LATEST: dict[tuple[Any, ...], tuple[pd.DataFrame, dict[int, str]]] = {}
+_LATEST_KEPT = 512
+
+
+def _pick_latest(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """:func:`latest_per_seed` computed: the rows picked from the seed and status lists in one pass, not a pandas
+    group per seed (the same rows, in the same order, built into the frame the same way); a seed column that is
+    not numeric is grouped by pandas as before (:func:`_latest_by_group`)."""
     order = rows.sort_values("start_time", kind="stable") if "start_time" in rows else rows
     if order["seed"].dtype.kind not in "iuf":
         return _latest_by_group(order, rows)
@@ -179,9 +202,7 @@ def seed_values(
             (values if ok else censored)[int(seed)] = v
         return values, censored, missing
     col = metric_column(rows, metric) if metric else None
-    for seed, row in rows.iterrows():
-        cell = row.get(col) if col else None
-        reached = row.get(M.TARGET_REACHED)
+    for seed, cell, reached in _summary_cells(rows, col):
         if col in _TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
             censored[int(seed)] = math.inf
         elif cell is None or pd.isna(cell):
@@ -189,6 +210,21 @@ def seed_values(
         else:
             values[int(seed)] = float(cell)
     return values, censored, missing
+
+
+def _summary_cells(rows: pd.DataFrame, col: str | None) -> Any:
+    """Per row ``(seed, cell of col, cell of target_reached)``, ``None`` for a column the table lacks.
+
+    Read as column lists (one pass each), not a Series per row (``iterrows``, most of the cost of a call made for
+    every arm of every claim at each hardware setting): the same values, since a row Series holds the same Python
+    objects (a float column's cells are the same floats) or, in an all-numeric table, NumPy floats of equal value.
+    A table whose labels repeat (a label then names several cells) is read row by row as before."""
+    if not rows.columns.is_unique:
+        return ((seed, row.get(col) if col else None, row.get(M.TARGET_REACHED)) for seed, row in rows.iterrows())
+    n = len(rows)
+    cells = rows[col].tolist() if col and col in rows else [None] * n
+    reached = rows[M.TARGET_REACHED].tolist() if M.TARGET_REACHED in rows else [None] * n
+    return zip(rows.index.tolist(), cells, reached, strict=True)
 
 
 def claim_metric(claim: Any) -> str | None:

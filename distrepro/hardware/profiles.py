@@ -234,18 +234,27 @@ class HardwareProfile(Strict):
         return self.model_dump(mode="json")
 
     # ------------------------------------------------------------------ ranks
+    def _private(self) -> dict[str, Any]:
+        """The private attributes, read straight from pydantic's store: ``self._ranks`` goes through
+        ``BaseModel.__getattr__`` (microseconds a read), and every device, node and link lookup of the clock, the
+        layout and the collectives reads the rank table (a hundred thousand times in a report)."""
+        private = self.__pydantic_private__
+        assert private is not None  # set by model_post_init (pydantic initialises the private store first)
+        return private
+
     @property
     def world_size(self) -> int:
-        return len(self._ranks)
+        return len(self._private()["_ranks"])
 
     def _locate(self, rank: int) -> tuple[int, int]:
-        if not 0 <= rank < len(self._ranks):
+        ranks: list[tuple[int, int]] = self._private()["_ranks"]
+        if not 0 <= rank < len(ranks):
             raise ConfigError(
                 self.origin,
                 "nodes",
                 f"rank {rank} is out of range: this profile has world_size {self.world_size}",
             )
-        return self._ranks[rank]
+        return ranks[rank]
 
     def device(self, rank: int) -> DeviceGroup:
         i, j = self._locate(rank)
@@ -294,7 +303,7 @@ class HardwareProfile(Strict):
         class of equal paths, :mod:`distrepro.hardware.link_classes`, not once per pair)."""
         if a == b:
             raise ValueError(f"link({a}, {b}): a rank has no link to itself")
-        links = self._links or self.link_classes()  # one private-attribute read: pydantic's are slow
+        links = self._private()["_links"] or self.link_classes()  # pydantic's private-attribute reads are slow
         k = len(links.node_of)
         if not (0 <= a < k and 0 <= b < k):
             self._locate(b if 0 <= a < k else a)  # raises the ConfigError naming the profile

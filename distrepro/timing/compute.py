@@ -81,19 +81,19 @@ class ComputeModel:
         self.seed_parts = tuple(seed_parts)
         #: ranks charged effective_flops_per_s / flops_per_sample although a workload was named
         self.fallback_ranks: tuple[int, ...] = ()
+        # looked up once, first: device() is on the per-step path of every worker, and the figures below read it
+        self._devices = [profile.device(rank) for rank in range(profile.world_size)]
         # resolved for every rank now, so a profile that cannot charge this workload fails at
         # start-up rather than when the slow rank first steps
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
         self._overhead = [self._declare_overhead(rank) for rank in range(profile.world_size)]
         self._floor = [self._declare_floor(rank) for rank in range(profile.world_size)]
-        # looked up once: device() is on the per-step path of every worker
-        self._devices = [profile.device(rank) for rank in range(profile.world_size)]
         # a device's own jitter wins; the others get the profile's compute_cv (if any)
         default = sigma_of_cv(profile.noise.compute_cv) if profile.noise is not None else 0.0
         self._sigma = [d.jitter.sigma if d.jitter.kind == "lognormal" else default for d in self._devices]
 
     def _declare(self, rank: int) -> float:
-        device = self.profile.device(rank)
+        device = self._device(rank)
         if self.workload_name is not None and self.workload_name in device.throughput_samples_per_s:
             return device.throughput_samples_per_s[self.workload_name]
         if device.effective_flops_per_s is not None:
@@ -110,12 +110,12 @@ class ComputeModel:
 
     def _declare_overhead(self, rank: int) -> float:
         """The rank's fixed step cost for this workload, seconds (0 without a ``step_overhead_ms`` entry)."""
-        ms = self.profile.device(rank).step_overhead_ms.get(self.workload_name or "", 0.0)
+        ms = self._device(rank).step_overhead_ms.get(self.workload_name or "", 0.0)
         return ms / 1000.0
 
     def _declare_floor(self, rank: int) -> float:
         """The rank's host floor for one step of this workload, seconds (0 without a ``step_floor_ms`` entry)."""
-        ms = self.profile.device(rank).step_floor_ms.get(self.workload_name or "", 0.0)
+        ms = self._device(rank).step_floor_ms.get(self.workload_name or "", 0.0)
         return ms / 1000.0
 
     def floor_s(self, rank: int) -> float:
@@ -194,10 +194,20 @@ class ComputeModel:
             raise ValueError(f"n_samples must be >= 0, got {n_samples}")
         if n_samples == 0:
             return 0.0
-        overhead, floor = self.overhead_s(rank), self.floor_s(rank)
+        if 0 <= rank < len(self._declared):  # the tables built at construction, not four method calls a step
+            overhead, floor, declared, device = (
+                self._overhead[rank],
+                self._floor[rank],
+                self._declared[rank],
+                self._devices[rank],
+            )
+        else:  # a rank the profile does not have: the lookups raise the ConfigError naming it
+            overhead, floor = self.overhead_s(rank), self.floor_s(rank)
+            declared, device = self.declared_samples_per_s(rank), self._device(rank)
         if overhead == 0.0 and floor == 0.0:  # the large-batch throughput alone: the arithmetic before step overheads
-            return n_samples / self.samples_per_s(rank, at_s) * self.noise_factor(rank, step_index)
-        base = overhead + n_samples / self.declared_samples_per_s(rank)
-        gpu = base / self._device(rank).speed_factor(at_s)
+            # n / samples_per_s(rank, at_s), with that method's product spelled out
+            return n_samples / (declared * device.speed_factor(at_s)) * self.noise_factor(rank, step_index)
+        base = overhead + n_samples / declared
+        gpu = base / device.speed_factor(at_s)
         # the host floor is the CPU's: a slower GPU (speed change) does not slow it
         return (gpu if floor == 0.0 else max(floor, gpu)) * self.noise_factor(rank, step_index)

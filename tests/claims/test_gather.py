@@ -181,3 +181,128 @@ def test_the_memo_gives_the_rows_a_fresh_match_gives(counted: list[int]) -> None
         memo = gather.select_arm(runs.copy(), SPEC, arm, profile, scale)
         pd.testing.assert_frame_equal(fresh, memo, check_exact=True)
     assert len(counted) == 4
+
+
+# ---------------------------------------------------------------- latest_per_seed's memo
+
+
+@pytest.fixture
+def fresh_memo(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each computed (not memoised) answer of latest_per_seed, the memo emptied first."""
+    calls: list[int] = []
+    pick = gather._pick_latest
+
+    def spy(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+        calls.append(len(rows))
+        return pick(rows)
+
+    monkeypatch.setattr(gather, "_LATEST", {})
+    monkeypatch.setattr(gather, "_pick_latest", spy)
+    return calls
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_memoised_answer_is_the_computed_one(case: str, fresh_memo: list[int]) -> None:
+    rows = _table(*CASES[case])
+    first, first_bad = latest_per_seed(rows)
+    again, again_bad = latest_per_seed(rows.copy())
+    want, want_bad = _by_group(rows)
+    assert fresh_memo == [len(rows)]  # the equal copy was answered from the memo
+    for got, bad in ((first, first_bad), (again, again_bad)):
+        pd.testing.assert_frame_equal(got, want, check_exact=True, check_index_type=True, check_column_type=True)
+        assert list(got.dtypes) == list(want.dtypes) and bad == want_bad
+
+
+def test_a_table_differing_in_one_cell_is_computed_afresh(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    first, _ = latest_per_seed(rows)
+    retimed = rows.copy()
+    retimed.loc[100, "final/emulated_s"] = np.nextafter(retimed.loc[100, "final/emulated_s"], np.inf)
+    second, _ = latest_per_seed(retimed)
+    assert len(fresh_memo) == 2
+    assert second.loc[3, "final/emulated_s"] == retimed.loc[100, "final/emulated_s"] != first.loc[3, "final/emulated_s"]
+
+
+def test_a_caller_changing_its_answer_changes_no_other(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    mine, bad = latest_per_seed(rows)
+    mine.loc[3, "final/emulated_s"] = -1.0
+    mine.index.name = "changed"
+    bad[99] = "MINE"
+    theirs, their_bad = latest_per_seed(rows)
+    assert fresh_memo == [len(rows)]
+    assert theirs.loc[3, "final/emulated_s"] == rows.loc[100, "final/emulated_s"]
+    assert theirs.index.name == "seed" and 99 not in their_bad
+
+
+def test_a_table_without_a_key_is_computed_every_time(fresh_memo: list[int]) -> None:
+    rows = _table(*CASES["reruns, the newest finished counts"])
+    rows["run_id"] = [[i] for i in range(len(rows))]  # a list cell: not keyed exactly
+    latest_per_seed(rows)
+    latest_per_seed(rows)
+    assert fresh_memo == [len(rows), len(rows)] and gather._LATEST == {}
+
+
+# ---------------------------------------------------------------- seed_values read by columns
+
+
+def _old_seed_values(rows: pd.DataFrame, col: str | None) -> tuple[dict[int, float], dict[int, float], list[int]]:
+    """seed_values' summary branch as written before the column reads (``iterrows``; the reference)."""
+    values: dict[int, float] = {}
+    censored: dict[int, float] = {}
+    missing: list[int] = []
+    for seed, row in rows.iterrows():
+        cell = row.get(col) if col else None
+        reached = row.get("target_reached")
+        if col in gather._TARGET_SUMMARIES and reached is not None and not pd.isna(reached) and float(reached) == 0:
+            censored[int(seed)] = float("inf")
+        elif cell is None or pd.isna(cell):
+            missing.append(int(seed))
+        else:
+            values[int(seed)] = float(cell)
+    return values, censored, missing
+
+
+def _summaries(kind: str) -> pd.DataFrame:
+    seeds = [4, 1, 7, 2]
+    frame = pd.DataFrame(
+        {
+            "seed": seeds,
+            "run_id": ["a", "b", "c", "d"],
+            "final/emulated_s": [0.1 / 3, np.nan, -0.0, 7.25],
+            "time_to_target_s": [1.5, 2.0, np.nan, 3.0],
+            "target_reached": [1.0, 0.0, np.nan, 1.0],
+            "steps": [2**60 + 1, 3, 5, 9],
+            "note": ["1.5", None, "x", np.nan],
+        },
+        index=pd.Index(seeds, name="seed"),
+    )
+    if kind == "all numeric":
+        return frame.drop(columns=["run_id", "note"])
+    if kind == "float seeds":
+        return frame.set_index(frame["seed"].astype(float))
+    if kind == "no target column":
+        return frame.drop(columns=["target_reached"])
+    if kind == "repeated labels":
+        return pd.concat([frame, frame[["final/emulated_s"]] * 2], axis=1)
+    return frame
+
+
+@pytest.mark.parametrize("kind", ["mixed", "all numeric", "float seeds", "no target column", "repeated labels"])
+@pytest.mark.parametrize("metric", ["final/emulated_s", "time_to_target_s", "steps", "absent", None])
+def test_summary_values_are_the_row_by_row_ones(kind: str, metric: str | None) -> None:
+    rows = _summaries(kind)
+    claim = SimpleNamespace(target=None)
+    if kind == "repeated labels" and metric == "final/emulated_s":  # ambiguous either way: row.get gives a Series
+        with pytest.raises(ValueError, match="ambiguous"):
+            _old_seed_values(rows, metric)
+        with pytest.raises(ValueError, match="ambiguous"):
+            gather.seed_values(claim, rows, None, metric)
+        return
+    got = gather.seed_values(claim, rows, None, metric)
+    col = gather.metric_column(rows, metric) if metric else None
+    want = _old_seed_values(rows, col)
+    assert got == want and [list(map(type, d)) for d in got[:2]] == [list(map(type, d)) for d in want[:2]]
+    for new, old in zip(got[0].values(), want[0].values(), strict=True):
+        assert np.float64(new).tobytes() == np.float64(old).tobytes()  # -0.0 stays -0.0
+    assert sum(map(len, got)) == len(rows)

@@ -115,6 +115,25 @@ def test_rank_numbering_and_nic_caps(tmp_path: Path) -> None:
         profile.device(4)
 
 
+@pytest.mark.parametrize("name", [*sorted(SHIPPED), "chao-2m-1124", "acid-a100-16"])
+def test_rank_lookups_read_the_table_pydantic_holds(name: str) -> None:
+    """The lookups read the private store directly (speed only): the same table ``profile._ranks`` gives through
+    pydantic, the same device objects, and a copy (model_copy) reads its own."""
+    profile = load_profile(name)
+    ranks = profile._ranks  # the old read, through BaseModel.__getattr__
+    assert profile.world_size == len(ranks) > 0
+    for rank, (i, j) in enumerate(ranks):
+        assert profile.device(rank) is profile.nodes[i].devices[j]
+        assert profile.node_index(rank) == i and profile.device_path(rank) == f"nodes[{i}].devices[{j}]"
+    assert profile.link(0, profile.world_size - 1) == profile.link_classes().link(0, profile.world_size - 1)
+    other = profile.model_copy()
+    other._ranks = [(0, 0)] * len(ranks)
+    assert other.node_index(len(ranks) - 1) == 0 and profile.node_index(len(ranks) - 1) == ranks[-1][0]
+    for bad in (-1, len(ranks)):
+        with pytest.raises(ConfigError, match=f"rank {bad} is out of range"):
+            profile.device(bad)
+
+
 def test_variant_replaces_network(tmp_path: Path) -> None:
     path = write(tmp_path, minimal_profile(), "tiny")
     slow = load_profile(path, variant="slow")

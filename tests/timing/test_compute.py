@@ -1,0 +1,104 @@
+"""The compute clock's per-step charge reads tables built once per model (speed only): every charge equals, bit for
+bit, the expression it replaced (four method calls a step), with and without overheads, floors, speed changes
+and noise; a subclass's noise still counts; a rank the profile lacks still fails naming it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from distrepro.errors import ConfigError
+from distrepro.hardware.profiles import HardwareProfile, load_profile
+from distrepro.timing.compute import ComputeModel
+
+pytestmark = pytest.mark.smoke
+
+
+def _old_step_seconds(m: ComputeModel, rank: int, n_samples: int, step_index: int, at_s: float) -> float:
+    """ComputeModel.step_seconds as written before the tables (the reference)."""
+    if n_samples == 0:
+        return 0.0
+    overhead, floor = m.overhead_s(rank), m.floor_s(rank)
+    if overhead == 0.0 and floor == 0.0:
+        return n_samples / m.samples_per_s(rank, at_s) * m.noise_factor(rank, step_index)
+    base = overhead + n_samples / m.declared_samples_per_s(rank)
+    gpu = base / m._device(rank).speed_factor(at_s)
+    return (gpu if floor == 0.0 else max(floor, gpu)) * m.noise_factor(rank, step_index)
+
+
+def _profile(**group: Any) -> HardwareProfile:
+    device: dict[str, Any] = {
+        "name": "g",
+        "kind": "gpu",
+        "count": 3,
+        "memory_gib": 16,
+        "throughput_samples_per_s": {"w": 97.3},
+        "source": "[E] test",
+        **group,
+    }
+    link = {"latency_us": 10, "bandwidth_gbytes_per_s": 10, "source": "[E] test"}
+    return HardwareProfile.model_validate(
+        {
+            "schema_version": 2,
+            "name": "p",
+            "description": "test",
+            "nodes": [{"name": "n", "devices": [device]}],
+            "network": {"intra_node": link, "inter_node": link},
+        }
+    )
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "throughput alone": {},
+    "overhead": {"step_overhead_ms": {"w": 3.7}},
+    "floor": {"step_floor_ms": {"w": 41.0}},
+    "overhead, floor and a speed change": {
+        "step_overhead_ms": {"w": 3.7},
+        "step_floor_ms": {"w": 9.1},
+        "speed_changes": [{"at_s": 0.5, "factor": 0.37}],
+    },
+    "jitter and stragglers, a speed change": {
+        "jitter": {"kind": "lognormal", "sigma": 0.13},
+        "straggler": {"probability": 0.3, "slowdown": 2.9},
+        "speed_changes": [{"at_s": 0.5, "factor": 1.7}],
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(PROFILES))
+def test_every_charge_is_the_old_expression_bitwise(case: str) -> None:
+    model = ComputeModel(_profile(**PROFILES[case]), "w", 1.0, ("paper", "m", 0))
+    charges = [
+        (model.step_seconds(r, n, i, at), _old_step_seconds(model, r, n, i, at))
+        for r in range(3)
+        for n in (0, 1, 7, 64, 1000)
+        for i in (-3, 0, 5, 11)
+        for at in (0.0, 0.5, 2.25)
+    ]
+    assert all(new == old for new, old in charges)  # == on floats: the same bits (no NaN here)
+    assert len({new for new, _ in charges}) >= 4  # the batch sizes (and noise, speed changes) do differ
+
+
+def test_a_shipped_profile_charges_as_before() -> None:
+    profile = load_profile("cadp-ijcai25")
+    model = ComputeModel(profile, "resnet50_in100_224", 3.1e9, ("cadp", 1))
+    assert model._devices == [profile.device(r) for r in range(profile.world_size)]
+    for r in range(profile.world_size):
+        assert model.step_seconds(r, 32, 4, 1.0) == _old_step_seconds(model, r, 32, 4, 1.0)
+
+
+def test_a_subclass_noise_still_multiplies_the_step() -> None:
+    class Doubled(ComputeModel):
+        def noise_factor(self, rank: int, step_index: int) -> float:
+            return 2.0
+
+    plain = ComputeModel(_profile(), "w", 1.0)
+    assert Doubled(_profile(), "w", 1.0).step_seconds(1, 10, 0, 0.0) == 2.0 * plain.step_seconds(1, 10, 0, 0.0)
+
+
+def test_a_rank_the_profile_lacks_is_named() -> None:
+    model = ComputeModel(_profile(step_overhead_ms={"w": 1.0}), "w", 1.0)
+    for rank in (3, -1):
+        with pytest.raises(ConfigError, match=f"rank {rank} is out of range"):
+            model.step_seconds(rank, 4, 0, 0.0)
