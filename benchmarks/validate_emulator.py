@@ -64,6 +64,7 @@ from distrepro.api.overlap import DDP_BUCKET_BYTES, emulated_buckets
 from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
+from distrepro.timing import batch_spread as bs
 from distrepro.timing import framework as fw
 from distrepro.timing import weight_update as wu
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
@@ -86,7 +87,15 @@ GOAL_OVERALL, GOAL_SIGNED, GOAL_SOURCE, GOAL_CELLS = 0.04, 0.02, 0.10, 0.15
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
 NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
-TERMS = {"framework": True, "slowest_of_p": True, "contention": True, "layers": True, "loop": True, "update": True}
+TERMS = {
+    "framework": True,
+    "slowest_of_p": True,
+    "batch_spread": True,
+    "contention": True,
+    "layers": True,
+    "loop": True,
+    "update": True,
+}
 
 
 @dataclass
@@ -469,6 +478,7 @@ def ddp_step_seconds(
     model: dict[str, Any] | None = None,
     memory_bytes_per_s: float | None = None,
     reducer: fw.Reducer = fw.REDUCERS["torch"],
+    spread: bs.LengthBucketing | None = None,
 ) -> float:
     """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
     launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
@@ -478,11 +488,16 @@ def ddp_step_seconds(
     Framework terms (:data:`TERMS`): the ``reducer``'s kernels per tensor (the model's ``tensors``) and per bucket
     and its passes over ``grad_bytes`` at the GPU's memory bandwidth
     (:func:`distrepro.timing.framework.reducer_seconds`) added to backward; compute x the expected slowest of
-    ``ranks`` (per-step jitter); backward slowed by the contention factor for as long as a bucket overlaps it."""
+    ``ranks`` (per-step jitter; with ``spread``, each rank's own length-bucketed batch times its jitter,
+    :func:`distrepro.timing.batch_spread.slowest_factor`); backward slowed by the contention factor for as long
+    as a bucket overlaps it."""
     model = model or {}
     t_c = compute.nominal_step_seconds(0, tokens)
     if TERMS["slowest_of_p"]:
-        t_c *= fw.expected_max_factor(ranks)
+        if spread is not None and TERMS["batch_spread"]:
+            t_c *= bs.slowest_factor(spread, ranks, fw.STEP_CV)
+        else:
+            t_c *= fw.expected_max_factor(ranks)
     world = list(range(ranks))
     table = load_workloads()[model["workload"]].layers if TERMS["layers"] and model.get("workload") else None
     if table is not None:
@@ -500,6 +515,34 @@ def ddp_step_seconds(
         overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
     contention = fw.CONTENTION if TERMS["contention"] else 0.0
     return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
+
+
+def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBucketing | None:
+    """How the point's source batches its sentences by length (its ``batch_spread:``, at the point's tokens per
+    GPU as ``--max-tokens``), None for a source whose ranks' batches are alike (fixed shapes)."""
+    block = data["sources"][point["source"]].get("batch_spread")
+    if block is None:
+        return None
+    fields = [f for f in bs.LengthBucketing.__dataclass_fields__ if f not in ("max_tokens", "max_length", "source")]
+    missing = [f for f in (*fields, "source") if f not in block]
+    if missing:
+        raise ValueError(f"source {point['source']}: batch_spread lacks {', '.join(missing)}")
+    f = {name: float(block[name]) for name in fields if name != "batch_multiple"}
+    return bs.LengthBucketing(
+        max_tokens=int(point["tokens_per_gpu"]),
+        batch_multiple=int(block["batch_multiple"]),
+        mean_length=f["mean_length"],
+        length_cv=f["length_cv"],
+        length_ratio=f["length_ratio"],
+        ratio_variance=f["ratio_variance"],
+        chars_per_token=f["chars_per_token"],
+        ratio_cap=f["ratio_cap"],
+        source_cost=f["source_cost"],
+        target_cost=f["target_cost"],
+        attention_cost=f["attention_cost"],
+        max_length=int(block.get("max_length", 250)),
+        source=str(block["source"]),
+    )
 
 
 def loop_extras_of(data: dict[str, Any], point: dict[str, Any]) -> fw.LoopExtras | None:
@@ -579,7 +622,9 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     memory = data["gpus"][gpu].get("memory_gbytes_per_s")
     bandwidth = memory * 1e9 if memory else None
     reducer = reducer_of(data, point)
-    step = ddp_step_seconds(compute, cost, point["tokens_per_gpu"], grad, point["gpus"], model, bandwidth, reducer)
+    spread = batch_spread_of(data, point)
+    tokens, ranks = point["tokens_per_gpu"], point["gpus"]
+    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread)
     step += loop_seconds(data, point, cost, grad, bandwidth)
     step += update_seconds_of(data, point, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)

@@ -354,6 +354,30 @@ def test_a_loops_per_step_work_slows_its_multi_gpu_points_as_counted() -> None:
     assert counted is not None and module.loop_seconds(gdata, gnmt, cost, 1e9, 1e12) == 0.0
 
 
+def test_length_bucketed_batches_slow_only_the_multi_gpu_points_by_the_slowest_rank() -> None:
+    """dle-transformer's ranks each train their own length-bucketed batch (its ``batch_spread:``): a multi-GPU step's
+    compute is the expected slowest of p ranks' batches times their jitter, not the jitter alone; a 1-GPU row and a
+    source with fixed shapes (GNMT: none declared) do not move, and a block missing a field names its source."""
+    module = _module()
+    data, point = _loop_case(module, "dle-transformer")
+    spread = module.batch_spread_of(data, point)
+    assert spread is not None and spread.max_tokens == point["tokens_per_gpu"] and spread.batch_multiple == 8
+    with_spread = module.predict(data, point).predicted
+    module.TERMS["batch_spread"] = False
+    try:
+        without = module.predict(data, point).predicted
+    finally:
+        module.TERMS["batch_spread"] = True
+    factor = module.bs.slowest_factor(spread, point["gpus"], module.fw.STEP_CV)
+    assert factor > module.fw.expected_max_factor(point["gpus"]) and with_spread < without
+    assert module.bs.slowest_factor(spread, 1, module.fw.STEP_CV) == 1.0
+    gdata, gnmt = _loop_case(module, "dle-gnmt")
+    assert module.batch_spread_of(gdata, gnmt) is None
+    del data["sources"]["dle-transformer"]["batch_spread"]["ratio_variance"]
+    with pytest.raises(ValueError, match="dle-transformer: batch_spread lacks ratio_variance"):
+        module.batch_spread_of(data, point)
+
+
 def test_a_loop_block_missing_a_field_is_an_error_naming_its_source() -> None:
     module = _module()
     data, point = _loop_case(module, "dle-transformer")
