@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -317,6 +319,16 @@ def test_the_infiniband_efficiency_is_nccls_own_model_of_a_nic() -> None:
     assert "from_sources" not in data["constants"]["ib_efficiency"]
 
 
+@contextmanager
+def _term_off(module: ModuleType, term: str) -> Iterator[None]:
+    """The validation with one of its terms switched off (``--ablate``'s switch), switched on again after."""
+    module.TERMS[term] = False
+    try:
+        yield
+    finally:
+        module.TERMS[term] = True
+
+
 def _loop_case(module: ModuleType, source: str) -> tuple[dict, dict]:
     data = _analytical(module)
     point = next(p for p in data["points"] if p["source"] == source and p["kind"] == "ddp_throughput")
@@ -332,11 +344,8 @@ def test_a_loops_per_step_work_slows_its_multi_gpu_points_as_counted() -> None:
     extras = module.loop_extras_of(data, point)
     assert extras is not None and extras.syncs_per_rank == 3 and extras.exposed_ops_per_tensor == 1
     with_loop = module.predict(data, point).predicted
-    module.TERMS["loop"] = False
-    try:
+    with _term_off(module, "loop"):
         without = module.predict(data, point).predicted
-    finally:
-        module.TERMS["loop"] = True
     tokens = point["gpus"] * point["tokens_per_gpu"]
     added = tokens / with_loop - tokens / without  # seconds per step
     profile = module.cluster_profile(data, point["cluster"], point["gpus"])
@@ -363,11 +372,8 @@ def test_length_bucketed_batches_slow_only_the_multi_gpu_points_by_the_slowest_r
     spread = module.batch_spread_of(data, point)
     assert spread is not None and spread.max_tokens == point["tokens_per_gpu"] and spread.batch_multiple == 8
     with_spread = module.predict(data, point).predicted
-    module.TERMS["batch_spread"] = False
-    try:
+    with _term_off(module, "batch_spread"):
         without = module.predict(data, point).predicted
-    finally:
-        module.TERMS["batch_spread"] = True
     factor = module.bs.slowest_factor(spread, point["gpus"], module.fw.STEP_CV)
     assert factor > module.fw.expected_max_factor(point["gpus"]) and with_spread < without
     assert module.bs.slowest_factor(spread, 1, module.fw.STEP_CV) == 1.0
@@ -399,12 +405,9 @@ def test_a_fixed_global_batch_charges_the_update_its_1gpu_row_amortised() -> Non
     assert added == pytest.approx(7 / 8 * (160.7e6 * 88 / (0.8 * 1555e9) + 44 * 10 * 2.5e-6), rel=1e-9)
     assert added == pytest.approx(10.91e-3, abs=0.01e-3)
     with_update = module.predict(data, point).predicted
-    module.TERMS["update"] = False
-    try:
+    with _term_off(module, "update"):
         without = module.predict(data, point).predicted
         assert module.update_seconds_of(data, point, 1555e9) == 0.0
-    finally:
-        module.TERMS["update"] = True
     tokens = point["gpus"] * point["tokens_per_gpu"]
     assert tokens / with_update - tokens / without == pytest.approx(added, rel=1e-6)
     assert module.update_seconds_of(data, point | {"accumulation": {"point": 8, "row": 8}}, 1555e9) == 0.0
