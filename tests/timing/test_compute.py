@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_step_overhead import profile as one_node_profile
 
 from distrepro.errors import ConfigError
 from distrepro.hardware.profiles import HardwareProfile, load_profile
@@ -28,25 +29,8 @@ def _old_step_seconds(m: ComputeModel, rank: int, n_samples: int, step_index: in
 
 
 def _profile(**group: Any) -> HardwareProfile:
-    device: dict[str, Any] = {
-        "name": "g",
-        "kind": "gpu",
-        "count": 3,
-        "memory_gib": 16,
-        "throughput_samples_per_s": {"w": 97.3},
-        "source": "[E] test",
-        **group,
-    }
-    link = {"latency_us": 10, "bandwidth_gbytes_per_s": 10, "source": "[E] test"}
-    return HardwareProfile.model_validate(
-        {
-            "schema_version": 2,
-            "name": "p",
-            "description": "test",
-            "nodes": [{"name": "n", "devices": [device]}],
-            "network": {"intra_node": link, "inter_node": link},
-        }
-    )
+    """One node of three like GPUs (test_step_overhead's builder, no overhead unless ``group`` sets one)."""
+    return one_node_profile(None, count=3, throughput_samples_per_s={"w": 97.3}, **group)
 
 
 PROFILES: dict[str, dict[str, Any]] = {
