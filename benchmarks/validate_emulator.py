@@ -527,21 +527,13 @@ def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBuc
     missing = [f for f in (*fields, "source") if f not in block]
     if missing:
         raise ValueError(f"source {point['source']}: batch_spread lacks {', '.join(missing)}")
-    f = {name: float(block[name]) for name in fields if name != "batch_multiple"}
+    figures = {name: float(block[name]) for name in fields if name != "batch_multiple"}
     return bs.LengthBucketing(
         max_tokens=int(point["tokens_per_gpu"]),
         batch_multiple=int(block["batch_multiple"]),
-        mean_length=f["mean_length"],
-        length_cv=f["length_cv"],
-        length_ratio=f["length_ratio"],
-        ratio_variance=f["ratio_variance"],
-        chars_per_token=f["chars_per_token"],
-        ratio_cap=f["ratio_cap"],
-        source_cost=f["source_cost"],
-        target_cost=f["target_cost"],
-        attention_cost=f["attention_cost"],
         max_length=int(block.get("max_length", 250)),
         source=str(block["source"]),
+        **figures,
     )
 
 
