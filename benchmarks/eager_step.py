@@ -25,7 +25,8 @@ few µs on Volta-Ampere [E], range 1.5-5); ``eta_mem`` = 0.8, the fraction of da
 kernels reach [E], range 0.6-0.9; ``eta_flop`` = 0.5, the fraction of the tensor-core peak cuBLAS reaches on
 these shapes (d 512-2048, a few thousand rows) [E], range 0.3-0.7. Datasheets [S]: T4 65 TFLOPS mixed precision,
 320 GB/s; A40 149.7 TFLOPS FP16 tensor, 696 GB/s; A100 40GB 312 TFLOPS FP16 tensor, 1,555 GB/s; V100 SXM2 125
-TFLOPS, 900 GB/s.
+TFLOPS, 900 GB/s; H200 SXM 989 TFLOPS dense FP16 tensor, 4.8 TB/s (for the held-out check on a lent H200,
+``benchmarks/gpu_strong_scaling.py``).
 
 What it leaves out: on a GPU, dropout is one fused kernel and attention one SDPA kernel (the CPU path counted here
 moves more bytes for them: the bytes per token are an upper bound by about 5 %); ``cudaLaunchKernel`` on the host
@@ -66,6 +67,7 @@ GPUS = {
     "a40": (149.7e12, 696e9),
     "a100": (312e12, 1555e9),
     "v100": (125e12, 900e9),
+    "h200": (989.4e12, 4.8e12),
 }
 K0_S, ETA_MEM, ETA_FLOP = 2.5e-6, 0.8, 0.5
 #: one sample of the emulated workload (transformer_base_wmt14_195tok): 25,000 / 128 tokens
