@@ -145,70 +145,81 @@ def _kernels(arm: tuple[Any, ...], batch: tuple[torch.Tensor, torch.Tensor]) -> 
     return {"kernels": len(names), "nccl_kernels": sum("nccl" in n.lower() for n in names)}
 
 
+def _row(
+    p: int,
+    tokens: int,
+    arms: dict[str, tuple[Any, ...]],
+    prediction: dict[str, Any],
+    t_floor: float,
+    device: str,
+    warmup: int,
+    steps: int,
+) -> dict[str, Any]:
+    """One per-GPU batch: both arms warmed up, then timed in interleaved rounds (plain, DDP, plain, DDP), against
+    the prediction."""
+    batch = _batch(tokens, device)
+    for arm in arms.values():
+        _time(arm, batch, warmup)
+    walls: dict[str, list[float]] = {name: [] for name in arms}
+    cpu: dict[str, list[float]] = {name: [] for name in arms}
+    for _ in range(2):
+        for name, arm in arms.items():
+            w, c = _time(arm, batch, steps)
+            walls[name] += w
+            cpu[name].append(c)
+    predicted = max(t_floor, prediction["t_fixed_ms"] + tokens * prediction["per_token_us"] / 1e3)
+    predicted_ddp = predicted + prediction["ddp_reducer_ms"]
+    measured, measured_ddp = statistics.median(walls["plain"]), statistics.median(walls["ddp"])
+    return {
+        "gpus": p,
+        "tokens": tokens,
+        "measured_ms": round(measured, 2),
+        "measured_ms_spread": [round(min(walls["plain"]), 2), round(max(walls["plain"]), 2)],
+        "predicted_ms": round(predicted, 2),
+        "bound": "host floor" if t_floor >= predicted else "roofline",
+        "error": round(measured / predicted - 1, 4),
+        "ddp_measured_ms": round(measured_ddp, 2),
+        "ddp_predicted_ms": round(predicted_ddp, 2),
+        "ddp_error": round(measured_ddp / predicted_ddp - 1, 4),
+        "ddp_minus_plain_ms": round(measured_ddp - measured, 2),
+        "host_cpu_ms": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
+        "profiled": {name: _kernels(arm, batch) for name, arm in arms.items()},
+    }
+
+
+def _environment(device: str) -> dict[str, Any]:
+    if device != "cuda":
+        return {"device": device, "torch": torch.__version__}
+    return {
+        "name": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+    }
+
+
 def measure(prediction: dict[str, Any], device: str, quick: bool, warmup: int, steps: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"prediction": prediction}
-    floor = eager_step.host_floor(steps=10 if quick else 50, reps=2 if quick else 5)
-    out["host"] = floor
-    t_floor = floor["host_floor_ms"] + prediction["optimizer_ms"]
+    """The host floor on this machine's CPU first (it completes the prediction), then every per-GPU batch."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
+    floor = eager_step.host_floor(steps=10 if quick else 50, reps=2 if quick else 5)
+    t_floor = floor["host_floor_ms"] + prediction["optimizer_ms"]
     store = Path(tempfile.mkdtemp()) / "rendezvous"
     dist.init_process_group("nccl" if device == "cuda" else "gloo", init_method=f"file://{store}", rank=0, world_size=1)
-    plain = _model(device)
-    wrapped_model, *rest = _model(device)
-    ddp = (DistributedDataParallel(wrapped_model), *rest)
-    if device == "cuda":
-        out["gpu"] = {
-            "name": torch.cuda.get_device_name(0),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        }
+    wrapped, *rest = _model(device)
+    arms = {"plain": _model(device), "ddp": (DistributedDataParallel(wrapped), *rest)}
     rows = []
-    counts = GPU_COUNTS[-3:] if quick else GPU_COUNTS
-    for p in counts:
-        tokens = tokens_per_gpu(p) if not quick else max(LENGTH, tokens_per_gpu(p) // 50)
-        batch = _batch(tokens, device)
-        for arm in (plain, ddp):
-            _time(arm, batch, warmup)
-        plain_ms: list[float] = []
-        ddp_ms: list[float] = []
-        cpu = {"plain": [], "ddp": []}
-        for _ in range(2):  # interleaved: plain, DDP, plain, DDP
-            walls, c = _time(plain, batch, steps)
-            plain_ms += walls
-            cpu["plain"].append(c)
-            walls, c = _time(ddp, batch, steps)
-            ddp_ms += walls
-            cpu["ddp"].append(c)
-        predicted = max(t_floor, prediction["t_fixed_ms"] + tokens * prediction["per_token_us"] / 1e3)
-        measured = statistics.median(plain_ms)
-        measured_ddp = statistics.median(ddp_ms)
-        predicted_ddp = predicted + prediction["ddp_reducer_ms"]
-        row = {
-            "gpus": p,
-            "tokens": tokens,
-            "measured_ms": round(measured, 2),
-            "measured_ms_spread": [round(min(plain_ms), 2), round(max(plain_ms), 2)],
-            "predicted_ms": round(predicted, 2),
-            "bound": "host floor" if t_floor >= predicted else "roofline",
-            "error": round(measured / predicted - 1, 4),
-            "ddp_measured_ms": round(measured_ddp, 2),
-            "ddp_predicted_ms": round(predicted_ddp, 2),
-            "ddp_error": round(measured_ddp / predicted_ddp - 1, 4),
-            "ddp_minus_plain_ms": round(measured_ddp - measured, 2),
-            "host_cpu_ms": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
-            "profiled": {"plain": _kernels(plain, batch), "ddp": _kernels(ddp, batch)},
-        }
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    for p in GPU_COUNTS[-3:] if quick else GPU_COUNTS:
+        tokens = max(LENGTH, tokens_per_gpu(p) // 50) if quick else tokens_per_gpu(p)
+        rows.append(_row(p, tokens, arms, prediction, t_floor, device, warmup, steps))
+        print(json.dumps(rows[-1]), flush=True)
     dist.destroy_process_group()
-    out["rows"] = rows
-    out["t_floor_ms"] = round(t_floor, 2)
+    out: dict[str, Any] = {"prediction": prediction, "host": floor, "environment": _environment(device)}
+    out |= {"t_floor_ms": round(t_floor, 2), "rows": rows}
     big = [r for r in rows if r["tokens"] >= 3000]
-    if len(big) >= 2:
-        (lo, hi) = (big[-1], big[0])
+    if len(big) >= 2:  # the per-token slope between the largest and smallest batches above the floor's reach
+        lo, hi = big[-1], big[0]
         out["measured_per_token_us"] = round(
             (hi["measured_ms"] - lo["measured_ms"]) / (hi["tokens"] - lo["tokens"]) * 1e3, 3
         )

@@ -726,10 +726,11 @@ def run(path: Path = DATA, fig6: Path = FIG6) -> Report:
 def render(report: Report) -> str:
     fit = {o.point["id"]: o for o in report.outcomes}
     lines = [
-        "Each source predicted with every constant derived without it (leave one source out); "
-        "signed: + = predicted too fast.",
+        "Each source predicted with every constant derived without it (leave one source out). A point's error is "
+        "(predicted - measured) / measured of the quantity as published, with its direction in words; the "
+        "summaries' signed errors: + = predicted too fast.",
         "",
-        "| point | source | measured | predicted | error | in sample (fit) | how |",
+        "| point | source | measured | predicted | error (as published) | in sample (fit) | how |",
         "|---|---|---:|---:|---|---:|---|",
     ]
     for o in report.out_of_sample:
