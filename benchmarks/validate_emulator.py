@@ -60,11 +60,12 @@ from typing import Any
 
 import yaml
 
-from distrepro.api.overlap import DDP_BUCKET_BYTES, emulated_buckets
+from distrepro.api.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, emulated_buckets
 from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
 from distrepro.hardware.profiles import HardwareProfile, read_yaml_mapping
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import batch_spread as bs
+from distrepro.timing import ddp_buckets as db
 from distrepro.timing import framework as fw
 from distrepro.timing import weight_update as wu
 from distrepro.timing.timemodel import CommCostModel, ComputeModel
@@ -95,6 +96,7 @@ TERMS = {
     "layers": True,
     "loop": True,
     "update": True,
+    "bucketing": True,
 }
 
 
@@ -479,12 +481,16 @@ def ddp_step_seconds(
     memory_bytes_per_s: float | None = None,
     reducer: fw.Reducer = fw.REDUCERS["torch"],
     spread: bs.LengthBucketing | None = None,
+    bucketing: db.Bucketing | None = None,
 ) -> float:
     """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
     launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
 
-    Buckets: the model's per-layer table's (``workload:``, DDP's 1 MiB first bucket, then 25 MiB, ready when
-    backward passes their last layer) scaled to ``grad_bytes``, else 25 MiB buckets ready evenly over backward.
+    Buckets: cut where the source's own DDP cuts them (``bucketing``, :mod:`distrepro.timing.ddp_buckets`: PyTorch's
+    1 MiB first bucket then 25 MiB, apex's ``message_size`` elements, or one bucket), over the model's per-layer
+    table (``workload:``, each bucket ready when backward passes its last layer) scaled to ``grad_bytes``, else with
+    the gradients ready evenly over backward; without ``bucketing`` (or with the term off) PyTorch's caps in the
+    table's units and 25 MiB buckets when there is no table, as before round 10.
     Framework terms (:data:`TERMS`): the ``reducer``'s kernels per tensor (the model's ``tensors``) and per bucket
     and its passes over ``grad_bytes`` at the GPU's memory bandwidth
     (:func:`distrepro.timing.framework.reducer_seconds`) added to backward; compute x the expected slowest of
@@ -500,9 +506,13 @@ def ddp_step_seconds(
             t_c *= fw.expected_max_factor(ranks)
     world = list(range(ranks))
     table = load_workloads()[model["workload"]].layers if TERMS["layers"] and model.get("workload") else None
+    own = bucketing if TERMS["bucketing"] else None
     if table is not None:
         scale = grad_bytes / (4.0 * table.params)
-        plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table)]
+        caps = own.in_units(scale) if own is not None else (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
+        plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table, *caps)]
+    elif own is not None:
+        plan = [(ready, cost.all_reduce(world, size)) for ready, size in own.even_plan(grad_bytes)]
     else:
         n_buckets = max(1, math.ceil(grad_bytes / DDP_BUCKET_BYTES))
         sizes = [DDP_BUCKET_BYTES] * (n_buckets - 1) + [grad_bytes - DDP_BUCKET_BYTES * (n_buckets - 1)]
@@ -591,6 +601,33 @@ def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
     return fw.REDUCERS[name]
 
 
+def bucketing_of(data: dict[str, Any], point: dict[str, Any], grad_bytes: float) -> tuple[str, db.Bucketing]:
+    """Where the point's DDP cut its buckets, as its script set them: the point's ``bucketing:``, else its source's
+    (when the point runs the source's DDP), else the default of the DDP it ran (``torch-default``,
+    ``apex-default``), each a named entry of the data's ``bucketings:``."""
+    source = data["sources"][point["source"]]
+    ddp = reducer_of(data, point).name
+    name = point.get("bucketing")
+    if name is None and ddp == source.get("ddp", "torch"):
+        name = source.get("bucketing")
+    name = name or f"{ddp}-default"
+    block = data.get("bucketings", {}).get(name)
+    if block is None:
+        raise ValueError(f"point {point['id']}: bucketing {name!r} is not among the data's bucketings")
+    text = str(block["source"])
+    if block.get("one_bucket"):
+        return name, db.Bucketing(math.inf, math.inf, text)
+    if "elements" in block:
+        params = data["models"][point["model"]].get("params")
+        if params is None:
+            raise ValueError(
+                f"point {point['id']}: bucketing {name!r} counts elements; model {point['model']} has no params"
+            )
+        return name, db.Bucketing.of_elements(float(block["elements"]), db.bytes_per_element(grad_bytes, params), text)
+    mib = 1024.0 * 1024.0
+    return name, db.Bucketing(float(block["cap_mib"]) * mib, float(block["first_cap_mib"]) * mib, text)
+
+
 # ---------------------------------------------------------------------- predictions per kind
 
 
@@ -615,13 +652,14 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     bandwidth = memory * 1e9 if memory else None
     reducer = reducer_of(data, point)
     spread = batch_spread_of(data, point)
+    bucket_name, bucketing = bucketing_of(data, point, grad)
     tokens, ranks = point["tokens_per_gpu"], point["gpus"]
-    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread)
+    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing)
     step += loop_seconds(data, point, cost, grad, bandwidth)
     step += update_seconds_of(data, point, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
     note = f"step {step * 1e3:.1f} ms (compute {compute.nominal_step_seconds(0, point['tokens_per_gpu']) * 1e3:.1f}); "
-    note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms"
+    note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms; buckets {bucket_name}"
     return Outcome(point, point["gpus"] * point["tokens_per_gpu"] / step, note)
 
 
