@@ -1,0 +1,364 @@
+"""How the emulator's validation prices one published measurement, from the emulator's own code.
+
+Why a module of its own: ``benchmarks/validate_emulator.py`` scores, folds, orders and reports; what it scores is
+this: a point's compute figures from the data file's constants, its cluster as a hardware profile, one
+data-parallel step with the framework terms its source's code pays (:data:`TERMS`, each switched off in turn by
+``--ablate``), and the prediction of each kind of point (:func:`predict`). The figures' sources are in
+``benchmarks/data/emulator_points.yaml`` and ``docs/emulator.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from distrepro.api.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, emulated_buckets
+from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
+from distrepro.hardware.profiles import HardwareProfile
+from distrepro.hardware.workloads import load_workloads
+from distrepro.timing import batch_spread as bs
+from distrepro.timing import ddp_buckets as db
+from distrepro.timing import framework as fw
+from distrepro.timing import weight_update as wu
+from distrepro.timing.timemodel import CommCostModel, ComputeModel
+
+#: units that are times: a prediction above the measurement is too slow (every other unit is a rate)
+TIME_UNITS = frozenset({"ms/iter", "ms", "us", "s"})
+#: the per-step fraction that is backward (gradient buckets become ready evenly over it), as the engine's default
+BACKWARD_FRACTION = 2.0 / 3.0
+WORKLOAD = "validation"
+#: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
+NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
+#: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
+TERMS = {
+    "framework": True,
+    "slowest_of_p": True,
+    "batch_spread": True,
+    "contention": True,
+    "layers": True,
+    "loop": True,
+    "update": True,
+    "bucketing": True,
+}
+
+
+@dataclass
+class Outcome:
+    point: dict[str, Any]
+    predicted: float
+    note: str = ""
+
+    @property
+    def error(self) -> float:
+        """Relative error of the quantity as published: (predicted - measured) / measured."""
+        return (self.predicted - self.point["measured"]) / self.point["measured"]
+
+    @property
+    def is_time(self) -> bool:
+        return self.point["unit"] in TIME_UNITS
+
+    @property
+    def signed(self) -> float:
+        """The error with its sign turned so that + means predicted too fast (a rate too high, a time too short)."""
+        return -self.error if self.is_time else self.error
+
+    @property
+    def verdict(self) -> str:
+        """'too fast', 'too slow' or 'exact': for a time (ms/iter, us) a prediction above the measurement is slow."""
+        if self.predicted == self.point["measured"]:
+            return "exact"
+        return "too fast" if self.signed > 0 else "too slow"
+
+    def describe(self) -> str:
+        """The row's error in words, e.g. '+13.8% (too slow)' for 222.4 predicted against 195.5 ms/iter measured."""
+        return f"{self.error:+.1%} ({self.verdict})"
+
+
+# ---------------------------------------------------------------------- building blocks
+
+
+def _tau_s(data: dict[str, Any], gpu: str) -> float:
+    """Fixed step cost per transformer sublayer on ``gpu`` (seconds)."""
+    return data["constants"]["tau_v100_ms"]["value"] * data["gpus"][gpu]["tau_ratio"] / 1000.0
+
+
+def _compute_figures(data: dict[str, Any], point: dict[str, Any], gpu: str) -> tuple[float, float]:
+    """(t_fixed in s, peak in tokens/s) of the point's model on ``gpu``: t_fixed = sublayers x tau; the peak from
+    the 1-GPU measurement ``peak_from`` (tokens/step, tokens/s) of the same table: peak = b / (t(b) - t_fixed).
+    (A point whose batch is its 1-GPU row's gets t(b) = the measured 1-GPU step whatever t_fixed is.)"""
+    sublayers = data["models"][point["model"]]["sublayers"]
+    t_fixed = sublayers * _tau_s(data, gpu) if sublayers else 0.0
+    ref = point.get("peak_from") or {"tokens_per_gpu": point["tokens_per_gpu"], "tok_s": point["measured"]}
+    step = ref["tokens_per_gpu"] / ref["tok_s"]
+    return t_fixed, ref["tokens_per_gpu"] / (step - t_fixed)
+
+
+def _link(data: dict[str, Any], spec: dict[str, Any], members: int = 0) -> dict[str, Any]:
+    """A profile link: the line rate times the efficiency constant the link names (the fold's value of it). A node
+    whose GPUs are not all linked (``nvlinks:``, a hybrid cube-mesh) gives a ring over its first ``members`` GPUs
+    the links its rings can use (:func:`distrepro.hardware.nvlink_rings.ring_links`) times one link's rate."""
+    line = spec["line_gbytes_per_s"]
+    if "nvlinks" in spec and members >= 2:
+        line = ring_links(NVLINK_TOPOLOGIES[spec["nvlinks"]], range(members)) * spec["link_gbytes_per_s"]
+    gbytes = line * data["constants"][spec["efficiency"]]["value"]
+    return {"latency_us": spec["latency_us"], "bandwidth_gbytes_per_s": gbytes, "source": spec["source"]}
+
+
+def cluster_profile(
+    data: dict[str, Any], cluster: str, gpus: int, t_fixed: float = 0.0, peak: float = 1.0
+) -> HardwareProfile:
+    """An in-memory profile of ``gpus`` GPUs of ``cluster``, node by node, charging one token as one sample."""
+    spec = data["clusters"][cluster]
+    per = spec["gpus_per_node"]
+    counts = [min(per, gpus - i) for i in range(0, gpus, per)]
+    intra = _link(data, spec["intra"], counts[0])
+    nic = _link(data, spec.get("nic") or spec["intra"])
+    device = {
+        "name": spec["gpu"],
+        "kind": "gpu",
+        "memory_gib": 16,
+        "throughput_samples_per_s": {WORKLOAD: peak},
+        "step_overhead_ms": {WORKLOAD: t_fixed * 1000.0},
+        "source": "[D] benchmarks/data/emulator_points.yaml",
+    }
+    nodes = [{"name": f"n{i}", "nic": nic, "devices": [device | {"count": c}]} for i, c in enumerate(counts)]
+    profile = {
+        "schema_version": 2,
+        "name": f"{cluster}-{gpus}",
+        "description": "validation cluster",
+        "nodes": nodes,
+        "network": {"intra_node": intra, "inter_node": nic},
+    }
+    return HardwareProfile.model_validate(profile)
+
+
+def ddp_step_seconds(
+    compute: ComputeModel,
+    cost: CommCostModel,
+    tokens: int,
+    grad_bytes: float,
+    ranks: int,
+    model: dict[str, Any] | None = None,
+    memory_bytes_per_s: float | None = None,
+    reducer: fw.Reducer = fw.REDUCERS["torch"],
+    spread: bs.LengthBucketing | None = None,
+    bucketing: db.Bucketing | None = None,
+) -> float:
+    """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
+    launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
+
+    Buckets: cut where the source's own DDP cuts them (``bucketing``, :mod:`distrepro.timing.ddp_buckets`: PyTorch's
+    1 MiB first bucket then 25 MiB, apex's ``message_size`` elements, or one bucket), over the model's per-layer
+    table (``workload:``, each bucket ready when backward passes its last layer) scaled to ``grad_bytes``, else with
+    the gradients ready evenly over backward; without ``bucketing`` (or with the term off) PyTorch's caps in the
+    table's units and 25 MiB buckets when there is no table, as before round 10.
+    Framework terms (:data:`TERMS`): the ``reducer``'s kernels per tensor (the model's ``tensors``) and per bucket
+    and its passes over ``grad_bytes`` at the GPU's memory bandwidth
+    (:func:`distrepro.timing.framework.reducer_seconds`) added to backward; compute x the expected slowest of
+    ``ranks`` (per-step jitter; with ``spread``, each rank's own length-bucketed batch times its jitter,
+    :func:`distrepro.timing.batch_spread.slowest_factor`); backward slowed by the contention factor for as long
+    as a bucket overlaps it."""
+    model = model or {}
+    t_c = compute.nominal_step_seconds(0, tokens)
+    if TERMS["slowest_of_p"]:
+        if spread is not None and TERMS["batch_spread"]:
+            t_c *= bs.slowest_factor(spread, ranks, fw.STEP_CV)
+        else:
+            t_c *= fw.expected_max_factor(ranks)
+    world = list(range(ranks))
+    table = load_workloads()[model["workload"]].layers if TERMS["layers"] and model.get("workload") else None
+    own = bucketing if TERMS["bucketing"] else None
+    if table is not None:
+        scale = grad_bytes / (4.0 * table.params)
+        caps = own.in_units(scale) if own is not None else (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
+        plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table, *caps)]
+    elif own is not None:
+        plan = [(ready, cost.all_reduce(world, size)) for ready, size in own.even_plan(grad_bytes)]
+    else:
+        n_buckets = max(1, math.ceil(grad_bytes / DDP_BUCKET_BYTES))
+        sizes = [DDP_BUCKET_BYTES] * (n_buckets - 1) + [grad_bytes - DDP_BUCKET_BYTES * (n_buckets - 1)]
+        done, plan = 0.0, []
+        for size in sizes:
+            done += size
+            plan.append((done / grad_bytes, cost.all_reduce(world, size)))
+    overhead = 0.0
+    if TERMS["framework"] and ranks > 1:
+        overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
+    contention = fw.CONTENTION if TERMS["contention"] else 0.0
+    return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
+
+
+def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBucketing | None:
+    """How the point's source batches its sentences by length (its ``batch_spread:``, at the point's tokens per
+    GPU as ``--max-tokens``), None for a source whose ranks' batches are alike (fixed shapes)."""
+    block = data["sources"][point["source"]].get("batch_spread")
+    if block is None:
+        return None
+    fields = [f for f in bs.LengthBucketing.__dataclass_fields__ if f not in ("max_tokens", "max_length", "source")]
+    missing = [f for f in (*fields, "source") if f not in block]
+    if missing:
+        raise ValueError(f"source {point['source']}: batch_spread lacks {', '.join(missing)}")
+    figures = {name: float(block[name]) for name in fields if name != "batch_multiple"}
+    return bs.LengthBucketing(
+        max_tokens=int(point["tokens_per_gpu"]),
+        batch_multiple=int(block["batch_multiple"]),
+        max_length=int(block.get("max_length", 250)),
+        source=str(block["source"]),
+        **figures,
+    )
+
+
+def loop_extras_of(data: dict[str, Any], point: dict[str, Any]) -> fw.LoopExtras | None:
+    """What the point's source's training loop does per step on more than one GPU outside DDP (its ``per_step:``,
+    counted from its code), None when nobody has counted it."""
+    block = data["sources"][point["source"]].get("per_step")
+    if block is None:
+        return None
+    fields = ("syncs_fixed", "syncs_per_rank", "exposed_ops_per_tensor", "all_gather_bytes")
+    missing = [f for f in (*fields, "source") if f not in block]
+    if missing:
+        raise ValueError(f"source {point['source']}: per_step lacks {', '.join(missing)}")
+    syncs_fixed, syncs_per_rank, exposed, gather = (float(block[f]) for f in fields)
+    return fw.LoopExtras(syncs_fixed, syncs_per_rank, exposed, gather, str(block["source"]))
+
+
+def loop_seconds(
+    data: dict[str, Any], point: dict[str, Any], cost: CommCostModel, grad_bytes: float, bandwidth: float | None
+) -> float:
+    """Seconds the source's training loop adds per step outside DDP (:func:`distrepro.timing.framework.
+    loop_extras_seconds`), its small all-gather priced by the collective model; 0 when switched off or not counted."""
+    extras = loop_extras_of(data, point)
+    if extras is None or not TERMS["loop"]:
+        return 0.0
+    ranks = point["gpus"]
+    gather = cost.all_gather(range(ranks), extras.all_gather_bytes) if extras.all_gather_bytes and ranks > 1 else 0.0
+    tensors = data["models"][point["model"]].get("tensors", 0)
+    return fw.loop_extras_seconds(extras, ranks, tensors, grad_bytes, bandwidth, gather)
+
+
+def update_seconds_of(data: dict[str, Any], point: dict[str, Any], bandwidth: float | None) -> float:
+    """Seconds per micro-batch the point pays for its optimizer update beyond its 1-GPU row, when the two accumulate
+    gradients differently (a fixed global batch: the point's ``accumulation: {point, row}``, micro-batches per
+    update; :func:`distrepro.timing.weight_update.accumulation_delta_s`), the update counted from the source's code
+    (its ``update:``, bytes per parameter by the point's ``precision``); 0 when switched off or not counted."""
+    block = data["sources"][point["source"]].get("update")
+    accumulation = point.get("accumulation")
+    if block is None or accumulation is None or not TERMS["update"] or not bandwidth:
+        return 0.0
+    model = data["models"][point["model"]]
+    precision = point.get("precision", "fp32")
+    if precision not in block["bytes_per_param"]:
+        raise ValueError(f"point {point['id']}: precision {precision!r} is none of {sorted(block['bytes_per_param'])}")
+    update = wu.WeightUpdate(block["bytes_per_param"][precision], block["kernels_per_tensor"], str(block["source"]))
+    update_s = wu.update_seconds(update, model["params"], model.get("tensors", 0), bandwidth)
+    return wu.accumulation_delta_s(update_s, accumulation["point"], accumulation["row"])
+
+
+def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
+    """The DDP implementation the point's source ran (its own ``ddp:``, else its source's), as its code names it."""
+    name = point.get("ddp") or data["sources"][point["source"]].get("ddp", "torch")
+    if name not in fw.REDUCERS:
+        raise ValueError(f"point {point['id']}: ddp {name!r} is none of {sorted(fw.REDUCERS)}")
+    return fw.REDUCERS[name]
+
+
+def bucketing_of(data: dict[str, Any], point: dict[str, Any], grad_bytes: float) -> tuple[str, db.Bucketing]:
+    """Where the point's DDP cut its buckets, as its script set them: the point's ``bucketing:``, else its source's
+    (when the point runs the source's DDP), else the default of the DDP it ran (``torch-default``,
+    ``apex-default``), each a named entry of the data's ``bucketings:``."""
+    source = data["sources"][point["source"]]
+    ddp = reducer_of(data, point).name
+    name = point.get("bucketing")
+    if name is None and ddp == source.get("ddp", "torch"):
+        name = source.get("bucketing")
+    name = name or f"{ddp}-default"
+    block = data.get("bucketings", {}).get(name)
+    if block is None:
+        raise ValueError(f"point {point['id']}: bucketing {name!r} is not among the data's bucketings")
+    text = str(block["source"])
+    if block.get("one_bucket"):
+        return name, db.Bucketing(math.inf, math.inf, text)
+    if "elements" in block:
+        params = data["models"][point["model"]].get("params")
+        if params is None:
+            raise ValueError(
+                f"point {point['id']}: bucketing {name!r} counts elements; model {point['model']} has no params"
+            )
+        return name, db.Bucketing.of_elements(float(block["elements"]), db.bytes_per_element(grad_bytes, params), text)
+    mib = 1024.0 * 1024.0
+    return name, db.Bucketing(float(block["cap_mib"]) * mib, float(block["first_cap_mib"]) * mib, text)
+
+
+# ---------------------------------------------------------------------- predictions per kind
+
+
+def predict_compute(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    t_fixed, peak = _compute_figures(data, point, point["gpu"])
+    profile = cluster_profile(data, "dgx-a100", 1, t_fixed, peak)  # links unused: one GPU
+    compute = ComputeModel(profile, WORKLOAD, 1.0)
+    step = compute.nominal_step_seconds(0, point["tokens_per_gpu"])
+    note = f"t_fixed {t_fixed * 1e3:.1f} ms, peak {peak:,.0f} tok/s"
+    return Outcome(point, point["tokens_per_gpu"] / step, note)
+
+
+def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    gpu = data["clusters"][point["cluster"]]["gpu"]
+    t_fixed, peak = _compute_figures(data, point, gpu)
+    profile = cluster_profile(data, point["cluster"], point["gpus"], t_fixed, peak)
+    compute = ComputeModel(profile, WORKLOAD, 1.0)
+    cost = CommCostModel(profile)
+    model = data["models"][point["model"]]
+    grad = point.get("grad_bytes", model["grad_bytes"])
+    memory = data["gpus"][gpu].get("memory_gbytes_per_s")
+    bandwidth = memory * 1e9 if memory else None
+    reducer = reducer_of(data, point)
+    spread = batch_spread_of(data, point)
+    bucket_name, bucketing = bucketing_of(data, point, grad)
+    tokens, ranks = point["tokens_per_gpu"], point["gpus"]
+    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing)
+    step += loop_seconds(data, point, cost, grad, bandwidth)
+    step += update_seconds_of(data, point, bandwidth)
+    how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
+    note = f"step {step * 1e3:.1f} ms (compute {compute.nominal_step_seconds(0, point['tokens_per_gpu']) * 1e3:.1f}); "
+    note += f"25 MiB bucket: {how.algorithm}/{how.protocol} {how.seconds * 1e3:.2f} ms; buckets {bucket_name}"
+    return Outcome(point, point["gpus"] * point["tokens_per_gpu"] / step, note)
+
+
+def predict_nccl(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    n = point["gpus"]
+    profile = cluster_profile(data, point["cluster"], n)
+    how = CommCostModel(profile).collective("all_reduce", range(n), point["bytes"])
+    note = f"{how.algorithm}/{how.protocol}, {how.seconds * 1e6:.1f} us"
+    if point["unit"] == "us":
+        return Outcome(point, how.seconds * 1e6, note)
+    return Outcome(point, point["bytes"] / how.seconds * 2 * (n - 1) / n / 1e9, note)
+
+
+def predict_engine(point: dict[str, Any]) -> Outcome:
+    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
+    from distrepro.config.run_config import validate_config
+    from distrepro.job.resolve import build_job
+    from distrepro.orchestration.campaign import get_engine
+    from distrepro.plugins.registry import plugin_module
+
+    fig6 = plugin_module("decentdp", "fig6")
+    steps = fig6.cell_steps(point["method"], point["gpus"])
+    workload = point.get("workload", fig6.WORKLOAD)
+    raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
+    cfg = validate_config(raw)
+    run = get_engine(cfg.engine).run_cell(build_job(cfg, cfg.seeds[0]), None)
+    return Outcome(point, fig6.ms_per_iter(run.evals), f"in-process engine, hardware_profiles/{cfg.profile}.yaml")
+
+
+def predict(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    kind = point["kind"]
+    if kind == "compute_throughput":
+        return predict_compute(data, point)
+    if kind == "ddp_throughput":
+        return predict_ddp(data, point)
+    if kind == "nccl_allreduce":
+        return predict_nccl(data, point)
+    if kind == "engine_cell":
+        return predict_engine(point)
+    raise ValueError(f"point {point['id']}: unknown kind {kind!r}")
