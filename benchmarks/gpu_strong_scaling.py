@@ -84,10 +84,9 @@ def predict(gpu: str) -> dict[str, Any]:
 
 
 def _model(device: str) -> tuple[torch.nn.Module, Any, Any, Any]:
-    torch.manual_seed(0)
-    model = eager_step.AuthorsTransformer(VOCAB, D, HEADS, FFN).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=7e-4)
-    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
+    """The roofline's model, optimizer and loss (``eager_step._setup``), on ``device``, with a loss scaler."""
+    model, opt, loss_fn = eager_step._setup(VOCAB, D, HEADS, FFN)
+    model.to(device)  # in place: the optimizer keeps the moved parameters
     scaler = torch.amp.GradScaler(device, enabled=device == "cuda")
     return model, opt, loss_fn, scaler
 

@@ -173,15 +173,9 @@ def ddp_step_seconds(
         scale = grad_bytes / (4.0 * table.params)
         caps = own.in_units(scale) if own is not None else (DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES)
         plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table, *caps)]
-    elif own is not None:
+    else:  # without a bucketing: round 9's 25 MiB buckets, no small first one
+        own = own or db.Bucketing(DDP_BUCKET_BYTES, DDP_BUCKET_BYTES, "25 MiB buckets (before round 10)")
         plan = [(ready, cost.all_reduce(world, size)) for ready, size in own.even_plan(grad_bytes)]
-    else:
-        n_buckets = max(1, math.ceil(grad_bytes / DDP_BUCKET_BYTES))
-        sizes = [DDP_BUCKET_BYTES] * (n_buckets - 1) + [grad_bytes - DDP_BUCKET_BYTES * (n_buckets - 1)]
-        done, plan = 0.0, []
-        for size in sizes:
-            done += size
-            plan.append((done / grad_bytes, cost.all_reduce(world, size)))
     overhead = 0.0
     if TERMS["framework"] and ranks > 1:
         overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
