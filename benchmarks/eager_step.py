@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import math
 import statistics
@@ -185,9 +186,52 @@ def host_floor(steps: int, reps: int) -> dict[str, Any]:
     }
 
 
+def kernel_s(nbytes: float, flops: float, flops_s: float, bytes_s: float) -> float:
+    """Seconds of one op's work at the roofline (``k0`` left out)."""
+    return max(nbytes / (ETA_MEM * bytes_s), flops / (ETA_FLOP * flops_s))
+
+
 def _kernel_s(ops: list[tuple[str, int, int]], flops_s: float, bytes_s: float) -> float:
     """Seconds of the ops' work at the roofline (``k0`` left out: it is per step, not per token)."""
-    return sum(max(b / (ETA_MEM * bytes_s), f / (ETA_FLOP * flops_s)) for _, b, f in ops)
+    return sum(kernel_s(b, f, flops_s, bytes_s) for _, b, f in ops)
+
+
+@functools.cache
+def _real_width() -> tuple[nn.Module, Any, nn.Module]:
+    torch.set_num_threads(1)
+    return _setup(37_120, d=512, heads=8, ffn=2048)
+
+
+def step_ops(tokens: int, length: int = 30) -> tuple[list[tuple[str, int, int]], int]:
+    """The ops of one forward and backward at the real widths on about ``tokens`` source (and as many target)
+    tokens, in sequences of ``length``, and how many of them the forward dispatched (the backward's follow)."""
+    model, _, loss_fn = _real_width()
+    rows = max(1, round(tokens / length))
+    src, tgt = torch.randint(1, 37_120, (rows, length)), torch.randint(1, 37_120, (rows, length + 1))
+    with _Ops() as counted:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, 37_120), tgt[:, 1:].reshape(-1))
+        forward = len(counted.ops)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return counted.ops, forward
+
+
+def synced_step_s(gpu_s: list[float], host_s: float, syncs: int, forward: int | None = None) -> float:
+    """Seconds of a step whose host issues op i at ``host_s`` each and whose GPU runs them in order (op i ends at
+    ``max(end of op i-1, issue of op i) + gpu_s[i]``), restarted from a cold pipeline at every host sync: the step
+    starts after the previous one's sync, and ``syncs - 1`` more (GradScaler's per-bucket ``found_inf``) fall at
+    even shares of the ops after ``forward`` (the backward's; all of them when it is not given). A host that
+    can run ahead across steps would pay only ``max(sum(gpu_s), len(gpu_s) * host_s)``."""
+    first = forward if forward is not None else 0
+    cuts = {first + (len(gpu_s) - first) * k // syncs - 1 for k in range(1, syncs)} - set(range(first))
+    issued = done = 0.0
+    for i, g in enumerate(gpu_s):
+        issued += host_s
+        done = max(done, issued) + g
+        if i in cuts:
+            issued = done  # the host waits for the GPU, then issues the next op
+    return done
 
 
 def roofline(tokens: tuple[int, int] = (600, 1200), length: int = 30) -> dict[str, Any]:
