@@ -119,6 +119,8 @@ def padding_table(gpus: tuple[int, ...], pairs: int = 400_000, seed: int = 0) ->
             "sentences": round(float(rows[:, 4].mean()), 1),
             "tokens_per_side": round(float((rows[:, 0] + rows[:, 1]).mean() / 2), 1),
             "padding_factor": round(float(padded.sum() / (rows[:, 0] + rows[:, 1]).sum()), 4),
+            # what the compute model charges per budgeted token: batches close below the budget, then pad
+            "padded_per_budget": round(float(padded.mean() / 2 / (GLOBAL_TOKENS / p)), 4),
             "padded_work_cv": round(float(padded.std() / padded.mean()), 4),
             "slowest_of_p": round(expected_slowest(padded, p), 4),
         }

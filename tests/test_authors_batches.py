@@ -8,6 +8,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import yaml
 from benchmark_module import benchmark_module
 
 
@@ -83,3 +84,21 @@ def test_a_synced_step_restarts_the_pipeline() -> None:
     assert synced == pytest.approx(8.5) and synced > free_running
     # syncs fall among the ops after the forward's: with the forward at 3 of 4 ops, one sync cuts nothing new
     assert eager.synced_step_s(gpu, 0.1, syncs=2, forward=3) == pytest.approx(4.1)
+
+
+def test_the_decentdp_profiles_charge_the_padded_batch(batches: ModuleType) -> None:
+    """Each Fig. 6 profile's Transformer-base peak is the datasheet roofline's (``eager_step.py --roofline``:
+    T4 130.5, A40 288.6, A100 631.7 samples/s) divided by the padded tokens per budgeted one at its GPU count."""
+    roofline = {"t4-ib": 130.5, "a40-25gbe": 288.6, "a100-ib": 631.7}
+    table = batches.padding_table((8, 16, 32, 64))
+    seen = 0
+    for path in sorted((batches.REPO / "hardware_profiles").glob("*.yaml")):
+        setup, _, rest = path.stem.rpartition("-")
+        if setup not in roofline and path.stem != "a40-25gbe-16-jitter":
+            continue
+        setup, gpus = ("a40-25gbe", 16) if path.stem == "a40-25gbe-16-jitter" else (setup, int(rest))
+        device = yaml.safe_load(path.read_text(encoding="utf-8"))["nodes"][0]["devices"][0]
+        charged = device["throughput_samples_per_s"]["transformer_base_wmt14_195tok"]
+        assert charged == round(roofline[setup] / table[gpus]["padded_per_budget"], 1), path.name
+        seen += 1
+    assert seen == 10
