@@ -32,6 +32,9 @@ What it leaves out: on a GPU, dropout is one fused kernel and attention one SDPA
 moves more bytes for them: the bytes per token are an upper bound by about 5 %); ``cudaLaunchKernel`` on the host
 (a few µs per op, and the CPU kernel it replaces); the authors' CPUs and PyTorch (2.3) are not this machine's.
 
+``step_ops`` and ``synced_step_s`` serve ``benchmarks/authors_batches.py``: the step's ops at any batch, and the
+step when the host re-synchronises with its GPU (the authors' loop reads values back every step).
+
     python benchmarks/eager_step.py                 # the host floor (fast)
     python benchmarks/eager_step.py --roofline      # and the GPU roofline at the real widths (≈ 1 min CPU)
 """
@@ -71,6 +74,8 @@ GPUS = {
     "h200": (989.4e12, 4.8e12),
 }
 K0_S, ETA_MEM, ETA_FLOP = 2.5e-6, 0.8, 0.5
+#: the authors' shared BPE vocabulary (config/train/transformer_base.toml)
+VOCAB = 37_120
 #: one sample of the emulated workload (transformer_base_wmt14_195tok): 25,000 / 128 tokens
 TOKENS_PER_SAMPLE = 25_000 / 128
 #: GradScaler's unscale_ reads and writes every FP32 gradient: bytes per parameter
@@ -199,7 +204,7 @@ def _kernel_s(ops: list[tuple[str, int, int]], flops_s: float, bytes_s: float) -
 @functools.cache
 def _real_width() -> tuple[nn.Module, Any, nn.Module]:
     torch.set_num_threads(1)
-    return _setup(37_120, d=512, heads=8, ffn=2048)
+    return _setup(VOCAB, d=512, heads=8, ffn=2048)
 
 
 def step_ops(tokens: int, length: int = 30) -> tuple[list[tuple[str, int, int]], int]:
@@ -207,10 +212,10 @@ def step_ops(tokens: int, length: int = 30) -> tuple[list[tuple[str, int, int]],
     tokens, in sequences of ``length``, and how many of them the forward dispatched (the backward's follow)."""
     model, _, loss_fn = _real_width()
     rows = max(1, round(tokens / length))
-    src, tgt = torch.randint(1, 37_120, (rows, length)), torch.randint(1, 37_120, (rows, length + 1))
+    src, tgt = torch.randint(1, VOCAB, (rows, length)), torch.randint(1, VOCAB, (rows, length + 1))
     with _Ops() as counted:
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, 37_120), tgt[:, 1:].reshape(-1))
+            loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, VOCAB), tgt[:, 1:].reshape(-1))
         forward = len(counted.ops)
         loss.backward()
     model.zero_grad(set_to_none=True)
@@ -238,7 +243,7 @@ def roofline(tokens: tuple[int, int] = (600, 1200), length: int = 30) -> dict[st
     """The real-width step's ops at two token counts, and per GPU: peak (samples/s), t_fixed and the optimizer's
     seconds (which the host floor waits for too)."""
     torch.set_num_threads(1)
-    vocab = 37_120
+    vocab = VOCAB
     model, opt, loss_fn = _setup(vocab, d=512, heads=8, ffn=2048)
     counted: dict[int, list[tuple[str, int, int]]] = {}
     for n in tokens:
