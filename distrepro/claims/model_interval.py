@@ -11,7 +11,9 @@ again at every corner of its arms' error bands: each arm's true time lies in ``[
 per-seed values, so the band travels through whatever statistic the claim uses (a ratio, a fraction, a gap, an
 ordering). The range of the point statistic over the corners is the **model interval**, shown beside the seed
 interval. A PASS or FAIL that does not hold at every corner is **INCONCLUSIVE**: the gap to the claim lies within
-the emulator's validated error, and the next step is to calibrate on the paper's hardware or to run there.
+the emulator's validated error, and the next step is to calibrate on the paper's hardware or to run there. So is a
+FAIL whose corners miss a two-sided band on both sides (short of it at one corner, beyond it at another): the
+statistic moves continuously between the corners, so somewhere inside the error the claim holds.
 
 Arms' errors are taken as independent (each arm has its own band; two arms of one class may share a bias, which
 would cancel in a ratio): the model interval is the conservative one, which is the reading a verdict needs. A share
@@ -53,6 +55,8 @@ class ModelCheck:
     bands: dict[str, ErrorBand]
     holds: bool
     corner_verdicts: tuple[str, ...]
+    #: each FAIL corner's side of the band ("falls short of the claim" / "exceeds the claim"), in corner order
+    corner_misses: tuple[str, ...] = ()
 
 
 def emulated_quantity(claim: Any) -> str | None:
@@ -89,18 +93,21 @@ def check(claim: Any, verdict: Verdict, bands: Mapping[str, ErrorBand], judge: J
         return None
     if any(bands[name].rel >= _MAX_REL for name in banded):
         return ModelCheck((float("-inf"), float("inf")), {n: bands[n] for n in banded}, False, ())
-    stats, kinds = [], []
+    stats, kinds, misses = [], [], []
     for signs in itertools.product((-1.0, 1.0), repeat=len(banded)):
         scaled = dict(arms)
         for name, sign in zip(banded, signs, strict=True):
             scaled[name] = _scaled(arms[name], 1.0 / (1.0 + sign * bands[name].rel))
         corner = judge(claim, scaled)
         kinds.append(corner.verdict)
+        if corner.verdict == "FAIL" and corner.miss:
+            misses.append(corner.miss)
         if corner.statistic is not None:
             stats.append(corner.statistic)
     low, high = (min(stats), max(stats)) if stats else (verdict.statistic, verdict.statistic)
-    holds = all(k == verdict.verdict for k in kinds)
-    return ModelCheck((low, high), {n: bands[n] for n in banded}, holds, tuple(kinds))
+    # corners that fail on both sides of a band leave the band between them: the claim holds somewhere inside
+    holds = all(k == verdict.verdict for k in kinds) and len(set(misses)) <= 1
+    return ModelCheck((low, high), {n: bands[n] for n in banded}, holds, tuple(kinds), tuple(misses))
 
 
 def describe_bands(bands: Mapping[str, ErrorBand]) -> str:
@@ -138,6 +145,12 @@ def _corners(seed_verdict: str, result: ModelCheck) -> str:
     kinds = result.corner_verdicts
     if not kinds:
         return f"a band of ±{_MAX_REL:.0%} or more bounds no time"
+    if set(kinds) == {seed_verdict} and len(set(result.corner_misses)) > 1:
+        sides = ", ".join(f"{miss} at {n}" for miss, n in sorted(Counter(result.corner_misses).items()))
+        return (
+            f"the statistic at the bands' {len(kinds)} corners: FAIL on both sides of the band ({sides}), which lies "
+            "between them"
+        )
     other = Counter(k for k in kinds if k != seed_verdict)
     said = ", ".join(f"{kind} at {n}" for kind, n in sorted(other.items()))
     return f"the statistic at the bands' {len(kinds)} corners; the verdict there, seed interval scaled too: {said}"

@@ -161,3 +161,23 @@ def test_a_band_too_wide_to_bound_a_time_says_so() -> None:
     assert result is not None and result.corner_verdicts == () and not result.holds
     mi.apply(s.claims[0], v, result, "handpaper")
     assert v.verdict == "INCONCLUSIVE" and "bounds no time" in v.reason
+
+
+def test_a_fail_whose_corners_miss_the_band_on_both_sides_is_inconclusive() -> None:
+    """A narrow two-sided band inside a wide error: every corner FAILs, some short of the band and some beyond it,
+    and between them (the statistic moves continuously) the claim holds, so the FAIL decides nothing."""
+    narrow = {"id": "s", "kind": "speedup", "arm": "fast", "claimed": 2.0, "accept": {"rel_tolerance": 0.02}}
+    s = spec(narrow, min_seeds=5)
+    v = judge(s, _table(1.8))  # band [1.96, 2.04]: 1.8 falls short on the seeds
+    assert v.verdict == "FAIL"
+    result = mi.check(s.claims[0], v, {"fast": _band(0.5), "base": _band(0.02)}, _judge())
+    # corners: 1.8 x 0.98/1.5 = 1.18 .. 1.8 x 1.02/0.5 = 3.67: FAIL short at two, FAIL beyond at two
+    assert result is not None and set(result.corner_verdicts) == {"FAIL"}
+    assert set(result.corner_misses) == {"falls short of the claim", "exceeds the claim"} and not result.holds
+    mi.apply(s.claims[0], v, result, "handpaper")
+    assert v.verdict == "INCONCLUSIVE" and v.within_model_error
+    assert "FAIL on both sides of the band (exceeds the claim at 2, falls short of the claim at 2)" in v.reason
+    # a wide error that stays on one side keeps the FAIL: corners all short of the band
+    low = judge(s, _table(1.2))
+    one_side = mi.check(s.claims[0], low, {"fast": _band(0.2), "base": _band(0.02)}, _judge())
+    assert one_side is not None and one_side.holds and set(one_side.corner_misses) == {"falls short of the claim"}
