@@ -337,7 +337,7 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
     from distrepro.plugins.registry import plugin_module
 
     fig6 = plugin_module("decentdp", "fig6")
-    steps = fig6.cell_steps(point["method"], point["gpus"])
+    steps = fig6.cell_steps(point["method"], point["gpus"], point["setup"])
     workload = point.get("workload", fig6.WORKLOAD)
     raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
     cfg = validate_config(raw)

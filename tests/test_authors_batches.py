@@ -102,3 +102,28 @@ def test_the_decentdp_profiles_charge_the_padded_batch(batches: ModuleType) -> N
         assert charged == round(roofline[setup] / table[gpus]["padded_per_budget"], 1), path.name
         seen += 1
     assert seen == 10
+
+
+def test_the_decentdp_profiles_charge_their_batches_spread(batches: ModuleType) -> None:
+    """Each Fig. 6 profile's ``step_jitter_sigma`` is the script's: the lognormal whose expected slowest of p is
+    the padded batches' (zero where the host floor hides the spread); the straggler variant keeps its own jitter."""
+    table = batches.profile_jitter(pairs=400_000)
+    for name, row in table.items():
+        for stem in (name, f"{name}-jitter") if name == "a40-25gbe-16" else (name,):
+            device = yaml.safe_load((batches.REPO / "hardware_profiles" / f"{stem}.yaml").read_text(encoding="utf-8"))
+            group = device["nodes"][0]["devices"][0]
+            assert group["step_jitter_sigma"] == {batches.WORKLOAD: row["sigma"]}, stem
+    assert len(table) == 9 and table["a100-ib-32"]["sigma"] == 0.0  # the floor (24.7 ms) over 8.7 + 7.0 ms
+    assert 0.01 < table["t4-ib-64"]["sigma"] < table["t4-ib-64"]["step_cv"]  # the lognormal's longer tail
+
+
+def test_the_lognormal_matches_the_slowest_of_p_not_the_cv(batches: ModuleType) -> None:
+    from distrepro.timing.framework import expected_max_factor
+
+    work = np.array([1.0, 1.0, 1.0, 1.3])  # a bounded spread: one batch in four is 30 % heavier
+    row = batches.step_jitter(work, gpu_ms=10.0, fixed_ms=0.0, floor_ms=0.0, p=8)
+    cv = float(np.sqrt(np.expm1(row["sigma"] ** 2)))
+    assert expected_max_factor(8, cv) == pytest.approx(row["slowest_of_p"], abs=3e-4)  # both rounded to 4 places
+    assert row["slowest_of_p"] == pytest.approx(1.3 * (1 - 0.75**8) / 1.075 + (0.75**8) / 1.075, abs=1e-4)
+    # a floor above every step hides the spread
+    assert batches.step_jitter(work, 10.0, 0.0, 20.0, 8)["sigma"] == 0.0

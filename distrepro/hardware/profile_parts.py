@@ -114,6 +114,10 @@ class DeviceGroup(Strict):
     #: one from the CPU, so no step takes less, however few its samples: ``max(step_floor_ms/1000, t_fixed + b/peak)``
     #: (absent: no floor). ``ranges.overhead`` scales it with ``step_overhead_ms`` (both are fixed costs)
     step_floor_ms: dict[str, NonNegative] = Field(default_factory=dict)
+    #: schema 2: the spread of one workload's steps from its batches (their padded work varies step to step and
+    #: rank to rank), as the sigma of a mean-1 lognormal factor on the step; independent of ``jitter``, so the
+    #: two combine as ``sqrt(sigma_jitter^2 + sigma_batches^2)`` (absent: 0)
+    step_jitter_sigma: dict[str, NonNegative] = Field(default_factory=dict)
     effective_flops_per_s: Positive | None = None
     source: Source
     jitter: Jitter = Field(default_factory=Jitter)

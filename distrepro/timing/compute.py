@@ -88,9 +88,16 @@ class ComputeModel:
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
         self._overhead = [self._declare_overhead(rank) for rank in range(profile.world_size)]
         self._floor = [self._declare_floor(rank) for rank in range(profile.world_size)]
-        # a device's own jitter wins; the others get the profile's compute_cv (if any)
+        # a device's own jitter wins; the others get the profile's compute_cv (if any); the workload's batch spread
+        # (``step_jitter_sigma``) is independent of either: the product of the two lognormals, sigmas in quadrature
         default = sigma_of_cv(profile.noise.compute_cv) if profile.noise is not None else 0.0
-        self._sigma = [d.jitter.sigma if d.jitter.kind == "lognormal" else default for d in self._devices]
+        self._sigma = [
+            math.hypot(
+                d.jitter.sigma if d.jitter.kind == "lognormal" else default,
+                d.step_jitter_sigma.get(workload_name or "", 0.0),
+            )
+            for d in self._devices
+        ]
 
     def _declare(self, rank: int) -> float:
         device = self._device(rank)
@@ -172,7 +179,8 @@ class ComputeModel:
 
         Jitter is ``exp(σZ − σ²/2)``: lognormal with mean exactly 1, so it adds variance without
         changing the expected speed; σ is the device's own ``jitter.sigma``, else the profile's
-        ``noise.compute_cv`` (as σ). A straggler step takes ``slowdown`` times as long.
+        ``noise.compute_cv`` (as σ), combined in quadrature with the workload's ``step_jitter_sigma``
+        (its batches' spread). A straggler step takes ``slowdown`` times as long.
         """
         device = self._device(rank)
         sigma = self._sigma[rank] if 0 <= rank < len(self._sigma) else 0.0

@@ -11,8 +11,8 @@ in the clock's reading of step 3 (the 16-A40 AER cell reads 186 ms for step 3, t
 for ever after), and a window from step 2 overstated that cell by a quarter. The window is a whole number of the
 method's periods (at least 4 steps): rounds of a time-varying topology cost differently (an intra-node round of
 the one-peer exponential graph is cheap, an inter-node one is not), so a window that cut a period short would
-weigh them wrongly. Periods: 1 (AllReduce), 2 (AER), log2 n (the one-peer exponential graph of Decent (Exp) and
-SGP (Exp)).
+weigh them wrongly. Periods: 1 (AllReduce), 2 log2 N on N nodes (AER: an intra- and an inter-node round per
+exponent), log2 n (the one-peer exponential graph of Decent (Exp) and SGP (Exp)).
 
 ``python -m`` is not needed: ``distrepro reproduce decentdp`` calls :func:`build` after the arms (the plugin's
 ``products`` hook) with the harness's :class:`distrepro.api.ReportContext`, which trains each cell.
@@ -46,6 +46,8 @@ from typing import Any
 from distrepro import api
 
 SETUPS: dict[str, tuple[int, ...]] = {"t4-ib": (16, 32, 64), "a100-ib": (8, 16, 32), "a40-25gbe": (8, 16, 32)}
+#: GPUs a node of each cluster (the profiles; the authors' Slurm scripts: ``T4:8``, ``A100:4``, ``A40:4``)
+GPUS_PER_NODE = {"t4-ib": 8, "a100-ib": 4, "a40-25gbe": 4}
 LABELS = {"t4-ib": "8xT4/node, 100 Gbps IB", "a100-ib": "4xA100/node, 100 Gbps IB", "a40-25gbe": "4xA40/node, 25 GbE"}
 #: method key -> (plugin, method_params); optimizers as the Transformer recipes (README)
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -76,18 +78,18 @@ CAPTION = (
 )
 
 
-def period(method: str, gpus: int) -> int:
+def period(method: str, gpus: int, per_node: int) -> int:
     """Steps after which the method's communication pattern repeats (see the module docstring)."""
     if method == "allreduce":
         return 1
     if method == "decent-aer":
-        return 2
+        return 2 * ((gpus // per_node).bit_length() - 1)  # an intra- and an inter-node round per log2 N
     return gpus.bit_length() - 1  # log2 n rounds of the one-peer exponential graph
 
 
-def cell_steps(method: str, gpus: int) -> int:
+def cell_steps(method: str, gpus: int, setup: str) -> int:
     """Warm-up plus the smallest whole number of periods that is at least ``MIN_WINDOW`` steps."""
-    p = period(method, gpus)
+    p = period(method, gpus, GPUS_PER_NODE[setup])
     return WARMUP + p * -(-MIN_WINDOW // p)
 
 
@@ -137,7 +139,7 @@ def run_cell(
     """(ms per iteration, wall seconds the cell took); ``steps`` defaults to :func:`cell_steps`."""
 
     wall = time.perf_counter()
-    steps = steps or cell_steps(method, gpus)
+    steps = steps or cell_steps(method, gpus, setup)
     evals = ctx.train(cell_config(setup, gpus, method, steps, workload, batch_per_gpu))
     return ms_per_iter(evals), time.perf_counter() - wall
 
@@ -191,7 +193,7 @@ def _train_grid(ctx: api.ReportContext) -> list[dict[str, Any]]:
     for k, (setup, gpus, method) in enumerate(cells, 1):
         ms, _ = run_cell(ctx, setup, gpus, method)
         rows.append({"setup": setup, "gpus": gpus, "method": method, "ms_per_iter": round(ms, 2),
-                     "steps": cell_steps(method, gpus)})  # fmt: skip
+                     "steps": cell_steps(method, gpus, setup)})  # fmt: skip
         elapsed = time.perf_counter() - start
         eta = elapsed / k * (len(cells) - k)
         print(f"Fig. 6 grid: cell {k}/{len(cells)} {setup} {gpus} GPUs {method}: {ms:.2f} ms/iter "

@@ -132,3 +132,18 @@ def test_the_committed_grid_is_this_checkouts() -> None:
         "reports/decentdp/fig6.key is stale: retrain the grid (distrepro reproduce decentdp) and commit fig6.csv "
         "and fig6.key"
     )
+
+
+def test_each_cells_window_is_a_whole_number_of_its_topologys_periods() -> None:
+    """The per-iteration time weighs every round of a time-varying topology once: the window after the warm-up is
+    a multiple of the topology's own period (the plugin's ``rounds``), 2 log2 N for the AER on N nodes."""
+    fig6, topology = plugin_module("decentdp", "fig6"), plugin_module("decentdp", "topology")
+    names = {"decent-aer": "alternating-exp-ring", "decent-exp": "one-peer-exp", "sgp-exp": "one-peer-exp"}
+    for setup, sizes in fig6.SETUPS.items():
+        for gpus in sizes:
+            for method, name in names.items():
+                period = len(topology.rounds(name, gpus, fig6.GPUS_PER_NODE[setup]))
+                window = fig6.cell_steps(method, gpus, setup) - fig6.WARMUP
+                assert window >= fig6.MIN_WINDOW and window % period == 0, (setup, gpus, method)
+    # 8 nodes of 4 A100: three exponents, an intra- and an inter-node round each
+    assert fig6.cell_steps("decent-aer", 32, "a100-ib") - fig6.WARMUP == 6

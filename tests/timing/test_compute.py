@@ -86,3 +86,29 @@ def test_a_rank_the_profile_lacks_is_named() -> None:
     for rank in (3, -1):
         with pytest.raises(ConfigError, match=f"rank {rank} is out of range"):
             model.step_seconds(rank, 4, 0, 0.0)
+
+
+def test_a_workloads_batch_spread_joins_the_jitter_in_quadrature() -> None:
+    """``step_jitter_sigma`` is the named workload's own spread: another workload does not pay it, and on a device
+    with jitter the two independent lognormals multiply (sigmas in quadrature), the mean staying 1."""
+    spread = {"step_jitter_sigma": {"w": 0.04}}
+    draws = range(4000)
+
+    def factors(model: ComputeModel) -> list[float]:
+        return [model.noise_factor(0, i) for i in draws]
+
+    own = factors(ComputeModel(_profile(**spread), "w", 1.0, ("p", 0)))
+    two = one_node_profile(None, count=3, throughput_samples_per_s={"w": 97.3, "v": 5.0}, **spread)
+    other = factors(ComputeModel(two, "v", 1.0, ("p", 0)))
+    assert set(other) == {1.0}  # no draw at all for a workload without a spread
+    both = ComputeModel(_profile(**spread, jitter={"kind": "lognormal", "sigma": 0.03}), "w", 1.0, ("p", 0))
+    assert both._sigma == [pytest.approx(0.05)] * 3  # hypot(0.03, 0.04)
+    for sample, sigma in ((own, 0.04), (factors(both), 0.05)):
+        mean = sum(sample) / len(sample)
+        sd = (sum((x - mean) ** 2 for x in sample) / len(sample)) ** 0.5
+        assert mean == pytest.approx(1.0, abs=0.004) and sd == pytest.approx(sigma, rel=0.06)
+
+
+def test_a_batch_spread_needs_schema_2() -> None:
+    with pytest.raises(ValueError, match=r"step_jitter_sigma need schema_version: 2"):  # pydantic's error
+        one_node_profile(None, schema=1, step_jitter_sigma={"w": 0.01})
