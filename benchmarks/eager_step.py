@@ -153,10 +153,16 @@ def _setup(vocab: int, d: int, heads: int, ffn: int) -> tuple[nn.Module, Any, nn
     return model, opt, nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
 
 
-def _forward_backward(model: nn.Module, loss_fn: nn.Module, src: torch.Tensor, tgt: torch.Tensor, vocab: int) -> None:
+def _forward_loss(
+    model: nn.Module, loss_fn: nn.Module, src: torch.Tensor, tgt: torch.Tensor, vocab: int
+) -> torch.Tensor:
+    """The authors' forward and loss under autocast (teacher forcing: the target shifted by one)."""
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, vocab), tgt[:, 1:].reshape(-1))
-    loss.backward()
+        return loss_fn(model(src, tgt[:, :-1]).reshape(-1, vocab), tgt[:, 1:].reshape(-1))
+
+
+def _forward_backward(model: nn.Module, loss_fn: nn.Module, src: torch.Tensor, tgt: torch.Tensor, vocab: int) -> None:
+    _forward_loss(model, loss_fn, src, tgt, vocab).backward()
 
 
 def host_floor(steps: int, reps: int) -> dict[str, Any]:
@@ -214,8 +220,7 @@ def step_ops(tokens: int, length: int = 30) -> tuple[list[tuple[str, int, int]],
     rows = max(1, round(tokens / length))
     src, tgt = torch.randint(1, VOCAB, (rows, length)), torch.randint(1, VOCAB, (rows, length + 1))
     with _Ops() as counted:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, VOCAB), tgt[:, 1:].reshape(-1))
+        loss = _forward_loss(model, loss_fn, src, tgt, VOCAB)
         forward = len(counted.ops)
         loss.backward()
     model.zero_grad(set_to_none=True)
