@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from validation_model import engine_cell_ms
 
-from distrepro.config.run_config import validate_config
-from distrepro.job.resolve import build_job
-from distrepro.orchestration.campaign import get_engine
 from distrepro.plugins.registry import plugin_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,14 +42,11 @@ def scaled_profile(setup: str, gpus: int, factor: float, folder: Path) -> Path:
 
 
 def cell_ms(setup: str, gpus: int, method: str, profile: Path) -> float:
-    """The grid's cell (its config and window) on ``profile``, by the in-process engine alone."""
+    """The grid's cell (its config and window) on ``profile``, by the in-process engine alone (the validation's
+    :func:`validation_model.engine_cell_ms`)."""
     fig6 = plugin_module("decentdp", "fig6")
-    steps = fig6.cell_steps(method, gpus, setup)
-    raw = fig6.cell_config(setup, gpus, method, steps)
-    raw["profile"] = str(profile)
-    cfg = validate_config(raw)
-    run = get_engine(cfg.engine).run_cell(build_job(cfg, cfg.seeds[0]), None)
-    return fig6.ms_per_iter(run.evals)
+    raw = fig6.cell_config(setup, gpus, method, fig6.cell_steps(method, gpus, setup))
+    return engine_cell_ms({**raw, "profile": str(profile)})
 
 
 def table() -> dict[tuple[str, str], dict[float, list[float]]]:

@@ -329,20 +329,28 @@ def predict_nccl(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     return Outcome(point, point["bytes"] / how.seconds * 2 * (n - 1) / n / 1e9, note)
 
 
-def predict_engine(point: dict[str, Any]) -> Outcome:
-    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
+def engine_cell_ms(raw: dict[str, Any]) -> float:
+    """ms per iteration of a Decent-DP grid cell's run config (``fig6.cell_config``), run by the in-process engine
+    alone on its first seed: nothing logged."""
     from distrepro.config.run_config import validate_config
     from distrepro.job.resolve import build_job
     from distrepro.orchestration.campaign import get_engine
+    from distrepro.plugins.registry import plugin_module
+
+    cfg = validate_config(raw)
+    run = get_engine(cfg.engine).run_cell(build_job(cfg, cfg.seeds[0]), None)
+    return plugin_module("decentdp", "fig6").ms_per_iter(run.evals)
+
+
+def predict_engine(point: dict[str, Any]) -> Outcome:
+    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
     from distrepro.plugins.registry import plugin_module
 
     fig6 = plugin_module("decentdp", "fig6")
     steps = fig6.cell_steps(point["method"], point["gpus"], point["setup"])
     workload = point.get("workload", fig6.WORKLOAD)
     raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
-    cfg = validate_config(raw)
-    run = get_engine(cfg.engine).run_cell(build_job(cfg, cfg.seeds[0]), None)
-    return Outcome(point, fig6.ms_per_iter(run.evals), f"in-process engine, hardware_profiles/{cfg.profile}.yaml")
+    return Outcome(point, engine_cell_ms(raw), f"in-process engine, hardware_profiles/{raw['profile']}.yaml")
 
 
 def predict(data: dict[str, Any], point: dict[str, Any]) -> Outcome:

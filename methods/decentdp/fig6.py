@@ -45,6 +45,8 @@ from typing import Any
 
 from distrepro import api
 
+from . import topology
+
 SETUPS: dict[str, tuple[int, ...]] = {"t4-ib": (16, 32, 64), "a100-ib": (8, 16, 32), "a40-25gbe": (8, 16, 32)}
 #: GPUs a node of each cluster (the profiles; the authors' Slurm scripts: ``T4:8``, ``A100:4``, ``A40:4``)
 GPUS_PER_NODE = {"t4-ib": 8, "a100-ib": 4, "a40-25gbe": 4}
@@ -78,18 +80,20 @@ CAPTION = (
 )
 
 
-def period(method: str, gpus: int, per_node: int) -> int:
-    """Steps after which the method's communication pattern repeats (see the module docstring)."""
-    if method == "allreduce":
-        return 1
-    if method == "decent-aer":
-        return 2 * ((gpus // per_node).bit_length() - 1)  # an intra- and an inter-node round per log2 N
-    return gpus.bit_length() - 1  # log2 n rounds of the one-peer exponential graph
+#: the topology whose rounds each gossip method cycles through (SGP's one-peer exponential graph is the Decent one's)
+TOPOLOGIES = {"sgp-exp": "one-peer-exp", "decent-exp": "one-peer-exp", "decent-aer": "alternating-exp-ring"}
+
+
+def period(method: str, gpus: int, setup: str) -> int:
+    """Steps after which the method's communication pattern repeats: its topology's rounds (the plugin's own
+    ``topology.rounds``), 1 for All-Reduce (see the module docstring)."""
+    name = TOPOLOGIES.get(method)
+    return 1 if name is None else len(topology.rounds(name, gpus, GPUS_PER_NODE[setup]))
 
 
 def cell_steps(method: str, gpus: int, setup: str) -> int:
     """Warm-up plus the smallest whole number of periods that is at least ``MIN_WINDOW`` steps."""
-    p = period(method, gpus, GPUS_PER_NODE[setup])
+    p = period(method, gpus, setup)
     return WARMUP + p * -(-MIN_WINDOW // p)
 
 
