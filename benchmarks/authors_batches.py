@@ -23,9 +23,11 @@ The corpus: WMT14 en-de's length statistics as the validation's ``dle-transforme
 Church's length model, both within a ratio of 1.5), plus the authors' start token and their 156-token truncation
 (``src/preprocess.py``); a seeded sample of 400,000 pairs. Prints, per GPU count, the padded over the budgeted
 tokens, the spread of a batch's padded work (a synchronous step waits for the slowest of p), and with
-``--steps`` the Fig. 6 compute per GPU: unpadded, padded (as charged since round 11), and padded with the syncs.
+``--steps`` the Fig. 6 compute per GPU: unpadded, padded (as charged since round 11), and padded with the syncs;
+with ``--jitter`` each Fig. 6 profile's ``step_jitter_sigma`` (charged since round 12, :func:`step_jitter`).
 
     python benchmarks/authors_batches.py            # padding per GPU count (seconds)
+    python benchmarks/authors_batches.py --jitter   # and each Fig. 6 profile's batch spread (seconds)
     python benchmarks/authors_batches.py --steps    # and the Fig. 6 compute per GPU (about 1 min of CPU)
 """
 
