@@ -23,12 +23,14 @@ The corpus: WMT14 en-de's length statistics as the validation's ``dle-transforme
 Church's length model, both within a ratio of 1.5), plus the authors' start token and their 156-token truncation
 (``src/preprocess.py``); a seeded sample of 400,000 pairs. Prints, per GPU count, the padded over the budgeted
 tokens, the spread of a batch's padded work (a synchronous step waits for the slowest of p), and with
-``--steps`` the Fig. 6 compute per GPU: unpadded, padded (as charged since round 11), and padded with the syncs;
-with ``--jitter`` each Fig. 6 profile's ``step_jitter_sigma`` (charged since round 12, :func:`step_jitter`).
+``--steps`` the Fig. 6 compute per GPU: unpadded, padded (as charged since round 11), and padded with the syncs,
+and each Fig. 6 profile's ``host_sync_ms`` (what the syncs add to the free-running step, charged since round 13,
+:func:`profile_syncs`); with ``--jitter`` each Fig. 6 profile's ``step_jitter_sigma`` (charged since round 12,
+:func:`step_jitter`).
 
     python benchmarks/authors_batches.py            # padding per GPU count (seconds)
     python benchmarks/authors_batches.py --jitter   # and each Fig. 6 profile's batch spread (seconds)
-    python benchmarks/authors_batches.py --steps    # and the Fig. 6 compute per GPU (about 1 min of CPU)
+    python benchmarks/authors_batches.py --steps    # and the Fig. 6 compute per GPU, each profile's syncs (1 min)
 """
 
 from __future__ import annotations
@@ -203,11 +205,23 @@ def fig6_compute(padding: dict[int, dict[str, float]]) -> dict[str, dict[int, di
             free = max(sum(gpu_s), len(gpu_s) * HOST_S_PER_OP) + optimizer_s
             row = {"unpadded_ms": round(unpadded, 1), "padded_ms": round(with_padding, 1)}
             row["padded_ops_free_running_ms"] = round(free * 1e3, 1)
-            for loop, syncs in (("allreduce", 1), ("decent", DECENT_BUCKETS)):
+            for loop, syncs, charge in (("allreduce", 1, "per_step"), ("decent", DECENT_BUCKETS, "per_bucket")):
                 step = eager_step.synced_step_s(gpu_s, HOST_S_PER_OP, syncs, forward) + optimizer_s
                 row[f"padded_synced_{loop}_ms"] = round(step * 1e3, 1)
+                # what the profile charges on top of max(host, GPU): the syncs' drain and refill
+                row[f"sync_{charge}_ms"] = round(max(0.0, step - free) * 1e3, 2)
             out[gpu][p] = row
     return out
+
+
+def profile_syncs(compute: dict[str, dict[int, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per Fig. 6 profile, the ``host_sync_ms`` it declares: its cell's synced step less the free-running one
+    (:func:`fig6_compute`), for each loop."""
+    return {
+        f"{setup}-{p}": {loop: compute[gpu][p][f"sync_{loop}_ms"] for loop in ("per_step", "per_bucket")}
+        for setup, gpu in PROFILES.items()
+        for p in CELLS[gpu]
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         out["jitter"] = profile_jitter(args.pairs)
     if args.steps:
         out["compute_ms"] = fig6_compute(padding)
+        out["host_sync_ms"] = profile_syncs(out["compute_ms"])
         out["fall"] = {
             gpu: {key: round(rows[min(rows)][key] / rows[max(rows)][key], 3) for key in rows[min(rows)]}
             for gpu, rows in out["compute_ms"].items()

@@ -127,3 +127,16 @@ def test_the_lognormal_matches_the_slowest_of_p_not_the_cv(batches: ModuleType) 
     assert row["slowest_of_p"] == pytest.approx(1.3 * (1 - 0.75**8) / 1.075 + (0.75**8) / 1.075, abs=1e-4)
     # a floor above every step hides the spread
     assert batches.step_jitter(work, 10.0, 0.0, 20.0, 8)["sigma"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_decentdp_profiles_charge_their_loops_syncs(batches: ModuleType) -> None:
+    """Each Fig. 6 profile's ``host_sync_ms`` is the script's: its padded step restarted at the loop's syncs, less
+    the free-running step (about 40 s of CPU). Decent-DP's per-bucket syncs cost at least the per-step ones."""
+    table = batches.profile_syncs(batches.fig6_compute(batches.padding_table((8, 16, 32, 64))))
+    for name, row in table.items():
+        for stem in (name, f"{name}-jitter") if name == "a40-25gbe-16" else (name,):
+            device = yaml.safe_load((batches.REPO / "hardware_profiles" / f"{stem}.yaml").read_text(encoding="utf-8"))
+            assert device["nodes"][0]["devices"][0]["host_sync_ms"] == {batches.WORKLOAD: row}, stem
+        assert 0 < row["per_step"] <= row["per_bucket"], name
+    assert len(table) == 9

@@ -276,6 +276,10 @@ class Method(abc.ABC, Generic[P]):
     #: Local SGD's averaging, a ring), ``neighbour`` (a decentralised exchange with a few peers: gossip, a
     #: topology's neighbours), ``parameter_server`` (workers to a server and back) or ``none``
     exchange: ClassVar[Literal["all_reduce", "neighbour", "parameter_server", "none"]] = "all_reduce"
+    #: where the method's training loop makes the host wait for the GPU, which a profile's ``host_sync_ms`` charges:
+    #: ``per_step`` (every loop: the loss read back, AMP's overflow check) or ``per_bucket`` (also after each bucket's
+    #: optimizer update inside backward, as Decent-DP's hooks do)
+    host_syncs: ClassVar[Literal["per_step", "per_bucket"]] = "per_step"
     #: modules the method needs beyond the core install → how to get them; checked when a run is
     #: configured, so a missing optional extra is one clear error instead of one per started rank
     requires: ClassVar[Mapping[str, str]] = {}

@@ -118,6 +118,12 @@ class DeviceGroup(Strict):
     #: rank to rank), as the sigma of a mean-1 lognormal factor on the step; independent of ``jitter``, so the
     #: two combine as ``sqrt(sigma_jitter^2 + sigma_batches^2)`` (absent: 0)
     step_jitter_sigma: dict[str, NonNegative] = Field(default_factory=dict)
+    #: schema 2: what one workload's step loses, milliseconds, each time its training loop makes the host wait for the
+    #: GPU: the host can no longer issue the next ops ahead of the GPU, so the pipeline drains and refills. Per loop:
+    #: ``per_step`` (the loss read back and AMP's overflow check once a step) and ``per_bucket`` (also after each
+    #: bucket's optimizer update inside backward); the method names its loop (``Method.host_syncs``). Added to
+    #: ``max(t_floor, t_fixed + b/peak)``, which assumes a host free to run ahead (absent: 0)
+    host_sync_ms: dict[str, dict[Literal["per_step", "per_bucket"], NonNegative]] = Field(default_factory=dict)
     effective_flops_per_s: Positive | None = None
     source: Source
     jitter: Jitter = Field(default_factory=Jitter)
@@ -130,6 +136,9 @@ class DeviceGroup(Strict):
     @model_validator(mode="after")
     def _speed_range(self) -> DeviceGroup:
         check_device_ranges(self.ranges)
+        for workload, loops in self.host_sync_ms.items():
+            if set(loops) != {"per_step", "per_bucket"}:
+                raise ValueError(f"host_sync_ms.{workload}: give both loops, per_step and per_bucket")
         if "overhead" in self.ranges and not (self.step_overhead_ms or self.step_floor_ms):
             raise ValueError("ranges.overhead: the group declares no step_overhead_ms or step_floor_ms to range")
         return self

@@ -177,7 +177,7 @@ class HardwareProfile(Strict):
                 f"nodes[{i}].devices[{j}].{key}"
                 for i, n in enumerate(self.nodes)
                 for j, g in enumerate(n.devices)
-                for key in ("step_overhead_ms", "step_floor_ms", "step_jitter_sigma")
+                for key in ("step_overhead_ms", "step_floor_ms", "step_jitter_sigma", "host_sync_ms")
                 if getattr(g, key)
             ]
             if v2:

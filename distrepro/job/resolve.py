@@ -297,7 +297,9 @@ def build_job(
     workload = get_workload(cfg.emulated_workload) if cfg.emulated_workload else None
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0
-    compute = ComputeModel(profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"))
+    compute = ComputeModel(
+        profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"), method.cls.host_syncs
+    )
     job = Job(
         config=cfg,
         seed=seed,

@@ -52,7 +52,11 @@ class _Compute:
         self.declared = [np.array([m.declared_samples_per_s(r) for m in ones])[which] for r in range(k)]
         self.overhead = [np.array([m.overhead_s(r) for m in ones])[which] for r in range(k)]
         self.floor = [np.array([m.floor_s(r) for m in ones])[which] for r in range(k)]
-        self.plain = [bool(((o == 0.0) & (f == 0.0)).all()) for o, f in zip(self.overhead, self.floor, strict=True)]
+        self.sync = [np.array([m.sync_s(r) for m in ones])[which] for r in range(k)]
+        self.plain = [
+            bool(((o == 0.0) & (f == 0.0) & (s == 0.0)).all())
+            for o, f, s in zip(self.overhead, self.floor, self.sync, strict=True)
+        ]
         self.changes = [
             [(at[which], f[which]) for at, f in self._changes([m.profile.device(r).speed_changes for m in ones])]
             for r in range(k)
@@ -88,11 +92,11 @@ class _Compute:
         plain = n / (declared if speed is None else declared * speed) * noise
         if self.plain[rank]:
             return np.where(n == 0, 0.0, plain)
-        overhead, floor = self.overhead[rank], self.floor[rank]
+        overhead, floor, sync = self.overhead[rank], self.floor[rank], self.sync[rank]
         base = overhead + n / declared
         gpu = base if speed is None else base / speed
-        fixed = np.where(floor == 0.0, gpu, pymax(floor, gpu)) * noise
-        return np.where(n == 0, 0.0, np.where((overhead == 0.0) & (floor == 0.0), plain, fixed))
+        fixed = (np.where(floor == 0.0, gpu, pymax(floor, gpu)) + sync) * noise
+        return np.where(n == 0, 0.0, np.where((overhead == 0.0) & (floor == 0.0) & (sync == 0.0), plain, fixed))
 
 
 class _Clocks:

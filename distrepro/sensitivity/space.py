@@ -254,6 +254,9 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
                 factor = float(values[name])
                 for key in ("step_overhead_ms", "step_floor_ms"):  # both fixed costs move with the factor
                     group[key] = {w: v * factor for w, v in group.get(key, {}).items()}
+                # the syncs' drain and refill are host-pipeline time too (the floor's per-op cost): they move with it
+                syncs = group.get("host_sync_ms", {})
+                group["host_sync_ms"] = {w: {loop: v * factor for loop, v in by.items()} for w, by in syncs.items()}
     for name, path, _central, rng in framework_figures(profile):
         if name in values:
             block = data.get("framework") or {"source": "[E] set by a sensitivity setting"}

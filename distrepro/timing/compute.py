@@ -1,14 +1,17 @@
 """The compute cost model: how many virtual seconds one rank's training step takes.
 
-A step of b samples costs ``max(t_floor, t_fixed + b / peak)`` (issues 23 and 44): ``peak`` is the large-batch speed
-a profile declares (``throughput_samples_per_s``, else ``effective_flops_per_s`` / FLOPs per sample), ``t_fixed`` its
-``step_overhead_ms`` (the GPU's own per-step work: the optimizer's passes over the parameters, each kernel's launch
-floor; 0 when absent) and ``t_floor`` its ``step_floor_ms`` (the host's: the framework issues the step's kernels one
-by one, and a GPU cannot finish a step before the host has issued it; 0 when absent). Host and GPU run
-asynchronously, so the longer of the two is the step (issue 44: strong scaling, where a shrinking per-GPU batch
-leaves a fast GPU waiting on its host). A speed change divides the GPU's part, a mean-1 lognormal jitter and an
-occasional straggler slowdown multiply the step. Everything is a pure function of the profile
-and of derived seeds, so two runs of a config charge the same times on any machine; no global RNG is touched.
+A step of b samples costs ``max(t_floor, t_fixed + b / peak) + t_sync`` (issues 23 and 44): ``peak`` is the
+large-batch speed a profile declares (``throughput_samples_per_s``, else ``effective_flops_per_s`` / FLOPs per
+sample), ``t_fixed`` its ``step_overhead_ms`` (the GPU's own per-step work: the optimizer's passes over the
+parameters, each kernel's launch floor; 0 when absent) and ``t_floor`` its ``step_floor_ms`` (the host's: the
+framework issues the step's kernels one by one, and a GPU cannot finish a step before the host has issued it; 0
+when absent). Host and GPU run asynchronously, so the longer of the two is the step (issue 44: strong scaling,
+where a shrinking per-GPU batch leaves a fast GPU waiting on its host). ``t_sync`` is what the training loop's host
+syncs take back from that overlap (``host_sync_ms`` for the method's loop,
+:attr:`distrepro.api.method.Method.host_syncs`; 0 when absent): at each sync the host stops issuing until the GPU
+has drained its queue, then the GPU waits for the next ops. A speed change divides the GPU's part, a mean-1
+lognormal jitter and an occasional straggler slowdown multiply the step. Everything is a pure function of the
+profile and of derived seeds, so two runs of a config charge the same times on any machine; no global RNG is touched.
 The noise helpers here are shared with the communication model (:mod:`distrepro.timing.timemodel`).
 """
 
@@ -72,6 +75,7 @@ class ComputeModel:
         workload_name: str | None,
         flops_per_sample: float,
         seed_parts: tuple[object, ...] = (),
+        host_syncs: str = "per_step",
     ) -> None:
         if not (math.isfinite(flops_per_sample) and flops_per_sample > 0):
             raise ValueError(f"flops_per_sample must be a positive number, got {flops_per_sample}")
@@ -79,6 +83,8 @@ class ComputeModel:
         self.workload_name = workload_name
         self.flops_per_sample = float(flops_per_sample)
         self.seed_parts = tuple(seed_parts)
+        #: where the method's training loop makes the host wait for the GPU (``per_step`` or ``per_bucket``)
+        self.host_syncs = host_syncs
         #: ranks charged effective_flops_per_s / flops_per_sample although a workload was named
         self.fallback_ranks: tuple[int, ...] = ()
         # looked up once, first: device() is on the per-step path of every worker, and the figures below read it
@@ -88,6 +94,7 @@ class ComputeModel:
         self._declared = [self._declare(rank) for rank in range(profile.world_size)]
         self._overhead = [self._declare_overhead(rank) for rank in range(profile.world_size)]
         self._floor = [self._declare_floor(rank) for rank in range(profile.world_size)]
+        self._sync = [self._declare_sync(rank) for rank in range(profile.world_size)]
         # a device's own jitter wins; the others get the profile's compute_cv (if any); the workload's batch spread
         # (``step_jitter_sigma``) is independent of either: the product of the two lognormals, sigmas in quadrature
         default = sigma_of_cv(profile.noise.compute_cv) if profile.noise is not None else 0.0
@@ -125,6 +132,14 @@ class ComputeModel:
         ms = self._device(rank).step_floor_ms.get(self.workload_name or "", 0.0)
         return ms / 1000.0
 
+    def _declare_sync(self, rank: int) -> float:
+        """What the loop's host syncs add to one step of this workload on ``rank``, seconds (0 when not declared)."""
+        return self._device(rank).host_sync_ms.get(self.workload_name or "", {}).get(self.host_syncs, 0.0) / 1000.0
+
+    def sync_s(self, rank: int) -> float:
+        """The profile's host-sync cost of one step of this workload on ``rank``, for the method's loop."""
+        return self._sync[rank] if 0 <= rank < len(self._sync) else self._declare_sync(rank)
+
     def floor_s(self, rank: int) -> float:
         """The profile's host floor of one step of this workload on ``rank``: no step is charged less (before noise)."""
         return self._floor[rank] if 0 <= rank < len(self._floor) else self._declare_floor(rank)
@@ -134,11 +149,12 @@ class ComputeModel:
         return self._overhead[rank] if 0 <= rank < len(self._overhead) else self._declare_overhead(rank)
 
     def nominal_step_seconds(self, rank: int, n_samples: int) -> float:
-        """``max(t_floor, t_fixed + n / peak)``: a step of ``n_samples`` at the declared figures, no speed change, no
-        noise."""
+        """``max(t_floor, t_fixed + n / peak) + t_sync``: a step of ``n_samples`` at the declared figures, no speed
+        change, no noise."""
         if n_samples <= 0:
             return 0.0
-        return max(self.floor_s(rank), self.overhead_s(rank) + n_samples / self.declared_samples_per_s(rank))
+        gpu = self.overhead_s(rank) + n_samples / self.declared_samples_per_s(rank)
+        return max(self.floor_s(rank), gpu) + self.sync_s(rank)
 
     def fallback_note(self, measured_only: bool = False) -> str | None:
         """One line naming the devices whose speed for the named workload comes from FLOP/s, or None.
@@ -203,19 +219,20 @@ class ComputeModel:
         if n_samples == 0:
             return 0.0
         if 0 <= rank < len(self._declared):  # the tables built at construction, not four method calls a step
-            overhead, floor, declared, device = (
+            overhead, floor, sync, declared, device = (
                 self._overhead[rank],
                 self._floor[rank],
+                self._sync[rank],
                 self._declared[rank],
                 self._devices[rank],
             )
         else:  # a rank the profile does not have: the lookups raise the ConfigError naming it
-            overhead, floor = self.overhead_s(rank), self.floor_s(rank)
+            overhead, floor, sync = self.overhead_s(rank), self.floor_s(rank), self.sync_s(rank)
             declared, device = self.declared_samples_per_s(rank), self._device(rank)
-        if overhead == 0.0 and floor == 0.0:  # the large-batch throughput alone: the arithmetic before step overheads
+        if overhead == 0.0 and floor == 0.0 and sync == 0.0:  # the large-batch throughput alone, as before step costs:
             # n / samples_per_s(rank, at_s), with that method's product spelled out
             return n_samples / (declared * device.speed_factor(at_s)) * self.noise_factor(rank, step_index)
         base = overhead + n_samples / declared
         gpu = base / device.speed_factor(at_s)
-        # the host floor is the CPU's: a slower GPU (speed change) does not slow it
-        return (gpu if floor == 0.0 else max(floor, gpu)) * self.noise_factor(rank, step_index)
+        # the host floor and the syncs' drain and refill are the host-GPU pipeline's: a speed change does not scale them
+        return ((gpu if floor == 0.0 else max(floor, gpu)) + sync) * self.noise_factor(rank, step_index)

@@ -58,6 +58,9 @@ class Params(api.MethodParams):
 class Method(api.Method[Params]):
     synchronous = True
     exchange = "neighbour"  # each iteration averages with the topology's neighbours (AER: alternating rings)
+    # each bucket's optimizer steps inside backward; under AMP its GradScaler reads the overflow flag back per bucket
+    # (decent-dp 0.2.3, ddp.py ``_ddp_fn``), so the host waits for the GPU once a bucket
+    host_syncs = "per_bucket"
     accepts_optimizer = True
     reference_check = (
         "tests/methods/test_decentdp_equivalence.py against the decent-dp package 0.2.3 (topologies, AccumAdam(W), "

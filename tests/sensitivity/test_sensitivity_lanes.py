@@ -34,9 +34,16 @@ ARMS = {
 }
 
 
-def _profile(folder: Path, contention: bool, link_cv: float = 0.0) -> str:
+def _profile(folder: Path, contention: bool, link_cv: float = 0.0, host_syncs: bool = False) -> str:
     data: dict[str, Any] = copy.deepcopy(TINY_PROFILE)
     data["name"] = "tiny-lanes"
+    if host_syncs:  # the GPUs' fixed costs, host floor and loop syncs, all moved by the overhead factor
+        data["schema_version"] = 2
+        gpu = data["nodes"][0]["devices"][0]
+        workload = next(iter(gpu["throughput_samples_per_s"]))
+        gpu["step_overhead_ms"], gpu["step_floor_ms"] = {workload: 2.0}, {workload: 30.0}
+        gpu["host_sync_ms"] = {workload: {"per_step": 1.5, "per_bucket": 4.0}}
+        gpu["ranges"]["overhead"] = {"low": 0.5, "high": 1.5, "reason": "test"}
     if link_cv:  # every charge times its own lognormal factor (C-ADP's cluster): drawn per seed, not per setting
         data["noise"] = {"link_cv": link_cv, "source": "[E] test"}
     if contention:  # NCCL: the overlapped all-reduces slow backward (a sweep variable), settled at every wait
@@ -83,6 +90,17 @@ def test_the_lanes_are_the_scalar_replay_on_a_cluster_without_contention(tmp_pat
     jobs = [job for s in _settings(runs) if (job := retimer._at(runs[0], s)[1]) is not None]
     assert len(jobs) == 8
     assert runs[0].prober is not None
+    assert simulate_lanes(jobs, runs[0].prober) == [simulate(job, runs[0].prober) for job in jobs]
+
+
+def test_the_lanes_charge_the_loops_host_syncs_as_the_replay_does(tmp_path: Path) -> None:
+    runs = _runs(_profile(tmp_path, contention=True, host_syncs=True), "ar_sgd_overlap", seeds=(2,))
+    assert runs[0].job.compute.sync_s(0) == 1.5e-3  # AR-SGD's loop syncs once a step
+    retimer = Retimer(runs)
+    settings = _settings(runs)
+    jobs = [job for s in settings if (job := retimer._at(runs[0], s)[1]) is not None]
+    assert len({job.compute.sync_s(0) for job in jobs}) > 2  # the overhead factor moves the syncs with the floor
+    assert runs[0].prober is not None and len(jobs) == len(settings)
     assert simulate_lanes(jobs, runs[0].prober) == [simulate(job, runs[0].prober) for job in jobs]
 
 

@@ -112,3 +112,29 @@ def test_a_workloads_batch_spread_joins_the_jitter_in_quadrature() -> None:
 def test_a_batch_spread_needs_schema_2() -> None:
     with pytest.raises(ValueError, match=r"step_jitter_sigma need schema_version: 2"):  # pydantic's error
         one_node_profile(None, schema=1, step_jitter_sigma={"w": 0.01})
+
+
+def test_the_loops_host_syncs_add_to_the_step() -> None:
+    """``host_sync_ms`` is charged for the method's own loop (``per_step`` or ``per_bucket``), on top of
+    ``max(t_floor, t_fixed + b/peak)``, unscaled by a speed change (it is the host-GPU pipeline's), and only for its
+    workload; the nominal step includes it too."""
+    syncs = {"host_sync_ms": {"w": {"per_step": 2.0, "per_bucket": 5.0}}}
+    group = {"step_overhead_ms": {"w": 3.7}, "step_floor_ms": {"w": 41.0}, **syncs}
+    changed = {**group, "speed_changes": [{"at_s": 0.5, "factor": 0.5}]}
+    without = ComputeModel(_profile(**{k: v for k, v in changed.items() if k != "host_sync_ms"}), "w", 1.0)
+    for loop, extra in (("per_step", 2e-3), ("per_bucket", 5e-3)):
+        model = ComputeModel(_profile(**changed), "w", 1.0, (), loop)
+        assert model.sync_s(1) == extra
+        for n, at in ((1, 0.0), (1000, 0.0), (1000, 1.0)):  # floor-bound, GPU-bound, GPU-bound at half speed
+            assert model.step_seconds(1, n, 0, at) == pytest.approx(without.step_seconds(1, n, 0, at) + extra)
+        assert model.nominal_step_seconds(0, 50) == pytest.approx(without.nominal_step_seconds(0, 50) + extra)
+    two = one_node_profile(None, count=3, throughput_samples_per_s={"w": 97.3, "v": 5.0}, **syncs)
+    assert ComputeModel(two, "v", 1.0, (), "per_bucket").sync_s(0) == 0.0  # another workload pays none
+    assert ComputeModel(_profile(**syncs), "w", 1.0).host_syncs == "per_step"  # every loop syncs once a step
+
+
+def test_host_syncs_need_both_loops_and_schema_2() -> None:
+    with pytest.raises(ValueError, match=r"host_sync_ms\.w: give both loops"):
+        _profile(host_sync_ms={"w": {"per_step": 1.0}})
+    with pytest.raises(ValueError, match=r"host_sync_ms need schema_version: 2"):
+        one_node_profile(None, schema=1, host_sync_ms={"w": {"per_step": 1.0, "per_bucket": 2.0}})
