@@ -4,7 +4,9 @@ profiled, halved and removed (docs/emulator.md, "Fig. 6's strong scaling, cell b
 Why: the floor (``step_floor_ms``) is the sandbox's CPU time for the authors' kernel ops, and the clusters' CPUs are
 not stated; if the trend hung on it, the trend would hang on a guess. Each cell is the grid's own
 (``methods/decentdp/fig6.py``: its config, its window, the in-process engine), run on a copy of the shipped profile
-whose ``step_floor_ms`` is scaled; nothing else changes and nothing is logged. About a minute of CPU.
+whose host costs are scaled: ``step_floor_ms`` and ``host_sync_ms`` (the loop's syncs, derived from the same
+per-op host time, move with it as the sensitivity sweep's ``overhead`` factor moves them); nothing else changes and
+nothing is logged. About a minute of CPU.
 
     python benchmarks/fig6_floor.py          # the markdown table docs/emulator.md shows
 """
@@ -29,12 +31,14 @@ FACTORS = (1.0, 0.5, 0.0)
 
 def scaled_profile(setup: str, gpus: int, factor: float, folder: Path) -> Path:
     """A copy of ``hardware_profiles/<setup>-<gpus>.yaml`` (same file and profile name) with every device's
-    ``step_floor_ms`` times ``factor``."""
+    ``step_floor_ms`` and ``host_sync_ms`` times ``factor``."""
     name = f"{setup}-{gpus}"
     data: dict[str, Any] = yaml.safe_load((REPO / "hardware_profiles" / f"{name}.yaml").read_text(encoding="utf-8"))
     groups = {id(group): group for node in data["nodes"] for group in node["devices"]}  # YAML aliases share one
     for group in groups.values():
         group["step_floor_ms"] = {k: v * factor for k, v in group.get("step_floor_ms", {}).items()}
+        syncs = group.get("host_sync_ms", {})
+        group["host_sync_ms"] = {k: {loop: v * factor for loop, v in by.items()} for k, by in syncs.items()}
     path = folder / f"{factor}" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
