@@ -317,6 +317,8 @@ class Method(abc.ABC, Generic[P]):
                 cls.Params = arg
         peak_lr_field(cls.Params)
         optimizer_field(cls.Params)
+        if cls.host_syncs not in ("per_step", "per_bucket"):
+            raise TypeError(f"{cls.__qualname__}.host_syncs is {cls.host_syncs!r}: 'per_step' or 'per_bucket'")
 
     def __init__(self, params: P) -> None:
         self.params: P = params

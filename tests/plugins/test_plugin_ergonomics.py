@@ -159,6 +159,15 @@ def test_method_is_generic_and_its_type_argument_is_its_params() -> None:
             def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None: ...
 
 
+def test_a_loop_the_compute_charge_does_not_know_is_refused_at_class_creation() -> None:
+    with pytest.raises(TypeError, match=r"Bucketed.host_syncs is 'per_layer': 'per_step' or 'per_bucket'"):
+
+        class Bucketed(api.Method[_ParamsA]):
+            host_syncs = "per_layer"  # type: ignore[assignment]
+
+            def train_step(self, ctx: api.WorkerContext, batch: api.Batch) -> None: ...
+
+
 @pytest.mark.parametrize("folder", SHIPPED_METHODS, ids=lambda p: p.name)
 def test_shipped_methods_are_typed_by_their_params_without_casts(folder: Path) -> None:
     plugin = registry.methods()[folder.name]
