@@ -69,7 +69,7 @@ def table() -> dict[tuple[str, str], dict[float, list[float]]]:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
-    print("| cluster, method | floor as profiled (16/32/64 T4; 8/16/32 A100) | floor × 0.5 | no floor |")
+    print("| cluster, method | host costs as profiled (16/32/64 T4; 8/16/32 A100) | floor and syncs × 0.5 | neither |")
     print("|---|---|---|---|")
     for (setup, method), rows in table().items():
         cells = [" / ".join(f"{ms:.1f}" for ms in rows[f]) for f in FACTORS]
