@@ -176,8 +176,8 @@ def test_cli_plan_json_and_errors(profiles: Path, tmp_path: Path, capsys: pytest
 
 
 def test_plan_shows_compute_per_device_and_each_collectives_algorithm_and_cost() -> None:
-    """Issue 23: the plan charges ``t_fixed + b / peak`` per rank (and shows the fixed part) and names the algorithm,
-    protocol and cost of every collective it prices."""
+    """Issue 23: the plan charges ``t_fixed + b / peak`` per rank (and shows the fixed part), plus the loop's host
+    syncs (AR-SGD's once a step), and names the algorithm, protocol and cost of every collective it prices."""
     from distrepro.orchestration.plan import render
     from distrepro.timing.timemodel import CommCostModel
 
@@ -189,7 +189,8 @@ def test_plan_shows_compute_per_device_and_each_collectives_algorithm_and_cost()
     overhead = job.compute.overhead_s(0)
     assert overhead > 0  # the A40 profile declares a fixed step cost for Transformer-base
     assert time["compute"][0]["step_overhead_s"] == pytest.approx(overhead)
-    expected = overhead + batch / job.compute.declared_samples_per_s(0)
+    assert job.compute.sync_s(0) > 0  # and the syncs of AR-SGD's loop
+    expected = overhead + batch / job.compute.declared_samples_per_s(0) + job.compute.sync_s(0)
     assert time["compute"][0]["compute_s"] == pytest.approx(expected)
     (collective,) = time["collectives"]
     how = CommCostModel(job.profile).collective("all_reduce", range(job.world_size), collective["bytes"])
