@@ -14,7 +14,9 @@ size), but no one-at-a-time scans, flip points, heat maps or figures. The figure
 variable whose values rank-correlate most with the claim's statistic over the hypercube (the full sweep
 names the widest tornado bar instead; the two agree when one figure dominates). Its result is cached in the
 report folder under a key of everything it reads: the claims file, the hardware-profile files, the
-package's source, the runs (id, status, logged emulated time) and the number of settings, so a second
+package's source, the method and dataset plugins' source (the replay runs each method's ``setup`` and
+``train_step`` against a recording context, and rebuilds each run's data), the runs (id, status, logged emulated
+time) and the number of settings, so a second
 ``distrepro report`` of the same store costs nothing. Claims the replay cannot time (an asynchronous
 method, overlapped collectives of two groups, a run without its logged config) stay unmarked, each with the
 reason.
@@ -122,7 +124,9 @@ def _digest_files(h: Any, files: list[Path], base: Path | None = None) -> None:
 
 def cache_key(info: PaperInfo, runs: Any, samples: int) -> str:
     """A digest of everything the check reads: the claims file, every root's hardware profiles (ranges,
-    workloads, layer tables), the package's source (the replay and the verdict rules), the runs and ``samples``."""
+    workloads, layer tables) and method and dataset plugins (the replay probes each method's steps: a plugin edited
+    after the runs re-times them differently), the package's source (the replay and the verdict rules), the runs and
+    ``samples``."""
     h = hashlib.sha256(f"{_FORMAT}|{distrepro.__version__}|{info.id}|{samples}".encode())
     if info.path is not None and Path(info.path).is_file():
         h.update(Path(info.path).read_bytes())
@@ -130,6 +134,9 @@ def cache_key(info: PaperInfo, runs: Any, samples: int) -> str:
         folder = root / "hardware_profiles"
         if folder.is_dir():
             _digest_files(h, [p for p in folder.rglob("*") if p.is_file()], root)
+        for plugins in (root / "methods", root / "datasets"):
+            if plugins.is_dir():
+                _digest_files(h, list(plugins.rglob("*.py")), root)
     package = Path(distrepro.__file__).parent
     _digest_files(h, list(package.rglob("*.py")), package)
     cols = [c for c in ("run_id", "status", "final/emulated_s") if c in runs.columns]

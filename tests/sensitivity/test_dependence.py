@@ -84,6 +84,23 @@ def test_a_second_report_reads_the_cache_until_a_run_changes(flip_profile: str, 
     assert (tmp_path / CACHE_FILE).is_file()
 
 
+def test_the_cache_key_follows_the_method_plugins_source(
+    flip_profile: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay runs each method's steps, so a plugin edited after the runs must not read the old shares."""
+    from distrepro.sensitivity.dependence import cache_key
+
+    info, rs, _ = _flip_setup(flip_profile)
+    plugin = tmp_path / "root" / "methods" / "mine" / "method.py"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text("STEP = 1\n", encoding="utf-8")
+    monkeypatch.setenv("DISTREPRO_PATH", str(tmp_path / "root"))
+    before = cache_key(info, rs.runs, 6)
+    assert cache_key(info, rs.runs, 6) == before  # nothing changed: the same key
+    plugin.write_text("STEP = 2\n", encoding="utf-8")
+    assert cache_key(info, rs.runs, 6) != before
+
+
 def test_a_paper_without_timing_claims_is_not_checked(flip_profile: str) -> None:
     paper = {**FLIP_PAPER, "claims": [c for c in FLIP_PAPER["claims"] if c["id"] == "F2"]}
     info, rs, jobs = _flip_setup(flip_profile, paper)
