@@ -22,6 +22,7 @@ import yaml
 from validation_model import engine_cell_ms
 
 from distrepro.plugins.registry import plugin_module
+from distrepro.sensitivity.space import scale_host_costs
 
 REPO = Path(__file__).resolve().parents[1]
 SETUPS = ("t4-ib", "a100-ib")
@@ -36,9 +37,7 @@ def scaled_profile(setup: str, gpus: int, factor: float, folder: Path) -> Path:
     data: dict[str, Any] = yaml.safe_load((REPO / "hardware_profiles" / f"{name}.yaml").read_text(encoding="utf-8"))
     groups = {id(group): group for node in data["nodes"] for group in node["devices"]}  # YAML aliases share one
     for group in groups.values():
-        group["step_floor_ms"] = {k: v * factor for k, v in group.get("step_floor_ms", {}).items()}
-        syncs = group.get("host_sync_ms", {})
-        group["host_sync_ms"] = {k: {loop: v * factor for loop, v in by.items()} for k, by in syncs.items()}
+        scale_host_costs(group, factor)
     path = folder / f"{factor}" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

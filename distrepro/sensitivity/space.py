@@ -215,6 +215,14 @@ def oat_quantiles(var: Variable, points: int) -> list[float]:
     return sorted(grid)
 
 
+def scale_host_costs(group: dict[str, Any], factor: float) -> None:
+    """A device group's host costs times ``factor``, in place: ``step_floor_ms`` and ``host_sync_ms`` (the syncs'
+    drain and refill come from the same per-op host time as the floor, so the two move together)."""
+    group["step_floor_ms"] = {w: v * factor for w, v in group.get("step_floor_ms", {}).items()}
+    syncs = group.get("host_sync_ms", {})
+    group["host_sync_ms"] = {w: {loop: v * factor for loop, v in by.items()} for w, by in syncs.items()}
+
+
 def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> HardwareProfile:
     """A copy of ``profile`` with each ranged figure set to its variable's value in ``values``
     (a device ``speed`` multiplies every declared speed of the group, a choice index picks the choice); figures
@@ -252,11 +260,8 @@ def apply_to_profile(profile: HardwareProfile, values: Mapping[str, float]) -> H
             name = (rng["name"] or f"{group['name']}.overhead") if rng else None
             if name is not None and name in values:
                 factor = float(values[name])
-                for key in ("step_overhead_ms", "step_floor_ms"):  # both fixed costs move with the factor
-                    group[key] = {w: v * factor for w, v in group.get(key, {}).items()}
-                # the syncs' drain and refill are host-pipeline time too (the floor's per-op cost): they move with it
-                syncs = group.get("host_sync_ms", {})
-                group["host_sync_ms"] = {w: {loop: v * factor for loop, v in by.items()} for w, by in syncs.items()}
+                group["step_overhead_ms"] = {w: v * factor for w, v in group.get("step_overhead_ms", {}).items()}
+                scale_host_costs(group, factor)  # every fixed cost moves with the factor
     for name, path, _central, rng in framework_figures(profile):
         if name in values:
             block = data.get("framework") or {"source": "[E] set by a sensitivity setting"}
