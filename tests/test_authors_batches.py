@@ -104,14 +104,23 @@ def test_the_decentdp_profiles_charge_the_padded_batch(batches: ModuleType) -> N
     assert seen == 10
 
 
+def _profile_groups(batches: ModuleType, name: str) -> list[tuple[str, dict]]:
+    """The first device group of Fig. 6 profile ``name`` and, for A40/16, of its straggler variant (which shares
+    its figures), each with the file's stem."""
+    stems = (name, f"{name}-jitter") if name == "a40-25gbe-16" else (name,)
+    folder = batches.REPO / "hardware_profiles"
+    return [
+        (stem, yaml.safe_load((folder / f"{stem}.yaml").read_text(encoding="utf-8"))["nodes"][0]["devices"][0])
+        for stem in stems
+    ]
+
+
 def test_the_decentdp_profiles_charge_their_batches_spread(batches: ModuleType) -> None:
     """Each Fig. 6 profile's ``step_jitter_sigma`` is the script's: the lognormal whose expected slowest of p is
     the padded batches' (zero where the host floor hides the spread); the straggler variant keeps its own jitter."""
     table = batches.profile_jitter(pairs=400_000)
     for name, row in table.items():
-        for stem in (name, f"{name}-jitter") if name == "a40-25gbe-16" else (name,):
-            device = yaml.safe_load((batches.REPO / "hardware_profiles" / f"{stem}.yaml").read_text(encoding="utf-8"))
-            group = device["nodes"][0]["devices"][0]
+        for stem, group in _profile_groups(batches, name):
             assert group["step_jitter_sigma"] == {batches.WORKLOAD: row["sigma"]}, stem
     assert len(table) == 9 and table["a100-ib-32"]["sigma"] == 0.0  # the floor (24.7 ms) over 8.7 + 7.0 ms
     assert 0.01 < table["t4-ib-64"]["sigma"] < table["t4-ib-64"]["step_cv"]  # the lognormal's longer tail
@@ -135,8 +144,7 @@ def test_the_decentdp_profiles_charge_their_loops_syncs(batches: ModuleType) -> 
     the free-running step (about 40 s of CPU). Decent-DP's per-bucket syncs cost at least the per-step ones."""
     table = batches.profile_syncs(batches.fig6_compute(batches.padding_table((8, 16, 32, 64))))
     for name, row in table.items():
-        for stem in (name, f"{name}-jitter") if name == "a40-25gbe-16" else (name,):
-            device = yaml.safe_load((batches.REPO / "hardware_profiles" / f"{stem}.yaml").read_text(encoding="utf-8"))
-            assert device["nodes"][0]["devices"][0]["host_sync_ms"] == {batches.WORKLOAD: row}, stem
+        for stem, group in _profile_groups(batches, name):
+            assert group["host_sync_ms"] == {batches.WORKLOAD: row}, stem
         assert 0 < row["per_step"] <= row["per_bucket"], name
     assert len(table) == 9
