@@ -3,8 +3,12 @@
 A verdict depends on more than its claim's fields: the paper's ``setup:`` (arms, profile, ``min_seeds``, the
 sensitivity ranges), each arm's run config, the hardware profiles the arms run on with the ranges declared for
 their estimated figures, the emulator's error bands (``hardware_profiles/validation/emulator_error.yaml``), the code
-that turns a run into emulated time and a verdict (``distrepro/timing``, ``distrepro/hardware``, ``distrepro/claims``)
-and the number of hardware samples the sensitivity check draws. Narrowing a profile's bandwidth range can turn a
+that turns a run into emulated time and a verdict (``distrepro/timing``, ``distrepro/hardware``, ``distrepro/claims``),
+the code whose math the runs train with (the method plugins and dataset modules the arms' configs name, and the
+plugin API, models and optimizers they are built from: ``distrepro/{api,training,data}``) and the number of hardware
+samples the sensitivity check draws. A re-implementation edited after its runs decides a FAIL as surely as a changed
+tolerance; the engines that execute the math are the instrument, checked against each other by their equality tests,
+and are not frozen. Narrowing a profile's bandwidth range can turn a
 "depends on an assumption" into a PASS as surely as widening a tolerance can; so the record of a scale
 (:mod:`distrepro.claims.preregistration`) keeps one SHA-256 per input file, grouped by :data:`KINDS`, and
 RESULTS.md one digest per kind (:func:`kind_digests`), and both name what changed since.
@@ -17,20 +21,24 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from distrepro.errors import ConfigError
+from distrepro.errors import ConfigError, PluginError
 
-PAPER, CONFIGS, PROFILES, BANDS, CODE = (
+PAPER, CONFIGS, PROFILES, BANDS, CODE, TRAINING = (
     "paper.yaml",
     "arm configs",
     "hardware profiles",
     "emulator error band",
     "emulator and claims code",
+    "method and training code",
 )
 #: the kinds of input, in the order a report names them
-KINDS = (PAPER, CONFIGS, PROFILES, BANDS, CODE)
+KINDS = (PAPER, CONFIGS, PROFILES, BANDS, CODE, TRAINING)
 #: the packages whose Python files decide emulated time and verdicts (one digest over all of them)
 CODE_PACKAGES = ("timing", "hardware", "claims")
 CODE_NAME = "distrepro/{timing,hardware,claims}/**/*.py"
+#: the packages the method plugins train with: the plugin API, models and optimizers, data loading
+TRAINING_PACKAGES = ("api", "training", "data")
+TRAINING_NAME = "distrepro/{api,training,data}/**/*.py"
 DIGEST_CHARS = 12
 
 
@@ -38,14 +46,15 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def code_digest() -> str:
-    """SHA-256 over the name and bytes of every ``.py`` file under ``distrepro/timing``, ``distrepro/hardware`` and
-    ``distrepro/claims``, in a stable order (names relative to the package, so the checkout's place does not count)."""
+def code_digest(packages: Iterable[str] = CODE_PACKAGES) -> str:
+    """SHA-256 over the name and bytes of every ``.py`` file under ``distrepro/<package>`` for each of ``packages``
+    (default ``timing``, ``hardware``, ``claims``), in a stable order (names relative to the package, so the
+    checkout's place does not count)."""
     import distrepro
 
     package = Path(distrepro.__file__).resolve().parent
     h = hashlib.sha256()
-    for sub in CODE_PACKAGES:
+    for sub in packages:
         for path in sorted((package / sub).rglob("*.py")):
             h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
@@ -111,12 +120,52 @@ def input_files(info: Any, scales: Iterable[str], root: Path | None = None) -> d
         bands = [bands_path()]
     except ConfigError:
         bands = []
-    return {PAPER: [info.path], CONFIGS: configs, PROFILES: profiles, BANDS: bands}
+    return {
+        PAPER: [info.path],
+        CONFIGS: configs,
+        PROFILES: profiles,
+        BANDS: bands,
+        TRAINING: _plugin_files(info.path.parent, configs, root),
+    }
+
+
+def _plugin_files(paper_dir: Path, configs: Iterable[Path], root: Path | None) -> list[Path]:
+    """The Python files of the paper's own folder (its report products), of each method folder the arm configs'
+    ``method:`` names and of each dataset module their ``dataset.name`` names, found over ``root`` and then every
+    root. A name no root has is skipped: the runs would not have started either."""
+    from distrepro.config.run_config import DatasetConfig, read_yaml
+    from distrepro.plugins.roots import as_roots, method_dirs, roots
+
+    default_dataset = DatasetConfig().name
+    methods, datasets = [], []
+    for path in configs:
+        try:
+            data = read_yaml(path)
+        except ConfigError:
+            continue
+        methods.append(data.get("method"))
+        dataset = data.get("dataset")
+        datasets.append(
+            dataset.get("name", default_dataset) if isinstance(dataset, dict) else dataset or default_dataset
+        )
+    found: dict[str, Path] = {}
+    for where in (as_roots(root), roots()):
+        try:
+            found = {**method_dirs(where), **found}  # the first roots' folder wins
+        except PluginError:  # a method in two roots: the runs would not have started
+            continue
+    folders = [paper_dir, *(found[m] for m in methods if isinstance(m, str) and m in found)]
+    files = [f for folder in dict.fromkeys(folders) for f in sorted(folder.rglob("*.py"))]
+    for name in dict.fromkeys(d for d in datasets if isinstance(d, str)):
+        module = next((b / "datasets" / f"{name}.py" for b in (*as_roots(root), *roots())), None)
+        files += [module] if module is not None and module.is_file() else []
+    return list(dict.fromkeys(f for f in files if "__pycache__" not in f.parts))
 
 
 def file_digests(info: Any, scales: Iterable[str], root: Path | None = None) -> dict[str, dict[str, str]]:
-    """Kind → {file name: SHA-256 of its bytes (paper.yaml: :func:`paper_digest`)}, and the code's one digest under
-    :data:`CODE`: what a record's ``frozen:`` block keeps."""
+    """Kind → {file name: SHA-256 of its bytes (paper.yaml: :func:`paper_digest`)}, the emulator's code as one digest
+    under :data:`CODE` and the training packages' as one among :data:`TRAINING`'s plugin files: what a record's
+    ``frozen:`` block keeps."""
     from distrepro.plugins.roots import as_roots, shipped_root
 
     # the paper's own root first (``<root>/methods/<name>/paper.yaml``), then the shipped one: a name must not depend
@@ -128,6 +177,7 @@ def file_digests(info: Any, scales: Iterable[str], root: Path | None = None) -> 
         for kind, files in input_files(info, scales, root).items()
     }
     out[CODE] = {CODE_NAME: code_digest()}
+    out[TRAINING][TRAINING_NAME] = code_digest(TRAINING_PACKAGES)
     return out
 
 

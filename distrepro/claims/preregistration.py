@@ -118,7 +118,8 @@ def _scales_used(spec_at_scale: Any, scale: str) -> list[str]:
 def frozen_now(paper_file: Path, spec_at_scale: Any, scale: str, root: Path | None = None) -> dict[str, dict[str, str]]:
     """The digests of every input the verdicts at ``scale`` depend on, as they are now (kind → file → SHA-256):
     paper.yaml, the arms' configs at the scales used (:func:`_scales_used`), the profiles they and the claims name,
-    the error bands, the code (:func:`distrepro.claims.frozen.file_digests`)."""
+    the error bands, the emulator's code and the code the runs train with
+    (:func:`distrepro.claims.frozen.file_digests`)."""
     paper = SimpleSpec(paper_file, spec_at_scale)
     return frozen_inputs.file_digests(paper, _scales_used(spec_at_scale, scale), root)
 
@@ -133,7 +134,8 @@ def _frozen_block(
     paper = SimpleSpec(paper_file, spec_at_scale)
     files = frozen_inputs.input_files(paper, _scales_used(spec_at_scale, scale), root)
     package = Path(distrepro.__file__).resolve().parent
-    covered = [p for group in files.values() for p in group] + [package / s for s in frozen_inputs.CODE_PACKAGES]
+    packages = (*frozen_inputs.CODE_PACKAGES, *frozen_inputs.TRAINING_PACKAGES)
+    covered = [p for group in files.values() for p in group] + [package / s for s in packages]
     head = _git(["rev-parse", "HEAD"], paper_file.parent)
     return {
         "inputs": frozen_now(paper_file, spec_at_scale, scale, root),

@@ -32,6 +32,7 @@ from pydantic import (
 from distrepro.errors import ConfigError, format_pydantic_error
 from distrepro.hardware.catalogue import resolve_compute
 from distrepro.hardware.link_classes import LinkClasses
+from distrepro.hardware.node_list import check_unique_node_names, expand_node_counts
 from distrepro.hardware.profile_parts import (
     DEFAULT_BACKWARD_FRACTION,
     MAX_RANKS,
@@ -49,40 +50,6 @@ from distrepro.hardware.profile_parts import (
 from distrepro.hardware.profile_ranges import ChoiceRange, check_profile_ranges, unranged_estimates
 from distrepro.plugins.roots import RESERVED_PROFILE_NAMES
 from distrepro.safe_yaml import read_yaml_mapping
-
-#: file stems in the profiles folder that are not profiles
-
-
-def _declared_devices(node: dict[str, Any]) -> int:
-    """Devices one node entry declares per node (the ``count`` of each device group that has a whole one; a
-    malformed group is left to the schema, which names it)."""
-    groups = node.get("devices")
-    if not isinstance(groups, list):
-        return 0
-    counts = [g.get("count", 1) if isinstance(g, dict) else 1 for g in groups]
-    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0)
-
-
-def _check_world_before_expanding(nodes: list[Any]) -> None:
-    """The ranks the ``nodes`` list declares (each entry's ``count`` times its devices per node), held to
-    :data:`MAX_RANKS` before any node is copied: ``count: 2000000`` built two million nodes (gigabytes) before the
-    rank limit was checked, and ``count: 1000000000`` would have exhausted the machine. The message names the entry
-    (``nodes[i].count``) that crosses the limit."""
-    total = 0
-    for i, node in enumerate(nodes):
-        if not isinstance(node, dict):
-            continue
-        count = node.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            continue  # refused with its own message below
-        per_node = max(1, _declared_devices(node))
-        total += count * per_node
-        if total > MAX_RANKS:
-            where = f"nodes[{i}].count" if "count" in node else f"nodes[{i}].devices"
-            raise ValueError(
-                f"{where}: {count} node(s) of {per_node} device(s) bring the cluster to {total} devices, more than "
-                f"the {MAX_RANKS} ranks a run can hold (refused before any node is built)"
-            )
 
 
 class HardwareProfile(Strict):
@@ -118,35 +85,12 @@ class HardwareProfile(Strict):
     @field_validator("nodes", mode="before")
     @classmethod
     def _expand_node_counts(cls, nodes: Any) -> Any:
-        """``{count: N, name: box, ...}`` is N identical nodes named ``box0`` … ``box{N-1}`` (issue 33): a cluster of
-        identical machines is written once."""
-        if not isinstance(nodes, list):
-            return nodes
-        _check_world_before_expanding(nodes)
-        out: list[Any] = []
-        for node in nodes:
-            if not isinstance(node, dict) or "count" not in node:
-                out.append(node)
-                continue
-            count = node["count"]
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"node 'count' must be a whole number >= 1, got {count!r}")
-            rest = {k: v for k, v in node.items() if k != "count"}
-            name = rest.get("name", "node")
-            out.extend(rest | {"name": f"{name}{i}" if count > 1 else name} for i in range(count))
-        return out
+        return expand_node_counts(nodes)
 
     @field_validator("nodes")
     @classmethod
     def _unique_node_names(cls, nodes: list[Node]) -> list[Node]:
-        seen: set[str] = set()
-        repeated: set[str] = set()
-        for node in nodes:  # one pass (not a count per name: a profile may list 10,000 nodes)
-            (repeated if node.name in seen else seen).add(node.name)
-        dupes = sorted(repeated)
-        if dupes:
-            raise ValueError(f"node names must be unique (they decide intra- vs inter-node links): {dupes}")
-        return nodes
+        return check_unique_node_names(nodes)
 
     @model_validator(mode="after")
     def _bounded_world(self) -> HardwareProfile:

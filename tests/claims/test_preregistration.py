@@ -4,11 +4,12 @@ check that marks a claim edited or added after it as post hoc."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pytest
 import yaml
-from tiny_paper import own_profiles, paper_root  # noqa: F401  (paper_root: the fixture)
+from tiny_paper import REPO, own_profiles, paper_root  # noqa: F401  (paper_root: the fixture)
 
 from distrepro.claims.certification import check_claims
 from distrepro.claims.preregistration import (
@@ -207,7 +208,7 @@ def _standing_now(root: Path, record: dict, info, first_run=None, samples=None):
 def test_a_record_freezes_every_input_that_decides_a_verdict(paper_root: Path) -> None:  # noqa: F811
     """paper.yaml with its setup, each arm config, each profile the arms use, the error band, the emulator and claims
     code (one digest), the hardware samples, and the full commit with its dirty state."""
-    from distrepro.claims.frozen import BANDS, CODE, CONFIGS, PAPER, PROFILES
+    from distrepro.claims.frozen import BANDS, CODE, CONFIGS, PAPER, PROFILES, TRAINING, TRAINING_NAME
 
     _, record, _ = _tiny_record(paper_root, samples=16)
     inputs = record["frozen"]["inputs"]
@@ -216,6 +217,14 @@ def test_a_record_freezes_every_input_that_decides_a_verdict(paper_root: Path) -
     assert list(inputs[PROFILES]) == ["hardware_profiles/hetero-2fast-2slow.yaml"]
     assert list(inputs[BANDS]) == ["hardware_profiles/validation/emulator_error.yaml"]
     assert len(next(iter(inputs[CODE].values()))) == 64 and PAPER in inputs
+    # the re-implementation the arms train with: the paper's folder, the method the config names (ar_sgd, not the
+    # unused local_sgd beside it), the dataset it defaults to, and the plugin API and training packages
+    assert sorted(inputs[TRAINING]) == [
+        "datasets/synthetic.py",
+        TRAINING_NAME,
+        "methods/ar_sgd/method.py",
+        "methods/tiny/method.py",
+    ]
     assert record["frozen"]["samples"] == 16
     assert "commit" in record["frozen"] and "dirty" in record["frozen"]
 
@@ -240,6 +249,18 @@ def test_a_verdict_is_post_hoc_when_an_input_changed_the_record_is_late_or_repla
         in _standing_now(paper_root, registered, info).post_hoc["fewer-bytes"]
     )
     paper.write_text(paper.read_text().replace("min_seeds: 3", "min_seeds: 2"))
+
+    # the method's code edited after the runs: a FAIL could now be about other code than the one that ran
+    method = paper_root / "methods" / "tiny" / "method.py"
+    method.unlink()  # a link to a shipped method: replace it by an edited copy
+    method.write_text((REPO / "methods" / "local_sgd" / "method.py").read_text() + "\n# edited after the runs\n")
+    assert (
+        "method and training code: `methods/tiny/method.py` changed"
+        in _standing_now(paper_root, registered, info).post_hoc["fewer-bytes"]
+    )
+    method.unlink()
+    os.symlink(REPO / "methods" / "local_sgd" / "method.py", method)
+    assert _standing_now(paper_root, registered, info).post_hoc == {}
 
     # another number of hardware samples than the record's
     assert "hardware samples" in _standing_now(paper_root, registered, info, samples=99).post_hoc["fewer-bytes"]
