@@ -156,10 +156,27 @@ def _plugin_files(paper_dir: Path, configs: Iterable[Path], root: Path | None) -
             continue
     folders = [paper_dir, *(found[m] for m in methods if isinstance(m, str) and m in found)]
     files = [f for folder in dict.fromkeys(folders) for f in sorted(folder.rglob("*.py"))]
+    folders = [b / "datasets" for b in dict.fromkeys((*as_roots(root), *roots()))]
     for name in dict.fromkeys(d for d in datasets if isinstance(d, str)):
-        module = next((b / "datasets" / f"{name}.py" for b in (*as_roots(root), *roots())), None)
-        files += [module] if module is not None and module.is_file() else []
+        module = _dataset_file(name, [f for f in folders if f.is_dir()])
+        files += [module] if module is not None else []
     return list(dict.fromkeys(f for f in files if "__pycache__" not in f.parts))
+
+
+def _dataset_file(name: str, folders: list[Path]) -> Path | None:
+    """The module of dataset ``name`` in the first of ``folders`` that has it: ``<name>.py``, else a module whose
+    ``NAME`` is ``name`` (read as text, not imported: judging claims must not load torch code)."""
+    import re
+
+    for folder in folders:
+        if (stem := folder / f"{name}.py").is_file():
+            return stem
+    declares = re.compile(rf"^NAME\s*(?::\s*str\s*)?=\s*[\"']{re.escape(name)}[\"']", re.MULTILINE)
+    for folder in folders:
+        for path in sorted(folder.glob("*.py")):
+            if not path.name.startswith(("_", ".")) and declares.search(path.read_text(encoding="utf-8")):
+                return path
+    return None
 
 
 def file_digests(info: Any, scales: Iterable[str], root: Path | None = None) -> dict[str, dict[str, str]]:
