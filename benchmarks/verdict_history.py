@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from distrepro.report.results_file import frozen_marks
+
 REPO = Path(__file__).resolve().parents[1]
 _SECTION = re.compile(r"^### (\S+) at (\w+) scale")
-_FROZEN = re.compile(r"<!-- frozen-inputs paper=(\S+) (.*?) ?-->")
 _SHORT = {"PASS": "P", "FAIL": "F", "INCONCLUSIVE": "I", "DEPENDS": "D"}
 
 
@@ -41,12 +42,9 @@ class Version:
 def parse(text: str, commit: str = "", date: str = "") -> Version:
     """The rows of every ``### <paper> at <scale> scale`` table: the claim (first cell) and its verdict's first
     word (third cell: ``PASS · reproduced ...``, ``INCONCLUSIVE · cannot be decided``, ``DEPENDS ...``)."""
-    version = Version(commit, date)
+    version = Version(commit, date, inputs=frozen_marks(text))
     section = None
     for line in text.splitlines():
-        if mark := _FROZEN.match(line):
-            pairs = (item.split("=", 1) for item in mark.group(2).split())
-            version.inputs[mark.group(1)] = {kind: digest for kind, digest in pairs}
         if heading := _SECTION.match(line):
             section = f"{heading.group(1)}/{heading.group(2)}"
         elif line.startswith("### ") or line.startswith("## "):

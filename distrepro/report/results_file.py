@@ -391,6 +391,14 @@ def write_results(
     return write_text(out.parent, out, render_results(papers, uri, root))
 
 
+def frozen_marks(text: str) -> dict[str, dict[str, str]]:
+    """Paper → {kind slug: digest} of each ``frozen-inputs`` mark in ``text`` (a RESULTS.md), as written."""
+    return {
+        m["paper"]: dict(pair.split("=", 1) for pair in m["digests"].split() if "=" in pair)
+        for m in _FROZEN_MARK.finditer(text)
+    }
+
+
 def check_results(text: str, root: Path | None = None) -> tuple[list[str], list[str]]:
     """What makes ``text`` (a RESULTS.md) out of date with the checkout, and what it cannot vouch for.
 
@@ -400,10 +408,7 @@ def check_results(text: str, root: Path | None = None) -> tuple[list[str], list[
     section written before the mark existed, whose runs were made before inputs were frozen: what the mark covers
     beyond paper.yaml and the configs is not checked there until the file is regenerated."""
     recorded = {m["paper"]: m["digest"] for m in _INPUTS_MARK.finditer(text)}
-    marks = {
-        m["paper"]: dict(pair.split("=", 1) for pair in m["digests"].split() if "=" in pair)
-        for m in _FROZEN_MARK.finditer(text)
-    }
+    marks = frozen_marks(text)
     problems, warnings = [], []
     known = known_papers(root)
     for paper in known:
