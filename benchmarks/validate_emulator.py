@@ -466,7 +466,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--fig6", type=Path, default=FIG6)
     parser.add_argument("--json", type=Path, help="also write the summary and every point here")
-    parser.add_argument("--ablate", action="store_true", help="also print the summary with each framework term off")
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also print the summary with each model term off (framework terms, NCCL's ring slices)",
+    )
     parser.add_argument(
         "--write-error-bands",
         type=Path,

@@ -18,6 +18,7 @@ from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLIN
 from distrepro.hardware.profiles import HardwareProfile
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import batch_spread as bs
+from distrepro.timing import collective_algorithms as coll
 from distrepro.timing import ddp_buckets as db
 from distrepro.timing import framework as fw
 from distrepro.timing import weight_update as wu
@@ -30,7 +31,7 @@ BACKWARD_FRACTION = 2.0 / 3.0
 WORKLOAD = "validation"
 #: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
 NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
-#: the framework terms of a DDP step (issue 33); ``--ablate`` switches each off in turn
+#: the framework terms of a DDP step and NCCL's pipelined ring slices; ``--ablate`` switches each off in turn
 TERMS = {
     "framework": True,
     "slowest_of_p": True,
@@ -40,7 +41,11 @@ TERMS = {
     "loop": True,
     "update": True,
     "bucketing": True,
+    "ring_slices": True,
 }
+#: NCCL's slices per ring step (:data:`distrepro.timing.collective_algorithms.RING_SLICES_PER_STEP`); the
+#: ``ring_slices`` term off charges every step's latency in full, as NCCL's tuner counts it
+NCCL_RING_SLICES = coll.RING_SLICES_PER_STEP
 
 
 @dataclass
@@ -354,6 +359,7 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
 
 
 def predict(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    coll.RING_SLICES_PER_STEP = NCCL_RING_SLICES if TERMS["ring_slices"] else 1
     kind = point["kind"]
     if kind == "compute_throughput":
         return predict_compute(data, point)

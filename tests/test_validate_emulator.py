@@ -311,7 +311,7 @@ def test_a_rate_predicted_above_its_measurement_is_too_fast() -> None:
 def test_the_infiniband_efficiency_is_nccls_own_model_of_a_nic() -> None:
     """ib_efficiency is what NCCL's topology search gives a channel through an HDR (25 GB/s) or EDR (12.5 GB/s) HCA,
     over its line rate: the nccl source's thread no longer chooses it, so its fold keeps it."""
-    from distrepro.timing.collective_algorithms import nccl_net_gbytes_per_s
+    from distrepro.timing.nccl_tuning import nccl_net_gbytes_per_s
 
     module = _module()
     data = module.read_yaml_mapping(module.DATA, "points")

@@ -149,7 +149,7 @@ def _plugin_files(paper_dir: Path, configs: Iterable[Path], root: Path | None) -
             dataset.get("name", default_dataset) if isinstance(dataset, dict) else dataset or default_dataset
         )
     found: dict[str, Path] = {}
-    for where in (as_roots(root), roots()):
+    for where in (roots(),) if root is None else (as_roots(root), roots()):
         try:
             found = {**method_dirs(where), **found}  # the first roots' folder wins
         except PluginError:  # a method in two roots: the runs would not have started

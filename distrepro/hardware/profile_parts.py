@@ -136,12 +136,20 @@ class DeviceGroup(Strict):
     @model_validator(mode="after")
     def _speed_range(self) -> DeviceGroup:
         check_device_ranges(self.ranges)
-        for workload, loops in self.host_sync_ms.items():
-            if set(loops) != {"per_step", "per_bucket"}:
-                raise ValueError(f"host_sync_ms.{workload}: give both loops, per_step and per_bucket")
         if "overhead" in self.ranges and not (self.step_overhead_ms or self.step_floor_ms):
             raise ValueError("ranges.overhead: the group declares no step_overhead_ms or step_floor_ms to range")
         return self
+
+    @field_validator("host_sync_ms")
+    @classmethod
+    def _both_loops(
+        cls, host_sync_ms: dict[str, dict[Literal["per_step", "per_bucket"], float]]
+    ) -> dict[str, dict[Literal["per_step", "per_bucket"], float]]:
+        """A method runs one loop or the other: a workload declaring only one would charge the other nothing."""
+        for workload, loops in host_sync_ms.items():
+            if set(loops) != {"per_step", "per_bucket"}:
+                raise ValueError(f"host_sync_ms.{workload}: give both loops, per_step and per_bucket")
+        return host_sync_ms
 
     @field_validator("speed_changes")
     @classmethod

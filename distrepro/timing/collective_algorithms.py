@@ -33,6 +33,14 @@ sockets, whose 15-60 µs are the kernel's and the wire's, LL is no longer 0.18 o
 nodes pays NCCL's network post overhead on every step, so its intra-node steps take at least 1 µs (LL) or 3 µs
 (Simple) (``getNetOverhead``: "Inter-node rings still have to launch nsteps * net overhead").
 
+A ring's steps are pipelined in slices (NVIDIA/nccl @ 5067397c, ``src/device/prims_simple.h`` ``genericOp``): under
+Simple each step's data goes in :data:`RING_SLICES_PER_STEP` slices, and a rank forwards a slice as soon as it has
+received and reduced it, so the latency of the next step is spent while the step's other slice is still on the
+wire. A step exposes only the part of its latency that one slice's transfer does not cover, and the call pays the
+last hop's latency once. NCCL's tuner counts every step's latency whatever the size (its time picks an algorithm; it
+is not a prediction): on a large call the two differ by up to ``2(p−1)`` step latencies, e.g. 0.26 of 2.95 ms for
+133 MB over 24 A100 across three nodes.
+
 Two corrections of ``ncclTopoGetAlgoTime`` (the time NCCL's tuner gives a call, not only its choice): a ring/Simple
 all-reduce across nodes has its whole latency (base and steps) multiplied by 1.4 on GPUs of compute capability 8.0
 and above and 1.9 below ("plateau effect of ring"; only when the call moves at least 64 bytes per channel and rank),
@@ -52,86 +60,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from distrepro.timing.nccl_tuning import (
+    BASE_LATENCY_US,
+    LL_BANDWIDTH_RATIO,
+    LL_LATENCY_RATIO,
+    LL_NET_SAVING_US,
+    NET_OVERHEAD_US,
+    PLATEAU_CHANNELS,
+    PLATEAU_MIN_BYTES,
+    TREE_ALGBW_RATIO,
+    TWO_NODE_TREE_NET_FACTOR,
+    compute_capability,
+    ring_plateau,
+    tree_correction,
+)
+
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
 ALGORITHMS: tuple[str, ...] = ("auto", "ring", "tree", "hierarchical")
 
-#: NCCL base latency per call, µs (``tuning.cc`` baseLat, Ring and Tree rows)
-BASE_LATENCY_US = {"simple": 8.4, "ll": 6.6}
-#: LL's step latency relative to Simple's (``tuning.cc`` hwLat: 0.6/3.4, 1.0/5.7, 2.7/14)
-LL_LATENCY_RATIO = 0.18
-#: what LL saves per network step: the Simple protocol's own overhead (its flush and flag handshake), ``tuning.cc``
-#: hwLat NET Ring Simple 14 - LL 2.7 µs. LL cannot make the wire faster: a network step takes at least the link's
-#: latency less this, so over a link whose latency is the wire's (TCP sockets, 15-60 µs) LL's step is that latency
-#: less 11.3 µs, not 0.18 of it (on InfiniBand's 14 µs both rules give NCCL's 2.7)
-LL_NET_SAVING_US = 14.0 - 2.7
-#: NCCL's network post overhead, µs (``tuning.cc`` ``getNetOverhead``: 1 on Intel and other CPUs, 2 on AMD): a ring
-#: that crosses nodes "still has to launch nsteps * net overhead", so each of its intra-node steps takes at least
-#: this (Simple: 3 times it) [S]; the CPU vendor is not in a profile, NCCL's default is taken
-NET_OVERHEAD_US = 1.0
-#: LL's bandwidth relative to Simple's (``tuning.cc``: ring LL ``busBw * .5``)
-LL_BANDWIDTH_RATIO = 0.5
-#: NCCL's tree all-reduce: bus bandwidth × 0.92, algorithm bandwidth = bus bandwidth × 0.5 (``tuning.cc``)
-TREE_ALGBW_RATIO = 0.92 * 0.5
-#: a tree between exactly two nodes: its bus bandwidth is the intra-node chain's, up to this many times the
-#: network's [S]. Each of the double tree's two trees has one inter-node edge, carrying that tree's half of the data
-#: up and back down, so each byte crosses the network once each way where the intra-node chain carries it twice.
-#: NCCL's topology search raises a tree's intra-node speed while it is below twice the inter-node one ("increase
-#: bwIntra for trees (2 nodes or collnet)", ``src/graph/search.cc`` @ 5067397c and v2.21.5-1, the version the
-#: Decent-DP authors pin), and ``ncclTopoTuneModel`` rates every algorithm at ``bwIntra`` when ``nNodes <= 2``
-#: (``tuning.cc``): NCCL's maintainers, NVIDIA/nccl#946 "the Tree performance can go up to ~2x the network speed
-#: ... NCCL should use Tree on 2 nodes for large sizes", NVIDIA/nccl-tests#196 (two nodes of 8 PCIe GPUs, one
-#: 100 Gb/s NIC each: bus bandwidth above the NIC's)
-TWO_NODE_TREE_NET_FACTOR = 2.0
-
-#: the per-channel speeds in GB/s NCCL's topology search tries for an inter-node channel of a Volta or Ampere GPU,
-#: fastest first (``src/graph/search.cc`` ``speedArrayInter`` @ 5067397c; Hopper and Blackwell have tables of their
-#: own)
-NCCL_INTER_SPEEDS: tuple[float, ...] = (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12)
-
-
-def nccl_net_gbytes_per_s(nic_gbytes_per_s: float) -> float:
-    """What NCCL's own model gives a channel through a NIC of ``nic_gbytes_per_s`` line rate (``topo.cc``: a NIC's
-    bandwidth is its speed in Mb/s / 8000): the largest speed of :data:`NCCL_INTER_SPEEDS` at or below it.
-    A 200 Gb/s HDR HCA (25 GB/s) runs at 24 GB/s, a 100 Gb/s EDR one (12.5) at 12: 0.96 of the line rate."""
-    fitting = [s for s in NCCL_INTER_SPEEDS if s <= nic_gbytes_per_s]
-    if not fitting:
-        raise ValueError(f"a NIC of {nic_gbytes_per_s} GB/s is below NCCL's slowest channel speed")
-    return float(fitting[0])
-
-
-#: ``ncclTopoGetAlgoTime``'s "plateau effect of ring": a ring/Simple all-reduce across nodes has its latency multiplied
-#: by this, below compute capability 8.0 and from it on (``tuning.cc`` @ 5067397c) [S]
-RING_PLATEAU = {"below_sm80": 1.9, "sm80_and_above": 1.4}
-#: ... only when the call moves at least this many bytes per channel and rank (``nBytes / (nChannels * nRanks)``)
-PLATEAU_MIN_BYTES = 64
-#: the emulator does not model NCCL's channels: the factor is applied where NCCL applies it whatever its channel
-#: count, up to its ``MAXCHANNELS`` (``src/include/device.h``: 64)
-PLATEAU_CHANNELS = 64
-#: compute capability x 10 by GPU name (NVIDIA's CUDA GPUs table: T4 7.5, V100 7.0, A100 8.0, A40 and RTX 3090 8.6,
-#: H100 9.0), matched against a device's name, longest key first; a GPU not named here is taken as 8.0 or above
-COMPUTE_CAPABILITY = {"t4": 75, "v100": 70, "a100": 80, "a40": 86, "rtx3090": 86, "h100": 90, "h200": 90}
-#: ``tuning.cc`` ``treeCorrectionFactor``: a tree all-reduce's bandwidth is multiplied by the entry of
-#: ``log2(nBytes / 64)`` (0-22, i.e. 64 B to 256 MiB) of its protocol (in tenths); larger calls keep the model's
-#: bandwidth
-TREE_CORRECTION = {
-    "ll": tuple(t / 10 for t in (10, 10, 10, 10, 9, 8, 7, 7, 7, 7, 6, 5, 4, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10)),
-    "simple": tuple(t / 10 for t in (9, 9, 9, 9, 9, 9, 9, 8, 7, 6, 6, 5, 5, 5, 5, 6, 7, 8, 7, 7, 8, 9, 9)),
-}
-
-
-def compute_capability(device_name: str) -> int | None:
-    """Compute capability x 10 of the GPU named ``device_name`` (``a100``, ``t4-node3``), None if not tabled."""
-    name = device_name.lower()
-    for key in sorted(COMPUTE_CAPABILITY, key=len, reverse=True):
-        if name.startswith(key):
-            return COMPUTE_CAPABILITY[key]
-    return None
-
-
-def ring_plateau(min_compute_capability: int | None) -> float:
-    """The plateau factor for a group whose oldest GPU has ``min_compute_capability`` (None: not tabled, 8.0+)."""
-    old = min_compute_capability is not None and min_compute_capability < 80
-    return RING_PLATEAU["below_sm80" if old else "sm80_and_above"]
+#: slices a ring step's data is split into under Simple [S] (NVIDIA/nccl @ 5067397c, ``src/include/collectives.h``:
+#: ``ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS`` = (NCCL_STEPS / 2) / (NCCL_STEPS / 4) = 2, the same for all-gather
+#: and reduce-scatter; ``src/device/prims_simple.h``: ``sliceSize = max(divUp(nelem, 16 * SlicePerChunk) * 16, ...)``,
+#: each slice posted to the next rank once reduced). A module figure so that the validation's ``--ablate`` can set it
+#: to 1 (NCCL's tuner: every step's latency paid in full). NCCL's smallest slice (1/32 of a 1 MiB slice, per channel) is
+#: not modelled: the emulator has no channels, and a slice that small covers only a few µs of latency anyway
+RING_SLICES_PER_STEP = 2
 
 
 def plateau_of(topo: Topology, size: float) -> float:
@@ -139,16 +92,6 @@ def plateau_of(topo: Topology, size: float) -> float:
     nodes from :data:`PLATEAU_MIN_BYTES` per channel and rank, else 1."""
     crosses = topo.n_nodes > 1 and size / (PLATEAU_CHANNELS * len(topo.group)) >= PLATEAU_MIN_BYTES
     return ring_plateau(topo.min_compute_capability) if crosses else 1.0
-
-
-def tree_correction(protocol: str, nbytes: float) -> float:
-    """``treeCorrectionFactor`` of a tree all-reduce of ``nbytes`` under ``protocol`` (1 outside 64 B-256 MiB)."""
-    units = int(nbytes) >> 6
-    if units < 1:
-        return 1.0
-    log_size = units.bit_length() - 1
-    table = TREE_CORRECTION[protocol]
-    return table[log_size] if log_size < len(table) else 1.0
 
 
 Hops = tuple[tuple[int, int], ...]
@@ -179,11 +122,19 @@ class _Phase:
     gloo_latency_s: float
     ring_across: bool = False
 
-    def simple_latency(self) -> float:
+    def simple_latency(self, hidden_s: float = 0.0) -> float:
         """NCCL's Simple step latencies (``tuning.cc``): the links' own, an intra-node step of a ring across nodes at
-        least 3 x :data:`NET_OVERHEAD_US`."""
+        least 3 x :data:`NET_OVERHEAD_US`. ``hidden_s``: how much of each step's latency the transfer of the step's
+        earlier slices covers (pipelined slices, :data:`RING_SLICES_PER_STEP`); each step exposes the rest, and the
+        call still pays its slowest step's latency once (the last slice's hop). 0 gives NCCL's tuner's sum."""
         intra = max(self.alpha_intra, 3 * NET_OVERHEAD_US * 1e-6) if self.ring_across else self.alpha_intra
-        return self.intra_steps * intra + self.inter_steps * self.alpha_inter
+        if hidden_s <= 0.0:
+            return self.intra_steps * intra + self.inter_steps * self.alpha_inter
+        exposed = self.intra_steps * max(intra - hidden_s, 0.0) + self.inter_steps * max(
+            self.alpha_inter - hidden_s, 0.0
+        )
+        slowest = max(intra if self.intra_steps else 0.0, self.alpha_inter if self.inter_steps else 0.0)
+        return exposed + min(slowest, hidden_s)
 
     def ll_latency(self) -> float:
         """LL's step latencies: :data:`LL_LATENCY_RATIO` of Simple's, a network step no less than its link's latency
@@ -332,12 +283,22 @@ def _classic(algorithm: str, phase: _Phase, hops: Hops) -> CollectiveCost:
 
 
 def _charge(
-    algorithm: str, phase: _Phase, hops: Hops, plateau: float = 1.0, tree_size: float | None = None
+    algorithm: str,
+    phase: _Phase,
+    hops: Hops,
+    plateau: float = 1.0,
+    tree_size: float | None = None,
+    sliced: bool = False,
 ) -> CollectiveCost:
     """The phase as NCCL charges it: base latency plus step latencies, at the faster of LL and Simple. ``plateau``
     multiplies Simple's latency (a ring all-reduce across nodes, :data:`RING_PLATEAU`); ``tree_size``: a tree
-    all-reduce of that many bytes, its bandwidth term divided by :func:`tree_correction`."""
-    simple_lat = (BASE_LATENCY_US["simple"] * 1e-6 + phase.simple_latency()) * plateau
+    all-reduce of that many bytes, its bandwidth term divided by :func:`tree_correction`; ``sliced``: a ring whose
+    steps go in :data:`RING_SLICES_PER_STEP` pipelined slices under Simple (one slice's transfer hides as much of a
+    step's latency)."""
+    steps = phase.intra_steps + phase.inter_steps
+    slices = RING_SLICES_PER_STEP if sliced else 1
+    hidden = (slices - 1) * phase.bandwidth_s / (steps * slices) if steps > 0 else 0.0
+    simple_lat = (BASE_LATENCY_US["simple"] * 1e-6 + phase.simple_latency(hidden)) * plateau
     ll_lat = BASE_LATENCY_US["ll"] * 1e-6 + phase.ll_latency()
     simple_bw, ll_bw = phase.bandwidth_s, phase.bandwidth_s / LL_BANDWIDTH_RATIO
     if tree_size is not None:
@@ -357,7 +318,7 @@ def all_reduce(topo: Topology, size: float, algorithm: str, eff: float) -> Colle
     phase, hops = _ring_phase(topo, 2, 2 * (p - 1) / p * size, eff)
     if algorithm == "ring" or not topo.gpu_only:
         return _classic("ring", phase, hops)
-    ring = _charge("ring", phase, hops, plateau_of(topo, size))
+    ring = _charge("ring", phase, hops, plateau_of(topo, size), sliced=True)
     if algorithm == "hierarchical":
         hier = _hierarchical_phase(topo, size, eff, "all_reduce")
         return ring if hier is None else _charge("hierarchical", *hier)
@@ -382,7 +343,7 @@ def scatter_or_gather(topo: Topology, size_total: float, algorithm: str, eff: fl
         hier = _hierarchical_phase(topo, size_total, eff, kind)
         if hier is not None:
             return _charge("hierarchical", *hier)
-    return _charge("ring", phase, hops)
+    return _charge("ring", phase, hops, sliced=True)
 
 
 def broadcast(topo: Topology, src: int, size: float, algorithm: str, eff: float) -> CollectiveCost:

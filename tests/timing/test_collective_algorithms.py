@@ -42,15 +42,41 @@ def cluster(
     return HardwareProfile.model_validate(data)
 
 
-def test_ring_on_three_nodes_counts_nccl_step_latencies_and_base() -> None:
-    """12 GPUs on 3 nodes, 100 MB: 22 steps of which 2(N-1) = 4 cross nodes; the NIC (1 GB/s) is the ring's slowest
-    link; a ring/Simple all-reduce across nodes on a GPU not tabled (taken as 8.0+) pays NCCL's plateau factor 1.4."""
+@pytest.fixture
+def tuner_counting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One slice a ring step: every step's latency paid in full, as NCCL's tuner counts it (the tests of its counting
+    rules; the slices' hiding has a test of its own)."""
+    from distrepro.timing import collective_algorithms as coll
+
+    monkeypatch.setattr(coll, "RING_SLICES_PER_STEP", 1)
+
+
+def test_ring_on_three_nodes_counts_nccl_step_latencies_and_base(tuner_counting: None) -> None:
+    """NCCL's tuner (one slice a step: nothing hidden): 12 GPUs on 3 nodes, 100 MB: 22 steps of which 2(N-1) = 4 cross
+    nodes; the NIC (1 GB/s) is the ring's slowest link; a ring/Simple all-reduce across nodes on a GPU not tabled
+    (taken as 8.0+) pays NCCL's plateau factor 1.4."""
     how = CommCostModel(cluster(3, 4)).collective("all_reduce", range(12), 100e6)  # auto: NCCL's pick
     assert how.algorithm == "ring" and how.protocol == "simple"
     latency = (8.4 * US + 18 * 10 * US + 4 * 20 * US) * 1.4
     assert how.latency_s == pytest.approx(latency, rel=1e-12)
     assert how.seconds == pytest.approx(latency + 2 * 11 / 12 * 100e6 / 1e9, rel=1e-12)
     assert len(how.hops) == 12  # the ring's twelve hops, for link sharing
+
+
+def test_a_rings_pipelined_slices_hide_step_latency_behind_the_other_slice() -> None:
+    """NCCL sends each ring step in two slices (``prims_simple.h``), so a step exposes only the latency one slice's
+    transfer does not cover, and the call pays its slowest hop once. 12 GPUs on 3 nodes (intra 10 µs, NIC 20 µs,
+    1 GB/s): at 100 MB a slice takes 4.2 ms and every step's latency hides; at 360 kB a slice takes 15 µs, which
+    covers the intra-node steps but leaves 5 µs of each of the 4 network steps."""
+    large = CommCostModel(cluster(3, 4)).collective("all_reduce", range(12), 100e6)
+    assert large.algorithm == "ring" and large.protocol == "simple"
+    assert large.latency_s == pytest.approx((8.4 * US + 20 * US) * 1.4, rel=1e-12)
+    assert large.seconds == pytest.approx(large.latency_s + 2 * 11 / 12 * 100e6 / 1e9, rel=1e-12)
+    mid = CommCostModel(cluster(3, 4)).collective("all_reduce", range(12), 360e3)
+    assert mid.protocol == "simple"
+    assert mid.latency_s == pytest.approx((8.4 * US + 4 * 5 * US + 15 * US) * 1.4, rel=1e-9)
+    tuner = (8.4 * US + 18 * 10 * US + 4 * 20 * US) * 1.4
+    assert mid.latency_s < tuner  # never more than NCCL's tuner counts
 
 
 def test_a_tree_between_two_nodes_runs_at_up_to_twice_the_network_bandwidth() -> None:
@@ -130,7 +156,7 @@ def test_gpu_broadcast_is_a_pipelined_ring() -> None:
     assert how.seconds == pytest.approx(how.latency_s + 100e6 / 1e9, rel=1e-12)
 
 
-def test_reduce_scatter_and_all_gather_run_rings_even_when_the_tree_is_pinned() -> None:
+def test_reduce_scatter_and_all_gather_run_rings_even_when_the_tree_is_pinned(tuner_counting: None) -> None:
     cost = CommCostModel(cluster(2, 4, algorithm="tree"))
     for pattern, size in (("reduce_scatter", 80e6), ("all_gather", 10e6)):
         how = cost.collective(pattern, range(8), size)
@@ -215,7 +241,7 @@ def test_ll_saves_the_simple_protocols_overhead_not_the_wires_latency() -> None:
     assert small[0] < small[1] < small[2]
 
 
-def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps() -> None:
+def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps(tuner_counting: None) -> None:
     """tuning.cc: "Inter-node rings still have to launch nsteps * net overhead": an intra-node step of a ring that
     crosses nodes takes at least 1 µs (x3 under Simple); inside one node the link's own latency stands."""
     across = CommCostModel(_nodes(3, 4, 0.5, 14)).collective("all_reduce", range(12), 100e6)
@@ -228,7 +254,7 @@ def test_a_ring_across_nodes_pays_nccls_net_overhead_on_its_intra_node_steps() -
 def test_nccl_gives_a_nic_the_largest_speed_of_its_table_at_or_below_the_line_rate() -> None:
     """NCCL's search (``search.cc`` speedArrayInter): HDR's 25 GB/s runs at 24, EDR's 12.5 at 12 (0.96 both), a
     48 GB/s or faster NIC at 48; below the table's slowest speed is an error."""
-    from distrepro.timing.collective_algorithms import nccl_net_gbytes_per_s
+    from distrepro.timing.nccl_tuning import nccl_net_gbytes_per_s
 
     assert nccl_net_gbytes_per_s(25.0) == 24.0 and nccl_net_gbytes_per_s(12.5) == 12.0
     assert nccl_net_gbytes_per_s(24.0) == 24.0 and nccl_net_gbytes_per_s(100.0) == 48.0
@@ -252,7 +278,7 @@ def _named(name: str, nodes: int, per_node: int) -> HardwareProfile:
     )
 
 
-def test_a_ring_all_reduce_across_nodes_pays_nccls_plateau_factor_by_compute_capability() -> None:
+def test_a_ring_all_reduce_across_nodes_pays_nccls_plateau_factor_by_compute_capability(tuner_counting: None) -> None:
     """``ncclTopoGetAlgoTime``: a ring/Simple all-reduce across nodes has its whole latency x 1.9 below compute
     capability 8.0 (a T4 is 7.5) and x 1.4 from it on (an A100 is 8.0). 12 GPUs on 3 nodes, 100 MB, ring picked
     by NCCL's rule: base 8.4 + 18 intra steps x 10 + 4 network steps x 20 = 268.4 µs before the factor."""
@@ -283,7 +309,7 @@ def test_the_plateau_factor_needs_64_bytes_per_channel_and_rank() -> None:
 
 def test_nccls_tree_correction_factor_by_protocol_and_size() -> None:
     """``treeCorrectionFactor``: the entry of log2(bytes / 64), LL and Simple rows; 1 outside 64 B-256 MiB."""
-    from distrepro.timing.collective_algorithms import tree_correction
+    from distrepro.timing.nccl_tuning import tree_correction
 
     assert tree_correction("simple", 64) == 0.9  # 2^0 x 64 B
     assert tree_correction("simple", 64 * 2**11) == 0.5  # 128 KiB
