@@ -1,4 +1,4 @@
-"""One eager PyTorch training step, op by op: the host's floor and the GPU's roofline (issue 44, strong scaling).
+"""One eager PyTorch training step, op by op: the host's floor and the GPU's roofline.
 
 Why: with a fixed global batch, each GPU's batch shrinks as GPUs are added, and how a step's time shrinks with it
 depends on what the step is made of. The emulator charges ``max(t_floor, t_fixed + b / peak)``

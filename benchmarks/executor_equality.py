@@ -3,7 +3,7 @@
     python benchmarks/executor_equality.py sqlite:///jobs1/mlflow.db sqlite:///jobs2/mlflow.db
 
 Cells are matched by (campaign name, seed); every metric series is compared as (step, value bits), except the
-wall-clock ones, which measure the machine (issue 26, BENCHMARKS.md "Campaign executors").
+wall-clock ones, which measure the machine (BENCHMARKS.md, "Campaign executors").
 """
 
 from __future__ import annotations

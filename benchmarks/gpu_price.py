@@ -1,4 +1,4 @@
-"""Price each paper's ``--scale gpu`` reproduction before anything trains (issue 24, item 5).
+"""Price each paper's ``--scale gpu`` reproduction before anything trains.
 
 Why: a GPU recipe must fit one 80 GB GPU in about an hour per paper, and a GPU was not at hand when the recipes
 were written, so their cost is computed, not timed. For every arm ``distrepro reproduce <paper> --scale gpu``

@@ -1,4 +1,4 @@
-"""Time each row of the hostile-input table (issue 27), one at a time, as the user's subprocess.
+"""Time each row of the hostile-input table, one at a time, as the user's subprocess.
 
     python benchmarks/hostile_rows.py OUT_DIR
 

@@ -1,4 +1,4 @@
-"""Cost of the flow scheduler per event: 64 ranks on 8 nodes, 8 flows in flight per rank (issue 11 item 6).
+"""Cost of the flow scheduler per event: 64 ranks on 8 nodes, 8 flows in flight per rank.
 
 Every event (a flow starting or ending) re-runs progressive filling over the flows that share a NIC with
 the changed one. Here all 512 flows cross nodes, so one event touches every NIC and the whole set: the

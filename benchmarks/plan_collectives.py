@@ -1,7 +1,7 @@
-"""How much issue 23's collective model moves each config's planned step: the flat model vs NCCL's rule.
+"""How much NCCL's algorithm choice moves each config's planned step: the flat model vs NCCL's rule.
 
 For every config given, ``distrepro plan``'s estimate twice: with every collective pinned to the flat ring (the
-model before issue 23, ``collective_algorithm: ring``) and as the profile says (``auto``: NCCL's algorithm and
+model it replaced, ``collective_algorithm: ring``) and as the profile says (``auto``: NCCL's algorithm and
 protocol): compute per step, communication per step, and each collective's algorithm and protocol. A plan prices
 the method's own ``comm`` entries, lockstep and without overlap, so this bounds how far a timing verdict can move
 where no run was repeated (BENCHMARKS.md, "Emulator validation").

@@ -1,4 +1,4 @@
-"""Check the emulator's time model against published measurements of real clusters (issue 23).
+"""Check the emulator's time model against published measurements of real clusters.
 
 Every point in ``benchmarks/data/emulator_points.yaml`` is a measurement someone else published (its source is
 named there: NVIDIA's DeepLearningExamples tables, nccl-tests outputs in NVIDIA's trackers, the Decent-DP
