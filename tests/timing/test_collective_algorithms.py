@@ -77,6 +77,11 @@ def test_a_rings_pipelined_slices_hide_step_latency_behind_the_other_slice() -> 
     assert mid.latency_s == pytest.approx((8.4 * US + 4 * 5 * US + 15 * US) * 1.4, rel=1e-9)
     tuner = (8.4 * US + 18 * 10 * US + 4 * 20 * US) * 1.4
     assert mid.latency_s < tuner  # never more than NCCL's tuner counts
+    # reduce-scatter runs the same sliced ring (11 steps, no plateau: it is not an all-reduce); a broadcast does not
+    scatter = CommCostModel(cluster(3, 4)).collective("reduce_scatter", range(12), 100e6)
+    assert scatter.algorithm == "ring" and scatter.latency_s == pytest.approx(8.4 * US + 20 * US, rel=1e-12)
+    chain = CommCostModel(cluster(3, 4)).collective("broadcast", range(12), 100e6, src=0)
+    assert chain.latency_s == pytest.approx(8.4 * US + 9 * 10 * US + 2 * 20 * US, rel=1e-12)
 
 
 def test_a_tree_between_two_nodes_runs_at_up_to_twice_the_network_bandwidth() -> None:
