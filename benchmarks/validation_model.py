@@ -359,7 +359,17 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
 
 
 def predict(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
+    """One point's prediction, with the ``ring_slices`` term as :data:`TERMS` says; the collective model's slice
+    count is set for this prediction only and restored after it, so no caller sees it changed."""
+    saved = coll.RING_SLICES_PER_STEP
     coll.RING_SLICES_PER_STEP = NCCL_RING_SLICES if TERMS["ring_slices"] else 1
+    try:
+        return _predict(data, point)
+    finally:
+        coll.RING_SLICES_PER_STEP = saved
+
+
+def _predict(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     kind = point["kind"]
     if kind == "compute_throughput":
         return predict_compute(data, point)

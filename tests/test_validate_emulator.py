@@ -491,3 +491,23 @@ def test_a_rings_slices_predict_the_whole_nccl_tests_curve_the_tuners_sum_does_n
     tuner = _average_bus_bandwidth(module, 1)
     assert abs(sliced / 84.86 - 1) < 0.03
     assert tuner / 84.86 - 1 < -0.10
+
+
+def test_the_ring_slices_term_off_charges_the_tuners_sum_for_that_prediction_only() -> None:
+    """``--ablate``'s ``without ring_slices``: the 3-node nccl-tests point (133 MB, 24 ranks) falls back to NCCL's
+    tuner count (86.6 GB/s, every step's latency paid) from the sliced 94.9, and the collective model's slice count
+    is NCCL's again once the prediction is made."""
+    from distrepro.timing import collective_algorithms as coll
+
+    module = _module()
+    model = benchmark_module("validation_model")
+    data = module.read_yaml_mapping(module.DATA, "points")
+    point = next(p for p in data["points"] if p["id"] == "nccl-3node-24gpu-4hdr")
+    sliced = model.predict(data, point).predicted
+    model.TERMS["ring_slices"] = False
+    try:
+        tuner = model.predict(data, point).predicted
+        assert coll.RING_SLICES_PER_STEP == 2  # restored after the prediction, term still off
+    finally:
+        model.TERMS["ring_slices"] = True
+    assert sliced == pytest.approx(94.88, abs=0.05) and tuner == pytest.approx(86.56, abs=0.05)
