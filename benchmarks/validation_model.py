@@ -42,6 +42,7 @@ TERMS = {
     "update": True,
     "bucketing": True,
     "ring_slices": True,
+    "ready_last": True,
 }
 #: NCCL's slices per ring step (:data:`distrepro.timing.collective_algorithms.RING_SLICES_PER_STEP`); the
 #: ``ring_slices`` term off charges every step's latency in full, as NCCL's tuner counts it
@@ -180,12 +181,45 @@ def ddp_step_seconds(
         plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table, *caps)]
     else:  # without a bucketing: round 9's 25 MiB buckets, no small first one
         own = own or db.Bucketing(DDP_BUCKET_BYTES, DDP_BUCKET_BYTES, "25 MiB buckets (before round 10)")
-        plan = [(ready, cost.all_reduce(world, size)) for ready, size in own.even_plan(grad_bytes)]
+        last = ready_last_bytes(model, grad_bytes) if TERMS["ready_last"] else 0.0
+        plan = [(ready, cost.all_reduce(world, size)) for ready, size in plan_ready_last(own, grad_bytes, last)]
     overhead = 0.0
     if TERMS["framework"] and ranks > 1:
         overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
     contention = fw.CONTENTION if TERMS["contention"] else 0.0
     return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
+
+
+def ready_last_bytes(model: dict[str, Any], grad_bytes: float) -> float:
+    """Gradient bytes of the model's ``ready_last_params`` (its input embedding, alone or tied to its output layer):
+    complete only when backward ends, since the embedding's backward is the step's last and a tied weight's gradient
+    is whole only after its last use. 0 for a model that declares none.
+
+    Why: a model without a layer table has its gradients ready evenly over backward (:func:`plan_ready_last`), which
+    puts an embedding's bytes, a tenth to seven tenths of a language model's, at the fractions of backward their
+    share would take, where DDP can only launch them at its end. The engine's layer tables list the embedding first
+    (``hardware_profiles/layers/``), so the engine charges this already."""
+    params = model.get("ready_last_params")
+    if params is None:
+        return 0.0
+    total = model.get("params")
+    if total is None or not 0 < params <= total:
+        raise ValueError(f"ready_last_params {params} needs params at least as large (params: {total})")
+    return grad_bytes * params / total
+
+
+def plan_ready_last(bucketing: db.Bucketing, grad_bytes: float, last_bytes: float) -> list[tuple[float, float]]:
+    """(fraction of backward done when ready, bytes) per bucket: the gradients other than ``last_bytes`` ready evenly
+    over backward (:meth:`distrepro.timing.ddp_buckets.Bucketing.even_plan`), then ``last_bytes`` when backward ends:
+    in the last bucket while they fit its cap, else a bucket of their own (a tensor above the cap is one bucket, in
+    PyTorch's ``compute_bucket_assignment_by_size`` as in apex's ``message_size`` buckets)."""
+    if last_bytes <= 0:
+        return bucketing.even_plan(grad_bytes)
+    plan = bucketing.even_plan(grad_bytes - last_bytes)
+    if last_bytes > bucketing.cap_bytes:
+        return [*plan, (1.0, last_bytes)]
+    *head, (_, tail) = plan
+    return [*head, (1.0, tail + last_bytes)]
 
 
 def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBucketing | None:
@@ -309,6 +343,10 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     cost = CommCostModel(profile)
     model = data["models"][point["model"]]
     grad = point.get("grad_bytes", model["grad_bytes"])
+    try:
+        ready_last_bytes(model, grad)
+    except ValueError as exc:
+        raise ValueError(f"point {point['id']}: model {point['model']}: {exc}") from None
     memory = data["gpus"][gpu].get("memory_gbytes_per_s")
     bandwidth = memory * 1e9 if memory else None
     reducer = reducer_of(data, point)

@@ -511,3 +511,54 @@ def test_the_ring_slices_term_off_charges_the_tuners_sum_for_that_prediction_onl
     finally:
         model.TERMS["ring_slices"] = True
     assert sliced == pytest.approx(94.88, abs=0.05) and tuner == pytest.approx(86.56, abs=0.05)
+
+
+def test_gradients_ready_last_join_the_last_bucket_or_make_their_own() -> None:
+    """A model's ``ready_last_params`` (its input embedding) are launched when backward ends: merged into the last
+    even bucket while they fit its cap, a bucket of their own above it; every byte is planned once."""
+    model = benchmark_module("validation_model")
+    from distrepro.timing import ddp_buckets as db
+
+    mib = 1024.0 * 1024.0
+    caps = db.Bucketing(25 * mib, 25 * mib, "test")
+    assert model.plan_ready_last(caps, 100 * mib, 0.0) == caps.even_plan(100 * mib)
+    big = model.plan_ready_last(caps, 100 * mib, 70 * mib)
+    assert big[-1] == (1.0, 70 * mib) and [r for r, _ in big[:-1]] == [25 / 30, 1.0]
+    small = model.plan_ready_last(caps, 100 * mib, 10 * mib)
+    assert small[-1] == (1.0, 15 * mib + 10 * mib) and len(small) == 4
+    for plan in (big, small):
+        assert sum(size for _, size in plan) == pytest.approx(100 * mib)
+
+
+def test_ready_last_params_need_a_parameter_count_at_least_as_large() -> None:
+    model = benchmark_module("validation_model")
+    assert model.ready_last_bytes({"params": 2e8}, 4e8) == 0.0
+    assert model.ready_last_bytes({"params": 2e8, "ready_last_params": 5e7}, 4e8) == pytest.approx(1e8)
+    for bad in ({"ready_last_params": 5e7}, {"params": 1e7, "ready_last_params": 5e7}):
+        with pytest.raises(ValueError, match="ready_last_params"):
+            model.ready_last_bytes(bad, 4e8)
+    data = _module().read_yaml_mapping(_module().DATA, "points")
+    declared = {name for name, m in data["models"].items() if "ready_last_params" in m}
+    assert {"txl-base", "transformer-big", "gnmt"} <= declared
+    for name in declared:
+        assert 0 < data["models"][name]["ready_last_params"] <= data["models"][name]["params"], name
+
+
+def test_a_tied_embedding_ready_last_slows_the_step_it_is_exposed_in() -> None:
+    """Transformer-XL base ties its 137 M-parameter embedding to the softmax (70 % of the gradient bytes): launched
+    when backward ends, its all-reduce is exposed, so 16 DGX-2H GPUs run slower than with the bytes ready evenly; a
+    model with no embedding (Jasper) is not moved."""
+    module = _module()
+    model = benchmark_module("validation_model")
+    data = module.read_yaml_mapping(module.DATA, "points")
+    points = {p["id"]: p for p in data["points"]}
+    ids = ("txl-dgx2h-base-bs16-n16", "dle-jasper-a100-amp-bs32-n4")
+    on = {i: model.predict(data, points[i]).predicted for i in ids}
+    model.TERMS["ready_last"] = False
+    try:
+        off = {i: model.predict(data, points[i]).predicted for i in on}
+    finally:
+        model.TERMS["ready_last"] = True
+    assert on["txl-dgx2h-base-bs16-n16"] < 0.97 * off["txl-dgx2h-base-bs16-n16"]
+    for other in set(on) - {"txl-dgx2h-base-bs16-n16"}:
+        assert on[other] == off[other]

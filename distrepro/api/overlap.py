@@ -1,4 +1,4 @@
-"""Overlap of gradient communication with backward, as PyTorch DDP does it (issue 11 item 5).
+"""Overlap of gradient communication with backward, as PyTorch DDP does it.
 
 Why: charging a step as one compute block, then the whole all-reduce, made the DDP baseline pay
 compute + all-reduce where real DDP pays about max(compute, last bucket's all-reduce): DDP all-reduces
@@ -14,14 +14,14 @@ cut from the *charged* gradient bytes (the emulated workload's, ``bytes_scale`` 
 proxy model stands for as many buckets as the real one. The real backward has already run: only the
 times are emulated, so the callbacks see final gradients.
 
-With the emulated workload's per-layer table (:mod:`distrepro.hardware.layer_tables`, issue 33), buckets and
+With the emulated workload's per-layer table (:mod:`distrepro.hardware.layer_tables`), buckets and
 their ready times are the *emulated model's*: DDP's assignment (``compute_bucket_assignment_by_size``: parameters
 in reverse order, the first bucket capped at 1 MiB, ``dist._DEFAULT_FIRST_BUCKET_BYTES``, the others at 25 MiB)
 runs over the table's layers, a bucket is ready when backward (2 × each layer's forward FLOPs, in reverse layer
 order) has passed its last layer. A VGG-like model whose fully-connected layers hold most parameters but ~1 % of
 the compute then has most of its gradient ready at the start of backward, as on the real GPU.
 
-Every emulated bucket is charged as itself, whatever the proxy (issue 44): the callback ``on_bucket(i, params)``
+Every emulated bucket is charged as itself, whatever the proxy: the callback ``on_bucket(i, params)``
 runs once per emulated bucket at its ready time, and a collective issued inside it is charged the bucket's bytes
 (:class:`BucketCharge`, set on the comm by :func:`charged_as`). The proxy's parameters only carry the real
 gradients: each goes to the emulated bucket whose share of the bytes covers the middle of its own share, so a

@@ -10,5 +10,5 @@ never require re-running anything.
 * :mod:`distrepro.claims.verdicts` — statistics over seeds and the PASS / FAIL / INCONCLUSIVE rules.
 
 The package re-exports nothing: importing one module (``intervals``, for the arms' aggregates at the end of every
-``run``) must not load the ``paper.yaml`` schema and the judging rules with it (start-up, issue 25).
+``run``) must not load the ``paper.yaml`` schema and the judging rules with it (start-up time).
 """

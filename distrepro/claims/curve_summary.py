@@ -2,7 +2,7 @@
 
 A claim that compares the *final* consensus distances of two arms decides nothing once both sit at
 float32 round-off: A²CiD²'s pure-gossip rings of 8 end at 1e-11 to 1e-14, and the ratio of two such
-numbers is noise (issue 24). What the paper states is a speed: the baseline's rate 1/chi1 against
+numbers is noise. What the paper states is a speed: the baseline's rate 1/chi1 against
 A²CiD²'s 1/sqrt(chi1 chi2) (§3), "the same effect as doubling the communication rate" (Figure 1). So the
 run reader (:mod:`distrepro.claims.runs`) derives, per run, from the logged history of
 ``consensus_distance`` (one value per evaluation, at MLflow step = gradients per worker: for an asynchronous
@@ -22,7 +22,7 @@ method the global step is gradients / world size), these numbers, which claims n
 * ``curve/consensus_above_floor``: the share of the run's evaluations above the floor.
 
 The rule was fixed before any verdict was computed on it: the floor is the bound the consensus regime
-conditions of issue 24 already used (float32 resolves 6e-8 relative, so a squared distance below about
+conditions already used (float32 resolves 6e-8 relative, so a squared distance below about
 1e-13 x |x|^2 is round-off; 1e-9 keeps a margin for |x|^2 up to 1e4), and the window is "everything above
 it", with no tuning of its ends.
 """

@@ -17,6 +17,7 @@ RESULTS.md one digest per kind (:func:`kind_digests`), and both name what change
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -148,15 +149,16 @@ def _plugin_files(paper_dir: Path, configs: Iterable[Path], root: Path | None) -
         datasets.append(
             dataset.get("name", default_dataset) if isinstance(dataset, dict) else dataset or default_dataset
         )
+    searched = (roots(),) if root is None else (as_roots(root), roots())
     found: dict[str, Path] = {}
-    for where in (roots(),) if root is None else (as_roots(root), roots()):
+    for where in searched:
         try:
             found = {**method_dirs(where), **found}  # the first roots' folder wins
         except PluginError:  # a method in two roots: the runs would not have started
             continue
     folders = [paper_dir, *(found[m] for m in methods if isinstance(m, str) and m in found)]
     files = [f for folder in dict.fromkeys(folders) for f in sorted(folder.rglob("*.py"))]
-    folders = [b / "datasets" for b in dict.fromkeys((*as_roots(root), *roots()))]
+    folders = [b / "datasets" for b in dict.fromkeys(r for where in searched for r in where)]
     for name in dict.fromkeys(d for d in datasets if isinstance(d, str)):
         module = _dataset_file(name, [f for f in folders if f.is_dir()])
         files += [module] if module is not None else []
@@ -166,8 +168,6 @@ def _plugin_files(paper_dir: Path, configs: Iterable[Path], root: Path | None) -
 def _dataset_file(name: str, folders: list[Path]) -> Path | None:
     """The module of dataset ``name`` in the first of ``folders`` that has it: ``<name>.py``, else a module whose
     ``NAME`` is ``name`` (read as text, not imported: judging claims must not load torch code)."""
-    import re
-
     for folder in folders:
         if (stem := folder / f"{name}.py").is_file():
             return stem

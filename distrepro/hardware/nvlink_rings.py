@@ -1,4 +1,4 @@
-"""What a ring collective can use of a node whose GPUs are not all linked to each other (issue 44).
+"""What a ring collective can use of a node whose GPUs are not all linked to each other.
 
 Why: a uniform intra-node link says every pair of GPUs has the node's full NVLink bandwidth, which holds on an
 NVSwitch (DGX-2, HGX A100/H100) and not on a hybrid cube-mesh (DGX-1), where a V100's six NVLink2 links go to four

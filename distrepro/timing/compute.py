@@ -1,11 +1,11 @@
 """The compute cost model: how many virtual seconds one rank's training step takes.
 
-A step of b samples costs ``max(t_floor, t_fixed + b / peak) + t_sync`` (issues 23 and 44): ``peak`` is the
+A step of b samples costs ``max(t_floor, t_fixed + b / peak) + t_sync``: ``peak`` is the
 large-batch speed a profile declares (``throughput_samples_per_s``, else ``effective_flops_per_s`` / FLOPs per
 sample), ``t_fixed`` its ``step_overhead_ms`` (the GPU's own per-step work: the optimizer's passes over the
 parameters, each kernel's launch floor; 0 when absent) and ``t_floor`` its ``step_floor_ms`` (the host's: the
 framework issues the step's kernels one by one, and a GPU cannot finish a step before the host has issued it; 0
-when absent). Host and GPU run asynchronously, so the longer of the two is the step (issue 44: strong scaling,
+when absent). Host and GPU run asynchronously, so the longer of the two is the step (strong scaling,
 where a shrinking per-GPU batch leaves a fast GPU waiting on its host). ``t_sync`` is what the training loop's host
 syncs take back from that overlap (``host_sync_ms`` for the method's loop,
 :attr:`distrepro.api.method.Method.host_syncs`; 0 when absent): at each sync the host stops issuing until the GPU
