@@ -37,10 +37,11 @@ them as goals, not asserted: they are not a target to fit.
 A DDP step (issue 33) is charged with the framework's costs (:mod:`distrepro.timing.framework`): the reducer's
 per-tensor launches and bucket copies at the GPU's memory bandwidth, the expected slowest of p workers' compute
 (per-step jitter), and the contention of the all-reduce with the backward it overlaps; a model with a per-layer
-table (ResNet-50) has its buckets and ready times from it. Where a source's table fixes the global batch by gradient
-accumulation, a point pays the optimizer update its 1-GPU row amortised over more micro-batches
-(:mod:`distrepro.timing.weight_update`, the source's ``update:``, the point's ``accumulation:``). ``--ablate`` also
-prints the summary with each term off, to show what each moves.
+table (ResNet-50) has its buckets and ready times from it, one without has them ready evenly over backward but for its
+input embedding (the model's ``ready_last_params``), ready when backward ends. Where a source's table fixes the
+global batch by gradient accumulation, a point pays the optimizer update its 1-GPU row amortised over more
+micro-batches (:mod:`distrepro.timing.weight_update`, the source's ``update:``, the point's ``accumulation:``).
+``--ablate`` also prints the summary with each term off, to show what each moves.
 
 Its parts, each a module beside it: ``validation_model.py`` (one point's prediction and the framework terms),
 ``validation_folds.py`` (the constants with and without a source), ``validation_classes.py`` (the classes a point

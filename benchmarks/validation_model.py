@@ -215,6 +215,8 @@ def plan_ready_last(bucketing: db.Bucketing, grad_bytes: float, last_bytes: floa
     PyTorch's ``compute_bucket_assignment_by_size`` as in apex's ``message_size`` buckets)."""
     if last_bytes <= 0:
         return bucketing.even_plan(grad_bytes)
+    if last_bytes >= grad_bytes:
+        return [(1.0, grad_bytes)]
     plan = bucketing.even_plan(grad_bytes - last_bytes)
     if last_bytes > bucketing.cap_bytes:
         return [*plan, (1.0, last_bytes)]

@@ -526,6 +526,7 @@ def test_gradients_ready_last_join_the_last_bucket_or_make_their_own() -> None:
     assert big[-1] == (1.0, 70 * mib) and [r for r, _ in big[:-1]] == [25 / 30, 1.0]
     small = model.plan_ready_last(caps, 100 * mib, 10 * mib)
     assert small[-1] == (1.0, 15 * mib + 10 * mib) and len(small) == 4
+    assert model.plan_ready_last(caps, 100 * mib, 100 * mib) == [(1.0, 100 * mib)]
     for plan in (big, small):
         assert sum(size for _, size in plan) == pytest.approx(100 * mib)
 
