@@ -91,6 +91,7 @@ from validation_model import (
     update_seconds_of,
 )
 from validation_paths import DATA, ERROR_BANDS, FIG6, REPO
+from validation_plot import plot
 
 from distrepro.hardware.profiles import read_yaml_mapping
 
@@ -478,6 +479,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help=f"also write the out-of-sample error bands per class here (committed: {_repo_relative(ERROR_BANDS)})",
     )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PNG",
+        help="also draw each point's out-of-sample signed error by GPU count and source (docs/emulator_validation.png)",
+    )
     args = parser.parse_args(argv)
     report = run(args.data, args.fig6)
     print(render(report))
@@ -486,6 +493,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = report.summary()
     if args.json:
         args.json.write_text(json.dumps(json_payload(report), indent=1), encoding="utf-8")
+    if args.plot:
+        overall = report.summary()["overall"]
+        title = (
+            f"{len(report.out_of_sample)} published measurements, each source predicted without its own constants: "
+            f"median |error| {overall['median']:.1%}, signed {overall['signed_median']:+.1%}"
+        )
+        drawn = plot(report.out_of_sample, args.plot, title)
+        print(f"plot: {args.plot} ({drawn['points']} points, {drawn['clipped']} beyond the axis, labelled)")
     if args.write_error_bands:
         args.write_error_bands.parent.mkdir(parents=True, exist_ok=True)
         text = render_error_bands(report, args.write_error_bands, args.data)

@@ -563,3 +563,26 @@ def test_a_tied_embedding_ready_last_slows_the_step_it_is_exposed_in() -> None:
     assert on["txl-dgx2h-base-bs16-n16"] < 0.97 * off["txl-dgx2h-base-bs16-n16"]
     for other in set(on) - {"txl-dgx2h-base-bs16-n16"}:
         assert on[other] == off[other]
+
+
+def test_the_plot_draws_every_out_of_sample_point_and_labels_the_clipped(
+    report: tuple[ModuleType, object, float], tmp_path: Path
+) -> None:
+    """``--plot``: one marker per scored point; those beyond the axis (the AER cell, -77 %) are counted and labelled."""
+    _, rep, _ = report
+    drawn = benchmark_module("validation_plot").plot(rep.out_of_sample, tmp_path / "v.png")  # type: ignore[attr-defined]
+    beyond = [o for o in rep.out_of_sample if abs(100 * o.signed) > 30]  # type: ignore[attr-defined]
+    assert drawn == {"points": len(rep.out_of_sample), "clipped": len(beyond)}  # type: ignore[attr-defined]
+    assert len(beyond) >= 1
+    assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_committed_validation_figure_is_current(report: tuple[ModuleType, object, float]) -> None:
+    """docs/emulator_validation.png says in its description which validation it drew; a model or data change that
+    moves any point's error leaves it behind: rerun ``validate_emulator.py --plot docs/emulator_validation.png``."""
+    from PIL import Image
+
+    _, rep, _ = report
+    with Image.open(REPO / "docs" / "emulator_validation.png") as image:
+        described = image.text.get("Description")  # type: ignore[attr-defined]
+    assert described == benchmark_module("validation_plot").stamp(rep.out_of_sample)  # type: ignore[attr-defined]
