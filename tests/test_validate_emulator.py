@@ -586,3 +586,31 @@ def test_the_committed_validation_figure_is_current(report: tuple[ModuleType, ob
     with Image.open(REPO / "docs" / "emulator_validation.png") as image:
         described = image.text.get("Description")  # type: ignore[attr-defined]
     assert described == benchmark_module("validation_plot").stamp(rep.out_of_sample)  # type: ignore[attr-defined]
+
+
+def test_autograd_finishes_a_tied_or_first_embedding_last() -> None:
+    """What ``ready_last_params`` rests on, checked on PyTorch's autograd: a weight tied to the output layer is
+    whole only after its last use (no hook at the output layer's turn, one at the end), and an untied input
+    embedding is still the last gradient of the step. DDP's reducer hooks the same gradient accumulators."""
+    import torch
+    from torch import nn
+
+    class LanguageModel(nn.Module):
+        def __init__(self, tied: bool) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.body = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+            self.out = nn.Linear(8, 50, bias=False)
+            if tied:
+                self.out.weight = self.emb.weight
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.body(self.emb(x)))
+
+    for tied in (True, False):
+        model, order = LanguageModel(tied), []
+        for name, p in model.named_parameters():
+            p.register_post_accumulate_grad_hook(lambda _, name=name, order=order: order.append(name))
+        model(torch.randint(0, 50, (4, 3))).sum().backward()
+        assert order[-1] == "emb.weight", order
+        assert order.count("emb.weight") == 1 and (order[0] == "out.weight") is not tied, order
