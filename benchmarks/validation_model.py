@@ -150,6 +150,7 @@ def ddp_step_seconds(
     reducer: fw.Reducer = fw.REDUCERS["torch"],
     spread: bs.LengthBucketing | None = None,
     bucketing: db.Bucketing | None = None,
+    ready_last: float = 0.0,
 ) -> float:
     """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
     launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
@@ -157,7 +158,8 @@ def ddp_step_seconds(
     Buckets: cut where the source's own DDP cuts them (``bucketing``, :mod:`distrepro.timing.ddp_buckets`: PyTorch's
     1 MiB first bucket then 25 MiB, apex's ``message_size`` elements, or one bucket), over the model's per-layer
     table (``workload:``, each bucket ready when backward passes its last layer) scaled to ``grad_bytes``, else with
-    the gradients ready evenly over backward; without ``bucketing`` (or with the term off) PyTorch's caps in the
+    the gradients ready evenly over backward but for ``ready_last`` bytes (:func:`ready_last_bytes`), launched when
+    it ends; without ``bucketing`` (or with the term off) PyTorch's caps in the
     table's units and 25 MiB buckets when there is no table, as before round 10.
     Framework terms (:data:`TERMS`): the ``reducer``'s kernels per tensor (the model's ``tensors``) and per bucket
     and its passes over ``grad_bytes`` at the GPU's memory bandwidth
@@ -181,7 +183,7 @@ def ddp_step_seconds(
         plan = [(b.ready, cost.all_reduce(world, b.nbytes * scale)) for b in emulated_buckets(table, *caps)]
     else:  # without a bucketing: round 9's 25 MiB buckets, no small first one
         own = own or db.Bucketing(DDP_BUCKET_BYTES, DDP_BUCKET_BYTES, "25 MiB buckets (before round 10)")
-        last = ready_last_bytes(model, grad_bytes) if TERMS["ready_last"] else 0.0
+        last = ready_last if TERMS["ready_last"] else 0.0
         plan = [(ready, cost.all_reduce(world, size)) for ready, size in plan_ready_last(own, grad_bytes, last)]
     overhead = 0.0
     if TERMS["framework"] and ranks > 1:
@@ -346,7 +348,7 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     model = data["models"][point["model"]]
     grad = point.get("grad_bytes", model["grad_bytes"])
     try:
-        ready_last_bytes(model, grad)
+        last = ready_last_bytes(model, grad)
     except ValueError as exc:
         raise ValueError(f"point {point['id']}: model {point['model']}: {exc}") from None
     memory = data["gpus"][gpu].get("memory_gbytes_per_s")
@@ -355,7 +357,7 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     spread = batch_spread_of(data, point)
     bucket_name, bucketing = bucketing_of(data, point, grad)
     tokens, ranks = point["tokens_per_gpu"], point["gpus"]
-    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing)
+    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing, last)
     step += loop_seconds(data, point, cost, grad, bandwidth)
     step += update_seconds_of(data, point, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)
