@@ -188,7 +188,7 @@ class Report:
             "every_source_median_within_bound": all(v["median"] <= SOURCE_BOUND for v in per.values()),
             "every_ordering_right": all(o["right"] for o in self.orderings),
         }
-        fig6 = [abs(o.signed) for o in oos if o.point["kind"] == "engine_cell" and "workload" not in o.point]
+        fig6 = [abs(o.signed) for o in oos if is_grid_cell(o.point)]
         goals = {
             "overall_median_within_4pct": overall["median"] <= GOAL_OVERALL,
             "overall_signed_median_within_2pct": abs(overall["signed_median"]) <= GOAL_SIGNED,
@@ -226,7 +226,7 @@ class Report:
             if "stands_for" in p:  # the arm of a paper's claims this cell measures: its error is that arm's band
                 cell["stands_for"] = p["stands_for"]
             cell |= {
-                "from": "training log" if "workload" in p else "Fig. 6",
+                "from": cell_figure(p),
                 "measured": p["measured"],
                 "predicted": round(o.predicted, 2),
                 "unit": p["unit"],
@@ -318,6 +318,17 @@ def leave_one_source_out(
 # ---------------------------------------------------------------------- orderings
 
 
+def cell_figure(point: dict[str, Any]) -> str:
+    """Where an engine cell's measurement was read: the point's own ``from`` (Fig. 7), a training log (a cell with
+    its own workload), else Fig. 6."""
+    return point.get("from") or ("training log" if "workload" in point else "Fig. 6")
+
+
+def is_grid_cell(point: dict[str, Any]) -> bool:
+    """Whether the point is one of Fig. 6's cells, so one of the committed grid's (``reports/decentdp/fig6.csv``)."""
+    return point["kind"] == "engine_cell" and cell_figure(point) == "Fig. 6"
+
+
 def orderings(data: dict[str, Any], outcomes: list[Outcome], fig6: Path = FIG6) -> list[dict[str, Any]]:
     """Each published comparison of methods, checked on the predictions: the measured pairs among the points, and
     the paper's stated orderings (``comparisons`` in the data file) on the Fig. 6 grid the current model built
@@ -331,7 +342,7 @@ def orderings(data: dict[str, Any], outcomes: list[Outcome], fig6: Path = FIG6) 
             grid = {(r["setup"], int(r["gpus"]), r["method"]): float(r["ms_per_iter"]) for r in csv.DictReader(fh)}
     for o in outcomes:
         p = o.point
-        if p["kind"] == "engine_cell" and "workload" not in p:
+        if is_grid_cell(p):
             cell = grid.get((p["setup"], p["gpus"], p["method"]))
             fresh = cell is not None and abs(cell - o.predicted) <= 0.01 + 1e-3 * o.predicted
             out.append(

@@ -14,13 +14,17 @@ WORKLOAD_CLASSES = {
     "compute_single_gpu": "compute-bound step on one GPU (t_fixed + b / peak at a batch other than the measured one)",
     "ddp_allreduce_intra_node": "data-parallel training (PyTorch DDP), bucketed all-reduce within one node",
     "ddp_allreduce_inter_node": "data-parallel training, all-reduce across nodes (DDP or the engine's All-Reduce)",
-    "gossip_neighbour_exchange": "decentralized training, neighbour (gossip) exchange across nodes (Decent-DP AER)",
+    "gossip_neighbour_exchange": "decentralized training, each rank's exchange with its topology's neighbours across "
+    "nodes, overlapped with the next iteration (Decent-DP: AER; complete, every rank a neighbour)",
     "collective_microbenchmark": "one all-reduce alone (nccl-tests all_reduce_perf)",
 }
 #: an engine cell's method: (workload class, collective)
 ENGINE_METHODS = {
     "allreduce": ("ddp_allreduce_inter_node", "all_reduce"),
     "decent-aer": ("gossip_neighbour_exchange", "gossip"),
+    # classed as the harness classes its arm (every Decent-DP arm exchanges with its neighbours); its collective is
+    # one all-reduce over all ranks
+    "decent-complete": ("gossip_neighbour_exchange", "all_reduce"),
 }
 #: classes the points cannot support, and why
 NOT_COVERED = {

@@ -389,14 +389,24 @@ def engine_cell_ms(raw: dict[str, Any]) -> float:
     return plugin_module("decentdp", "fig6").ms_per_iter(run.evals)
 
 
+#: engine cells of methods the Fig. 6 grid does not run (Fig. 7's AccumAdam on the complete topology): the grid method
+#: whose run config a cell takes, and the method params that replace that method's own
+OFF_GRID_METHODS: dict[str, tuple[str, dict[str, Any]]] = {"decent-complete": ("decent-aer", {"topology": "complete"})}
+
+
 def predict_engine(point: dict[str, Any]) -> Outcome:
-    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged)."""
+    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged); a
+    method the grid does not run (:data:`OFF_GRID_METHODS`) runs its grid method's config with its own params."""
     from distrepro.plugins.registry import plugin_module
 
     fig6 = plugin_module("decentdp", "fig6")
-    steps = fig6.cell_steps(point["method"], point["gpus"], point["setup"])
+    method = point["method"]
+    grid_method, params = OFF_GRID_METHODS.get(method, (method, None))
+    steps = fig6.cell_steps(method, point["gpus"], point["setup"])
     workload = point.get("workload", fig6.WORKLOAD)
-    raw = fig6.cell_config(point["setup"], point["gpus"], point["method"], steps, workload, point.get("batch_per_gpu"))
+    raw = fig6.cell_config(point["setup"], point["gpus"], grid_method, steps, workload, point.get("batch_per_gpu"))
+    if params is not None:
+        raw["method_params"] = params
     return Outcome(point, engine_cell_ms(raw), f"in-process engine, hardware_profiles/{raw['profile']}.yaml")
 
 

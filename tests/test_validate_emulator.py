@@ -614,3 +614,42 @@ def test_autograd_finishes_a_tied_or_first_embedding_last() -> None:
         model(torch.randint(0, 50, (4, 3))).sum().backward()
         assert order[-1] == "emb.weight", order
         assert order.count("emb.weight") == 1 and (order[0] == "out.weight") is not tied, order
+
+
+# ---------------------------------------------------------------------- cells from other figures than Fig. 6
+
+
+def test_a_fig7_cell_is_scored_but_not_taken_for_a_fig6_grid_cell(report) -> None:
+    """Fig. 7's AccumAdam (complete) cell is a point like any other (its error and class in the bands, its measured
+    orderings checked), but it is not one of Fig. 6's cells: the committed grid does not hold it, and the goal on
+    Fig. 6's cells does not count it."""
+    module, rep, _ = report
+    by_id = {o.point["id"]: o for o in rep.out_of_sample}
+    cell = by_id["decentdp-a40-16-complete"]
+    assert module.cell_figure(cell.point) == "Fig. 7" and not module.is_grid_cell(cell.point)
+    assert module.is_grid_cell(by_id["decentdp-a40-16-aer"].point)
+    assert not module.is_grid_cell(by_id["decentdp-a100-16-gpt2-aer"].point)  # a training log's cell
+    whats = [o["what"] for o in rep.orderings]
+    assert not any("decent-complete is current" in w for w in whats)
+    assert "A40/25GbE, 16 GPUs: AccumAdam (complete) faster than All-Reduce" in whats
+    payload = module.json_payload(rep)
+    (fig7,) = [c for c in payload["cells"]["decentdp"] if c["id"] == "decentdp-a40-16-complete"]
+    assert fig7["from"] == "Fig. 7" and fig7["stands_for"]["params"] == {"topology": "complete"}
+    assert rep.classes["decentdp-a40-16-complete"]["workload"] == "gossip_neighbour_exchange"
+
+
+def test_an_off_grid_method_runs_its_grid_methods_config_with_its_own_params(monkeypatch) -> None:
+    """A cell of a method the Fig. 6 grid does not run is charged on the grid method's run config with the cell's own
+    method params."""
+    model = benchmark_module("validation_model")
+    seen: list[dict] = []
+    monkeypatch.setattr(model, "engine_cell_ms", lambda raw: seen.append(raw) or 1.0)
+    point = {"id": "c", "kind": "engine_cell", "setup": "a40-25gbe", "gpus": 16, "method": "decent-complete"}
+    model.predict_engine(point)
+    aer = dict(point, method="decent-aer")
+    model.predict_engine(aer)
+    complete, grid = seen
+    assert complete["method"] == grid["method"] == "decentdp"
+    assert complete["method_params"] == {"topology": "complete"}
+    assert grid["method_params"] == {"topology": "alternating-exp-ring"}
+    assert (complete["profile"], complete["batch_size"]) == (grid["profile"], grid["batch_size"]) == ("a40-25gbe-16", 8)
