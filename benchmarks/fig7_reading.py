@@ -7,7 +7,7 @@ two curves' spans (first point to last) is the ratio of their times per iteratio
 Fig. 6's All-Reduce cell (195.5 ms), the complete curve's span is a per-iteration time nobody tabulated: the
 validation point ``decentdp-a40-16-complete`` (``benchmarks/data/emulator_points.yaml``; docs/emulator.md, "Fig. 7's
 complete cell"). The image is the authors' (github.com/WangZesen/Decentralized-Training-Exp @ 6817039,
-``images/transformer_generalization_vs_runtime.png``, byte-identical to the paper's Fig. 7): fetch it and pass its
+``images/transformer_generalization_vs_runtime.png``, the paper's Fig. 7 with its caption): fetch it and pass its
 path; it is not copied here.
 
 How: a curve is the pixels within a colour distance of its line colour (seaborn's default palette, as the figure
@@ -96,22 +96,20 @@ def curve_span(rgb: np.ndarray, colour: tuple[int, int, int], columns: tuple[int
     return Span(int(xs[0]), int(xs[-1]))
 
 
-def read_figure(rgb: np.ndarray) -> dict[str, list[Span]]:
-    """Each curve's span in each panel where it is drawn."""
-    spans: dict[str, list[Span]] = {name: [] for name in CURVES}
+def read_figure(rgb: np.ndarray) -> list[dict[str, Span]]:
+    """Per panel, each curve's span where it is drawn."""
+    panels = []
     for columns in panel_columns(rgb):
-        for name, colour in CURVES.items():
-            span = curve_span(rgb, colour, columns)
-            if span is not None and span.pixels > 0:
-                spans[name].append(span)
-    return spans
+        spans = {name: curve_span(rgb, colour, columns) for name, colour in CURVES.items()}
+        panels.append({name: span for name, span in spans.items() if span is not None and span.pixels > 0})
+    return panels
 
 
-def ratios(spans: dict[str, list[Span]], reference: str = "All-Reduce") -> dict[str, float]:
-    """Each curve's span over the reference's, panel by panel, the median over panels."""
+def ratios(panels: list[dict[str, Span]], reference: str = "All-Reduce") -> dict[str, float]:
+    """Each curve's span over the reference's in the same panel, the median over the panels holding both."""
     out = {}
-    for name, own in spans.items():
-        pairs = [s.pixels / r.pixels for s, r in zip(own, spans[reference], strict=False) if r.pixels]
+    for name in CURVES:
+        pairs = [p[name].pixels / p[reference].pixels for p in panels if name in p and reference in p]
         if pairs:
             out[name] = statistics.median(pairs)
     return out
@@ -123,11 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-reduce-ms", type=float, default=ALL_REDUCE_MS,
                         help="Fig. 6's All-Reduce cell, ms per iteration (default: %(default)s)")  # fmt: skip
     args = parser.parse_args(argv)
-    spans = read_figure(read_rgb(args.image))
+    panels = read_figure(read_rgb(args.image))
     print("| curve | span per panel (pixels) | / All-Reduce (median) | ms per iteration |")
     print("|---|---|---:|---:|")
-    for name, ratio in ratios(spans).items():
-        per_panel = " / ".join(str(s.pixels) for s in spans[name])
+    for name, ratio in ratios(panels).items():
+        per_panel = " / ".join(str(p[name].pixels) if name in p else "-" for p in panels)
         print(f"| {name} | {per_panel} | {ratio:.3f} | {ratio * args.all_reduce_ms:.1f} |")
     return 0
 

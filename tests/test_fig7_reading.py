@@ -52,9 +52,9 @@ def test_the_reader_finds_three_panels_and_each_curves_span(tmp_path: Path) -> N
     _figure(png)
     rgb = reader.read_rgb(png)
     assert len(reader.panel_columns(rgb)) == 3
-    spans = reader.read_figure(rgb)
-    assert all(len(v) == 3 for v in spans.values())
-    got = reader.ratios(spans)
+    panels = reader.read_figure(rgb)
+    assert [sorted(p) for p in panels] == [sorted(EXTENTS)] * 3
+    got = reader.ratios(panels)
     assert got["AccumAdam-AER"] == pytest.approx(0.4, rel=0.02)
     assert got["AccumAdam-complete"] == pytest.approx(0.8, rel=0.02)
 
@@ -74,3 +74,15 @@ def test_an_unreadable_image_is_one_line_naming_it(tmp_path: Path) -> None:
     bad.write_text("no image", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"not\.png: not a readable image"):
         reader.main([str(bad)])
+
+
+def test_a_panel_missing_a_curve_pairs_the_others_within_their_own_panels() -> None:
+    reader = benchmark_module("fig7_reading")
+    span = reader.Span
+    panels = [
+        {"All-Reduce": span(0, 100), "AccumAdam-complete": span(0, 80)},
+        {"AccumAdam-complete": span(0, 500)},  # its All-Reduce curve not found: the panel decides nothing
+        {"All-Reduce": span(10, 210), "AccumAdam-complete": span(10, 170), "AccumAdam-AER": span(0, 80)},
+    ]
+    got = reader.ratios(panels)
+    assert got["AccumAdam-complete"] == pytest.approx(0.8) and got["AccumAdam-AER"] == pytest.approx(0.4)
