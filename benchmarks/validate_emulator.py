@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(json_payload(report), indent=1), encoding="utf-8")
     if args.plot:
-        overall = report.summary()["overall"]
+        overall = summary["overall"]
         title = (
             f"{len(report.out_of_sample)} published measurements, each source predicted without its own constants: "
             f"median |error| {overall['median']:.1%}, signed {overall['signed_median']:+.1%}"
