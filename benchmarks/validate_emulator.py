@@ -88,6 +88,7 @@ from validation_model import (
     predict_engine,
     predict_nccl,
     reducer_of,
+    synced_share,
     update_seconds_of,
 )
 from validation_paths import DATA, ERROR_BANDS, FIG6, REPO
@@ -143,6 +144,7 @@ __all__ = [
     "render",
     "render_error_bands",
     "run",
+    "synced_share",
     "update_seconds_of",
     "validation_sources",
 ]

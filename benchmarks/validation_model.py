@@ -168,12 +168,7 @@ def ddp_step_seconds(
     :func:`distrepro.timing.batch_spread.slowest_factor`); backward slowed by the contention factor for as long
     as a bucket overlaps it."""
     model = model or {}
-    t_c = compute.nominal_step_seconds(0, tokens)
-    if TERMS["slowest_of_p"]:
-        if spread is not None and TERMS["batch_spread"]:
-            t_c *= bs.slowest_factor(spread, ranks, fw.STEP_CV)
-        else:
-            t_c *= fw.expected_max_factor(ranks)
+    t_c = synchronous_compute_seconds(compute, tokens, ranks, spread)
     world = list(range(ranks))
     table = load_workloads()[model["workload"]].layers if TERMS["layers"] and model.get("workload") else None
     own = bucketing if TERMS["bucketing"] else None
@@ -190,6 +185,31 @@ def ddp_step_seconds(
         overhead = fw.reducer_seconds(reducer, model.get("tensors", 0), len(plan), grad_bytes, memory_bytes_per_s)
     contention = fw.CONTENTION if TERMS["contention"] else 0.0
     return fw.ddp_step_s(t_c, BACKWARD_FRACTION, plan, overhead, contention)
+
+
+def synchronous_compute_seconds(
+    compute: ComputeModel, tokens: int, ranks: int, spread: bs.LengthBucketing | None = None
+) -> float:
+    """A step's compute when every rank waits for the slowest: the nominal step times the expected slowest of
+    ``ranks`` (per-step jitter; with ``spread``, each rank's own length-bucketed batch times its jitter)."""
+    t_c = compute.nominal_step_seconds(0, tokens)
+    if TERMS["slowest_of_p"]:
+        if spread is not None and TERMS["batch_spread"]:
+            t_c *= bs.slowest_factor(spread, ranks, fw.STEP_CV)
+        else:
+            t_c *= fw.expected_max_factor(ranks)
+    return t_c
+
+
+def synced_share(data: dict[str, Any], point: dict[str, Any]) -> float:
+    """Share of the point's micro-batches whose backward all-reduces the gradients: ``1/k`` when its source's DDP
+    skips the all-reduce while accumulating (``no_sync: true``: PyTorch DDP's ``no_sync()`` on all but an update's
+    last micro-batch) and the point accumulates ``k`` micro-batches an update, else 1 (every backward all-reduces,
+    as apex DDP does unless told otherwise)."""
+    accumulation = point.get("accumulation")
+    if not data["sources"][point["source"]].get("no_sync") or accumulation is None:
+        return 1.0
+    return 1.0 / int(accumulation["point"])
 
 
 def ready_last_bytes(model: dict[str, Any], grad_bytes: float) -> float:
@@ -264,14 +284,20 @@ def loop_seconds(
     data: dict[str, Any], point: dict[str, Any], cost: CommCostModel, grad_bytes: float, bandwidth: float | None
 ) -> float:
     """Seconds the source's training loop adds per step outside DDP (:func:`distrepro.timing.framework.
-    loop_extras_seconds`), its small all-gather priced by the collective model; 0 when switched off or not counted."""
+    loop_extras_seconds`), its small all-gather and all-reduce (``all_reduce_bytes``, optional) priced by the
+    collective model; 0 when switched off or not counted."""
     extras = loop_extras_of(data, point)
     if extras is None or not TERMS["loop"]:
         return 0.0
     ranks = point["gpus"]
-    gather = cost.all_gather(range(ranks), extras.all_gather_bytes) if extras.all_gather_bytes and ranks > 1 else 0.0
+    collectives = 0.0
+    if extras.all_gather_bytes and ranks > 1:
+        collectives += cost.all_gather(range(ranks), extras.all_gather_bytes)
+    reduce_bytes = float(data["sources"][point["source"]]["per_step"].get("all_reduce_bytes", 0.0))
+    if reduce_bytes and ranks > 1:  # a small all-reduce the host waits for (a loss averaged over the ranks)
+        collectives += cost.all_reduce(range(ranks), reduce_bytes)
     tensors = data["models"][point["model"]].get("tensors", 0)
-    return fw.loop_extras_seconds(extras, ranks, tensors, grad_bytes, bandwidth, gather)
+    return fw.loop_extras_seconds(extras, ranks, tensors, grad_bytes, bandwidth, collectives)
 
 
 def update_seconds_of(data: dict[str, Any], point: dict[str, Any], bandwidth: float | None) -> float:
@@ -358,6 +384,9 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     bucket_name, bucketing = bucketing_of(data, point, grad)
     tokens, ranks = point["tokens_per_gpu"], point["gpus"]
     step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing, last)
+    share = synced_share(data, point)
+    if share < 1.0:  # the other micro-batches of an update: compute alone, still waiting for the slowest rank
+        step = share * step + (1.0 - share) * synchronous_compute_seconds(compute, tokens, ranks, spread)
     step += loop_seconds(data, point, cost, grad, bandwidth)
     step += update_seconds_of(data, point, bandwidth)
     how = cost.collective("all_reduce", range(point["gpus"]), DDP_BUCKET_BYTES)

@@ -416,6 +416,42 @@ def test_a_fixed_global_batch_charges_the_update_its_1gpu_row_amortised() -> Non
         module.update_seconds_of(data, point | {"precision": "bf16"}, 1555e9)
 
 
+def test_no_sync_pays_the_gradient_all_reduce_once_an_update_not_every_micro_batch() -> None:
+    """dle-quartznet's DDP skips the all-reduce while accumulating (``no_sync: true``): its 16-GPU DGX-2 point (3
+    micro-batches an update) is charged the synced step once in 3 and compute waiting for the slowest rank in the
+    other 2, so it is faster than with every micro-batch synced; a source without the flag (GNMT: apex DDP, which
+    all-reduces every backward) and a point that does not accumulate are charged every micro-batch."""
+    module = _module()
+    data = _analytical(module)
+    point = next(p for p in data["points"] if p["id"] == "dle-quartznet-dgx2-amp-bs24-n16")
+    assert point["accumulation"]["point"] == 3 and module.synced_share(data, point) == pytest.approx(1 / 3)
+    flagged = module.predict(data, point).predicted
+    data["sources"]["dle-quartznet"]["no_sync"] = False
+    assert module.synced_share(data, point) == 1.0
+    every = module.predict(data, point).predicted
+    assert flagged > every  # a rate: fewer all-reduces, more utterances a second
+    gnmt = next(p for p in data["points"] if p["id"] == "dle-gnmt-a100-amp-n4")
+    assert gnmt["accumulation"]["point"] == 2 and module.synced_share(data, gnmt) == 1.0
+    data["sources"]["dle-quartznet"]["no_sync"] = True
+    assert module.synced_share(data, point | {"accumulation": None}) == 1.0
+
+
+def test_a_loss_all_reduced_every_micro_batch_is_priced_as_the_all_reduce_it_is() -> None:
+    """dle-quartznet's loop all-reduces the loss (one FP32 scalar) every micro-batch and reads it back at once: its
+    multi-GPU step grows by exactly the collective model's 4-byte all-reduce (a latency, not a bandwidth cost), and
+    by nothing without the field."""
+    module = _module()
+    data, point = _loop_case(module, "dle-quartznet")
+    assert data["sources"]["dle-quartznet"]["per_step"]["all_reduce_bytes"] == 4
+    profile = module.cluster_profile(data, point["cluster"], point["gpus"])
+    cost = module.CommCostModel(profile)
+    charged = module.loop_seconds(data, point, cost, 7.57e7, 1e12)
+    expected = cost.all_reduce(range(point["gpus"]), 4.0)
+    assert charged == pytest.approx(expected, rel=1e-9) and 0 < expected < 1e-3
+    del data["sources"]["dle-quartznet"]["per_step"]["all_reduce_bytes"]
+    assert module.loop_seconds(data, point, cost, 7.57e7, 1e12) == 0.0
+
+
 def test_each_point_is_cut_into_the_buckets_its_own_script_asked_for() -> None:
     """The bucketing a point is priced with is its own (DLPerf's NGC BERT: apex ``message_size=250000000``), else its
     source's when it runs the source's DDP (dle-bert's pretraining: PyTorch with ``bucket_cap_mb`` = the device's
