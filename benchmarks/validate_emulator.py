@@ -74,25 +74,21 @@ from validation_model import (
     CommCostModel,
     ComputeModel,
     Outcome,
-    batch_spread_of,
     bs,
-    bucketing_of,
     cluster_profile,
     ddp_step_seconds,
     fw,
-    loop_extras_of,
     loop_seconds,
     predict,
     predict_compute,
     predict_ddp,
     predict_engine,
     predict_nccl,
-    reducer_of,
-    synced_share,
     update_seconds_of,
 )
 from validation_paths import DATA, ERROR_BANDS, FIG6, REPO
 from validation_plot import plot
+from validation_scripts import batch_spread_of, bucketing_of, loop_extras_of, reducer_of, synced_share
 
 from distrepro.hardware.profiles import read_yaml_mapping
 

@@ -9,9 +9,17 @@ data-parallel step with the framework terms its source's code pays (:data:`TERMS
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from validation_scripts import (
+    batch_spread_of,
+    bucketing_of,
+    loop_all_reduce_bytes,
+    loop_extras_of,
+    reducer_of,
+    synced_share,
+)
 
 from distrepro.api.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, emulated_buckets
 from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
@@ -201,17 +209,6 @@ def synchronous_compute_seconds(
     return t_c
 
 
-def synced_share(data: dict[str, Any], point: dict[str, Any]) -> float:
-    """Share of the point's micro-batches whose backward all-reduces the gradients: ``1/k`` when its source's DDP
-    skips the all-reduce while accumulating (``no_sync: true``: PyTorch DDP's ``no_sync()`` on all but an update's
-    last micro-batch) and the point accumulates ``k`` micro-batches an update, else 1 (every backward all-reduces,
-    as apex DDP does unless told otherwise)."""
-    accumulation = point.get("accumulation")
-    if not data["sources"][point["source"]].get("no_sync") or accumulation is None:
-        return 1.0
-    return 1.0 / int(accumulation["point"])
-
-
 def ready_last_bytes(model: dict[str, Any], grad_bytes: float) -> float:
     """Gradient bytes of the model's ``ready_last_params`` (its input embedding, alone or tied to its output layer):
     complete only when backward ends, since the embedding's backward is the step's last and a tied weight's gradient
@@ -246,40 +243,6 @@ def plan_ready_last(bucketing: db.Bucketing, grad_bytes: float, last_bytes: floa
     return [*head, (1.0, tail + last_bytes)]
 
 
-def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBucketing | None:
-    """How the point's source batches its sentences by length (its ``batch_spread:``, at the point's tokens per
-    GPU as ``--max-tokens``), None for a source whose ranks' batches are alike (fixed shapes)."""
-    block = data["sources"][point["source"]].get("batch_spread")
-    if block is None:
-        return None
-    fields = [f for f in bs.LengthBucketing.__dataclass_fields__ if f not in ("max_tokens", "max_length", "source")]
-    missing = [f for f in (*fields, "source") if f not in block]
-    if missing:
-        raise ValueError(f"source {point['source']}: batch_spread lacks {', '.join(missing)}")
-    figures = {name: float(block[name]) for name in fields if name != "batch_multiple"}
-    return bs.LengthBucketing(
-        max_tokens=int(point["tokens_per_gpu"]),
-        batch_multiple=int(block["batch_multiple"]),
-        max_length=int(block.get("max_length", 250)),
-        source=str(block["source"]),
-        **figures,
-    )
-
-
-def loop_extras_of(data: dict[str, Any], point: dict[str, Any]) -> fw.LoopExtras | None:
-    """What the point's source's training loop does per step on more than one GPU outside DDP (its ``per_step:``,
-    counted from its code), None when nobody has counted it."""
-    block = data["sources"][point["source"]].get("per_step")
-    if block is None:
-        return None
-    fields = ("syncs_fixed", "syncs_per_rank", "exposed_ops_per_tensor", "all_gather_bytes")
-    missing = [f for f in (*fields, "source") if f not in block]
-    if missing:
-        raise ValueError(f"source {point['source']}: per_step lacks {', '.join(missing)}")
-    syncs_fixed, syncs_per_rank, exposed, gather = (float(block[f]) for f in fields)
-    return fw.LoopExtras(syncs_fixed, syncs_per_rank, exposed, gather, str(block["source"]))
-
-
 def loop_seconds(
     data: dict[str, Any], point: dict[str, Any], cost: CommCostModel, grad_bytes: float, bandwidth: float | None
 ) -> float:
@@ -293,7 +256,7 @@ def loop_seconds(
     collectives = 0.0
     if extras.all_gather_bytes and ranks > 1:
         collectives += cost.all_gather(range(ranks), extras.all_gather_bytes)
-    reduce_bytes = float(data["sources"][point["source"]]["per_step"].get("all_reduce_bytes", 0.0))
+    reduce_bytes = loop_all_reduce_bytes(data, point)
     if reduce_bytes and ranks > 1:  # a small all-reduce the host waits for (a loss averaged over the ranks)
         collectives += cost.all_reduce(range(ranks), reduce_bytes)
     tensors = data["models"][point["model"]].get("tensors", 0)
@@ -316,41 +279,6 @@ def update_seconds_of(data: dict[str, Any], point: dict[str, Any], bandwidth: fl
     update = wu.WeightUpdate(block["bytes_per_param"][precision], block["kernels_per_tensor"], str(block["source"]))
     update_s = wu.update_seconds(update, model["params"], model.get("tensors", 0), bandwidth)
     return wu.accumulation_delta_s(update_s, accumulation["point"], accumulation["row"])
-
-
-def reducer_of(data: dict[str, Any], point: dict[str, Any]) -> fw.Reducer:
-    """The DDP implementation the point's source ran (its own ``ddp:``, else its source's), as its code names it."""
-    name = point.get("ddp") or data["sources"][point["source"]].get("ddp", "torch")
-    if name not in fw.REDUCERS:
-        raise ValueError(f"point {point['id']}: ddp {name!r} is none of {sorted(fw.REDUCERS)}")
-    return fw.REDUCERS[name]
-
-
-def bucketing_of(data: dict[str, Any], point: dict[str, Any], grad_bytes: float) -> tuple[str, db.Bucketing]:
-    """Where the point's DDP cut its buckets, as its script set them: the point's ``bucketing:``, else its source's
-    (when the point runs the source's DDP), else the default of the DDP it ran (``torch-default``,
-    ``apex-default``), each a named entry of the data's ``bucketings:``."""
-    source = data["sources"][point["source"]]
-    ddp = reducer_of(data, point).name
-    name = point.get("bucketing")
-    if name is None and ddp == source.get("ddp", "torch"):
-        name = source.get("bucketing")
-    name = name or f"{ddp}-default"
-    block = data.get("bucketings", {}).get(name)
-    if block is None:
-        raise ValueError(f"point {point['id']}: bucketing {name!r} is not among the data's bucketings")
-    text = str(block["source"])
-    if block.get("one_bucket"):
-        return name, db.Bucketing(math.inf, math.inf, text)
-    if "elements" in block:
-        params = data["models"][point["model"]].get("params")
-        if params is None:
-            raise ValueError(
-                f"point {point['id']}: bucketing {name!r} counts elements; model {point['model']} has no params"
-            )
-        return name, db.Bucketing.of_elements(float(block["elements"]), db.bytes_per_element(grad_bytes, params), text)
-    mib = 1024.0 * 1024.0
-    return name, db.Bucketing(float(block["cap_mib"]) * mib, float(block["first_cap_mib"]) * mib, text)
 
 
 # ---------------------------------------------------------------------- predictions per kind
