@@ -1,7 +1,7 @@
 """The emulator's validation as a picture: every published measurement's out-of-sample signed error, one marker per
 source, against the number of GPUs (left) and per source with its median (right).
 
-Why: the table's two hundred rows hide what says where the model is wrong: a source whose points all sit on one side of
+Why: the table's rows (one a point) hide where the model is wrong: a source whose points all sit on one side of
 zero, an error that grows with the GPU count, one point far from the rest. A scatter shows it at a glance. Errors
 beyond :data:`CLIP` are drawn at the edge with their value written beside them, so that one outlier does not
 squeeze the rest into a line.
