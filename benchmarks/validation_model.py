@@ -43,6 +43,7 @@ NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_
 TERMS = {
     "framework": True,
     "slowest_of_p": True,
+    "gpu_variability": True,
     "batch_spread": True,
     "contention": True,
     "layers": True,
@@ -199,13 +200,15 @@ def synchronous_compute_seconds(
     compute: ComputeModel, tokens: int, ranks: int, spread: bs.LengthBucketing | None = None
 ) -> float:
     """A step's compute when every rank waits for the slowest: the nominal step times the expected slowest of
-    ``ranks`` (per-step jitter; with ``spread``, each rank's own length-bucketed batch times its jitter)."""
+    ``ranks`` (per-step jitter times each GPU's own speed, :data:`distrepro.timing.framework.SYNC_CV`; with
+    ``spread``, each rank's own length-bucketed batch times those)."""
     t_c = compute.nominal_step_seconds(0, tokens)
     if TERMS["slowest_of_p"]:
+        cv = fw.SYNC_CV if TERMS["gpu_variability"] else fw.STEP_CV
         if spread is not None and TERMS["batch_spread"]:
-            t_c *= bs.slowest_factor(spread, ranks, fw.STEP_CV)
+            t_c *= bs.slowest_factor(spread, ranks, cv)
         else:
-            t_c *= fw.expected_max_factor(ranks)
+            t_c *= fw.expected_max_factor(ranks, cv)
     return t_c
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import yaml
@@ -547,6 +547,24 @@ def test_the_ring_slices_term_off_charges_the_tuners_sum_for_that_prediction_onl
     finally:
         model.TERMS["ring_slices"] = True
     assert sliced == pytest.approx(94.88, abs=0.05) and tuner == pytest.approx(86.56, abs=0.05)
+
+
+def test_the_gpus_own_spread_slows_only_steps_that_wait_for_another_gpu() -> None:
+    """The ``gpu_variability`` term: a multi-GPU point's compute waits for the slowest of its GPUs' own speeds too
+    (SYNC_CV, not STEP_CV alone), so its predicted rate falls; a one-GPU prediction does not move."""
+    module = _module()
+    data = _analytical(module)
+    multi = next(p for p in data["points"] if p["kind"] == "ddp_throughput" and p["gpus"] >= 8)
+    with_spread = module.predict(data, multi).predicted
+    with _term_off(module, "gpu_variability"):
+        without = module.predict(data, multi).predicted
+    assert with_spread < without
+    model = benchmark_module("validation_model")
+    compute = SimpleNamespace(nominal_step_seconds=lambda rank, tokens: 1.0)
+    assert model.synchronous_compute_seconds(compute, 1, 1) == 1.0
+    assert model.synchronous_compute_seconds(compute, 1, 8) == pytest.approx(
+        module.fw.expected_max_factor(8, module.fw.SYNC_CV)
+    )
 
 
 def test_gradients_ready_last_join_the_last_bucket_or_make_their_own() -> None:

@@ -17,7 +17,9 @@ because the emulator charged a DDP step as compute overlapped with the all-reduc
   Li et al., "PyTorch Distributed", VLDB 13(12) 2020, §3.2-4.2, describe the design; the counts are the code's.
 * **slowest of p** (realised by the engines whenever a profile declares compute jitter: a synchronous
   collective starts when its last member arrives): for the analytical predictions, the expected maximum of p
-  mean-1 lognormal step factors (:func:`expected_max_factor`), not their mean.
+  mean-1 lognormal step factors (:func:`expected_max_factor`), not their mean; each factor is the step's jitter
+  times its GPU's own speed, which differs from GPU to GPU of one SKU (:data:`SYNC_CV`, :data:`GPU_CV`: a
+  published measurement of that spread).
 * **contention** (charged by both engines, and by the analytical predictions): NCCL's kernels occupy streaming
   multiprocessors (one thread block per channel) and memory bandwidth while they overlap backward, so backward runs
   :data:`CONTENTION` slower for as long as a synchronous collective overlaps it (:func:`slowed_finish_s`), and the
@@ -76,6 +78,24 @@ CONTENTION = 0.10
 #: per-step coefficient of variation of one GPU's compute time [E]: clock boost, host jitter, data loading;
 #: central 2 %, range 0.5-5 %
 STEP_CV = 0.02
+#: coefficient of variation of a GPU's sustained speed from one GPU of a SKU to the next [M]: manufacturing variation
+#: under power management (a power-capped GPU settles at its own clock). Sinha et al., "Not All GPUs Are Created
+#: Equal: Characterizing Variability in Large-Scale, Accelerator-Rich Systems", arXiv:2208.11035v3, abstract: "8%
+#: (max 22%) average performance variation" (SGEMM, ResNet-50, BERT, LAMMPS, PageRank; 90 % of the GPUs of five
+#: clusters: V100, RTX 5000, MI60), a variation being the span of the box plot's whiskers over the median,
+#: (Q3 + 1.5·IQR − (Q1 − 1.5·IQR)) / Q2 = 4·IQR / Q2 (the authors' artifact, hal-uw/gpu_variability_sc22_artifact
+#: ``plot_script/plot_aggregated.py``): 5.40 σ of a normal, so σ = 8 % / 5.40 = 1.48 %. Range 0 (clocks pinned
+#: below the power cap) to 22 % / 5.40 = 4.1 %. The paper's SC22 proceedings abstract (four clusters) reports
+#: "32% (max 72%)"; the revision does not say how the two figures relate, and only the revision's definition is
+#: at hand, so its figure is the one charged. Static: a job's slowest GPU is slow at every step (the validation
+#: only: no profile of the papers' clusters declares it; see :data:`SYNC_CV`).
+GPU_CV = 0.0148
+#: the coefficient of variation of one rank's step factor across the ranks of a job: its GPU's own speed
+#: (:data:`GPU_CV`) times the step's jitter (:data:`STEP_CV`), two independent mean-1 factors, so
+#: 1 + CV² = (1 + STEP_CV²)(1 + GPU_CV²). The ranks' factors are independent draws of it, so a step that waits for
+#: the slowest of p pays :func:`expected_max_factor` at this CV (the validation's analytical predictions, whose
+#: one-GPU rows are one draw of a GPU, the median one on average)
+SYNC_CV = math.sqrt((1 + STEP_CV**2) * (1 + GPU_CV**2) - 1)
 #: tensors per parameter-owning layer of the table (weight and bias; BatchNorm's two; a bias-free convolution
 #: one) [D]: the engines' reducer is PyTorch's (:data:`LAUNCH_S`, :data:`BUCKET_PASSES`)
 TENSORS_PER_LAYER = 2.0
@@ -87,6 +107,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "BUCKET_PASSES": (4.0, 6.0),
     "CONTENTION": (0.0, 0.4),
     "STEP_CV": (0.005, 0.05),
+    "GPU_CV": (0.0, 0.041),
 }
 
 #: device memory bandwidth in GB/s, from the vendors' datasheets [S] (hardware_profiles/README.md cites them):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from statistics import NormalDist
 from types import SimpleNamespace
 
 import pytest
@@ -20,6 +21,19 @@ def test_expected_max_grows_with_p_and_is_one_without_jitter() -> None:
     # E[max of 2 normals] = 1/sqrt(pi) sigma; for a small sigma the lognormal is nearly normal
     assert values[1] - 1 == pytest.approx(0.02 / math.sqrt(math.pi), rel=0.02)
     assert fw.expected_max_factor(64, 0.0) == 1.0
+
+
+def test_a_gpus_own_speed_and_the_steps_jitter_combine_as_independent_factors() -> None:
+    """SYNC_CV is the CV of the product of two independent mean-1 factors (the GPU's own speed, the step's jitter):
+    above either alone, below their sum; 4 IQR / median = 8 % of a normal (the published figure) gives GPU_CV; and a
+    step waiting for the slowest of 8 pays more with the GPUs' spread than with the jitter alone."""
+    assert pytest.approx((1 + fw.STEP_CV**2) * (1 + fw.GPU_CV**2) - 1) == fw.SYNC_CV**2
+    assert max(fw.STEP_CV, fw.GPU_CV) < fw.SYNC_CV < fw.STEP_CV + fw.GPU_CV
+    iqr_sigmas = 2 * NormalDist().inv_cdf(0.75)
+    assert pytest.approx(0.08 / (4 * iqr_sigmas), abs=5e-5) == fw.GPU_CV
+    low, high = fw.RANGES["GPU_CV"]
+    assert low <= fw.GPU_CV <= high == pytest.approx(0.22 / (4 * iqr_sigmas), abs=5e-4)
+    assert fw.expected_max_factor(8, fw.SYNC_CV) > fw.expected_max_factor(8) > 1.0
 
 
 def test_reducer_cost_is_charged_for_a_gpu_with_layers_and_scales_with_bytes_over_bandwidth() -> None:
