@@ -153,16 +153,19 @@ def judge_across_scales(
 
 
 def deciding_verdict(judged: list[tuple[str, Verdict]], own: str | None) -> tuple[str, Verdict]:
-    """Which of a claim's verdicts (scale, verdict), smallest scale first, the report shows: the first decided one;
-    undecided everywhere, the largest scale whose runs were inside the regime (an interval that straddles at mid
-    says what would decide it, "outside the regime" at proxy does not); else the claim's own scale."""
+    """Which of a claim's verdicts (scale, verdict), in any order, the report shows (the module's second rule): the
+    decided one of the largest scale; undecided everywhere, that of the largest scale whose runs were inside the
+    regime (an interval that straddles at mid says what would decide it, "outside the regime" at proxy does not);
+    else the claim's own scale's, else the largest's. Sorted here, so the choice never depends on the order the
+    scales were judged in."""
+    judged = sorted(judged, key=lambda sv: SCALE_ORDER.index(sv[0]) if sv[0] in SCALE_ORDER else len(SCALE_ORDER))
     decided = [(s, v) for s, v in judged if v.verdict != "INCONCLUSIVE"]
     if decided:
         return decided[0]
     in_regime = [(s, v) for s, v in judged if not v.out_of_regime and v.n_seeds]
     if in_regime:
-        return in_regime[-1]
-    return next(((s, v) for s, v in judged if s == own), judged[-1])
+        return in_regime[0]
+    return next(((s, v) for s, v in judged if s == own), judged[0])
 
 
 def _with_plan(info: PaperInfo, spec: PaperSpec, scale: str) -> PaperSpec:

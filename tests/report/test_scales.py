@@ -125,3 +125,24 @@ def test_an_undecided_claim_shows_the_scale_inside_its_regime() -> None:
     assert deciding_verdict([("proxy", outside), ("mid", straddles)], "proxy") == ("mid", straddles)
     assert deciding_verdict([("proxy", outside), ("paper", missing)], "proxy") == ("proxy", outside)
     assert deciding_verdict([("proxy", straddles), ("mid", failed)], "proxy") == ("mid", failed)
+
+
+def test_the_deciding_scale_does_not_depend_on_the_order_the_scales_were_judged_in() -> None:
+    """The report judges the scales largest first: undecided at both mid and proxy, both inside the regime, the row
+    shows mid's verdict whichever order they come in (it once showed proxy's when mid came first); decided at both,
+    the larger scale's."""
+    from distrepro.claims.verdict_record import Verdict
+    from distrepro.report.scales import deciding_verdict
+
+    mid = Verdict("c", "ordering", "INCONCLUSIVE", "the CI straddles the margin", n_seeds=5)
+    proxy = Verdict("c", "ordering", "INCONCLUSIVE", "the CI straddles the margin", n_seeds=5)
+    for judged in ([("mid", mid), ("proxy", proxy)], [("proxy", proxy), ("mid", mid)]):
+        assert deciding_verdict(judged, "mid")[0] == "mid"
+        assert deciding_verdict(judged, "proxy")[0] == "mid"
+    passed = Verdict("c", "ordering", "PASS", "above the margin", n_seeds=5)
+    failed = Verdict("c", "ordering", "FAIL", "below the margin", n_seeds=10)
+    for judged in ([("mid", failed), ("proxy", passed)], [("proxy", passed), ("mid", failed)]):
+        assert deciding_verdict(judged, "proxy") == ("mid", failed)
+    missing = Verdict("c", "ordering", "INCONCLUSIVE", "arm missing")
+    assert deciding_verdict([("paper", missing), ("proxy", missing)], "proxy")[0] == "proxy"
+    assert deciding_verdict([("proxy", missing), ("paper", missing)], "gpu")[0] == "paper"
