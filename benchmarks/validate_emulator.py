@@ -36,23 +36,24 @@ them as goals, not asserted: they are not a target to fit.
 
 A DDP step (issue 33) is charged with the framework's costs (:mod:`distrepro.timing.framework`): the reducer's
 per-tensor launches and bucket copies at the GPU's memory bandwidth, the expected slowest of p workers' compute
-(per-step jitter), and the contention of the all-reduce with the backward it overlaps; a model with a per-layer
-table (ResNet-50) has its buckets and ready times from it, one without has them ready evenly over backward but for its
-input embedding (the model's ``ready_last_params``), ready when backward ends. Where a source's table fixes the
-global batch by gradient accumulation, a point pays the optimizer update its 1-GPU row amortised over more
-micro-batches (:mod:`distrepro.timing.weight_update`, the source's ``update:``, the point's ``accumulation:``).
+(per-step jitter times each GPU's own speed), and the contention of the all-reduce with the backward it overlaps;
+a model with a per-layer table (ResNet-50) has its buckets and ready times from it, one without has them ready
+evenly over backward but for its input embedding (the model's ``ready_last_params``), ready when backward ends.
+Where a source's table fixes the global batch by gradient accumulation, a point pays the optimizer update its 1-GPU
+row amortised over more micro-batches (:mod:`distrepro.timing.weight_update`, the source's ``update:``, the
+point's ``accumulation:``).
 ``--ablate`` also prints the summary with each term off, to show what each moves.
 
 Its parts, each a module beside it: ``validation_model.py`` (one point's prediction and the framework terms),
 ``validation_folds.py`` (the constants with and without a source), ``validation_classes.py`` (the classes a point
-is counted in), ``validation_bands.py`` (the error-band file and the JSON), ``validation_paths.py``; this module
-scores, orders, reports and is the command.
+is counted in), ``validation_orderings.py`` (the published orderings of methods), ``validation_render.py`` (the
+report as text), ``validation_bands.py`` (the error-band file and the JSON), ``validation_paths.py``; this module
+scores and is the command.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import statistics
@@ -86,8 +87,10 @@ from validation_model import (
     predict_nccl,
     update_seconds_of,
 )
+from validation_orderings import cell_figure, is_grid_cell, orderings
 from validation_paths import DATA, ERROR_BANDS, FIG6, REPO
 from validation_plot import plot
+from validation_render import _SUMMARY_RULE, _summary_row, render
 from validation_scripts import batch_spread_of, bucketing_of, loop_extras_of, reducer_of, synced_share
 
 from distrepro.hardware.profiles import read_yaml_mapping
@@ -120,15 +123,18 @@ __all__ = [
     "batch_spread_of",
     "bs",
     "bucketing_of",
+    "cell_figure",
     "cluster_profile",
     "ddp_step_seconds",
     "fold",
     "fw",
+    "is_grid_cell",
     "json_payload",
     "leave_one_source_out",
     "loop_extras_of",
     "loop_seconds",
     "main",
+    "orderings",
     "point_classes",
     "predict",
     "predict_compute",
@@ -313,59 +319,6 @@ def leave_one_source_out(
     return [outcomes[i] for i in order], folds
 
 
-# ---------------------------------------------------------------------- orderings
-
-
-def cell_figure(point: dict[str, Any]) -> str:
-    """Where an engine cell's measurement was read: the point's own ``from`` (Fig. 7), a training log (a cell with
-    its own workload), else Fig. 6."""
-    return point.get("from") or ("training log" if "workload" in point else "Fig. 6")
-
-
-def is_grid_cell(point: dict[str, Any]) -> bool:
-    """Whether the point is one of Fig. 6's cells, so one of the committed grid's (``reports/decentdp/fig6.csv``)."""
-    return point["kind"] == "engine_cell" and cell_figure(point) == "Fig. 6"
-
-
-def orderings(data: dict[str, Any], outcomes: list[Outcome], fig6: Path = FIG6) -> list[dict[str, Any]]:
-    """Each published comparison of methods, checked on the predictions: the measured pairs among the points, and
-    the paper's stated orderings (``comparisons`` in the data file) on the Fig. 6 grid the current model built
-    (``reports/decentdp/fig6.csv``; its cells that are also points here must equal the fresh predictions, so a
-    stale grid fails instead of passing)."""
-    out: list[dict[str, Any]] = []
-    by_id = {o.point["id"]: o for o in outcomes}
-    grid: dict[tuple[str, int, str], float] = {}
-    if fig6.is_file():
-        with fig6.open(encoding="utf-8") as fh:
-            grid = {(r["setup"], int(r["gpus"]), r["method"]): float(r["ms_per_iter"]) for r in csv.DictReader(fh)}
-    for o in outcomes:
-        p = o.point
-        if is_grid_cell(p):
-            cell = grid.get((p["setup"], p["gpus"], p["method"]))
-            fresh = cell is not None and abs(cell - o.predicted) <= 0.01 + 1e-3 * o.predicted
-            out.append(
-                {
-                    "what": f"{fig6.name} cell {p['setup']}/{p['gpus']}/{p['method']} is current",
-                    "right": fresh,
-                    "detail": f"grid {cell} vs fresh {o.predicted:.2f} ms",
-                }
-            )
-    for comp in data.get("comparisons", []):
-        if "faster" in comp:  # two measured points: the faster must be predicted faster
-            fast, slow = by_id[comp["faster"]], by_id[comp["slower"]]
-            right = fast.predicted < slow.predicted
-            detail = f"{fast.predicted:.1f} < {slow.predicted:.1f} ms predicted ({comp['source_says']})"
-            out.append({"what": comp["what"], "right": right, "detail": detail})
-            continue
-        for setup, gpus in comp["cells"]:
-            a = grid.get((setup, gpus, comp["faster_method"]))
-            b = grid.get((setup, gpus, comp["slower_method"]))
-            right = a is not None and b is not None and a < b
-            detail = f"{comp['faster_method']} {a} < {comp['slower_method']} {b} ms ({comp['source_says']})"
-            out.append({"what": f"{comp['what']} at {setup}/{gpus}", "right": right, "detail": detail})
-    return out
-
-
 # ---------------------------------------------------------------------- driver
 
 
@@ -381,74 +334,6 @@ def run(path: Path = DATA, fig6: Path = FIG6) -> Report:
     report.classes = {o.point["id"]: point_classes(data, o.point) for o in oos}
     report.seconds = time.perf_counter() - start
     return report
-
-
-def render(report: Report) -> str:
-    fit = {o.point["id"]: o for o in report.outcomes}
-    lines = [
-        "Each source predicted with every constant derived without it (leave one source out). A point's error is "
-        "(predicted - measured) / measured of the quantity as published, with its direction in words; the "
-        "summaries' signed errors: + = predicted too fast.",
-        "",
-        "| point | source | measured | predicted | error (as published) | in sample (fit) | how |",
-        "|---|---|---:|---:|---|---:|---|",
-    ]
-    for o in report.out_of_sample:
-        p = o.point
-        lines.append(
-            f"| {p['id']} | {p['source']} | {p['measured']:,.4g} {p['unit']} | {o.predicted:,.4g} | "
-            f"{o.describe()} | {fit[p['id']].error:+.1%} | {o.note} |"
-        )
-    for o in report.outcomes:
-        if o.point.get("role") == "calibrate":
-            p = o.point
-            lines.append(
-                f"| {p['id']} (calibration, not scored) | {p['source']} | {p['measured']:,.4g} {p['unit']} | "
-                f"{o.predicted:,.4g} | | {o.error:+.1%} | {o.note} |"
-            )
-    s = report.summary()
-    lines += ["", "Folds: the constants a held-out source changes (every other constant keeps its written value)."]
-    for source, changes in s["folds"].items():
-        lines.append(f"* without {source}: " + ("; ".join(changes) if changes else "no constant comes from it"))
-    lines += ["", "Out of sample (leave one source out): the figure of merit", "", _SUMMARY_HEAD, _SUMMARY_RULE]
-    lines += [_summary_row(src, v) for src, v in s["per_source"].items()]
-    lines.append(_summary_row("**all**", s["overall"]))
-    w = s["source_weighted"]
-    lines.append(
-        f"| each source once (median of the {w['sources']} medians) | | {w['median']:.1%} | "
-        f"{w['signed_median']:+.1%} | |"
-    )
-    for axis in CLASS_AXES:
-        lines += [
-            "",
-            f"| {axis} (out of sample) | points | median abs. error | median signed error | worst error | sources |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        for name, v in s["per_class"][axis].items():
-            lines.append(_summary_row(name, v) + f" {', '.join(v['sources'])} |")
-    f = s["in_sample_fit"]["overall"]
-    lines += [
-        "",
-        f"in sample (fit): median abs. error {f['median']:.1%}, median signed error {f['signed_median']:+.1%} over "
-        f"{f['points']} points (every constant from every source, its own included)",
-    ]
-    lines += ["", "| ordering | right | detail |", "|---|---|---|"]
-    lines += [f"| {c['what']} | {'yes' if c['right'] else 'NO'} | {c['detail']} |" for c in s["orderings"]]
-    lines += [
-        "",
-        f"checks (bounds, out of sample): {s['checks']}",
-        f"goals (not asserted, out of sample): {s['goals']}",
-    ]
-    lines.append(f"({report.seconds:.1f} s)")
-    return "\n".join(lines)
-
-
-_SUMMARY_HEAD = "| source | points | median abs. error | median signed error | worst error |"
-_SUMMARY_RULE = "|---|---:|---:|---:|---:|"
-
-
-def _summary_row(name: str, v: dict[str, Any]) -> str:
-    return f"| {name} | {v['points']} | {v['median']:.1%} | {v['signed_median']:+.1%} | {v['worst_signed']:+.1%} |"
 
 
 def ablation(path: Path = DATA) -> str:
