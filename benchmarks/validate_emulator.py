@@ -90,7 +90,7 @@ from validation_model import (
 from validation_orderings import cell_figure, is_grid_cell, orderings
 from validation_paths import DATA, ERROR_BANDS, FIG6, REPO
 from validation_plot import plot
-from validation_render import _SUMMARY_RULE, _summary_row, render
+from validation_render import SUMMARY_RULE, render, summary_row
 from validation_scripts import batch_spread_of, bucketing_of, loop_extras_of, reducer_of, synced_share
 
 from distrepro.hardware.profiles import read_yaml_mapping
@@ -343,7 +343,7 @@ def ablation(path: Path = DATA) -> str:
     data["points"] = [p for p in data["points"] if p["kind"] != "engine_cell"]
     lines = [
         "| terms (out of sample) | points | median abs. error | median signed error | worst error |",
-        _SUMMARY_RULE,
+        SUMMARY_RULE,
     ]
     for off in (None, *TERMS):
         saved = dict(TERMS)
@@ -353,7 +353,7 @@ def ablation(path: Path = DATA) -> str:
             oos, _ = leave_one_source_out(data)
         finally:
             TERMS.update(saved)
-        lines.append(_summary_row("all on" if off is None else f"without {off}", _stats([o.signed for o in oos])))
+        lines.append(summary_row("all on" if off is None else f"without {off}", _stats([o.signed for o in oos])))
     return "\n".join(lines)
 
 

@@ -41,9 +41,9 @@ def render(report: Any) -> str:
     lines += ["", "Folds: the constants a held-out source changes (every other constant keeps its written value)."]
     for source, changes in s["folds"].items():
         lines.append(f"* without {source}: " + ("; ".join(changes) if changes else "no constant comes from it"))
-    lines += ["", "Out of sample (leave one source out): the figure of merit", "", _SUMMARY_HEAD, _SUMMARY_RULE]
-    lines += [_summary_row(src, v) for src, v in s["per_source"].items()]
-    lines.append(_summary_row("**all**", s["overall"]))
+    lines += ["", "Out of sample (leave one source out): the figure of merit", "", SUMMARY_HEAD, SUMMARY_RULE]
+    lines += [summary_row(src, v) for src, v in s["per_source"].items()]
+    lines.append(summary_row("**all**", s["overall"]))
     w = s["source_weighted"]
     lines.append(
         f"| each source once (median of the {w['sources']} medians) | | {w['median']:.1%} | "
@@ -56,7 +56,7 @@ def render(report: Any) -> str:
             "|---|---:|---:|---:|---:|---|",
         ]
         for name, v in s["per_class"][axis].items():
-            lines.append(_summary_row(name, v) + f" {', '.join(v['sources'])} |")
+            lines.append(summary_row(name, v) + f" {', '.join(v['sources'])} |")
     f = s["in_sample_fit"]["overall"]
     lines += [
         "",
@@ -74,9 +74,11 @@ def render(report: Any) -> str:
     return "\n".join(lines)
 
 
-_SUMMARY_HEAD = "| source | points | median abs. error | median signed error | worst error |"
-_SUMMARY_RULE = "|---|---:|---:|---:|---:|"
+#: a summary table's head and rule (the sources', and ``--ablate``'s with its own first column)
+SUMMARY_HEAD = "| source | points | median abs. error | median signed error | worst error |"
+SUMMARY_RULE = "|---|---:|---:|---:|---:|"
 
 
-def _summary_row(name: str, v: dict[str, Any]) -> str:
+def summary_row(name: str, v: dict[str, Any]) -> str:
+    """One row of a summary table: points, median absolute and signed error, the worst (signed)."""
     return f"| {name} | {v['points']} | {v['median']:.1%} | {v['signed_median']:+.1%} | {v['worst_signed']:+.1%} |"
