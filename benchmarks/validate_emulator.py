@@ -65,18 +65,16 @@ from typing import Any
 
 from validation_bands import _repo_relative, json_payload, render_error_bands
 from validation_classes import CLASS_AXES, ENGINE_METHODS, NOT_COVERED, WORKLOAD_CLASSES, point_classes
+from validation_cluster import NVLINK_TOPOLOGIES, WORKLOAD, cluster_profile
 from validation_folds import DERIVATIONS, fold, validation_sources
 from validation_model import (
     BACKWARD_FRACTION,
-    NVLINK_TOPOLOGIES,
     TERMS,
     TIME_UNITS,
-    WORKLOAD,
     CommCostModel,
     ComputeModel,
     Outcome,
     bs,
-    cluster_profile,
     ddp_step_seconds,
     fw,
     loop_seconds,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from validation_cluster import WORKLOAD, cluster_profile, compute_figures
 from validation_scripts import (
     batch_spread_of,
     bucketing_of,
@@ -19,11 +20,10 @@ from validation_scripts import (
     loop_extras_of,
     reducer_of,
     synced_share,
+    unsynced_micro_batches,
 )
 
 from distrepro.api.overlap import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, emulated_buckets
-from distrepro.hardware.nvlink_rings import DGX1_V100_NVLINKS, DLPERF_V100_NVLINKS, ring_links
-from distrepro.hardware.profiles import HardwareProfile
 from distrepro.hardware.workloads import load_workloads
 from distrepro.timing import batch_spread as bs
 from distrepro.timing import collective_algorithms as coll
@@ -36,14 +36,12 @@ from distrepro.timing.timemodel import CommCostModel, ComputeModel
 TIME_UNITS = frozenset({"ms/iter", "ms", "us", "s"})
 #: the per-step fraction that is backward (gradient buckets become ready evenly over it), as the engine's default
 BACKWARD_FRACTION = 2.0 / 3.0
-WORKLOAD = "validation"
-#: a cluster's ``intra.nvlinks``: which GPU pairs of a node are linked, and by how many links
-NVLINK_TOPOLOGIES = {"dgx1-v100": DGX1_V100_NVLINKS, "dlperf-v100": DLPERF_V100_NVLINKS}
 #: the framework terms of a DDP step and NCCL's pipelined ring slices; ``--ablate`` switches each off in turn
 TERMS = {
     "framework": True,
     "slowest_of_p": True,
     "gpu_variability": True,
+    "micro_batch_averaging": True,
     "batch_spread": True,
     "contention": True,
     "layers": True,
@@ -90,64 +88,6 @@ class Outcome:
         return f"{self.error:+.1%} ({self.verdict})"
 
 
-# ---------------------------------------------------------------------- building blocks
-
-
-def _tau_s(data: dict[str, Any], gpu: str) -> float:
-    """Fixed step cost per transformer sublayer on ``gpu`` (seconds)."""
-    return data["constants"]["tau_v100_ms"]["value"] * data["gpus"][gpu]["tau_ratio"] / 1000.0
-
-
-def _compute_figures(data: dict[str, Any], point: dict[str, Any], gpu: str) -> tuple[float, float]:
-    """(t_fixed in s, peak in tokens/s) of the point's model on ``gpu``: t_fixed = sublayers x tau; the peak from
-    the 1-GPU measurement ``peak_from`` (tokens/step, tokens/s) of the same table: peak = b / (t(b) - t_fixed).
-    (A point whose batch is its 1-GPU row's gets t(b) = the measured 1-GPU step whatever t_fixed is.)"""
-    sublayers = data["models"][point["model"]]["sublayers"]
-    t_fixed = sublayers * _tau_s(data, gpu) if sublayers else 0.0
-    ref = point.get("peak_from") or {"tokens_per_gpu": point["tokens_per_gpu"], "tok_s": point["measured"]}
-    step = ref["tokens_per_gpu"] / ref["tok_s"]
-    return t_fixed, ref["tokens_per_gpu"] / (step - t_fixed)
-
-
-def _link(data: dict[str, Any], spec: dict[str, Any], members: int = 0) -> dict[str, Any]:
-    """A profile link: the line rate times the efficiency constant the link names (the fold's value of it). A node
-    whose GPUs are not all linked (``nvlinks:``, a hybrid cube-mesh) gives a ring over its first ``members`` GPUs
-    the links its rings can use (:func:`distrepro.hardware.nvlink_rings.ring_links`) times one link's rate."""
-    line = spec["line_gbytes_per_s"]
-    if "nvlinks" in spec and members >= 2:
-        line = ring_links(NVLINK_TOPOLOGIES[spec["nvlinks"]], range(members)) * spec["link_gbytes_per_s"]
-    gbytes = line * data["constants"][spec["efficiency"]]["value"]
-    return {"latency_us": spec["latency_us"], "bandwidth_gbytes_per_s": gbytes, "source": spec["source"]}
-
-
-def cluster_profile(
-    data: dict[str, Any], cluster: str, gpus: int, t_fixed: float = 0.0, peak: float = 1.0
-) -> HardwareProfile:
-    """An in-memory profile of ``gpus`` GPUs of ``cluster``, node by node, charging one token as one sample."""
-    spec = data["clusters"][cluster]
-    per = spec["gpus_per_node"]
-    counts = [min(per, gpus - i) for i in range(0, gpus, per)]
-    intra = _link(data, spec["intra"], counts[0])
-    nic = _link(data, spec.get("nic") or spec["intra"])
-    device = {
-        "name": spec["gpu"],
-        "kind": "gpu",
-        "memory_gib": 16,
-        "throughput_samples_per_s": {WORKLOAD: peak},
-        "step_overhead_ms": {WORKLOAD: t_fixed * 1000.0},
-        "source": "[D] benchmarks/data/emulator_points.yaml",
-    }
-    nodes = [{"name": f"n{i}", "nic": nic, "devices": [device | {"count": c}]} for i, c in enumerate(counts)]
-    profile = {
-        "schema_version": 2,
-        "name": f"{cluster}-{gpus}",
-        "description": "validation cluster",
-        "nodes": nodes,
-        "network": {"intra_node": intra, "inter_node": nic},
-    }
-    return HardwareProfile.model_validate(profile)
-
-
 def ddp_step_seconds(
     compute: ComputeModel,
     cost: CommCostModel,
@@ -160,6 +100,7 @@ def ddp_step_seconds(
     spread: bs.LengthBucketing | None = None,
     bucketing: db.Bucketing | None = None,
     ready_last: float = 0.0,
+    micro_batches: int = 1,
 ) -> float:
     """One data-parallel step with PyTorch DDP's overlap (:func:`distrepro.timing.framework.ddp_step_s`): buckets
     launched on one stream as backward makes them ready, the step ending when compute and the last bucket are done.
@@ -174,10 +115,11 @@ def ddp_step_seconds(
     and its passes over ``grad_bytes`` at the GPU's memory bandwidth
     (:func:`distrepro.timing.framework.reducer_seconds`) added to backward; compute x the expected slowest of
     ``ranks`` (per-step jitter; with ``spread``, each rank's own length-bucketed batch times its jitter,
-    :func:`distrepro.timing.batch_spread.slowest_factor`); backward slowed by the contention factor for as long
+    :func:`distrepro.timing.batch_spread.slowest_factor`; over ``micro_batches`` computed without a sync between
+    them, :func:`distrepro.timing.framework.sync_cv`); backward slowed by the contention factor for as long
     as a bucket overlaps it."""
     model = model or {}
-    t_c = synchronous_compute_seconds(compute, tokens, ranks, spread)
+    t_c = synchronous_compute_seconds(compute, tokens, ranks, spread, micro_batches)
     world = list(range(ranks))
     table = load_workloads()[model["workload"]].layers if TERMS["layers"] and model.get("workload") else None
     own = bucketing if TERMS["bucketing"] else None
@@ -197,14 +139,20 @@ def ddp_step_seconds(
 
 
 def synchronous_compute_seconds(
-    compute: ComputeModel, tokens: int, ranks: int, spread: bs.LengthBucketing | None = None
+    compute: ComputeModel,
+    tokens: int,
+    ranks: int,
+    spread: bs.LengthBucketing | None = None,
+    micro_batches: int = 1,
 ) -> float:
     """A step's compute when every rank waits for the slowest: the nominal step times the expected slowest of
-    ``ranks`` (per-step jitter times each GPU's own speed, :data:`distrepro.timing.framework.SYNC_CV`; with
+    ``ranks`` (per-step jitter times each GPU's own speed, :data:`distrepro.timing.framework.SYNC_CV`; the jitter
+    averaged over ``micro_batches`` run without a sync, :func:`distrepro.timing.framework.sync_cv`; with
     ``spread``, each rank's own length-bucketed batch times those)."""
     t_c = compute.nominal_step_seconds(0, tokens)
     if TERMS["slowest_of_p"]:
-        cv = fw.SYNC_CV if TERMS["gpu_variability"] else fw.STEP_CV
+        k = micro_batches if TERMS["micro_batch_averaging"] else 1
+        cv = fw.sync_cv(k, gpu_cv=fw.GPU_CV if TERMS["gpu_variability"] else 0.0)
         if spread is not None and TERMS["batch_spread"]:
             t_c *= bs.slowest_factor(spread, ranks, cv)
         else:
@@ -288,7 +236,7 @@ def update_seconds_of(data: dict[str, Any], point: dict[str, Any], bandwidth: fl
 
 
 def predict_compute(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
-    t_fixed, peak = _compute_figures(data, point, point["gpu"])
+    t_fixed, peak = compute_figures(data, point, point["gpu"])
     profile = cluster_profile(data, "dgx-a100", 1, t_fixed, peak)  # links unused: one GPU
     compute = ComputeModel(profile, WORKLOAD, 1.0)
     step = compute.nominal_step_seconds(0, point["tokens_per_gpu"])
@@ -298,7 +246,7 @@ def predict_compute(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
 
 def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     gpu = data["clusters"][point["cluster"]]["gpu"]
-    t_fixed, peak = _compute_figures(data, point, gpu)
+    t_fixed, peak = compute_figures(data, point, gpu)
     profile = cluster_profile(data, point["cluster"], point["gpus"], t_fixed, peak)
     compute = ComputeModel(profile, WORKLOAD, 1.0)
     cost = CommCostModel(profile)
@@ -314,7 +262,20 @@ def predict_ddp(data: dict[str, Any], point: dict[str, Any]) -> Outcome:
     spread = batch_spread_of(data, point)
     bucket_name, bucketing = bucketing_of(data, point, grad)
     tokens, ranks = point["tokens_per_gpu"], point["gpus"]
-    step = ddp_step_seconds(compute, cost, tokens, grad, ranks, model, bandwidth, reducer, spread, bucketing, last)
+    step = ddp_step_seconds(
+        compute,
+        cost,
+        tokens,
+        grad,
+        ranks,
+        model,
+        bandwidth,
+        reducer,
+        spread,
+        bucketing,
+        last,
+        unsynced_micro_batches(point),
+    )
     share = synced_share(data, point)
     if share < 1.0:  # the other micro-batches of an update: compute alone, still waiting for the slowest rank
         step = share * step + (1.0 - share) * synchronous_compute_seconds(compute, tokens, ranks, spread)

@@ -27,6 +27,18 @@ def synced_share(data: dict[str, Any], point: dict[str, Any]) -> float:
     return 1.0 / int(accumulation["point"])
 
 
+def unsynced_micro_batches(point: dict[str, Any]) -> int:
+    """Micro-batches a rank of the point computes between two waits for the other ranks (its ``micro_batches:``,
+    1 when absent): more than one only where the point's step is a whole accumulated update and its source's loop
+    neither all-reduces nor syncs the ranks until the update's last micro-batch (DeepLearningExamples' BERT
+    pretraining: ``no_sync()`` under ``--allreduce_post_accumulation``, its script's default). A point whose step is
+    one micro-batch (QuartzNet, GNMT) keeps 1 whatever it accumulates: it syncs every micro-batch."""
+    count = point.get("micro_batches", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"point {point['id']}: micro_batches must be a whole number of at least 1, got {count!r}")
+    return count
+
+
 def batch_spread_of(data: dict[str, Any], point: dict[str, Any]) -> bs.LengthBucketing | None:
     """How the point's source batches its sentences by length (its ``batch_spread:``, at the point's tokens per
     GPU as ``--max-tokens``), None for a source whose ranks' batches are alike (fixed shapes)."""

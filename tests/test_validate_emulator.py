@@ -567,6 +567,35 @@ def test_the_gpus_own_spread_slows_only_steps_that_wait_for_another_gpu() -> Non
     )
 
 
+
+def test_bert_pretrainings_micro_batches_average_their_jitter_and_nothing_else_moves() -> None:
+    """The ``micro_batch_averaging`` term: a BERT pretraining point's step is a whole update whose micro-batches run
+    without a sync (``no_sync`` until the last), so its jitter averages over them and the prediction rises; a point
+    declaring no ``micro_batches`` (every other source, BERT's SQuAD rows) is not moved. Each pretraining point
+    declares the README's accumulation steps, and the declared count divides its accumulated batch."""
+    module = _module()
+    data = _analytical(module)
+    pretraining = [p for p in data["points"] if p["source"] == "dle-bert" and p["model"] == "bert-large"]
+    assert len(pretraining) == 28 and all(p["micro_batches"] >= 1 for p in pretraining)
+    assert all(p["tokens_per_gpu"] % p["micro_batches"] == 0 for p in pretraining)
+    assert not [p["id"] for p in data["points"] if "micro_batches" in p and p not in pretraining]
+    others = [p for p in data["points"] if p["kind"] == "ddp_throughput" and p["source"] == "dle-gnmt"]
+    chosen = [*pretraining[:3], *others[:2]]
+    on = {p["id"]: module.predict(data, p).predicted for p in chosen}
+    with _term_off(module, "micro_batch_averaging"):
+        off = {p["id"]: module.predict(data, p).predicted for p in chosen}
+    assert all(on[p["id"]] > off[p["id"]] for p in pretraining[:3])
+    assert all(on[p["id"]] == off[p["id"]] for p in others[:2])
+
+
+def test_a_bad_micro_batch_count_is_an_error_naming_the_point() -> None:
+    scripts = benchmark_module("validation_scripts")
+    assert scripts.unsynced_micro_batches({"id": "x"}) == 1
+    assert scripts.unsynced_micro_batches({"id": "x", "micro_batches": 32}) == 32
+    for bad in (0, 2.5, "8", True):
+        with pytest.raises(ValueError, match="point x: micro_batches"):
+            scripts.unsynced_micro_batches({"id": "x", "micro_batches": bad})
+
 def test_gradients_ready_last_join_the_last_bucket_or_make_their_own() -> None:
     """A model's ``ready_last_params`` (its input embedding) are launched when backward ends: merged into the last
     even bucket while they fit its cap, a bucket of their own above it; every byte is planned once."""

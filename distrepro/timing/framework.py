@@ -287,6 +287,21 @@ def expected_max_factor(p: int, cv: float = STEP_CV) -> float:
     return total * h / 3
 
 
+def sync_cv(micro_batches: int = 1, step_cv: float = STEP_CV, gpu_cv: float = GPU_CV) -> float:
+    """The coefficient of variation of one rank's time between two waits for the other ranks, when it computes
+    ``micro_batches`` micro-batches in between: :data:`SYNC_CV` for one (a step synchronised every micro-batch).
+
+    Why: a loop that accumulates gradients without syncing the ranks (PyTorch DDP's ``no_sync()`` on all but an
+    update's last micro-batch, and no other collective or cross-rank wait per micro-batch) lets each rank's
+    micro-batches run back to back; their jitter, drawn per micro-batch, averages over the k of them (CV
+    ``step_cv / √k`` if the draws are independent: the one assumption here, stated; fully correlated draws would
+    keep ``step_cv``), while the GPU's own speed (``gpu_cv``) is the same at every micro-batch and does not."""
+    if micro_batches < 1:
+        raise ValueError(f"micro_batches must be at least 1, got {micro_batches}")
+    jitter = step_cv / math.sqrt(micro_batches)
+    return math.sqrt((1 + jitter**2) * (1 + gpu_cv**2) - 1)
+
+
 def slowed_finish_s(begin_s: float, work_s: float, busy: list[tuple[float, float]], factor: float) -> float:
     """When ``work_s`` seconds of compute begun at ``begin_s`` end, compute running ``1 + factor`` times slower while
     the communication stream is busy (``busy``: its (start, end) spans, in order and disjoint: one stream runs its

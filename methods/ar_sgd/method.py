@@ -11,10 +11,11 @@ every step, as DDP's ``broadcast_buffers=True`` does. The optimizer is SGD from 
 AdamW for QSR's "Parallel AdamW" or Adam for Decent-DP's "All-Reduce Adam"; its LR follows the
 harness's ``schedule:``.
 
-``devices: gpu`` is DDP on the GPUs alone (a fair and trivial baseline for heterogeneous clusters, issue 13):
-the allocation gives every non-GPU rank no data, those ranks join no collective and idle, and the gradient
-all-reduce and buffer broadcast run over a group of the GPU ranks. Rank 0 must be a GPU: its replica is the
-one evaluated (the idle replicas never move), and the consensus distance is over the GPU replicas alone.
+``devices: gpu`` is DDP on the GPUs alone (the trivial baseline a heterogeneous method must beat: leave the
+slow devices out): the allocation gives every non-GPU rank no data, those ranks join no collective and idle, and
+the gradient all-reduce and buffer broadcast run over a group of the GPU ranks. Rank 0 must be a GPU: its
+replica is the one evaluated (the idle replicas never move), and the consensus distance is over the GPU
+replicas alone.
 """
 
 from __future__ import annotations

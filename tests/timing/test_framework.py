@@ -36,6 +36,18 @@ def test_a_gpus_own_speed_and_the_steps_jitter_combine_as_independent_factors() 
     assert fw.expected_max_factor(8, fw.SYNC_CV) > fw.expected_max_factor(8) > 1.0
 
 
+def test_jitter_averages_over_micro_batches_run_without_a_sync_the_gpus_own_speed_does_not() -> None:
+    """``sync_cv``: one micro-batch between syncs is SYNC_CV exactly; more lower the CV towards GPU_CV (the GPU's own
+    speed is the same at every micro-batch), never below it; without a GPU spread the jitter falls as 1/sqrt(k)."""
+    assert fw.sync_cv(1) == fw.SYNC_CV
+    cvs = [fw.sync_cv(k) for k in (1, 2, 16, 256)]
+    assert cvs == sorted(cvs, reverse=True) and len(set(cvs)) == 4
+    assert fw.GPU_CV < cvs[-1] < fw.GPU_CV * 1.01
+    assert fw.sync_cv(16, gpu_cv=0.0) == pytest.approx(fw.STEP_CV / 4)
+    with pytest.raises(ValueError, match="micro_batches"):
+        fw.sync_cv(0)
+
+
 def test_reducer_cost_is_charged_for_a_gpu_with_layers_and_scales_with_bytes_over_bandwidth() -> None:
     table = load_workloads()["transformer_base_wmt14_195tok"].layers
     t4 = fw.bucketed_step_overhead_s(SimpleNamespace(name="t4", kind="gpu"), table)
