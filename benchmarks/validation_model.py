@@ -1,7 +1,7 @@
 """How the emulator's validation prices one published measurement, from the emulator's own code.
 
 Why a module of its own: ``benchmarks/validate_emulator.py`` scores, folds, orders and reports; what it scores is
-this: a point's compute figures from the data file's constants, its cluster as a hardware profile, one
+this: a point's compute figures and its cluster as a hardware profile (:mod:`validation_cluster`), one
 data-parallel step with the framework terms its source's code pays (:data:`TERMS`, each switched off in turn by
 ``--ablate``), and the prediction of each kind of point (:func:`predict`). The figures' sources are in
 ``benchmarks/data/emulator_points.yaml`` and ``docs/emulator.md``.
