@@ -567,7 +567,6 @@ def test_the_gpus_own_spread_slows_only_steps_that_wait_for_another_gpu() -> Non
     )
 
 
-
 def test_bert_pretrainings_micro_batches_average_their_jitter_and_nothing_else_moves() -> None:
     """The ``micro_batch_averaging`` term: a BERT pretraining point's step is a whole update whose micro-batches run
     without a sync (``no_sync`` until the last), so its jitter averages over them and the prediction rises; a point
@@ -595,6 +594,7 @@ def test_a_bad_micro_batch_count_is_an_error_naming_the_point() -> None:
     for bad in (0, 2.5, "8", True):
         with pytest.raises(ValueError, match="point x: micro_batches"):
             scripts.unsynced_micro_batches({"id": "x", "micro_batches": bad})
+
 
 def test_gradients_ready_last_join_the_last_bucket_or_make_their_own() -> None:
     """A model's ``ready_last_params`` (its input embedding) are launched when backward ends: merged into the last
