@@ -55,7 +55,6 @@ def test_a_devices_own_jitter_wins_over_the_profile_default(tmp_path: Path) -> N
     assert sigma_of_cv(0.2) == pytest.approx(0.19804, rel=1e-4)
 
 
-
 def _gpu_speed_model(tmp_path: Path, gpu_cv: float, count: int = 2, seed: int = 0, **device: object) -> ComputeModel:
     data = minimal_profile() | {"schema_version": 2}
     data["noise"] = {"gpu_cv": gpu_cv, "source": "[M] test"}
@@ -90,6 +89,7 @@ def test_a_gpus_own_speed_scales_its_gpu_work_not_the_host_floor(tmp_path: Path)
     assert model.gpu_speed_factor(fast) < 1.0 < model.gpu_speed_factor(slow)
     assert model.step_seconds(fast, 10, 0, 0.0) == pytest.approx(0.050)  # 10 ms of GPU work under a 50 ms floor
     assert model.step_seconds(slow, 1000, 0, 0.0) == pytest.approx(1.0 * model.gpu_speed_factor(slow))
+
 
 def test_link_noise_varies_each_collective_around_the_alpha_beta_cost() -> None:
     profile = load_profile("cadp-ijcai25")
