@@ -63,13 +63,13 @@ class _CachedNoise(ComputeModel):
 def has_noise(profile: HardwareProfile) -> bool:
     """Whether the run's seed enters its clock: per-device jitter, a workload's batch spread
     (``step_jitter_sigma``; of any workload, conservatively) or stragglers, or the profile's
-    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``)."""
+    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``, ``gpu_cv``)."""
     groups = [g for node in profile.nodes for g in node.devices]
     jittered = [(g.jitter.kind != "none" and g.jitter.sigma > 0) or any(g.step_jitter_sigma.values()) for g in groups]
     if any(jittered) or any(g.straggler.probability > 0 for g in groups):
         return True
     noise = profile.noise
-    return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0)
+    return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0 or noise.gpu_cv > 0)
 
 
 @dataclass

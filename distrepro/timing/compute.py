@@ -105,6 +105,14 @@ class ComputeModel:
             )
             for d in self._devices
         ]
+        # each GPU's own speed (``noise.gpu_cv``): one draw per rank and run, the same at every step
+        gpu_sigma = sigma_of_cv(profile.noise.gpu_cv) if profile.noise is not None else 0.0
+        self._gpu_speed = [
+            lognormal(gpu_sigma, uniforms(derive_seed(*self.seed_parts, rank, "gpu-speed"))[0])
+            if gpu_sigma > 0 and d.kind == "gpu"
+            else 1.0
+            for rank, d in enumerate(self._devices)
+        ]
 
     def _declare(self, rank: int) -> float:
         device = self._device(rank)
@@ -208,6 +216,11 @@ class ComputeModel:
             factor *= device.straggler.slowdown
         return factor
 
+    def gpu_speed_factor(self, rank: int) -> float:
+        """The factor this run's draw of ``rank``'s GPU multiplies the GPU part of every step by (``noise.gpu_cv``;
+        1.0 where the profile declares none or the device is not a GPU)."""
+        return self._gpu_speed[rank] if 0 <= rank < len(self._gpu_speed) else 1.0
+
     def step_seconds(self, rank: int, n_samples: int, step_index: int, at_s: float) -> float:
         """Virtual seconds for ``n_samples`` samples on ``rank`` in step ``step_index``.
 
@@ -219,20 +232,21 @@ class ComputeModel:
         if n_samples == 0:
             return 0.0
         if 0 <= rank < len(self._declared):  # the tables built at construction, not four method calls a step
-            overhead, floor, sync, declared, device = (
+            overhead, floor, sync, declared, device, own = (
                 self._overhead[rank],
                 self._floor[rank],
                 self._sync[rank],
                 self._declared[rank],
                 self._devices[rank],
+                self._gpu_speed[rank],
             )
         else:  # a rank the profile does not have: the lookups raise the ConfigError naming it
             overhead, floor, sync = self.overhead_s(rank), self.floor_s(rank), self.sync_s(rank)
-            declared, device = self.declared_samples_per_s(rank), self._device(rank)
+            declared, device, own = self.declared_samples_per_s(rank), self._device(rank), 1.0
         if overhead == 0.0 and floor == 0.0 and sync == 0.0:  # the large-batch throughput alone, as before step costs:
             # n / samples_per_s(rank, at_s), with that method's product spelled out
-            return n_samples / (declared * device.speed_factor(at_s)) * self.noise_factor(rank, step_index)
+            return n_samples / (declared * device.speed_factor(at_s)) * own * self.noise_factor(rank, step_index)
         base = overhead + n_samples / declared
-        gpu = base / device.speed_factor(at_s)
+        gpu = base / device.speed_factor(at_s) * own
         # the host floor and the syncs' drain and refill are the host-GPU pipeline's: a speed change does not scale them
         return ((gpu if floor == 0.0 else max(floor, gpu)) + sync) * self.noise_factor(rank, step_index)

@@ -28,14 +28,15 @@ from distrepro.sensitivity.retime import RetimedRun, Retimer, check_central, has
 
 
 def _noisy_profile(folder: Path) -> str:
-    """TINY_PROFILE without per-device jitter, stragglers or speed changes, with a cluster noise block."""
+    """TINY_PROFILE without per-device jitter, stragglers or speed changes, with a cluster noise block (each GPU's
+    own speed too)."""
     data: dict[str, Any] = copy.deepcopy(TINY_PROFILE)
     data["name"] = "tiny-cluster-noise"
     for node in data["nodes"]:
         for dev in node["devices"]:
             for key in ("jitter", "straggler", "speed_changes"):
                 dev.pop(key, None)
-    data["noise"] = {"compute_cv": 0.03, "link_cv": 0.05, "source": "[E] test"}
+    data["noise"] = {"compute_cv": 0.03, "link_cv": 0.05, "gpu_cv": 0.02, "source": "[E] test"}
     path = folder / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return str(path)

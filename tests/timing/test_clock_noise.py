@@ -55,6 +55,42 @@ def test_a_devices_own_jitter_wins_over_the_profile_default(tmp_path: Path) -> N
     assert sigma_of_cv(0.2) == pytest.approx(0.19804, rel=1e-4)
 
 
+def _gpu_speed_model(tmp_path: Path, gpu_cv: float, count: int = 2, seed: int = 0, **device: object) -> ComputeModel:
+    data = minimal_profile() | {"schema_version": 2}
+    data["noise"] = {"gpu_cv": gpu_cv, "source": "[M] test"}
+    for node in data["nodes"]:
+        node["devices"][0].update({"effective_flops_per_s": 1e12, "count": count, **device})
+    return ComputeModel(load_profile(write(tmp_path, data, f"gpus{gpu_cv}")), None, 1e9, ("x", seed))
+
+
+def test_each_gpus_own_speed_is_one_draw_per_rank_and_run_kept_at_every_step(tmp_path: Path) -> None:
+    """``noise.gpu_cv``: a rank's factor is the same at every step (its GPU does not change), differs from rank to
+    rank and from seed to seed, has mean 1 and the declared spread over many GPUs; without it nothing moves."""
+    model = _gpu_speed_model(tmp_path, 0.05, count=500)
+    steps = {model.step_seconds(3, 100, step, 0.0) for step in range(50)}
+    assert len(steps) == 1 and steps != {model.step_seconds(4, 100, 0, 0.0)}
+    factors = [model.gpu_speed_factor(rank) for rank in range(1000)]
+    assert statistics.fmean(factors) == pytest.approx(1.0, abs=0.006)
+    assert statistics.stdev(factors) == pytest.approx(0.05, rel=0.1)
+    other_seed = _gpu_speed_model(tmp_path, 0.05, count=500, seed=1)
+    assert other_seed.gpu_speed_factor(3) != model.gpu_speed_factor(3)
+    assert _gpu_speed_model(tmp_path, 0.05, count=500).gpu_speed_factor(3) == model.gpu_speed_factor(3)  # derived
+    quiet = _gpu_speed_model(tmp_path, 0.0)
+    assert quiet.gpu_speed_factor(0) == 1.0 and quiet.step_seconds(0, 100, 0, 0.0) == pytest.approx(100 * 1e9 / 1e12)
+
+
+def test_a_gpus_own_speed_scales_its_gpu_work_not_the_host_floor(tmp_path: Path) -> None:
+    """A step whose host floor binds stays at the floor whatever the GPU's draw; a GPU-bound one moves with it."""
+    floor_ms = {"w": 50.0}
+    model = _gpu_speed_model(tmp_path, 0.3, count=4, step_floor_ms=floor_ms, throughput_samples_per_s={"w": 1000.0})
+    model = ComputeModel(model.profile, "w", 1e9, ("x", 0))
+    slow = max(range(8), key=model.gpu_speed_factor)
+    fast = min(range(8), key=model.gpu_speed_factor)
+    assert model.gpu_speed_factor(fast) < 1.0 < model.gpu_speed_factor(slow)
+    assert model.step_seconds(fast, 10, 0, 0.0) == pytest.approx(0.050)  # 10 ms of GPU work under a 50 ms floor
+    assert model.step_seconds(slow, 1000, 0, 0.0) == pytest.approx(1.0 * model.gpu_speed_factor(slow))
+
+
 def test_link_noise_varies_each_collective_around_the_alpha_beta_cost() -> None:
     profile = load_profile("cadp-ijcai25")
     quiet = CommCostModel(profile.model_copy(update={"noise": None}))
