@@ -298,7 +298,12 @@ def build_job(
     flops = workload.train_flops_per_sample if workload else proxy_flops
     scale = workload.param_bytes / proxy_bytes if workload else 1.0
     compute = ComputeModel(
-        profile, workload.name if workload else None, flops, (*method_seed_parts, "compute"), method.cls.host_syncs
+        profile,
+        workload.name if workload else None,
+        flops,
+        (*method_seed_parts, "compute"),
+        method.cls.host_syncs,
+        hardware_seed_parts=(*seed_parts, "hardware"),
     )
     job = Job(
         config=cfg,

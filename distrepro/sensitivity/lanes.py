@@ -53,6 +53,8 @@ class _Compute:
         self.overhead = [np.array([m.overhead_s(r) for m in ones])[which] for r in range(k)]
         self.floor = [np.array([m.floor_s(r) for m in ones])[which] for r in range(k)]
         self.sync = [np.array([m.sync_s(r) for m in ones])[which] for r in range(k)]
+        # each GPU's own speed (``noise.gpu_cv``): drawn from the run's hardware seeds, so per lane, not per profile
+        self.own = [np.array([m.gpu_speed_factor(r) for m in models]) for r in range(k)]
         self.plain = [
             bool(((o == 0.0) & (f == 0.0) & (s == 0.0)).all())
             for o, f, s in zip(self.overhead, self.floor, self.sync, strict=True)
@@ -88,13 +90,13 @@ class _Compute:
 
     def step_seconds(self, rank: int, n: Lanes, step: int, at: Lanes) -> Lanes:
         noise, speed = self._noise(rank, step), self._speed(rank, at)
-        declared = self.declared[rank]
-        plain = n / (declared if speed is None else declared * speed) * noise
+        declared, own = self.declared[rank], self.own[rank]
+        plain = n / (declared if speed is None else declared * speed) * own * noise
         if self.plain[rank]:
             return np.where(n == 0, 0.0, plain)
         overhead, floor, sync = self.overhead[rank], self.floor[rank], self.sync[rank]
         base = overhead + n / declared
-        gpu = base if speed is None else base / speed
+        gpu = (base if speed is None else base / speed) * own
         fixed = (np.where(floor == 0.0, gpu, pymax(floor, gpu)) + sync) * noise
         return np.where(n == 0, 0.0, np.where((overhead == 0.0) & (floor == 0.0) & (sync == 0.0), plain, fixed))
 

@@ -44,7 +44,14 @@ class _CachedNoise(ComputeModel):
     depend on the run's seeds and the profile's noise declaration, which no sweep variable touches."""
 
     def __init__(self, base: ComputeModel, profile: HardwareProfile, table: dict[tuple[int, int], float]) -> None:
-        super().__init__(profile, base.workload_name, base.flops_per_sample, base.seed_parts, base.host_syncs)
+        super().__init__(
+            profile,
+            base.workload_name,
+            base.flops_per_sample,
+            base.seed_parts,
+            base.host_syncs,
+            hardware_seed_parts=base.hardware_seed_parts,
+        )
         self._table = table
 
     @property
@@ -100,7 +107,14 @@ def reseed(job: Job, seed: int) -> Job:
     parts = (*job.seed_parts[:-1], seed)
     method_parts = (*job.method_seed_parts[:-1], seed) if job.method_seed_parts else parts
     c = job.compute
-    compute = ComputeModel(job.profile, c.workload_name, c.flops_per_sample, (*method_parts, "compute"), c.host_syncs)
+    compute = ComputeModel(
+        job.profile,
+        c.workload_name,
+        c.flops_per_sample,
+        (*method_parts, "compute"),
+        c.host_syncs,
+        hardware_seed_parts=(*parts, "hardware"),
+    )
     cost = CommCostModel(job.profile, seed_parts=(*method_parts, "link"))
     return dataclasses.replace(
         job, seed=seed, seed_parts=parts, method_seed_parts=method_parts, compute=compute, cost=cost

@@ -66,7 +66,9 @@ class ComputeModel:
     changes a named workload's times (the FLOP/s figure and the measured throughput rarely agree), so
     the ranks it applies to are kept in :attr:`fallback_ranks` and :meth:`fallback_note` says it.
     ``seed_parts`` identify the run (paper, method, profile, seed index, ...); rank and step index
-    are appended for each draw.
+    are appended for each draw. ``hardware_seed_parts`` (default ``seed_parts``) identify the cluster the run
+    drew: each GPU's own speed (``noise.gpu_cv``) is drawn from them, so arms whose hardware parts are equal (a
+    job builds them without the method) run on the same draw of GPUs, as a paper's methods run on one cluster.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class ComputeModel:
         flops_per_sample: float,
         seed_parts: tuple[object, ...] = (),
         host_syncs: str = "per_step",
+        hardware_seed_parts: tuple[object, ...] | None = None,
     ) -> None:
         if not (math.isfinite(flops_per_sample) and flops_per_sample > 0):
             raise ValueError(f"flops_per_sample must be a positive number, got {flops_per_sample}")
@@ -83,6 +86,7 @@ class ComputeModel:
         self.workload_name = workload_name
         self.flops_per_sample = float(flops_per_sample)
         self.seed_parts = tuple(seed_parts)
+        self.hardware_seed_parts = self.seed_parts if hardware_seed_parts is None else tuple(hardware_seed_parts)
         #: where the method's training loop makes the host wait for the GPU (``per_step`` or ``per_bucket``)
         self.host_syncs = host_syncs
         #: ranks charged effective_flops_per_s / flops_per_sample although a workload was named
@@ -105,10 +109,10 @@ class ComputeModel:
             )
             for d in self._devices
         ]
-        # each GPU's own speed (``noise.gpu_cv``): one draw per rank and run, the same at every step
+        # each GPU's own speed (``noise.gpu_cv``): one draw per rank and cluster, the same at every step
         gpu_sigma = sigma_of_cv(profile.noise.gpu_cv) if profile.noise is not None else 0.0
         self._gpu_speed = [
-            lognormal(gpu_sigma, uniforms(derive_seed(*self.seed_parts, rank, "gpu-speed"))[0])
+            lognormal(gpu_sigma, uniforms(derive_seed(*self.hardware_seed_parts, rank, "gpu-speed"))[0])
             if gpu_sigma > 0 and d.kind == "gpu"
             else 1.0
             for rank, d in enumerate(self._devices)

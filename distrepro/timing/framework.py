@@ -75,6 +75,14 @@ BUCKET_PASSES = 4.0
 #: but whose charges the A²CiD² and C-ADP reproductions were pre-registered against; charging the all-reduce
 #: baseline alone would bias those comparisons, so the acid profiles pin ``framework.contention: 0``.
 CONTENTION = 0.10
+
+
+def product_cv(*cvs: float) -> float:
+    """The coefficient of variation of a product of independent mean-1 factors of coefficients ``cvs``:
+    ``1 + CV² = Π (1 + cvᵢ²)`` (the second moment of a product of independent factors is the product of theirs)."""
+    return math.sqrt(math.prod(1 + cv * cv for cv in cvs) - 1)
+
+
 #: per-step coefficient of variation of one GPU's compute time [E]: clock boost, host jitter, data loading;
 #: central 2 %, range 0.5-5 %
 STEP_CV = 0.02
@@ -87,15 +95,16 @@ STEP_CV = 0.02
 #: ``plot_script/plot_aggregated.py``): 5.40 σ of a normal, so σ = 8 % / 5.40 = 1.48 %. Range 0 (clocks pinned
 #: below the power cap) to 22 % / 5.40 = 4.1 %. The paper's SC22 proceedings abstract (four clusters) reports
 #: "32% (max 72%)"; the revision does not say how the two figures relate, and only the revision's definition is
-#: at hand, so its figure is the one charged. Static: a job's slowest GPU is slow at every step (the validation
-#: only: no profile of the papers' clusters declares it; see :data:`SYNC_CV`).
+#: at hand, so its figure is the one charged. Static: a job's slowest GPU is slow at every step. The validation's
+#: analytical predictions charge it (:data:`SYNC_CV`); the engines charge it where a profile declares
+#: ``noise.gpu_cv`` (the papers' GPU clusters: Decent-DP's and QSR's profiles), one draw per GPU and seed.
 GPU_CV = 0.0148
 #: the coefficient of variation of one rank's step factor across the ranks of a job: its GPU's own speed
 #: (:data:`GPU_CV`) times the step's jitter (:data:`STEP_CV`), two independent mean-1 factors, so
 #: 1 + CV² = (1 + STEP_CV²)(1 + GPU_CV²). The ranks' factors are independent draws of it, so a step that waits for
 #: the slowest of p pays :func:`expected_max_factor` at this CV (the validation's analytical predictions, whose
 #: one-GPU rows are one draw of a GPU, the median one on average)
-SYNC_CV = math.sqrt((1 + STEP_CV**2) * (1 + GPU_CV**2) - 1)
+SYNC_CV = product_cv(STEP_CV, GPU_CV)
 #: tensors per parameter-owning layer of the table (weight and bias; BatchNorm's two; a bias-free convolution
 #: one) [D]: the engines' reducer is PyTorch's (:data:`LAUNCH_S`, :data:`BUCKET_PASSES`)
 TENSORS_PER_LAYER = 2.0
@@ -298,8 +307,7 @@ def sync_cv(micro_batches: int = 1, step_cv: float = STEP_CV, gpu_cv: float = GP
     keep ``step_cv``), while the GPU's own speed (``gpu_cv``) is the same at every micro-batch and does not."""
     if micro_batches < 1:
         raise ValueError(f"micro_batches must be at least 1, got {micro_batches}")
-    jitter = step_cv / math.sqrt(micro_batches)
-    return math.sqrt((1 + jitter**2) * (1 + gpu_cv**2) - 1)
+    return product_cv(step_cv / math.sqrt(micro_batches), gpu_cv)
 
 
 def slowed_finish_s(begin_s: float, work_s: float, busy: list[tuple[float, float]], factor: float) -> float:

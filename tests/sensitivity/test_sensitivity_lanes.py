@@ -34,7 +34,9 @@ ARMS = {
 }
 
 
-def _profile(folder: Path, contention: bool, link_cv: float = 0.0, host_syncs: bool = False) -> str:
+def _profile(
+    folder: Path, contention: bool, link_cv: float = 0.0, host_syncs: bool = False, gpu_cv: float = 0.0
+) -> str:
     data: dict[str, Any] = copy.deepcopy(TINY_PROFILE)
     data["name"] = "tiny-lanes"
     if host_syncs:  # the GPUs' fixed costs, host floor and loop syncs, all moved by the overhead factor
@@ -44,8 +46,9 @@ def _profile(folder: Path, contention: bool, link_cv: float = 0.0, host_syncs: b
         gpu["step_overhead_ms"], gpu["step_floor_ms"] = {workload: 2.0}, {workload: 30.0}
         gpu["host_sync_ms"] = {workload: {"per_step": 1.5, "per_bucket": 4.0}}
         gpu["ranges"]["overhead"] = {"low": 0.5, "high": 1.5, "reason": "test"}
-    if link_cv:  # every charge times its own lognormal factor (C-ADP's cluster): drawn per seed, not per setting
-        data["noise"] = {"link_cv": link_cv, "source": "[E] test"}
+    if link_cv or gpu_cv:  # every charge times its own lognormal factor (C-ADP's cluster): drawn per seed, not per
+        # setting; each GPU's own speed, drawn once per rank and seed
+        data["noise"] = {"link_cv": link_cv, "gpu_cv": gpu_cv, "source": "[E] test"}
     if contention:  # NCCL: the overlapped all-reduces slow backward (a sweep variable), settled at every wait
         data["framework"] = {"backend": "nccl", "contention": 0.2, "source": "[E] test"}
     path = folder / f"{data['name']}.yaml"
@@ -198,3 +201,22 @@ def test_a_noisy_lane_drawing_one_factor_for_every_seed_shows(tmp_path: Path, mo
     assert simulate_lanes(jobs(), prober) == scalar
     monkeypatch.setattr(lane_noise, "_draw_key", lambda job: job.cost.profile.noise.link_cv)
     assert simulate_lanes(jobs(), prober) != scalar
+
+
+def test_each_gpus_own_speed_is_charged_in_every_lane_as_in_its_replay(tmp_path: Path) -> None:
+    """``noise.gpu_cv``: each seed's GPUs are drawn once, each lane's step charges its seed's draw on the GPU part,
+    bit for bit the replay of each; and the draw moves the times (the equality is not of two runs that ignore it).
+    Chao's adaptive split: its GPUs, not the tiny profile's slow CPU, set the step."""
+    arm = "chao_adaptive"
+    runs = _runs(_profile(tmp_path, contention=True, gpu_cv=0.2, host_syncs=True), arm)
+    assert has_noise(runs[0].job.profile)
+    assert runs[0].job.compute.gpu_speed_factor(0) != runs[1].job.compute.gpu_speed_factor(0)
+    settings = _settings(runs)
+    together = Retimer(runs)
+    together.prefetch(settings)
+    assert all(together._at(run, s)[1] is None for run in runs for s in settings)  # filled by the lanes
+    alone = Retimer(_runs(_profile(tmp_path, contention=True, gpu_cv=0.2, host_syncs=True), arm))
+    timings = [[together.timing(run, s) for s in settings] for run in together.runs]
+    assert timings == [[alone.timing(run, s) for s in settings] for run in alone.runs]
+    without = Retimer(_runs(_profile(tmp_path, contention=True, host_syncs=True), arm))
+    assert timings[0][0].emulated_s != without.timing(without.runs[0], settings[0]).emulated_s

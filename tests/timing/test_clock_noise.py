@@ -161,6 +161,26 @@ def test_the_method_keeps_its_own_randomness_and_clock() -> None:
     assert ddp.compute.seed_parts != zero.compute.seed_parts and ddp.cost.seed_parts != zero.cost.seed_parts
 
 
+def test_arms_of_one_seed_run_on_the_same_draw_of_gpus(tmp_path: Path) -> None:
+    """Each GPU's own speed is the cluster's, not the method's: two arms of a seed index charge the same factor per
+    rank (a paper runs its methods on one cluster), another seed index draws another cluster."""
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "hardware_profiles/homogeneous-4.yaml").read_text())
+    data["noise"] = {"gpu_cv": 0.05, "source": "[M] test"}
+    profile = str(write(tmp_path, data, "homogeneous-4-gpus"))
+    ddp = build_job(
+        validate_config({**TINY, "profile": profile, "method": "ar_sgd", "method_params": {"weighting": "equal"}}), 0
+    )
+    zero = build_job(validate_config({**TINY, "profile": profile, "method": "deepspeed_zero"}), 0)
+    other = build_job(
+        validate_config({**TINY, "profile": profile, "method": "ar_sgd", "method_params": {"weighting": "equal"}}), 1
+    )
+    ranks = range(ddp.world_size)
+    assert [ddp.compute.gpu_speed_factor(r) for r in ranks] == [zero.compute.gpu_speed_factor(r) for r in ranks]
+    assert len({ddp.compute.gpu_speed_factor(r) for r in ranks}) == ddp.world_size  # each GPU its own
+    assert [other.compute.gpu_speed_factor(r) for r in ranks] != [ddp.compute.gpu_speed_factor(r) for r in ranks]
+    assert ddp.compute.seed_parts != zero.compute.seed_parts  # the per-step jitter stays the method's own
+
+
 def test_same_init_and_data_make_ddp_and_modelled_zero2_agree_without_sharing_seeds() -> None:
     """Before issue 13 the test of this equality had to copy one arm's seeds into the other."""
     a, b = InProcessEngine().run(_job("ar_sgd", weighting="equal")), InProcessEngine().run(_job("deepspeed_zero"))
