@@ -25,6 +25,7 @@ import mlflow
 import numpy as np
 import pytest
 import yaml
+from clirun import without_heartbeats
 from hang_guard import hang_guard
 from imagefolders import write_fake_cifar
 from tiny_config import TINY
@@ -81,12 +82,6 @@ def write(path: Path, data: dict[str, Any] | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else yaml.safe_dump(data).encode())
     return path
-
-
-def without_heartbeats(err: str) -> str:
-    """stderr less the ``[alive …]`` lines a slow start (torch and MLflow loading on a loaded machine) may print
-    before the error: a heartbeat names a step, it is not a second error line."""
-    return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("[alive "))
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], *fragments: str) -> str:

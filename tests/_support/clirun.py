@@ -117,3 +117,9 @@ def finish(proc: cli_zygote.Forked | subprocess.Popen[str], started: float, time
 def run_cli(args: list[str], uri: str, cwd: Path, timeout: float = 240) -> Done:
     started = time.monotonic()
     return finish(start_cli(args, uri, cwd), started, timeout)
+
+
+def without_heartbeats(err: str) -> str:
+    """stderr less the ``[alive …]`` lines a slow start (torch and MLflow loading on a loaded machine) may print
+    before the error: a heartbeat names a step, it is not a second error line."""
+    return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("[alive "))
