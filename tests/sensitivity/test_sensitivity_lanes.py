@@ -46,8 +46,9 @@ def _profile(
         gpu["step_overhead_ms"], gpu["step_floor_ms"] = {workload: 2.0}, {workload: 30.0}
         gpu["host_sync_ms"] = {workload: {"per_step": 1.5, "per_bucket": 4.0}}
         gpu["ranges"]["overhead"] = {"low": 0.5, "high": 1.5, "reason": "test"}
-    if link_cv or gpu_cv:  # every charge times its own lognormal factor (C-ADP's cluster): drawn per seed, not per
-        # setting; each GPU's own speed, drawn once per rank and seed
+    if link_cv or gpu_cv:
+        # every charge times its own lognormal factor (C-ADP's cluster), each GPU's step times its own speed: both
+        # drawn per seed, not per setting
         data["noise"] = {"link_cv": link_cv, "gpu_cv": gpu_cv, "source": "[E] test"}
     if contention:  # NCCL: the overlapped all-reduces slow backward (a sweep variable), settled at every wait
         data["framework"] = {"backend": "nccl", "contention": 0.2, "source": "[E] test"}
