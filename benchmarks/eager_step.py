@@ -105,7 +105,7 @@ class AuthorsTransformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         src_pad, tgt_pad = self._padding(src).detach(), self._padding(tgt).detach()
-        causal = self.core.generate_square_subsequent_mask(tgt.size(1), dtype=torch.float32)
+        causal = self.core.generate_square_subsequent_mask(tgt.size(1), device=tgt.device, dtype=torch.float32)
         pe = self.get_buffer("pe")
         a = self.drop_src(self.embed(src) * math.sqrt(self.d) + pe[:, : src.size(1)])
         b = self.drop_tgt(self.embed(tgt) * math.sqrt(self.d) + pe[:, : tgt.size(1)])

@@ -21,6 +21,7 @@ only be seen on a GPU whose step it never saw. This script does the two halves a
     python benchmarks/gpu_strong_scaling.py measure --prediction benchmarks/data/h200/strong_scaling_prediction.json \
         --out "$OUT/strong_scaling.json"                      # on the GPU machine
     python benchmarks/gpu_strong_scaling.py measure --prediction ... --out x.json --device cpu --quick  # the path, here
+    python benchmarks/gpu_strong_scaling.py summarize benchmarks/data/h200/strong_scaling_measured_*.json
 
 Sentences are random token ids, 30 source and 31 target tokens (the roofline's shape), ``tokens // 30`` of them.
 """
@@ -182,7 +183,6 @@ def _row(
         "ddp_error": round(measured_ddp / predicted_ddp - 1, 4),
         "ddp_minus_plain_ms": round(measured_ddp - measured, 2),
         "host_cpu_ms": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
-        "profiled": {name: _kernels(arm, batch) for name, arm in arms.items()},
     }
 
 
@@ -213,6 +213,9 @@ def measure(prediction: dict[str, Any], device: str, quick: bool, warmup: int, s
         tokens = max(LENGTH, tokens_per_gpu(p) // 50) if quick else tokens_per_gpu(p)
         rows.append(_row(p, tokens, arms, prediction, t_floor, device, warmup, steps))
         print(json.dumps(rows[-1]), flush=True)
+    for row in rows:  # after every timing: a process the profiler has run in launches slower from then on
+        batch = _batch(row["tokens"], device)
+        row["profiled"] = {name: _kernels(arm, batch) for name, arm in arms.items()}
     dist.destroy_process_group()
     out: dict[str, Any] = {"prediction": prediction, "host": floor, "environment": _environment(device)}
     out |= {"t_floor_ms": round(t_floor, 2), "rows": rows}
@@ -223,6 +226,40 @@ def measure(prediction: dict[str, Any], device: str, quick: bool, warmup: int, s
             (hi["measured_ms"] - lo["measured_ms"]) / (hi["tokens"] - lo["tokens"]) * 1e3, 3
         )
     return out
+
+
+def summarize(runs: list[dict[str, Any]]) -> str:
+    """A markdown table of measured runs against their predictions: per GPU count the median over runs (and the
+    range) of the measured step, of the signed error (each run judged with its own machine's host floor) and of
+    what DDP adds. Why medians of runs: the lent machines' CPUs differ up to 2x from one to the next."""
+
+    def span(values: list[float], fmt: str) -> str:
+        return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)} .. {format(max(values), fmt)})"
+
+    floors = [r["t_floor_ms"] for r in runs]
+    lines = [
+        f"{len(runs)} runs; host floor + optimizer as measured on each machine: "
+        + ", ".join(f"{v:.1f}" for v in floors)
+        + " ms",
+        "",
+        "| GPUs | tokens a GPU | roofline predicted ms | measured ms | error | bound predicted | DDP adds ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, first in enumerate(runs[0]["rows"]):
+        rows = [r["rows"][i] for r in runs]
+        roofline = runs[0]["prediction"]["t_fixed_ms"] + first["tokens"] * runs[0]["prediction"]["per_token_us"] / 1e3
+        bounds = sorted({r["bound"] for r in rows})
+        cells = [
+            f"{first['gpus']}",
+            f"{first['tokens']:,}",
+            f"{roofline:.1f}",
+            span([r["measured_ms"] for r in rows], ".1f"),
+            span([r["error"] * 100 for r in rows], "+.0f") + " %",
+            " / ".join(bounds),
+            span([r["ddp_minus_plain_ms"] for r in rows], ".1f"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,7 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--quick", action="store_true", help="tiny batches and few steps: the path, not the figures")
     m.add_argument("--warmup", type=int, default=5)
     m.add_argument("--steps", type=int, default=10, help="timed steps per arm per round (two rounds)")
+    t = sub.add_parser("summarize", help="a markdown table of measured runs against their predictions")
+    t.add_argument("runs", type=Path, nargs="+", help="JSON files written by measure")
     args = parser.parse_args(argv)
+    if args.command == "summarize":
+        print(summarize([json.loads(path.read_text()) for path in args.runs]))
+        return 0
     if args.command == "predict":
         result = predict(args.gpu)
     else:

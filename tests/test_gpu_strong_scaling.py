@@ -48,3 +48,32 @@ def test_the_per_gpu_batches_are_whole_sentences_of_the_fig6_global_batch() -> N
     tokens = [module.tokens_per_gpu(p) for p in module.GPU_COUNTS]
     assert tokens == [24_990, 12_480, 6_240, 3_120, 1_560, 780, 390]
     assert all(t % module.LENGTH == 0 for t in tokens)
+
+
+def test_the_summary_judges_each_run_by_its_own_floor_and_reports_medians_and_ranges() -> None:
+    module = benchmark_module("gpu_strong_scaling")
+    prediction = {"t_fixed_ms": 5.0, "per_token_us": 2.0}
+
+    def run(floor: float, measured: float, error: float, ddp: float) -> dict:
+        row = {"gpus": 64, "tokens": 390, "measured_ms": measured, "error": error, "bound": "host floor"}
+        return {"prediction": prediction, "t_floor_ms": floor, "rows": [row | {"ddp_minus_plain_ms": ddp}]}
+
+    table = module.summarize([run(20.0, 60.0, 2.0, 5.0), run(40.0, 70.0, 0.75, -1.0), run(30.0, 65.0, 1.17, 9.0)])
+    assert "host floor + optimizer as measured on each machine: 20.0, 40.0, 30.0 ms" in table
+    row = table.splitlines()[-1]
+    assert row.startswith("| 64 | 390 | 5.8 |")  # the roofline at 390 tokens: 5 + 390 x 2 us
+    assert "65.0 (60.0 .. 70.0)" in row and "+117 (+75 .. +200) %" in row and "5.0 (-1.0 .. 9.0)" in row
+
+
+def test_the_measured_runs_committed_are_the_prediction_they_were_judged_against() -> None:
+    module = benchmark_module("gpu_strong_scaling")
+    committed = json.loads(PREDICTION.read_text(encoding="utf-8"))
+    runs = sorted(PREDICTION.parent.glob("strong_scaling_measured_*.json"))
+    assert len(runs) == 4
+    for path in runs:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        assert run["prediction"] == committed and run["environment"]["name"] == "NVIDIA H200"
+        assert [r["tokens"] for r in run["rows"]] == [module.tokens_per_gpu(p) for p in module.GPU_COUNTS]
+        for row in run["rows"]:  # each row's prediction is the committed rule at that run's own floor
+            roofline = committed["t_fixed_ms"] + row["tokens"] * committed["per_token_us"] / 1e3
+            assert row["predicted_ms"] == pytest.approx(max(run["t_floor_ms"], roofline), abs=0.01)

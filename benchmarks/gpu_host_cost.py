@@ -1,0 +1,178 @@
+"""Where a small CUDA step's host time goes: the launch path measured apart from the model, on a lent GPU.
+
+Why: ``benchmarks/gpu_strong_scaling.py`` measured the authors' Transformer-base step on an H200 flat at about
+66 ms from 12,480 down to 390 tokens per GPU, host-bound, where the emulator's host floor (CPU dispatch of the
+same op structure at toy widths, ``eager_step.host_floor``: 11.8 µs a kernel op on that machine's CPU) predicts
+22 ms. The step's ~1,750 kernels then cost ~37 µs each. This script separates the candidates, each measured in
+one process, interleaved where two are compared:
+
+* ``launch``: CPU µs per call of one trivial in-place op (``x.add_(1)``) on a CUDA tensor and on a CPU tensor,
+  20,000 calls with no synchronisation: the price of the CUDA launch path (driver, and on a virtual machine its
+  doorbell) on top of PyTorch's dispatch, with no model in it.
+* ``step``: the model's step at 390 tokens with a synchronisation after every step (as the strong-scaling script
+  times it) and with one only after 20 steps (the host running ahead: the host-bound rate), and the
+  profiler's CPU-side totals of that step (self CPU ms by op, ``cudaLaunchKernel`` calls and time).
+* ``paired``: the synchronised step at 390 tokens and the host floor in alternating rounds in one process, and
+  their ratio (the lent machines' CPUs differ 2x from one machine to the next, so only the ratio travels).
+* ``cuda_profiler``: the synchronised step before and after one CUDA-activity profile in the same process.
+
+    python benchmarks/gpu_host_cost.py --out "$OUT/host_cost.json"     # on the GPU machine
+    python benchmarks/gpu_host_cost.py --out x.json --device cpu         # the path, here
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_strong_scaling as scaling
+
+CALLS = 20_000
+
+
+def launch_us(device: str, calls: int = CALLS, reps: int = 5) -> dict[str, float]:
+    """CPU µs per ``add_`` call on ``device`` (median over ``reps``), and the wall µs per call."""
+    x = torch.zeros(16, device=device)
+    for _ in range(1000):
+        x.add_(1)
+    scaling._sync(device)
+    cpu, wall = [], []
+    for _ in range(reps):
+        c0, w0 = time.process_time(), time.perf_counter()
+        for _ in range(calls):
+            x.add_(1)
+        cpu.append((time.process_time() - c0) / calls * 1e6)
+        wall.append((time.perf_counter() - w0) / calls * 1e6)
+        scaling._sync(device)
+    return {"cpu_us": round(statistics.median(cpu), 2), "wall_us": round(statistics.median(wall), 2)}
+
+
+def step_rates(device: str, tokens: int, steps: int = 20, reps: int = 3) -> dict[str, Any]:
+    """Wall ms per step synchronised after each step and after ``steps`` steps, interleaved over ``reps``."""
+    arm = scaling._model(device)
+    batch = scaling._batch(tokens, device)
+    for _ in range(5):
+        scaling._step(*arm, *batch)
+    scaling._sync(device)
+    each, run_ahead = [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(steps):
+            scaling._step(*arm, *batch)
+            scaling._sync(device)
+        each.append((time.perf_counter() - start) / steps * 1e3)
+        start = time.perf_counter()
+        for _ in range(steps):
+            scaling._step(*arm, *batch)
+        scaling._sync(device)
+        run_ahead.append((time.perf_counter() - start) / steps * 1e3)
+    return {
+        "tokens": tokens,
+        "synced_each_step_ms": round(statistics.median(each), 2),
+        "synced_after_steps_ms": round(statistics.median(run_ahead), 2),
+        "profile": _profile(arm, batch),
+    }
+
+
+def _profile(arm: tuple[Any, ...], batch: tuple[torch.Tensor, torch.Tensor]) -> dict[str, Any]:
+    """The profiler's CPU-side totals of one step: top ops by self CPU time and the runtime's launch calls."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            scaling._step(*arm, *batch)
+            scaling._sync(batch[0].device.type)
+        self_us: collections.Counter[str] = collections.Counter()
+        calls: collections.Counter[str] = collections.Counter()
+        for e in prof.events():
+            self_us[e.name] += e.self_cpu_time_total
+            calls[e.name] += 1
+    except Exception as error:  # a profiler that cannot run there must not lose the timings
+        return {"error": f"{type(error).__name__}: {error}"}
+    launch = {k: v for k, v in self_us.items() if "launch" in k.lower() or k.startswith("cuda")}
+    return {
+        "self_cpu_ms_total": round(sum(self_us.values()) / 1e3, 2),
+        "top_self_cpu_ms": {k: [round(v / 1e3, 2), calls[k]] for k, v in self_us.most_common(15)},
+        "runtime_calls": {k: [round(v / 1e3, 2), calls[k]] for k, v in sorted(launch.items())},
+    }
+
+
+def after_cuda_profiler(device: str, tokens: int = 390) -> dict[str, float]:
+    """The synchronised step before and after one CUDA-activity profile in the same process: whether the profiler
+    leaves the launch path slower (the strong-scaling script profiled each row before timing the next)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    arm = scaling._model(device)
+    batch = scaling._batch(tokens, device)
+    before, _ = scaling._time(arm, batch, 5)
+    before, _ = scaling._time(arm, batch, 20)
+    if device == "cuda":
+        with profile(activities=[ProfilerActivity.CUDA]):
+            scaling._step(*arm, *batch)
+            scaling._sync(device)
+    after, _ = scaling._time(arm, batch, 20)
+    return {"before_ms": round(statistics.median(before), 2), "after_ms": round(statistics.median(after), 2)}
+
+
+def paired_with_floor(device: str, tokens: int = 390, rounds: int = 6, steps: int = 20) -> dict[str, Any]:
+    """The synchronised step at ``tokens`` and the host floor (``eager_step.host_floor``) in alternating rounds:
+    their ratio is what the model claims (a host-bound step costs the floor), free of the machine's drift."""
+    import eager_step
+
+    arm = scaling._model(device)
+    batch = scaling._batch(tokens, device)
+    scaling._time(arm, batch, 5)
+    floors, walls = [], []
+    for _ in range(rounds):
+        floors.append(eager_step.host_floor(steps=steps, reps=1)["host_floor_ms"])
+        walls.append(statistics.median(scaling._time(arm, batch, steps)[0]))
+    ratios = [w / f for w, f in zip(walls, floors, strict=True)]
+    return {
+        "tokens": tokens,
+        "floor_ms": [round(v, 2) for v in floors],
+        "step_ms": [round(v, 2) for v in walls],
+        "step_over_floor": [round(v, 3) for v in ratios],
+        "median_step_over_floor": round(statistics.median(ratios), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--paired-only", action="store_true", help="the launch cost and the paired floor only")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device here (use --device cpu to check the path)")
+    torch.set_num_threads(1)
+    result: dict[str, Any] = {"environment": scaling._environment(args.device)}
+    result["launch"] = {"cpu_tensor": launch_us("cpu")}
+    if args.device == "cuda":
+        result["launch"]["cuda_tensor"] = launch_us("cuda")
+    print(json.dumps(result["launch"]), flush=True)
+    result["paired"] = paired_with_floor(args.device)
+    print(json.dumps(result["paired"]), flush=True)
+    if args.paired_only:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        return 0
+    result["steps"] = [step_rates(args.device, t) for t in (390, 3120)]
+    print(json.dumps(result["steps"]), flush=True)
+    result["cuda_profiler"] = after_cuda_profiler(args.device)
+    print(json.dumps(result["cuda_profiler"]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""``benchmarks/gpu_host_cost.py`` separates a small CUDA step's host time into the launch path and the rest; its
+parts run here on the CPU (the GPU is not needed to check what they compute)."""
+
+from __future__ import annotations
+
+import pytest
+from benchmark_module import benchmark_module
+
+pytestmark = pytest.mark.smoke
+
+
+def test_the_launch_cost_is_per_call_cpu_and_wall_time() -> None:
+    module = benchmark_module("gpu_host_cost")
+    cost = module.launch_us("cpu", calls=200, reps=2)
+    assert set(cost) == {"cpu_us", "wall_us"} and 0 < cost["cpu_us"] < 10_000
+
+
+def test_the_paired_reading_is_the_step_over_the_floor_of_the_same_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = benchmark_module("gpu_host_cost")
+    floors = iter([20.0, 40.0, 25.0])
+    steps = iter([[1.0], [30.0, 31.0, 29.0], [50.0], [40.0]])  # the first call is the warm-up
+    monkeypatch.setattr(module.scaling, "_model", lambda device: ("arm",))
+    monkeypatch.setattr(module.scaling, "_batch", lambda tokens, device: ("batch",))
+    monkeypatch.setattr(module.scaling, "_time", lambda arm, batch, n: (next(steps, [0.0]), 0.0))
+    eager_step = benchmark_module("eager_step")
+    monkeypatch.setattr(eager_step, "host_floor", lambda steps, reps: {"host_floor_ms": next(floors)})
+    paired = module.paired_with_floor("cpu", rounds=3, steps=3)
+    assert paired["floor_ms"] == [20.0, 40.0, 25.0] and paired["step_ms"] == [30.0, 50.0, 40.0]
+    assert paired["step_over_floor"] == [1.5, 1.25, 1.6] and paired["median_step_over_floor"] == 1.5
