@@ -162,15 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     result["paired"] = paired_with_floor(args.device)
     print(json.dumps(result["paired"]), flush=True)
     if args.paired_only:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        scaling.write_json(args.out, result)
         return 0
     result["steps"] = [step_rates(args.device, t) for t in (390, 3120)]
     print(json.dumps(result["steps"]), flush=True)
     result["cuda_profiler"] = after_cuda_profiler(args.device)
     print(json.dumps(result["cuda_profiler"]), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    scaling.write_json(args.out, result)
     return 0
 
 

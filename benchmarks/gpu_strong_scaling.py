@@ -288,10 +288,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--device cuda: no CUDA device here (use --device cpu --quick to check the path)")
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         result = measure(json.loads(args.prediction.read_text()), args.device, args.quick, args.warmup, args.steps)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_json(args.out, result)
     return 0
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    """``result`` as indented JSON at ``path`` (its folder made), and a line saying so."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -264,6 +264,8 @@ def render(plan: dict[str, Any]) -> str:
             if k == "collectives":
                 lines.append("  collectives:")
                 lines.extend(f"    {_collective_line(c)}" for c in v)
+            elif k == "expected":
+                lines.append(f"  expected: {_expected_line(v)}")
             else:
                 lines.append(f"  {k}: {_short(v)}")
     if warning is not None:
@@ -277,3 +279,11 @@ def _collective_line(c: dict[str, Any]) -> str:
     size = f" of {c['bytes'] / 1e6:.1f} MB over {c['ranks']} ranks" if "bytes" in c else ""
     lat = f" (latency {c['latency_s'] * 1e3:.3g} ms)" if "latency_s" in c else ""
     return f"{c['pattern']}{size}: {how}{c['seconds']:.4g} s{lat}, {c['per_step']:.3g} per step"
+
+
+def _expected_line(e: dict[str, Any]) -> str:
+    """``×1.060 on compute (the slowest of p, noise as declared): 0.4459 s a step, 11.59 h in all``."""
+    total = e["total_s"]
+    run = f", {total / 3600:.2f} h in all" if isinstance(total, float) else ""
+    factor = f"×{e['compute_factor']:.3f} on compute (the slowest of p, noise as declared)"
+    return f"{factor}: {e['step_s']:.4g} s a step{run}"

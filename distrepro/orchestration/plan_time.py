@@ -7,6 +7,9 @@ the algorithm and protocol it runs with, then spread over steps: ``per="step"`` 
 is its slowest worker's compute (or the communication that overlaps it, if longer) plus the blocking
 communication. An asynchronous method's workers each go at their own pace, so the run's rate is the sum of their
 rates: its ``steps`` budget (gradient computations over the world size) takes ``steps · W / Σ_r 1/step_r``.
+
+These figures are central (noise free). Where the profile declares noise, a lockstep method's plan adds
+``expected``: the same step and run with the slowest of p at every wait (:mod:`distrepro.orchestration.plan_noise`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from distrepro.api.overlap import emulated_buckets
 from distrepro.api.plan import TWO_RANK_PATTERNS, MethodPlan, Transfer
 from distrepro.config.run_config import index_spans
 from distrepro.job.resolve import Job
+from distrepro.orchestration.plan_noise import compute_factor, expected_block
 from distrepro.timing.framework import bucketed_step_overhead_s, costs, ddp_step_s
 from distrepro.timing.timemodel import CommCostModel
 
@@ -151,8 +155,14 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
         return out
     out["collectives"] = priced
     ddp = _overlapped_step(job, cost, compute) if _ddp_overlap(job, priced) else None
+    # the slowest of p at each wait, for the noise the profile declares (lockstep methods that send something)
+    rounds = plan.round_lengths if plan is not None else None
+    factor = compute_factor(job, rounds) if job.method.cls.synchronous and priced else 1.0
     if ddp is not None:  # the all-reduce in the emulated model's DDP buckets, as the engine charges it
         step_s = ddp["step_s"]
+        if factor > 1.0:
+            noisy = _overlapped_step(job, cost, [c * factor for c in compute])
+            out["expected"] = expected_block(factor, noisy["step_s"] if noisy else step_s, steps)
         total: float | str = step_s * steps if steps else NOT_ESTIMATED
         out["overlap"] = {k: v for k, v in ddp.items() if k != "step_s"}
         assumes = (
@@ -163,6 +173,8 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
     elif job.method.cls.synchronous:
         step_s = max(max(compute), overlapped) + blocking
         total = step_s * steps if steps else NOT_ESTIMATED
+        if factor > 1.0:
+            out["expected"] = expected_block(factor, max(max(compute) * factor, overlapped) + blocking, steps)
         why_not = "the method does not overlap" if not getattr(job.params, "overlap", False) else "no layer table"
         assumes = "declared speeds and step overheads, lockstep, the participants' groups, overlap only as declared" + (
             "" if overlapped else f"; no overlap: an upper bound of what the engine charges ({why_not})"
@@ -177,4 +189,6 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
             "two-rank transfers priced on one pair of nodes"
         )
     out.update(comm_s_per_step=blocking + overlapped, step_s=step_s, total_s=total, assumes=assumes)
+    if "expected" in out:  # after the central figures, as a plan prints them
+        out["expected"] = out.pop("expected")
     return out
