@@ -14,6 +14,8 @@ one process, interleaved where two are compared:
   profiler's CPU-side totals of that step (self CPU ms by op, ``cudaLaunchKernel`` calls and time).
 * ``paired``: the synchronised step at 390 tokens and the host floor in alternating rounds in one process, and
   their ratio (the lent machines' CPUs differ 2x from one machine to the next, so only the ratio travels).
+* ``toy_widths``: the host floor as derived, the GPU recipe's step (autocast, GradScaler, Adam) at the same toy widths
+  on CPU tensors and on CUDA tensors, in alternating rounds: the launch path apart from the recipe's own ops.
 * ``cuda_profiler``: the synchronised step before and after one CUDA-activity profile in the same process.
 
     python benchmarks/gpu_host_cost.py --out "$OUT/host_cost.json"     # on the GPU machine
@@ -145,11 +147,77 @@ def paired_with_floor(device: str, tokens: int = 390, rounds: int = 6, steps: in
     }
 
 
+def _toy_arm(device: str, vocab: int = 64) -> tuple[Any, ...]:
+    """``eager_step.host_floor``'s toy-width model on ``device``, with the GPU recipe's loss scaler (disabled on the
+    CPU, as ``gpu_strong_scaling._model``) and its 2 x 3 / 2 x 4 token batch."""
+    import eager_step
+
+    model, opt, loss_fn = eager_step._setup(vocab, d=16, heads=8, ffn=16)
+    model.to(device)
+    scaler = torch.amp.GradScaler(device, enabled=device == "cuda")
+    g = torch.Generator().manual_seed(0)
+    src, tgt = torch.randint(1, vocab, (2, 3), generator=g), torch.randint(1, vocab, (2, 4), generator=g)
+    return model, opt, loss_fn, scaler, src.to(device), tgt.to(device), vocab
+
+
+def _toy_step(model: Any, opt: Any, loss_fn: Any, scaler: Any, src: Any, tgt: Any, vocab: int) -> None:
+    """The strong-scaling step (autocast, scaler, Adam) at toy widths: its arithmetic is negligible, so its time is
+    the host's."""
+    device = src.device.type
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast(device, dtype=torch.float16 if device == "cuda" else torch.bfloat16):
+        loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, vocab), tgt[:, 1:].reshape(-1))
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+
+
+def _host_ms(arm: tuple[Any, ...], steps: int) -> dict[str, float]:
+    """CPU and wall ms per toy step over ``steps`` steps run ahead (one synchronisation at the end)."""
+    device = arm[4].device.type
+    scaling._sync(device)
+    c0, w0 = time.process_time(), time.perf_counter()
+    for _ in range(steps):
+        _toy_step(*arm)
+    scaling._sync(device)
+    return {"cpu": (time.process_time() - c0) / steps * 1e3, "wall": (time.perf_counter() - w0) / steps * 1e3}
+
+
+def toy_widths(device: str, rounds: int = 6, steps: int = 50) -> dict[str, Any]:
+    """The host floor as derived (``eager_step.host_floor``: CPU tensors, no scaler), the GPU recipe's step at the
+    same toy widths on CPU tensors, and on ``device`` tensors, in alternating rounds: what the launch path alone
+    adds (CUDA over CPU tensors, one recipe) and what the recipe adds to the derivation (CPU tensors)."""
+    import eager_step
+
+    arms = {name: _toy_arm(name) for name in dict.fromkeys(("cpu", device))}
+    for arm in arms.values():
+        _host_ms(arm, 10)
+    read: dict[str, list[float]] = {k: [] for k in ("floor_ms", "recipe_cpu_ms", "recipe_device_wall_ms", "cpu_ms")}
+    for _ in range(rounds):
+        read["floor_ms"].append(eager_step.host_floor(steps=steps, reps=1)["host_floor_ms"])
+        read["recipe_cpu_ms"].append(_host_ms(arms["cpu"], steps)["cpu"])
+        on_device = _host_ms(arms[device], steps)
+        read["recipe_device_wall_ms"].append(on_device["wall"])
+        read["cpu_ms"].append(on_device["cpu"])
+    ratios = {
+        "recipe_cpu_over_floor": [r / f for r, f in zip(read["recipe_cpu_ms"], read["floor_ms"], strict=True)],
+        "device_over_recipe_cpu": [
+            d / r for d, r in zip(read["recipe_device_wall_ms"], read["recipe_cpu_ms"], strict=True)
+        ],
+        "device_over_floor": [d / f for d, f in zip(read["recipe_device_wall_ms"], read["floor_ms"], strict=True)],
+    }
+    read["recipe_device_cpu_ms"] = read.pop("cpu_ms")
+    out: dict[str, Any] = {k: [round(v, 2) for v in vs] for k, vs in read.items()}
+    out |= {k: [round(v, 3) for v in vs] for k, vs in ratios.items()}
+    out["medians"] = {k: round(statistics.median(vs), 3) for k, vs in ratios.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    parser.add_argument("--paired-only", action="store_true", help="the launch cost and the paired floor only")
+    parser.add_argument("--paired-only", action="store_true", help="the launch cost, toy widths and paired floor only")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device here (use --device cpu to check the path)")
@@ -159,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda":
         result["launch"]["cuda_tensor"] = launch_us("cuda")
     print(json.dumps(result["launch"]), flush=True)
+    result["toy_widths"] = toy_widths(args.device)
+    print(json.dumps(result["toy_widths"]), flush=True)
     result["paired"] = paired_with_floor(args.device)
     print(json.dumps(result["paired"]), flush=True)
     if args.paired_only:

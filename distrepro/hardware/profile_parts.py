@@ -82,7 +82,8 @@ class Noise(Strict):
 
     ``compute_cv``: per step and rank, on every device whose own ``jitter`` is ``none``;
     ``link_cv``: per collective or message, on its whole cost; ``gpu_cv``: each GPU's own sustained speed, drawn
-    once per rank and run and kept at every step (GPUs of one SKU settle at their own clocks under the power cap:
+    once per GPU rank and seed (the seed's arms share the draw: one cluster) and kept at every step (GPUs of one
+    SKU settle at their own clocks under the power cap:
     :data:`distrepro.timing.framework.GPU_CV` is the published figure), on the GPU part of a step only, not its
     host floor or syncs. Without noise every seed charges identical times and a timing CI has zero width, which
     says nothing about a real cluster.
