@@ -18,6 +18,10 @@ one process, interleaved where two are compared:
   on CPU tensors and on CUDA tensors, in alternating rounds: the launch path apart from the recipe's own ops.
 * ``cuda_profiler``: the synchronised step before and after one CUDA-activity profile in the same process.
 
+What it found on lent H200s (BENCHMARKS.md, "Compute at a shrinking batch on a real GPU"): the launch call adds
+1.5-4.5 µs an op, but the recipe's whole host path on CUDA tensors costs about twice what it costs on CPU tensors
+(1.54-2.18x, ``benchmarks/data/h200/host_cost_toy.json``), which the Decent-DP profiles' ``overhead`` range spans.
+
     python benchmarks/gpu_host_cost.py --out "$OUT/host_cost.json"     # on the GPU machine
     python benchmarks/gpu_host_cost.py --out x.json --device cpu         # the path, here
 """
