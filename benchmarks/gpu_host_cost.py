@@ -164,25 +164,13 @@ def _toy_arm(device: str, vocab: int = 64) -> tuple[Any, ...]:
     return model, opt, loss_fn, scaler, src.to(device), tgt.to(device), vocab
 
 
-def _toy_step(model: Any, opt: Any, loss_fn: Any, scaler: Any, src: Any, tgt: Any, vocab: int) -> None:
-    """The strong-scaling step (autocast, scaler, Adam) at toy widths: its arithmetic is negligible, so its time is
-    the host's."""
-    device = src.device.type
-    opt.zero_grad(set_to_none=True)
-    with torch.autocast(device, dtype=torch.float16 if device == "cuda" else torch.bfloat16):
-        loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, vocab), tgt[:, 1:].reshape(-1))
-    scaler.scale(loss).backward()
-    scaler.step(opt)
-    scaler.update()
-
-
 def _host_ms(arm: tuple[Any, ...], steps: int) -> dict[str, float]:
     """CPU and wall ms per toy step over ``steps`` steps run ahead (one synchronisation at the end)."""
     device = arm[4].device.type
     scaling._sync(device)
     c0, w0 = time.process_time(), time.perf_counter()
     for _ in range(steps):
-        _toy_step(*arm)
+        scaling._step(*arm)  # the strong-scaling step at toy widths: its time is the host's
     scaling._sync(device)
     return {"cpu": (time.process_time() - c0) / steps * 1e3, "wall": (time.perf_counter() - w0) / steps * 1e3}
 

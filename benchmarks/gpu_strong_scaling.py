@@ -100,11 +100,14 @@ def _batch(tokens: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return src.to(device), tgt.to(device)
 
 
-def _step(model: Any, opt: Any, loss_fn: Any, scaler: Any, src: torch.Tensor, tgt: torch.Tensor) -> None:
+def _step(
+    model: Any, opt: Any, loss_fn: Any, scaler: Any, src: torch.Tensor, tgt: torch.Tensor, vocab: int = VOCAB
+) -> None:
+    """One step of the authors' recipe: autocast (FP16 on CUDA, BF16 on the CPU), the loss scaler, Adam."""
     device = src.device.type
     opt.zero_grad(set_to_none=True)
     with torch.autocast(device, dtype=torch.float16 if device == "cuda" else torch.bfloat16):
-        loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, VOCAB), tgt[:, 1:].reshape(-1))
+        loss = loss_fn(model(src, tgt[:, :-1]).reshape(-1, vocab), tgt[:, 1:].reshape(-1))
     scaler.scale(loss).backward()
     scaler.step(opt)
     scaler.update()
