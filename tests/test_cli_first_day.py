@@ -46,6 +46,21 @@ def test_plan_of_a_paper_at_paper_scale_prints_its_total_gpu_hours(capsys: pytes
     assert re.search(r"^warning: 13 arm\(s\) .*emulates 16 GPUs but device: cpu .*--set device=cuda", out, re.M)
 
 
+def test_plan_of_a_paper_adds_the_gpu_hours_with_the_slowest_of_p(capsys: pytest.CaptureFixture[str]) -> None:
+    """QSR's paper-scale profiles declare noise: beside the central GPU-hours the total says what the slowest of p
+    at every wait adds (each arm's ``expected`` plan), and it adds a few per cent, not nothing and not a multiple."""
+    from distrepro.reproduction.paper_plan import plan_paper
+
+    plan = plan_paper("qsr", "paper")
+    totals = plan["totals"]
+    assert totals["gpu_h"] < totals["expected_gpu_h"] < 1.1 * totals["gpu_h"]
+    assert totals["expected_gpu_h"] == pytest.approx(sum(a.get("expected_gpu_h", a["gpu_h"]) for a in plan["arms"]))
+    assert main(["plan", "qsr", "--scale", "paper"]) == 0
+    out, _ = capsys.readouterr()
+    line = re.search(r"^total: .*; ([\d,.]+) GPU-hours with the slowest of p at every wait", out, re.M)
+    assert line is not None and _number(line.group(1)) == pytest.approx(totals["expected_gpu_h"], abs=0.1), out
+
+
 def test_plan_of_a_config_file_works_as_before(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "configs/quickstart.yaml"]) == 0
     out, _ = capsys.readouterr()

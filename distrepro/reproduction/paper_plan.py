@@ -6,7 +6,8 @@ loaded as that arm (:func:`~distrepro.reproduction.selection.arm_overrides`) and
 scale's pre-registered confirmatory seeds where a record exists (:func:`~distrepro.claims.preregistration.
 registered_seeds`), else the config's own. Totals are given in emulated hours (the emulated cluster's clock),
 device-hours (× the profile's devices) and GPU-hours (× its devices of ``kind: gpu``: what the same runs would
-take on the real cluster the profile describes).
+take on the real cluster the profile describes); where a profile declares noise, the GPU-hours with the plan's
+``time.expected`` too (the slowest of p at every wait, :mod:`distrepro.orchestration.plan_noise`).
 
 Beside the cost: the cheapest scale that decides each headline claim (:func:`distrepro.claims.schema.at_scale`;
 timing claims are decided where their clock is, accuracy ones move to mid and gpu when all their arms have a
@@ -92,6 +93,9 @@ def _arm_entry(name: str, path: Path, plan: dict[str, Any], seeds: list[int]) ->
     if isinstance(per_seed, (int, float)):
         hours = per_seed * len(seeds) / 3600
         entry |= {"emulated_h": hours, "device_h": hours * cluster["devices"], "gpu_h": hours * cluster["gpus"]}
+        expected = plan["time"].get("expected", {}).get("total_s")  # with the slowest of p (declared noise)
+        if isinstance(expected, float):
+            entry["expected_gpu_h"] = expected * len(seeds) / 3600 * cluster["gpus"]
     else:
         entry["why_not_estimated"] = plan["time"].get("why", NOT_ESTIMATED)
     return entry
@@ -105,7 +109,11 @@ def _totals(arms: list[dict[str, Any]]) -> dict[str, Any]:
         "device_h": sum(a["device_h"] for a in priced),
         "gpu_h": sum(a["gpu_h"] for a in priced),
         "not_estimated": [a["arm"] for a in arms if "emulated_h" not in a],
-    }
+    } | (
+        {"expected_gpu_h": sum(a.get("expected_gpu_h", a["gpu_h"]) for a in priced)}
+        if any("expected_gpu_h" in a for a in priced)
+        else {}
+    )
 
 
 def deciding_scales(info: PaperInfo, root: Path | None = None) -> dict[str, Any]:
@@ -180,6 +188,11 @@ def render_paper_plan(plan: dict[str, Any]) -> str:
         f"total: {t['runs']} runs, {_hours(t['emulated_h'])} emulated hours, {_hours(t['device_h'])} device-hours, "
         f"{_hours(t['gpu_h'])} GPU-hours"
         + (f" (not estimated: {', '.join(t['not_estimated'])})" if t["not_estimated"] else "")
+        + (
+            f"; {_hours(t['expected_gpu_h'])} GPU-hours with the slowest of p at every wait (noise as declared)"
+            if "expected_gpu_h" in t
+            else ""
+        )
     )
     if plan["claims"]:
         lines.append("headline claims, the cheapest scale that decides each:")
