@@ -12,7 +12,8 @@ pytestmark = pytest.mark.smoke
 def test_the_launch_cost_is_per_call_cpu_and_wall_time() -> None:
     module = benchmark_module("gpu_host_cost")
     cost = module.launch_us("cpu", calls=200, reps=2)
-    assert set(cost) == {"cpu_us", "wall_us"} and 0 < cost["cpu_us"] < 10_000
+    # what it reports, not how fast this machine is (no time bound: the machine may be loaded)
+    assert set(cost) == {"cpu_us", "wall_us"} and all(v > 0 and round(v, 2) == v for v in cost.values())
 
 
 def test_the_paired_reading_is_the_step_over_the_floor_of_the_same_round(monkeypatch: pytest.MonkeyPatch) -> None:
