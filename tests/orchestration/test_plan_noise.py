@@ -4,11 +4,16 @@ against a simulation of what the engines draw."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from distrepro.config.overrides import parse_override
+from distrepro.config.run_config import load_config
+from distrepro.job.resolve import build_job
 from distrepro.orchestration.plan import build_plan, render
-from distrepro.orchestration.plan_noise import cv_of_sigma, wait_factor
+from distrepro.orchestration.plan_noise import cv_of_sigma, declared_sigmas, wait_factor
 from distrepro.plugins.roots import repo_root
 from distrepro.timing.compute import sigma_of_cv
 
@@ -57,3 +62,22 @@ def test_a_plan_on_a_noisy_profile_adds_the_expected_slowest_of_p_beside_its_cen
 def test_a_plan_on_a_profile_without_noise_has_only_its_central_figure() -> None:
     time = build_plan(ROOT / "configs/quickstart.yaml")["time"]
     assert "expected" not in time and isinstance(time["total_s"], float)
+
+
+@pytest.mark.parametrize(
+    ("config", "profile"),
+    [
+        (ROOT / "methods/decentdp/configs/allreduce_jitter.yaml", "a40-25gbe-16-jitter"),  # batches' spread, GPUs
+        (ROOT / "methods/acid/configs/gossip-n16.yaml", None),  # the profile's compute_cv
+    ],
+)
+def test_the_plan_reads_the_sigmas_the_engines_draw(config: Path, profile: str | None) -> None:
+    """The plan re-reads the profile's noise (the engines' model is frozen code): it must find the sigmas the
+    engines' compute model draws with, the batches' spread included (the jitter profile declares one)."""
+    overrides = [parse_override(f"profile={profile}")] if profile else []
+    job = build_job(load_config(config, overrides), 0)
+    step_sigma, gpu_sigma = declared_sigmas(job)
+    assert step_sigma == pytest.approx(max(job.compute._sigma)) and step_sigma > 0
+    gpus = {job.compute.gpu_speed_factor(r) for r in range(job.world_size)}
+    assert gpu_sigma == pytest.approx(sigma_of_cv(job.profile.noise.gpu_cv))
+    assert (len(gpus) > 1) == (gpu_sigma > 0)  # the engines draw each GPU's speed exactly where the plan reads one
