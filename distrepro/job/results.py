@@ -66,3 +66,5 @@ class RunResult:
     time_to_target_s: float | None
     step_to_target: int | None
     models: list[Any] = field(default_factory=list, repr=False)
+    #: the distributed engine under throttling: every rank's pacing summary (how far behind its schedule it fell)
+    pacing: list[dict[str, float]] | None = None

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from distrepro.engine.multiprocess.pacing import behind_message
 from distrepro.engine.torch_threads import default_threads
 from distrepro.errors import WorkerFailure
 from distrepro.job.engine import RunSink
@@ -202,7 +203,11 @@ class DistEngine:
                 raise WorkerFailure(
                     0, f"rank 0 exited without finishing{code}: it wrote no result (os._exit in a plugin?)"
                 )
-            return pickle.loads(result_file.read_bytes())
+            result = pickle.loads(result_file.read_bytes())
+            message = behind_message(result.pacing) if result.pacing else None
+            if message:  # the run is kept: its math is real, only its wall-clock speeds are suspect
+                print(f"distrepro: warning: {message}", file=sys.stderr, flush=True)
+            return result
 
     def _watch(
         self, procs: list[subprocess.Popen], out: Path, world: int, torchrun: bool, progress: Any = None

@@ -67,8 +67,11 @@ class DistRun:
         return self.transport.calibration
 
     def run(self) -> RunResult | None:
-        """Train; rank 0 returns the result, the other ranks None."""
-        return self.harness.run()
+        """Train; rank 0 returns the result (with every rank's pacing, when throttled), the other ranks None."""
+        result = self.harness.run()
+        if result is not None:
+            result.pacing = self.transport.pacing
+        return result
 
 
 class DistTransport:
@@ -98,6 +101,7 @@ class DistTransport:
         self.device = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
         self.pacer: Pacer | None = None
         self.calibration: dict[str, Any] = {}
+        self.pacing: list[dict[str, float]] | None = None  # every rank's Pacer.summary(), gathered at the end
         self.pairing: PairingClient | None = None
         self.coordinator: PairingCoordinator | None = None
         self.async_evals: AsyncEvals | None = None
@@ -231,6 +235,8 @@ class DistTransport:
         if self.coordinator is not None:
             self.coordinator.join(self.job.config.dist.timeout_s)
         dist.barrier(group=self.pg)
+        if self.pacer is not None:  # read at the barrier: evaluation after it is left out of the schedule
+            self.pacing = self.gather([self.pacer.summary()])
         if self.async_evals is not None:
             self.async_evals.drain(self._final_contribution)
 

@@ -20,7 +20,7 @@ import time
 import traceback
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -101,14 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run.run()
         if sink is not None:
             if run.pacer is not None:
-                sink.set_tags(
-                    {
-                        "distrepro.throttle.dilation": f"{run.pacer.dilation:.4g}",
-                        "distrepro.throttle.calibration": json.dumps(getattr(run, "calibration", {})),
-                        "distrepro.throttle.rank0_max_late_s": f"{run.pacer.max_late_s:.4g}",
-                        "distrepro.throttle.rank0_late_events": str(run.pacer.late_events),
-                    }
-                )
+                sink.set_tags(throttle_tags(run.pacer.dilation, run.calibration, result.pacing if result else None))
             sink.flush()
         if result is not None:
             (out / "result.pkl").write_bytes(pickle.dumps(result))
@@ -124,6 +117,25 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         print(f"distrepro rank {rank}: {error}", file=sys.stderr, flush=True)
         return 1
+
+
+def throttle_tags(
+    dilation: float, calibration: dict[str, Any], pacing: list[dict[str, float]] | None
+) -> dict[str, str]:
+    """The run's throttling, as MLflow tags: the dilation, its calibration and how far behind any rank fell."""
+    from distrepro.engine.multiprocess.pacing import behind_message, pacing_held
+
+    tags = {"distrepro.throttle.dilation": f"{dilation:.4g}", "distrepro.throttle.calibration": json.dumps(calibration)}
+    if pacing:
+        tags |= {
+            "distrepro.throttle.max_late_s": f"{max(r['max_late_s'] for r in pacing):.4g}",
+            "distrepro.throttle.pacing": json.dumps(pacing),
+            "distrepro.throttle.held": str(pacing_held(pacing)).lower(),
+        }
+        message = behind_message(pacing)
+        if message:
+            tags["distrepro.throttle.warning"] = message
+    return tags
 
 
 if __name__ == "__main__":
