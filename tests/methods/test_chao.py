@@ -156,22 +156,27 @@ def test_dist_throttled_resplit_follows_the_profile_speed_ratio() -> None:
     """Two real processes, throttled: the wall-clock (dilated) speeds alone drive the re-split to 1:4.
 
     Pacing can only slow a rank down: a host that stalls the fast rank for a second (CI, once: the split
-    fell from 3.65:1 to 2.76:1) makes it measure the host's speed. The engine says when that happened, and
-    then the run is repeated once: the test is about the re-split, not about the host."""
+    fell from 3.65:1 to 2.76:1) makes it measure the host's speed. A split off the band is repeated once
+    only when the engine reports that a rank fell behind its schedule: the test is about the re-split,
+    not the host; a split off the band with pacing held fails at once."""
     from distrepro.engine.multiprocess.launch import DistEngine
     from distrepro.engine.multiprocess.pacing import pacing_held
 
     cfg = load_config(PLUGIN / "configs" / "adaptive-dist.yaml")
     assert cfg.engine == "dist" and cfg.throttle.enabled
+
+    def last_ratio(result) -> float:
+        epochs = [e for e, _ in result.allocations]
+        assert epochs[0] == 0 and len(epochs) >= 3  # re-split more than once
+        last = result.allocations[-1][1].batch_sizes
+        return last[1] / last[0]
+
     result = DistEngine().run_cell(build_job(cfg, 0), None)
     assert result.pacing is not None and len(result.pacing) == 2  # every rank's pacing, gathered
-    if not pacing_held(result.pacing):
+    if not 3.0 <= last_ratio(result) <= 5.3 and not pacing_held(result.pacing):
         result = DistEngine().run_cell(build_job(cfg, 0), None)
-    assert result.pacing is not None and pacing_held(result.pacing), result.pacing
-    epochs = [e for e, _ in result.allocations]
-    assert epochs[0] == 0 and len(epochs) >= 3  # re-split more than once
-    last = result.allocations[-1][1].batch_sizes
-    assert 3.0 <= last[1] / last[0] <= 5.3, result.allocations  # profile ratio 4 (470 vs 117.5 img/s)
+    ratio = last_ratio(result)
+    assert 3.0 <= ratio <= 5.3, (ratio, result.pacing, result.allocations)  # profile ratio 4 (470 vs 117.5 img/s)
 
 
 # --------------------------------------------------------------------------- reproduce
