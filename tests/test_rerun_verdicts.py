@@ -1,0 +1,69 @@
+"""tools/rerun_verdicts.py: the re-run every frozen-input change needs, built from the committed records."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("rerun_verdicts", REPO / "tools" / "rerun_verdicts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rerun_verdicts"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record(root: Path, plugin: str, paper: str, scale: str, n: int, looks: list[int] | None) -> None:
+    folder = root / "methods" / plugin / "preregistration"
+    folder.mkdir(parents=True, exist_ok=True)
+    sequential = {"design": "pocock", "looks": looks} if looks else {"design": "fixed", "n": n}
+    body = {"paper": paper, "scale": scale, "n": n, "seeds": list(range(500, 500 + n)), "sequential": sequential}
+    (folder / f"{scale}.yaml").write_text(yaml.safe_dump(body))
+
+
+@pytest.mark.smoke
+def test_register_keeps_each_records_design_on_fresh_seeds(tmp_path: Path) -> None:
+    tool = _tool()
+    _record(tmp_path, "chao_alloc", "chao", "mid", 5, None)
+    _record(tmp_path, "cadp", "cadp", "mid", 10, [5, 10])
+    _record(tmp_path, "cadp", "cadp", "proxy", 5, None)
+    records = tool.registrations(tmp_path)
+    assert [(r.paper, r.scale) for r in records] == [("cadp", "proxy"), ("cadp", "mid"), ("chao", "mid")]
+    commands = [" ".join(c) for c in tool.register_commands(records, 510)]
+    assert commands == [
+        "distrepro preregister cadp --scale proxy --seeds 510-514 --replace",
+        "distrepro preregister cadp --scale mid --seeds 510-519 --replace --looks 5,10",
+        "distrepro preregister chao --scale mid --seeds 510-514 --replace",  # the paper id, not the plugin folder
+    ]
+    with pytest.raises(SystemExit, match="start at 100"):
+        tool.register_commands(records, 42)
+
+
+@pytest.mark.smoke
+def test_run_covers_every_committed_record_then_writes_and_checks_results() -> None:
+    tool = _tool()
+    records = tool.registrations()
+    committed = sorted(REPO.glob("methods/*/preregistration/*.yaml"))
+    assert len(records) == len(committed) >= 10  # five papers, proxy and mid
+    commands = tool.run_commands(records)
+    reproduced = {(c[2], c[4]) for c in commands if c[1] == "reproduce"}
+    assert reproduced == {(r.paper, r.scale) for r in records}
+    assert commands[-2:] == [["distrepro", "results"], ["distrepro", "results", "--check"]]
+    assert tool.log_name(3, commands[0]) == f"03-reproduce-{records[0].paper}-{records[0].scale}.log"
+
+
+@pytest.mark.smoke
+def test_dry_run_prints_and_runs_nothing(tmp_path: Path, capsys) -> None:
+    tool = _tool()
+    assert tool.main(["run", "--store", str(tmp_path / "store"), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("distrepro reproduce ") and out[-1] == "distrepro results --check"
+    assert not (tmp_path / "store").exists()
