@@ -67,3 +67,12 @@ def test_dry_run_prints_and_runs_nothing(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("distrepro reproduce ") and out[-1] == "distrepro results --check"
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.smoke
+def test_papers_and_scales_narrow_the_steps_and_an_unknown_name_is_refused() -> None:
+    tool = _tool()
+    records = tool.selected(tool.registrations(), "chao,qsr", "proxy")
+    assert [(r.paper, r.scale) for r in records] == [("chao", "proxy"), ("qsr", "proxy")]
+    with pytest.raises(SystemExit, match="no record for chaos; known: acid"):
+        tool.selected(tool.registrations(), "chaos", None)

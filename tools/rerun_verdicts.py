@@ -12,8 +12,9 @@ tool, in two steps with a commit between them (a record must be committed before
 of seeds and the same looks, on seeds from ``--first-seed`` (``distrepro preregister`` refuses seeds the store's
 runs already used). ``run`` runs each registered paper and scale in turn (``distrepro reproduce``, the
 registered seeds by default), each log in ``<store>/logs/``, then writes RESULTS.md from the store and checks
-it. ``--dry-run`` prints the commands instead. Give each re-run a fresh store and seeds above every earlier
-range: never register a seed range that was registered before.
+it. ``--papers`` and ``--scales`` narrow both steps (RESULTS.md is written from the whole store, so a partial
+re-run belongs in the store that holds the other papers' runs). ``--dry-run`` prints the commands instead. Give
+each re-run a fresh store and seeds above every earlier range: never register a seed range registered before.
 """
 
 from __future__ import annotations
@@ -54,6 +55,21 @@ def registrations(repo: Path = REPO) -> list[Registration]:
         looks = tuple(sequential.get("looks") or ()) if sequential.get("design") == "pocock" else ()
         found.append(Registration(record["paper"], record["scale"], int(record["n"]), looks))
     return sorted(found, key=lambda r: (order.get(r.scale, 9), r.paper))
+
+
+def selected(records: list[Registration], papers: str | None, scales: str | None) -> list[Registration]:
+    """The records of the named papers and scales (all by default); a name no record has is an error."""
+    out = records
+    for field, wanted in (("paper", papers), ("scale", scales)):
+        if wanted:
+            names = {w.strip() for w in wanted.split(",") if w.strip()}
+            known = {getattr(r, field) for r in records}
+            if names - known:
+                raise SystemExit(
+                    f"--{field}s: no record for {', '.join(sorted(names - known))}; known: {', '.join(sorted(known))}"
+                )
+            out = [r for r in out if getattr(r, field) in names]
+    return out
 
 
 def register_commands(records: list[Registration], first_seed: int) -> list[list[str]]:
@@ -106,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="every registered reproduction into the store, then RESULTS.md")
     for p in (reg, run):
         p.add_argument("--store", type=Path, required=True, help="folder of the MLflow store (fresh for a re-run)")
+        p.add_argument("--papers", help="comma-separated paper ids (default: every registered paper)")
+        p.add_argument("--scales", help="comma-separated scales (default: every registered scale)")
         p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = parser.parse_args(argv)
-    records = registrations()
+    records = selected(registrations(), args.papers, args.scales)
     if not records:
         print("no committed pre-registration under methods/*/preregistration/", file=sys.stderr)
         return 1
