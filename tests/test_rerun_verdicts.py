@@ -76,3 +76,24 @@ def test_papers_and_scales_narrow_the_steps_and_an_unknown_name_is_refused() -> 
     assert [(r.paper, r.scale) for r in records] == [("chao", "proxy"), ("qsr", "proxy")]
     with pytest.raises(SystemExit, match="no record for chaos; known: acid"):
         tool.selected(tool.registrations(), "chaos", None)
+
+
+@pytest.mark.smoke
+def test_chains_run_every_reproduction_then_results_in_order_and_stop_at_a_failure(tmp_path: Path, monkeypatch) -> None:
+    tool = _tool()
+    cmds = tool.run_commands(tool.registrations())
+    ran: list[int] = []
+
+    def fake(index: int, cmd: list[str], env: dict, logs: Path | None, fail: int | None = None) -> int:
+        assert env["MLFLOW_TRACKING_URI"] == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
+        ran.append(index)
+        return 3 if index == fail else 0
+
+    monkeypatch.setattr(tool, "_run_one", fake)
+    assert tool._execute(cmds, tmp_path, None, chains=2) == 0
+    n = len(cmds)
+    assert sorted(ran[: n - 2]) == list(range(1, n - 1)) and ran[-2:] == [n - 1, n]  # results after every run
+    ran.clear()
+    monkeypatch.setattr(tool, "_run_one", lambda i, c, e, g: fake(i, c, e, g, fail=1))
+    assert tool._execute(cmds, tmp_path, None, chains=2) == 3
+    assert n - 1 not in ran and n not in ran  # no RESULTS.md from a store a reproduction failed to fill

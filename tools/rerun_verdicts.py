@@ -10,11 +10,12 @@ tool, in two steps with a commit between them (a record must be committed before
 
 ``register`` rewrites every committed record (``methods/*/preregistration/<scale>.yaml``) with the same number
 of seeds and the same looks, on seeds from ``--first-seed`` (``distrepro preregister`` refuses seeds the store's
-runs already used). ``run`` runs each registered paper and scale in turn (``distrepro reproduce``, the
-registered seeds by default), each log in ``<store>/logs/``, then writes RESULTS.md from the store and checks
-it. ``--papers`` and ``--scales`` narrow both steps (RESULTS.md is written from the whole store, so a partial
-re-run belongs in the store that holds the other papers' runs). ``--dry-run`` prints the commands instead. Give
-each re-run a fresh store and seeds above every earlier range: never register a seed range registered before.
+runs already used). ``run`` runs each registered paper and scale (``distrepro reproduce``, the registered seeds by
+default), in turn or as ``--chains N`` concurrent chains into the one store, each log in ``<store>/logs/``, then
+writes RESULTS.md from the store and checks it. ``--papers`` and ``--scales`` narrow both steps (RESULTS.md is
+written from the whole store, so a partial re-run belongs in the store that holds the other papers' runs).
+``--dry-run`` prints the commands instead. Give each re-run a fresh store and seeds above every earlier range:
+never register a seed range registered before.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,21 +99,43 @@ def log_name(index: int, cmd: list[str]) -> str:
     return "-".join([f"{index:02d}", *words]) + ".log"
 
 
-def _execute(cmds: list[list[str]], store: Path, logs: Path | None) -> int:
+def _run_one(index: int, cmd: list[str], env: dict[str, str], logs: Path | None) -> int:
+    print("+", shlex.join(cmd), flush=True)
+    argv = [sys.executable, "-m", "distrepro.cli", *cmd[1:]]  # this interpreter's distrepro, wherever PATH points
+    if logs is None:
+        return subprocess.call(argv, cwd=REPO, env=env)
+    log = logs / log_name(index, cmd)
+    with log.open("w") as fh:
+        code = subprocess.call(argv, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    print(f"  exit {code}, log {log}", flush=True)
+    return code
+
+
+def _execute(cmds: list[list[str]], store: Path, logs: Path | None, chains: int = 1) -> int:
+    """The reproductions in ``chains`` concurrent chains (each in turn within its chain), then the rest in order;
+    stops at the first failure (a chain finishes the command it is running)."""
     env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{store.resolve() / 'mlflow.db'}"}
-    for index, cmd in enumerate(cmds, 1):
-        print("+", shlex.join(cmd), flush=True)
-        argv = [sys.executable, "-m", "distrepro.cli", *cmd[1:]]  # this interpreter's distrepro, wherever PATH points
-        if logs is None:
-            code = subprocess.call(argv, cwd=REPO, env=env)
-        else:
-            log = logs / log_name(index, cmd)
-            with log.open("w") as fh:
-                code = subprocess.call(argv, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
-            print(f"  exit {code}, log {log}", flush=True)
-        if code != 0:
-            return code
-    return 0
+    numbered = list(enumerate(cmds, 1))
+    parallel = [(i, c) for i, c in numbered if c[1] == "reproduce"] if chains > 1 else []
+    failed: list[int] = []
+
+    def chain(part: list[tuple[int, list[str]]]) -> None:
+        for index, cmd in part:
+            if failed:
+                return
+            code = _run_one(index, cmd, env, logs)
+            if code != 0:
+                failed.append(code)
+
+    threads = [threading.Thread(target=chain, args=(parallel[k::chains],)) for k in range(chains if parallel else 0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        return failed[0]
+    chain([(i, c) for i, c in numbered if (i, c) not in parallel])
+    return failed[0] if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     reg = sub.add_parser("register", help="rewrite every record on fresh seeds, same design (then commit them)")
     reg.add_argument("--first-seed", type=int, required=True, help="first fresh seed (above every earlier range)")
     run = sub.add_parser("run", help="every registered reproduction into the store, then RESULTS.md")
+    run.add_argument(
+        "--chains", type=int, default=1, help="reproductions run as this many concurrent chains (default 1)"
+    )
     for p in (reg, run):
         p.add_argument("--store", type=Path, required=True, help="folder of the MLflow store (fresh for a re-run)")
         p.add_argument("--papers", help="comma-separated paper ids (default: every registered paper)")
@@ -140,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args.store.mkdir(parents=True, exist_ok=True)
     if logs is not None:
         logs.mkdir(exist_ok=True)
-    return _execute(cmds, args.store, logs)
+    return _execute(cmds, args.store, logs, getattr(args, "chains", 1))
 
 
 if __name__ == "__main__":
