@@ -10,7 +10,8 @@ takes the same path.
 
 Only the first signal raises: a second SIGTERM (schedulers repeat it; a user presses twice) arriving
 while the runs are being closed would abort the very cleanup the first one started. SIGKILL, which
-SLURM sends after its grace period, still ends the process.
+SLURM sends after its grace period, still ends the process. A first signal whose exception Python drops
+(the handler ran inside a weakref callback or a ``__del__``) is sent again (:class:`_FirstSignalRaises`).
 
 A small, reusable piece on purpose: an executor of campaign cells (a process pool) wraps its own main
 loop in it, and a worker process can too.
@@ -23,9 +24,11 @@ Ctrl-C and the termination signals are noted and take effect when the block ends
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +41,50 @@ from distrepro.errors import Terminated, killed_runs
 #: terminal or SSH session went away)
 TERMINATION_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
 
+#: seconds before a dropped termination signal is sent again (long enough for the callback that dropped it to return)
+RESEND_DELAY_S = 0.01
+
+
+class _FirstSignalRaises:
+    """The handler of :func:`termination_as_interrupt`, and its guard against Python dropping the exception.
+
+    A signal handler runs in the main thread at the next check of the interpreter, which may fall inside a
+    weakref callback or a ``__del__`` (the garbage collector runs them anywhere). Python prints an exception
+    raised there ("Exception ignored in ...") and drops it, so the first signal would be lost and every later one
+    ignored: CI saw a ``distrepro run`` outlive its SIGTERM by minutes. :meth:`dropped` (``sys.unraisablehook``)
+    sees that happen and sends the signal again a moment later, from another thread, so that it arrives after the
+    callback has returned, in the code the callback interrupted."""
+
+    def __init__(self) -> None:
+        self.fired = False
+        self.in_hook = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.in_hook:  # raising here would be dropped as well: once more, later
+            self.resend_later(signum)
+            return
+        if self.fired:
+            return  # the first one is being handled: let its cleanup finish
+        self.fired = True
+        raise Terminated(signum)
+
+    def dropped(self, unraisable: Any, previous_hook: Any) -> None:
+        if not (self.fired and isinstance(unraisable.exc_value, Terminated)):
+            previous_hook(unraisable)
+            return
+        self.in_hook = True
+        try:
+            self.fired = False
+            self.resend_later(unraisable.exc_value.signum)
+        finally:
+            self.in_hook = False
+
+    @staticmethod
+    def resend_later(signum: int) -> None:
+        timer = threading.Timer(RESEND_DELAY_S, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+
 
 @contextmanager
 def termination_as_interrupt(signals: tuple[signal.Signals, ...] = TERMINATION_SIGNALS) -> Iterator[None]:
@@ -47,21 +94,16 @@ def termination_as_interrupt(signals: tuple[signal.Signals, ...] = TERMINATION_S
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    fired = False
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        nonlocal fired
-        if fired:
-            return  # the first one is being handled: let its cleanup finish
-        fired = True
-        raise Terminated(signum)
-
+    handler = _FirstSignalRaises()
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: handler.dropped(unraisable, previous_hook)
     previous = {sig: signal.signal(sig, handler) for sig in signals}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        sys.unraisablehook = previous_hook
 
 
 @contextmanager

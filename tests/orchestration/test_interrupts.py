@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +56,36 @@ def test_a_second_sigterm_does_not_interrupt_the_cleanup_of_the_first() -> None:
             time.sleep(0.2)
             cleaned = True
     assert cleaned
+
+
+class _Thing:
+    """Something with a weakref whose callback receives the signal."""
+
+
+def test_a_sigterm_python_drops_in_a_weakref_callback_is_sent_again() -> None:
+    """The garbage collector runs weakref callbacks anywhere; a handler that runs inside one raises into a frame
+    whose exceptions Python prints and drops. Before, the SIGTERM was lost and later ones ignored (a CI run that
+    outlived its SIGTERM by minutes); now it is sent again and raises where the callback interrupted."""
+    seen: list[object] = []
+    previous_hook, record = sys.unraisablehook, seen.append
+    sys.unraisablehook = record  # what the block does not claim still reaches the hook in place before
+    try:
+
+        def callback(_ref: object) -> None:
+            signal.raise_signal(signal.SIGTERM)  # runs the handler here, inside the callback
+
+        with pytest.raises(Terminated), termination_as_interrupt():
+            thing = _Thing()
+            ref = weakref.ref(thing, callback)
+            del thing
+            assert ref() is None
+            time.sleep(5)  # the signal sent again ends the sleep
+        assert seen == [] and sys.unraisablehook is record  # claimed, not printed; the hook given back
+        with termination_as_interrupt():
+            weakref.finalize(_Thing(), lambda: 1 / 0)  # any other dropped exception goes to the previous hook
+        assert [type(u.exc_value) for u in seen] == [ZeroDivisionError]
+    finally:
+        sys.unraisablehook = previous_hook
 
 
 @pytest.fixture
