@@ -41,18 +41,12 @@ from typing import Any
 
 from distrepro.orchestration.executors.cell_task import CellOutcome, CellTask, failed, run_cell_task, without_models
 from distrepro.orchestration.executors.interface import Events
+from distrepro.orchestration.interrupts import termination_as_interrupt
 
 #: imported once by the fork server the workers are forked from: what every cell needs (torch and MLflow with it)
 PRELOAD = ("distrepro.orchestration.campaign", "distrepro.tracking.mlflow_client")
 #: seconds a worker gets to close its run after Ctrl-C or SIGTERM before it is killed
 GRACE_S = 10.0
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    """The first SIGTERM: stop the cell (its run is marked KILLED); any later one is ignored, so the cleanup and
-    the interpreter's exit hooks finish in peace."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise KeyboardInterrupt
 
 
 def _context() -> Any:
@@ -72,9 +66,15 @@ def _serve(conn: Connection, threads: int, env: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(env)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # read as each cell sets its threads
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # terminate() closes the run as Ctrl-C does
+    # terminate() closes the run as Ctrl-C does: the first SIGTERM raises (sent again if Python drops it in a
+    # weakref callback), later ones are ignored so the cleanup and the exit hooks finish in peace; SIG_IGN is
+    # what the block puts back on its way out
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError):
+        with (
+            contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError),
+            termination_as_interrupt((signal.SIGTERM,)),
+        ):
             _preload()
             while True:
                 task = conn.recv()
