@@ -3,12 +3,11 @@ what it is meant to find on a fabricated tree or graph."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import grimp
 import pytest
+from benchmark_module import script_module
 
 pytestmark = pytest.mark.smoke
 
@@ -16,12 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _checker():
-    spec = importlib.util.spec_from_file_location("check_imports", REPO / "tools" / "check_imports.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_imports"] = module
-    spec.loader.exec_module(module)
-    return module
+    return script_module("tools", "check_imports")
 
 
 def test_the_repository_keeps_every_rule() -> None:

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from benchmark_module import script_module
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("rerun_verdicts", REPO / "tools" / "rerun_verdicts.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rerun_verdicts"] = module
-    spec.loader.exec_module(module)
-    return module
+    return script_module("tools", "rerun_verdicts")
 
 
 def _record(root: Path, plugin: str, paper: str, scale: str, n: int, looks: list[int] | None) -> None:
