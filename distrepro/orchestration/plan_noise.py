@@ -79,7 +79,6 @@ def compute_factor(job: Job, round_lengths: Sequence[int] | None) -> float:
     return sum(h * wait_factor(p, h, step_sigma, gpu_sigma) for h in round_lengths) / total
 
 
-def expected_block(factor: float, step_s: float, steps: int | None) -> dict[str, Any]:
-    """The plan's ``expected`` entry: the factor, the step and the run with it."""
-    total: float | str = step_s * steps if steps else "not estimated"
-    return {"compute_factor": factor, "step_s": step_s, "total_s": total, "assumes": ASSUMES}
+def expected_block(factor: float, step_s: float, total_s: float | str) -> dict[str, Any]:
+    """The plan's ``expected`` entry: the factor, the step and the run with it (or why the run is not priced)."""
+    return {"compute_factor": factor, "step_s": step_s, "total_s": total_s, "assumes": ASSUMES}

@@ -162,8 +162,9 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
         step_s = ddp["step_s"]
         if factor > 1.0:
             noisy = _overlapped_step(job, cost, [c * factor for c in compute])
-            out["expected"] = expected_block(factor, noisy["step_s"] if noisy else step_s, steps)
-        total: float | str = step_s * steps if steps else NOT_ESTIMATED
+            noisy_s = noisy["step_s"] if noisy else step_s
+            out["expected"] = expected_block(factor, noisy_s, _run_s(noisy_s, steps))
+        total: float | str = _run_s(step_s, steps)
         out["overlap"] = {k: v for k, v in ddp.items() if k != "step_s"}
         assumes = (
             "declared speeds and step overheads, lockstep; the all-reduce in the emulated model's DDP buckets, "
@@ -172,9 +173,10 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
         )
     elif job.method.cls.synchronous:
         step_s = max(max(compute), overlapped) + blocking
-        total = step_s * steps if steps else NOT_ESTIMATED
+        total = _run_s(step_s, steps)
         if factor > 1.0:
-            out["expected"] = expected_block(factor, max(max(compute) * factor, overlapped) + blocking, steps)
+            noisy_s = max(max(compute) * factor, overlapped) + blocking
+            out["expected"] = expected_block(factor, noisy_s, _run_s(noisy_s, steps))
         why_not = "the method does not overlap" if not getattr(job.params, "overlap", False) else "no layer table"
         assumes = "declared speeds and step overheads, lockstep, the participants' groups, overlap only as declared" + (
             "" if overlapped else f"; no overlap: an upper bound of what the engine charges ({why_not})"
@@ -182,7 +184,7 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
     else:
         own = [max(c, overlapped) + blocking for c in compute]
         step_s = len(own) / sum(1.0 / s for s in own)  # the run's seconds per step of the budget
-        total = step_s * steps if steps else NOT_ESTIMATED
+        total = _run_s(step_s, steps)
         out["worker_step_s"] = own
         assumes = (
             "declared speeds, asynchronous: each worker at its own pace (the run's rate is the sum of theirs), "
@@ -192,3 +194,8 @@ def estimate(job: Job, setting: PlanSetting, plan: MethodPlan | None) -> dict[st
     if "expected" in out:  # after the central figures, as a plan prints them
         out["expected"] = out.pop("expected")
     return out
+
+
+def _run_s(step_s: float, steps: int | None) -> float | str:
+    """The run's seconds at ``step_s`` a step, or why it is not priced (a budget not counted in steps)."""
+    return step_s * steps if steps else NOT_ESTIMATED
