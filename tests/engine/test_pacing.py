@@ -44,7 +44,7 @@ def _paced_run(clock: FakeClock, stall_at: int | None, stall_s: float) -> dict[s
 def test_a_pacer_on_schedule_is_never_late_and_holds(clock: FakeClock) -> None:
     summary = _paced_run(clock, None, 0.0)
     assert summary["points"] == 10 and summary["late_events"] == 0 and summary["max_late_s"] == 0.0
-    assert summary["wall_s"] == pytest.approx(1.0)  # deadline pacing: exactly D x virtual time
+    assert summary["wall_s"] == pytest.approx(1.0)  # the fake clock's seconds, not the machine's: D x virtual time
     assert pacing_held([summary, summary]) and behind_message([summary]) is None
 
 
@@ -54,7 +54,7 @@ def test_a_stalled_rank_is_reported_by_rank_and_by_how_far(clock: FakeClock) -> 
     stalled = _paced_run(clock, stall_at=5, stall_s=0.5)  # 0.5 s away at step 5: 0.44 s behind (slack 0.06 s)
     assert stalled["max_late_s"] == pytest.approx(0.44)
     assert stalled["late_events"] == 6  # catches up 0.06 s a step: still late at steps 6 to 10 (0.38 ... 0.14 s)
-    assert stalled["late_share"] == pytest.approx(stalled["max_late_s"] / stalled["wall_s"])
+    assert stalled["late_share"] == pytest.approx(stalled["max_late_s"] / stalled["wall_s"])  # fake-clock seconds
     assert not pacing_held([held, stalled])
     message = behind_message([held, stalled])
     assert message is not None and "rank 1" in message and "0.44 s behind" in message
