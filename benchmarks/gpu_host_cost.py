@@ -119,7 +119,7 @@ def after_cuda_profiler(device: str, tokens: int = 390) -> dict[str, float]:
 
     arm = scaling._model(device)
     batch = scaling._batch(tokens, device)
-    before, _ = scaling._time(arm, batch, 5)
+    scaling._time(arm, batch, 5)  # warm-up: allocator, cuDNN's plans
     before, _ = scaling._time(arm, batch, 20)
     if device == "cuda":
         with profile(activities=[ProfilerActivity.CUDA]):
