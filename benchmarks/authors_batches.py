@@ -187,7 +187,7 @@ def fig6_compute(padding: dict[int, dict[str, float]]) -> dict[str, dict[int, di
     out: dict[str, dict[int, dict[str, float]]] = {}
     cache: dict[int, tuple[list[tuple[str, int, int]], int]] = {}
     for gpu, counts in CELLS.items():
-        flops_s, bytes_s = eager_step.GPUS[gpu]
+        flop_rate, byte_rate = eager_step.achieved_rates(gpu)
         fig = rf["gpus"][gpu]
         floor = HOST_S_PER_OP * 1781 * 1e3 + fig["optimizer_ms"]
         out[gpu] = {}
@@ -200,7 +200,7 @@ def fig6_compute(padding: dict[int, dict[str, float]]) -> dict[str, dict[int, di
             if n not in cache:
                 cache[n] = eager_step.step_ops(n)
             ops, forward = cache[n]
-            gpu_s = [eager_step.K0_S + eager_step.kernel_s(b, f, flops_s, bytes_s) for _, b, f in ops]
+            gpu_s = [eager_step.K0_S + eager_step.kernel_s(b, f, flop_rate, byte_rate) for _, b, f in ops]
             optimizer_s = fig["optimizer_ms"] / 1e3
             free = max(sum(gpu_s), len(gpu_s) * HOST_S_PER_OP) + optimizer_s
             row = {"unpadded_ms": round(unpadded, 1), "padded_ms": round(with_padding, 1)}
