@@ -11,7 +11,8 @@ takes the same path.
 Only the first signal raises: a second SIGTERM (schedulers repeat it; a user presses twice) arriving
 while the runs are being closed would abort the very cleanup the first one started. SIGKILL, which
 SLURM sends after its grace period, still ends the process. A first signal whose exception Python drops
-(the handler ran inside a weakref callback or a ``__del__``) is sent again (:class:`_FirstSignalRaises`).
+(the handler ran inside a weakref callback or a ``__del__``) is sent again (:class:`_FirstSignalRaises`), and so is
+a Ctrl-C whose ``KeyboardInterrupt`` Python's own handler raised there.
 
 A small, reusable piece on purpose: an executor of campaign cells (a process pool) wraps its own main
 loop in it, and a worker process can too.
@@ -53,7 +54,9 @@ class _FirstSignalRaises:
     raised there ("Exception ignored in ...") and drops it, so the first signal would be lost and every later one
     ignored: CI saw a ``distrepro run`` outlive its SIGTERM by minutes. :meth:`dropped` (``sys.unraisablehook``)
     sees that happen and sends the signal again a moment later, from another thread, so that it arrives after the
-    callback has returned, in the code the callback interrupted."""
+    callback has returned, in the code the callback interrupted. Ctrl-C has the same weakness under Python's own
+    handler (``signal.default_int_handler``): a dropped ``KeyboardInterrupt`` is sent again as SIGINT the same way,
+    so one press is enough."""
 
     def __init__(self) -> None:
         self.fired = False
@@ -69,7 +72,11 @@ class _FirstSignalRaises:
         raise Terminated(signum)
 
     def dropped(self, unraisable: Any, previous_hook: Any) -> None:
-        if not (self.fired and isinstance(unraisable.exc_value, Terminated)):
+        exc = unraisable.exc_value
+        if type(exc) is KeyboardInterrupt and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.resend_later(signal.SIGINT)  # Ctrl-C, dropped: its handler raises it again where it belongs
+            return
+        if not (self.fired and isinstance(exc, Terminated)):
             previous_hook(unraisable)
             return
         self.in_hook = True

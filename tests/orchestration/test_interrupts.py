@@ -98,6 +98,34 @@ def ctrl_c_raises() -> Iterator[None]:
         signal.signal(signal.SIGINT, outer)
 
 
+def test_a_ctrl_c_python_drops_in_a_weakref_callback_is_sent_again(ctrl_c_raises: None) -> None:
+    """Python's own Ctrl-C handler raising inside a weakref callback: the ``KeyboardInterrupt`` is printed and
+    dropped, so the first press was lost (a second one worked). Within the block it is sent again and raises
+    where the callback interrupted, as a Ctrl-C (not a :class:`Terminated`), without the "Exception ignored"."""
+    seen: list[object] = []
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+
+        def callback(_ref: object) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+        thing = _Thing()
+        ref = weakref.ref(thing, callback)
+        del thing  # outside the block: dropped, the program goes on (the bug)
+        assert ref() is None and [type(u.exc_value) for u in seen] == [KeyboardInterrupt]
+        with pytest.raises(KeyboardInterrupt) as info, termination_as_interrupt():
+            thing = _Thing()
+            ref = weakref.ref(thing, callback)
+            del thing
+            assert ref() is None
+            time.sleep(5)  # the Ctrl-C sent again ends the sleep
+        assert not isinstance(info.value, Terminated) and exit_status(info.value) == 130
+        assert len(seen) == 1  # the one inside the block was claimed, not printed
+    finally:
+        sys.unraisablehook = previous_hook
+
+
 def test_ctrl_c_in_a_deferred_block_takes_effect_when_the_block_ends(ctrl_c_raises: None) -> None:
     finished = False
     before = signal.getsignal(signal.SIGINT)
