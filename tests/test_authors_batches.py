@@ -97,11 +97,24 @@ def test_a_power_capped_gpu_runs_its_matrix_products_at_its_sustained_rate() -> 
     assert eager.kernel_s(1e8, 1e6, flop_rate, byte_rate) == pytest.approx(1e8 / 256e9)  # a copy: bandwidth
 
 
+#: the datasheet roofline's peak (samples/s) per Fig. 6 cluster, as ``eager_step.py --roofline`` prints it: the T4's
+#: matrix products at the 24 TFLOPS its power cap sustains
+ROOFLINE_PEAKS = {"t4-ib": 118.1, "a40-25gbe": 288.6, "a100-ib": 631.7}
+
+
+@pytest.mark.slow
+def test_the_profiles_peaks_are_the_rooflines_own() -> None:
+    """The figures the profile check below reads are what the roofline computes now (about 20 s of CPU), so a
+    change of its constants cannot leave the profiles and this file behind."""
+    figures = benchmark_module("eager_step").roofline()["gpus"]
+    gpu_of = {"t4-ib": "t4", "a40-25gbe": "a40", "a100-ib": "a100"}
+    assert {setup: figures[gpu]["peak_samples_per_s"] for setup, gpu in gpu_of.items()} == ROOFLINE_PEAKS
+
+
 def test_the_decentdp_profiles_charge_the_padded_batch(batches: ModuleType) -> None:
-    """Each Fig. 6 profile's Transformer-base peak is the datasheet roofline's (``eager_step.py --roofline``:
-    T4 118.1, its matrix products at the 24 TFLOPS its power cap sustains; A40 288.6, A100 631.7 samples/s) divided
-    by the padded tokens per budgeted one at its GPU count."""
-    roofline = {"t4-ib": 118.1, "a40-25gbe": 288.6, "a100-ib": 631.7}
+    """Each Fig. 6 profile's Transformer-base peak is the datasheet roofline's (:data:`ROOFLINE_PEAKS`) divided by
+    the padded tokens per budgeted one at its GPU count."""
+    roofline = ROOFLINE_PEAKS
     table = batches.padding_table((8, 16, 32, 64))
     seen = 0
     for path in sorted((batches.REPO / "hardware_profiles").glob("*.yaml")):
