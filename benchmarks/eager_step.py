@@ -79,8 +79,8 @@ K0_S, ETA_MEM, ETA_FLOP = 2.5e-6, 0.8, 0.5
 #: of the datasheet peak [M]: the T4 (70 W) runs a 4096^3 cuBLAS FP16 GEMM, continuously, at about 24 TFLOPS, 0.37 of
 #: its 65 (NVIDIA Developer Forums, "About GPU peak performance", thread 264462, 2023: the reply from NVIDIA's
 #: forum moderator attributes it to power capping, the expected behaviour of continuous matrix products on a T4).
-#: Every other GPU here keeps the generic fraction: no measurement at hand puts its sustained rate below it (the
-#: 250-400 W boards' caps are far from the T4's 70 W for the same silicon generation).
+#: Every other GPU here keeps the generic fraction: no measurement at hand puts its sustained rate below it (they
+#: are boards of 300-700 W, not 70 W).
 SUSTAINED_TENSOR_FLOPS = {"t4": 24e12}
 #: the authors' shared BPE vocabulary (config/train/transformer_base.toml)
 VOCAB = 37_120
