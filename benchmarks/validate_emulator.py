@@ -357,8 +357,19 @@ def ablation(path: Path = DATA) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--fig6", type=Path, default=FIG6)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        help="the points and constants (default: the committed benchmarks/data/emulator_points.yaml); a copy with "
+        "points added scores them the same way, each source left out in turn",
+    )
+    parser.add_argument(
+        "--fig6",
+        type=Path,
+        default=FIG6,
+        help="the Decent-DP grid whose orderings are checked (default: reports/decentdp/fig6.csv)",
+    )
     parser.add_argument("--json", type=Path, help="also write the summary and every point here")
     parser.add_argument(
         "--ablate",
