@@ -12,6 +12,8 @@ written here before anyone reads a bar, so the measure cannot be chosen after th
 * **a trend** is one method on one cluster from its fewest GPUs to its most: the ratio of the per-iteration times,
   ``t(most) / t(fewest)``, named ``falls`` below 1 - :data:`FLAT`, ``rises`` above 1 + :data:`FLAT`, else ``flat``;
   the prediction's trend is right when it has the measurement's name. Only the counts both sides have are compared.
+  How much flatter (+) or steeper (-) the predicted fall is, ``predicted ratio / measured ratio - 1``, is shown
+  beside it, not judged.
   A cluster's trend is right when every method measured on it at two counts or more is.
 
 The measured file is a CSV with a header ``setup,gpus,method,ms`` (the grid's names: ``t4-ib``, ``a100-ib``,
@@ -119,6 +121,8 @@ def trends(scored: list[Scored]) -> list[dict[str, Any]]:
                 "gpus": [first.cell[1], last.cell[1]],
                 "predicted_ratio": round(predicted, 3),
                 "measured_ratio": round(measured, 3),
+                # how much flatter (+) or steeper (-) the prediction is: shown, not part of the goal
+                "ratio_error": round(predicted / measured - 1, 4),
                 "predicted": trend_name(predicted),
                 "measured": trend_name(measured),
                 "right": trend_name(predicted) == trend_name(measured),
@@ -181,15 +185,16 @@ def render(result: dict[str, Any]) -> str:
         )
     out += [
         "",
-        "| cluster | method | GPUs | predicted t(most)/t(fewest) | measured | right |",
-        "|---|---|---|---|---|---|",
+        "| cluster | method | GPUs | predicted t(most)/t(fewest) | measured | ratio error | right |",
+        "|---|---|---|---|---|---|---|",
     ]
     if not result["trends"]:
-        out.append("| (no method measured at two GPU counts) | | | | | |")
+        out.append("| (no method measured at two GPU counts) | | | | | | |")
     for r in result["trends"]:
         out.append(
             f"| {r['setup']} | {r['method']} | {r['gpus'][0]} → {r['gpus'][1]} | {r['predicted_ratio']} "
-            f"({r['predicted']}) | {r['measured_ratio']} ({r['measured']}) | {'yes' if r['right'] else 'no'} |"
+            f"({r['predicted']}) | {r['measured_ratio']} ({r['measured']}) | {r['ratio_error']:+.1%} "
+            f"| {'yes' if r['right'] else 'no'} |"
         )
     out.append("")
     for name, c in result["clusters"].items():

@@ -55,6 +55,7 @@ def test_a_trend_is_named_by_its_time_ratio_and_judged_by_name(check: ModuleType
     rows = {r["method"]: r for r in result["trends"]}
     assert rows["allreduce"]["predicted"] == rows["allreduce"]["measured"] == "falls" and rows["allreduce"]["right"]
     assert rows["allreduce"]["gpus"] == [16, 64] and rows["allreduce"]["predicted_ratio"] == 0.78
+    assert rows["allreduce"]["ratio_error"] == pytest.approx(0.78 / 0.5 - 1)  # flatter than measured: shown only
     assert rows["decent-aer"]["measured"] == "flat" and not rows["decent-aer"]["right"]
     assert result["clusters"]["t4-ib"]["trend_right"] is False
     assert result["goals"]["every_cluster_trend_right"] is False
