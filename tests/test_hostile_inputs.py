@@ -568,14 +568,22 @@ def small_disk(tmp_path: Path) -> Any:
 
 
 def _fill(disk: Path) -> None:
-    """Every free block of ``disk`` taken by one file (written until the filesystem says it is full)."""
-    with (disk / "filler").open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC, exc
+    """Every free block of ``disk`` taken by one file (written until the filesystem says it is full). A disk the
+    training's own writes filled first is full already: even the file cannot be made then (CI saw ENOSPC on the
+    open). Unbuffered, so that closing the file has nothing left to write."""
+    try:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+        return
+    chunk = b"\0" * 65536
+    try:
+        while True:
+            os.write(fd, chunk)  # a short write near the end, then ENOSPC
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+    finally:
+        os.close(fd)
 
 
 def _child_running(db: Path) -> bool:
