@@ -32,7 +32,7 @@ from distrepro.job.resolve import Job, build_job
 from distrepro.orchestration.progress import NoPhases, Phases, counted
 from distrepro.safe_yaml import load_yaml
 from distrepro.sensitivity.probe import NotAnalysable
-from distrepro.sensitivity.retime import RetimedRun, has_noise, reseed
+from distrepro.sensitivity.retime import RetimedRun, memo_key, reseed
 from distrepro.sensitivity.space import Variable
 
 TIME_METRICS = frozenset(
@@ -149,7 +149,7 @@ def collect(
         except DistreproError as exc:  # a claim on this run is reported as not swept, the others still are
             unusable[run_id] = f"run {run_id} cannot be re-timed: {exc}"
             continue
-        key = (job.config.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
+        key = memo_key(job, seed)
         step = by_id.at[run_id, M.STEP_TO_TARGET] if M.STEP_TO_TARGET in by_id else math.nan
         reached = by_id.at[run_id, M.TARGET_REACHED] if M.TARGET_REACHED in by_id else math.nan
         logged = float(by_id.at[run_id, M.FINAL_EMULATED_S])

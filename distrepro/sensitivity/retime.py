@@ -8,9 +8,9 @@ curve tables, in the columns the verdict engine reads (``final/emulated_s``,
 ``final/useful_flops_per_emulated_s``, ``time_to_target_s``, the curves' ``time/emulated_s``), so a
 claim is judged at a setting by the same code that judged it at the central values.
 
-Simulations are memoised on what a run's time can depend on: its config, its seed only when its
-profile has noise (jitter, stragglers, a ``noise:`` block), and the values of the variables of its own profile and
-arm. A one-at-a-time scan of the 10 GbE link therefore re-simulates only the runs on a
+Simulations are memoised on what a run's time can depend on (:func:`memo_key`): its config, its seed only when its
+profile has noise for it (jitter, stragglers, a ``noise:`` block, its workload's batch spread), and the values of the
+variables of its own profile and arm. A one-at-a-time scan of the 10 GbE link therefore re-simulates only the runs on a
 multi-machine profile.
 """
 
@@ -67,16 +67,28 @@ class _CachedNoise(ComputeModel):
         return value
 
 
-def has_noise(profile: HardwareProfile) -> bool:
+def has_noise(profile: HardwareProfile, workload: str | None = None) -> bool:
     """Whether the run's seed enters its clock: per-device jitter, a workload's batch spread
-    (``step_jitter_sigma``; of any workload, conservatively) or stragglers, or the profile's
-    cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter, ``link_cv``, ``gpu_cv``)."""
+    (``step_jitter_sigma`` of ``workload``, the one the run charges; of any workload when none is named) or
+    stragglers, or the profile's cluster-wide ``noise`` block (``compute_cv`` on devices without their own jitter,
+    ``link_cv``, ``gpu_cv``)."""
     groups = [g for node in profile.nodes for g in node.devices]
-    jittered = [(g.jitter.kind != "none" and g.jitter.sigma > 0) or any(g.step_jitter_sigma.values()) for g in groups]
+
+    def spread(g: Any) -> bool:
+        return g.step_jitter_sigma.get(workload, 0.0) > 0 if workload is not None else any(g.step_jitter_sigma.values())
+
+    jittered = [(g.jitter.kind != "none" and g.jitter.sigma > 0) or spread(g) for g in groups]
     if any(jittered) or any(g.straggler.probability > 0 for g in groups):
         return True
     noise = profile.noise
     return noise is not None and (noise.compute_cv > 0 or noise.link_cv > 0 or noise.gpu_cv > 0)
+
+
+def memo_key(job: Job, seed: int) -> tuple[str, int | None]:
+    """What a run's re-timed clock depends on besides the setting: its config without the seeds, and its seed only
+    where the profile's noise makes the clock depend on it for the workload the run charges (:func:`has_noise`)."""
+    noisy = has_noise(job.profile, job.compute.workload_name)
+    return job.config.model_dump_json(exclude={"seeds"}), seed if noisy else None
 
 
 @dataclass

@@ -23,7 +23,7 @@ from distrepro.sensitivity import lanes as lanes_module
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.lane_contention import Diverged
 from distrepro.sensitivity.lanes import simulate_lanes
-from distrepro.sensitivity.retime import MIN_LANES, RetimedRun, Retimer, has_noise
+from distrepro.sensitivity.retime import MIN_LANES, RetimedRun, Retimer, has_noise, memo_key
 from distrepro.sensitivity.space import build_space, latin_hypercube, profile_variables
 
 ARMS = {
@@ -63,8 +63,7 @@ def _runs(profile: str, arm: str, seeds: tuple[int, ...] = (0, 1)) -> list[Retim
     out = []
     for seed in seeds:
         job = build_job(cfg, seed)
-        key = (cfg.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
-        out.append(RetimedRun(f"{arm}-{seed}", arm, job, key, 1.0, None))
+        out.append(RetimedRun(f"{arm}-{seed}", arm, job, memo_key(job, seed), 1.0, None))
     return out
 
 

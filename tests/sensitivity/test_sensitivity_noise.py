@@ -24,7 +24,7 @@ from distrepro.hardware.profiles import load_profile
 from distrepro.job.resolve import Job, build_job
 from distrepro.sensitivity.analytic import simulate
 from distrepro.sensitivity.probe import Prober
-from distrepro.sensitivity.retime import RetimedRun, Retimer, check_central, has_noise
+from distrepro.sensitivity.retime import RetimedRun, Retimer, check_central, has_noise, memo_key
 
 
 def _noisy_profile(folder: Path) -> str:
@@ -60,6 +60,23 @@ def test_analytical_time_equals_the_engines_with_profile_noise(overlap: bool, tm
 
 
 @pytest.mark.smoke
+def test_a_batch_spread_makes_the_seed_matter_only_for_its_own_workload() -> None:
+    """A profile whose only noise is workload ``w``'s batch spread: a run charging ``w`` keys its re-timing on the
+    seed, a run charging ``v`` does not (its clock is the same for every seed), and unnamed means any workload."""
+    from distrepro.hardware.profiles import HardwareProfile
+
+    link = {"latency_us": 10, "bandwidth_gbytes_per_s": 10, "source": "[E] test"}
+    device = {"name": "g", "kind": "gpu", "count": 2, "memory_gib": 16, "source": "[E] test"}
+    device |= {"throughput_samples_per_s": {"w": 100.0, "v": 50.0}, "step_jitter_sigma": {"w": 0.02}}
+    nodes = [{"name": "n", "devices": [device]}]
+    network = {"intra_node": link, "inter_node": link}
+    spread_only = HardwareProfile.model_validate(
+        {"schema_version": 2, "name": "p", "description": "test", "nodes": nodes, "network": network}
+    )
+    assert has_noise(spread_only, "w") and not has_noise(spread_only, "v") and has_noise(spread_only)
+
+
+@pytest.mark.smoke
 def test_the_sweep_retimes_each_seed_with_its_own_noise(tmp_path: Path) -> None:
     """``check_central`` over two seeds of a noisy arm: each seed's analytical time is its own logged one."""
     profile = _noisy_profile(tmp_path)
@@ -67,8 +84,7 @@ def test_the_sweep_retimes_each_seed_with_its_own_noise(tmp_path: Path) -> None:
     for seed in (0, 1):
         logged = InProcessEngine().run(_job(profile, True, seed)).emulated_s
         job = _job(profile, True, seed)
-        key = (job.config.model_dump_json(exclude={"seeds"}), seed if has_noise(job.profile) else None)
-        runs.append(RetimedRun(f"run{seed}", "ddp", job, key, logged, None))
+        runs.append(RetimedRun(f"run{seed}", "ddp", job, memo_key(job, seed), logged, None))
     rows = check_central(Retimer(runs), {})
     assert rows[0]["logged_s"] != rows[1]["logged_s"]  # the seeds' clocks differ
     for row in rows:
