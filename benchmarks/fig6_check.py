@@ -136,17 +136,15 @@ def summary(scored: list[Scored]) -> dict[str, Any]:
     if not scored:
         raise InputError("no measured cell to score")
     rows = trends(scored)
-    clusters = sorted({s.cell[0] for s in scored})
-    by_cluster = {
-        c: {
-            "cells": sum(1 for s in scored if s.cell[0] == c),
-            "median_abs_error": round(statistics.median(abs(s.error) for s in scored if s.cell[0] == c), 4),
-            "trend_right": all(r["right"] for r in rows if r["setup"] == c)
-            if any(r["setup"] == c for r in rows)
-            else None,
+    by_cluster: dict[str, dict[str, Any]] = {}
+    for c in sorted({s.cell[0] for s in scored}):
+        errors = [abs(s.error) for s in scored if s.cell[0] == c]
+        judged = [r["right"] for r in rows if r["setup"] == c]
+        by_cluster[c] = {
+            "cells": len(errors),
+            "median_abs_error": round(statistics.median(errors), 4),
+            "trend_right": all(judged) if judged else None,  # None: no method there at two GPU counts
         }
-        for c in clusters
-    }
     median = statistics.median(abs(s.error) for s in scored)
     return {
         "cells": [
