@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
-from distrepro.report.results_file import frozen_marks
+from distrepro.report.results_check import frozen_marks
 
 REPO = Path(__file__).resolve().parents[1]
 _SECTION = re.compile(r"^### (\S+) at (\w+) scale")

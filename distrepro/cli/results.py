@@ -9,7 +9,7 @@ from pathlib import Path
 def _cmd_results(args: argparse.Namespace) -> int:
     if args.check:  # compare the file with the checkout only: no store needed
         from distrepro.errors import ConfigError, read_text_file
-        from distrepro.report.results_file import check_results
+        from distrepro.report.results_check import check_results
 
         out = Path(args.out)
         if not out.is_file():  # a missing file was an unexpected FileNotFoundError

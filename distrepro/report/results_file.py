@@ -9,12 +9,11 @@ again here: the verdicts are the report's.
 
 Each paper's section records the digest of its inputs (:mod:`distrepro.report.results_inputs`) and, in a
 ``frozen-inputs`` mark, one digest per input a pre-registration freezes (paper.yaml with ``setup:``, arm configs,
-hardware profiles with their ranges, the emulator's error band, the emulator and claims code); :func:`check_results`
-compares them with the checkout, so ``results --check`` and a test fail when any of them changed after the file was
-written, one line per paper and input. A section written before the mark existed is reported as made before inputs
-were frozen: a warning, not a failure, until the file is regenerated. A run whose own inputs differ from the
-checkout's is marked in its row rather than passing for current. A post-hoc verdict (one some choice of which was
-made after its pre-registration) is marked in its row and left out of the tallies.
+hardware profiles with their ranges, the emulator's error band, the emulator and claims code);
+:func:`distrepro.report.results_check.check_results` compares them with the checkout, so ``results --check`` and a
+test fail when any of them changed after the file was written, one line per paper and input. A run whose own inputs
+differ from the checkout's is marked in its row rather than passing for current. A post-hoc verdict (one some choice
+of which was made after its pre-registration) is marked in its row and left out of the tallies.
 """
 
 from __future__ import annotations
@@ -30,21 +29,12 @@ from typing import Any
 from distrepro.claims.papers import find_paper, known_papers
 from distrepro.claims.sequential import level_text
 from distrepro.orchestration.heartbeat import Steps
-from distrepro.report.results_inputs import (
-    INPUTS_TAG,
-    SCALES,
-    configs_digest,
-    frozen_digests,
-    inputs_digest,
-    kind_slug,
-)
+from distrepro.report.results_check import REGENERATE, input_marks
+from distrepro.report.results_inputs import INPUTS_TAG, SCALES, configs_digest, inputs_digest
 from distrepro.report.sections import table
 from distrepro.safe_write import write_text
 
 RESULTS_FILE = "RESULTS.md"
-REGENERATE = "MLFLOW_TRACKING_URI=<store with the runs> distrepro results"
-_INPUTS_MARK = re.compile(r"<!-- inputs paper=(?P<paper>\S+) digest=(?P<digest>[0-9a-f]+) -->")
-_FROZEN_MARK = re.compile(r"<!-- frozen-inputs paper=(?P<paper>\S+) (?P<digests>[^>]*?) ?-->")
 
 
 @dataclass(frozen=True)
@@ -259,15 +249,7 @@ def paper_section(
     paper: str, title: str, digest: str, results: dict[str, ScaleResult], root: Path | None = None
 ) -> list[str]:
     """One paper's section: the inputs mark, one summary row per scale, then every claim's verdict per scale."""
-    frozen = frozen_digests(find_paper(paper, root), root)
-    mark = " ".join(f"{kind_slug(kind)}={value}" for kind, value in frozen.items())
-    lines = [
-        f"## {title} (`{paper}`)",
-        "",
-        f"<!-- inputs paper={paper} digest={digest} -->",
-        f"<!-- frozen-inputs paper={paper} {mark} -->",
-        "",
-    ]
+    lines = [f"## {title} (`{paper}`)", "", *input_marks(paper, digest, root), ""]
     if not results:
         lines += [
             f"Not yet run at this commit (inputs `{digest}`): `distrepro reproduce {paper}`, then `distrepro results`.",
@@ -389,51 +371,3 @@ def write_results(
         steps.advance()
     steps.enter("writing", str(out))
     return write_text(out.parent, out, render_results(papers, uri, root))
-
-
-def frozen_marks(text: str) -> dict[str, dict[str, str]]:
-    """Paper → {kind slug: digest} of each ``frozen-inputs`` mark in ``text`` (a RESULTS.md), as written."""
-    return {
-        m["paper"]: dict(pair.split("=", 1) for pair in m["digests"].split() if "=" in pair)
-        for m in _FROZEN_MARK.finditer(text)
-    }
-
-
-def check_results(text: str, root: Path | None = None) -> tuple[list[str], list[str]]:
-    """What makes ``text`` (a RESULTS.md) out of date with the checkout, and what it cannot vouch for.
-
-    Problems (``results --check`` exits 1), one line per paper and input: a missing or extra section, a changed
-    paper.yaml or arm config (the ``inputs`` digest), and, for a section with a ``frozen-inputs`` mark, each frozen
-    input changed since (setup, profiles with ranges, the error band, the emulator and claims code). Warnings: a
-    section written before the mark existed, whose runs were made before inputs were frozen: what the mark covers
-    beyond paper.yaml and the configs is not checked there until the file is regenerated."""
-    recorded = {m["paper"]: m["digest"] for m in _INPUTS_MARK.finditer(text)}
-    marks = frozen_marks(text)
-    problems, warnings = [], []
-    known = known_papers(root)
-    for paper in known:
-        info = find_paper(paper, root)
-        now = inputs_digest(info, root)
-        if paper not in recorded:
-            problems.append(f"{paper}: no section")
-            continue
-        if recorded[paper] != now:
-            problems.append(f"{paper}: inputs {recorded[paper]} recorded, {now} now (paper.yaml or a config changed)")
-        if paper not in marks:
-            warnings.append(
-                f"{paper}: section made before inputs were frozen (setup, profiles, error band and code not "
-                f"checked); regenerate it: {REGENERATE}"
-            )
-            continue
-        for kind, digest in frozen_digests(info, root).items():
-            then = marks[paper].get(kind_slug(kind))
-            if then != digest:
-                problems.append(f"{paper}: {kind} changed since the runs reported here ({then} recorded, {digest} now)")
-    problems += [f"{p}: no such paper any more" for p in sorted(set(recorded) - set(known))]
-    return problems, warnings
-
-
-def stale_papers(text: str, root: Path | None = None) -> list[str]:
-    """What makes ``text`` (a RESULTS.md) out of date with the checkout: one line per paper and input, empty when
-    current (the problems of :func:`check_results`)."""
-    return check_results(text, root)[0]
