@@ -16,7 +16,7 @@ from validation_classes import CLASS_AXES, NOT_COVERED, WORKLOAD_CLASSES
 from validation_paths import DATA, ERROR_BANDS, REPO
 
 if TYPE_CHECKING:
-    from validate_emulator import Report
+    from validation_report import Report
 
 
 _BANDS_HEADER = """\

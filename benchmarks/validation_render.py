@@ -14,7 +14,7 @@ from validation_classes import CLASS_AXES
 def render(report: Any) -> str:
     """The command's text: every point in its source's fold beside its in-sample error, the folds' constants, the
     summaries per source and per class, the orderings, the bounds and the goals (``report``: a
-    :class:`validate_emulator.Report`)."""
+    :class:`validation_report.Report`)."""
     fit = {o.point["id"]: o for o in report.outcomes}
     lines = [
         "Each source predicted with every constant derived without it (leave one source out). A point's error is "

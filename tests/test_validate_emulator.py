@@ -227,8 +227,8 @@ def test_the_figure_of_merit_is_the_out_of_sample_error(report) -> None:
     summary = rep.summary()
     oos = [o.signed for o in rep.out_of_sample]
     assert len(oos) == summary["overall"]["points"] == len(rep.scored())
-    assert summary["overall"]["median"] == module._stats(oos)["median"]
-    assert summary["in_sample_fit"]["overall"]["median"] == module._stats([o.signed for o in rep.scored()])["median"]
+    assert summary["overall"]["median"] == module.stats(oos)["median"]
+    assert summary["in_sample_fit"]["overall"]["median"] == module.stats([o.signed for o in rep.scored()])["median"]
     text = module.render(rep)
     assert "without dle-txl: tau_v100_ms" in text and "without nccl: no constant comes from it" in text
     assert "in sample (fit)" in text
