@@ -44,6 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from inprocess_timing import Stamps  # noqa: E402
+
 from distrepro.config.overrides import parse_override  # noqa: E402
 from distrepro.config.run_config import load_config  # noqa: E402
 from distrepro.engine.inprocess.run import InProcessEngine  # noqa: E402
@@ -64,29 +66,13 @@ ASYNC: dict[str, tuple[str, list[str]]] = {
 }
 
 
-class _Stamps:
-    """A RunObserver stamping wall and CPU time at every progress report."""
-
-    def __init__(self) -> None:
-        self.t: list[tuple[float, float]] = []
-
-    def on_allocation(self, epoch: int, allocation: Any) -> None:
-        pass
-
-    def on_eval(self, record: Any) -> None:
-        pass
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None:
-        self.t.append((time.perf_counter(), time.process_time()))
-
-
 def run_once(path: str, overrides: list[str], batched: bool, steps: int) -> dict[str, Any]:
     """One run; its training window's wall and CPU seconds, its worker-steps, batched share and final state."""
     texts = [*overrides, f"batched_replicas={str(batched).lower()}", f"budget={{steps: {steps}}}", "eval={times: 1}"]
     texts.append("torch_threads=1")
     cfg = load_config(REPO / path, [parse_override(t) for t in texts])
     job = build_job(cfg, 0)
-    harness = InProcessEngine().harness(job, stamps := _Stamps())
+    harness = InProcessEngine().harness(job, stamps := Stamps())
     result = harness.run()
     assert result is not None
     (w0, c0), (w1, c1) = stamps.t[0], stamps.t[-1]

@@ -31,6 +31,10 @@ time instead, which a busy machine disturbs far less, at the price of measuring 
 times pieces of a worker-step alone (compute charge, ``grads_of``, the engine's and the plain loop's
 gradient averaging, a greenlet switch), to say where the engine's own per-worker-step cost goes.
 
+Its parts, each a module beside it: ``inprocess_reference.py`` (the plain-PyTorch loop) and
+``inprocess_timing.py`` (the engine's job and run, the timed window, the ABBA pairs on a quiet machine and their
+summary); this module profiles, times the components, reports and is the command.
+
 Run ``python benchmarks/inprocess_overhead.py --help``; figures and commands live in BENCHMARKS.md.
 """
 
@@ -46,7 +50,6 @@ import json
 import os
 import platform
 import pstats
-import statistics
 import sys
 import tempfile
 import time
@@ -56,20 +59,16 @@ from typing import Any
 
 import greenlet
 import torch
-import torch.nn.functional as F
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from inprocess_reference import LR, MOMENTUM, average  # noqa: E402
+from inprocess_timing import engine_run, make_job, measure  # noqa: E402
+
 from distrepro.api.tensors import grads_of  # noqa: E402
-from distrepro.config.run_config import validate_config  # noqa: E402
-from distrepro.engine.inprocess.run import InProcessEngine  # noqa: E402
-from distrepro.job.resolve import Job, build_job  # noqa: E402
-
-LR, MOMENTUM = 0.05, 0.9
-
 
 # ---------------------------------------------------------------------------- profiles
 
@@ -89,253 +88,7 @@ def write_profiles(folder: Path, ks: list[int]) -> None:
     (folder / "workloads.yaml").write_text((src / "workloads.yaml").read_text(encoding="utf-8"), encoding="utf-8")
 
 
-# ---------------------------------------------------------------------------- engine side
-
-
-class _Stamps:
-    """RunObserver that records the wall time at the end of every lockstep iteration."""
-
-    def __init__(self) -> None:
-        self.t: list[tuple[float, float]] = []
-
-    def on_allocation(self, epoch: int, allocation: Any) -> None:
-        pass
-
-    def on_eval(self, record: Any) -> None:
-        pass
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None:
-        self.t.append((time.perf_counter(), time.process_time()))
-
-
-def make_job(
-    method: str,
-    k: int,
-    batch: int,
-    steps: int,
-    image_size: int,
-    train_size: int,
-    period: int,
-    bundle: Any = None,
-    test_size: int = 512,
-) -> Job:
-    params: dict[str, Any] = {"lr": LR, "momentum": MOMENTUM}
-    if method == "local_sgd":
-        params["period"] = period
-    cfg = validate_config(
-        {
-            "name": f"bench-{method}-k{k}",
-            "method": method,
-            "method_params": params,
-            "profile": f"bench-homogeneous-{k}",
-            "dataset": {
-                "name": "synthetic",
-                "params": {"image_size": image_size, "train_size": train_size, "test_size": test_size},
-            },
-            "model": {"name": "small_cnn"},
-            "batch_size": batch,
-            "budget": {"steps": steps},
-            "eval": {"every_steps": steps + 1000},  # only the final evaluation runs (outside the timing)
-            "torch_threads": torch.get_num_threads(),
-        }
-    )
-    return build_job(cfg, 0, bundle=bundle)
-
-
-def engine_run(job: Job) -> list[tuple[float, float]]:
-    stamps = _Stamps()
-    InProcessEngine().run(job, stamps)
-    if len(stamps.t) != job.config.budget.steps:
-        raise RuntimeError(f"expected {job.config.budget.steps} progress stamps, got {len(stamps.t)}")
-    return stamps.t
-
-
-# ---------------------------------------------------------------------------- plain side
-
-
-class _Shard:
-    """Endless reshuffled batches from one worker's shard (randperm per pass, one index_select)."""
-
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, batch: int, seed: int) -> None:
-        self.x, self.y, self.idx, self.batch = x, y, idx, batch
-        self.gen = torch.Generator().manual_seed(seed)
-        self.order = self.idx[torch.randperm(len(self.idx), generator=self.gen)]
-        self.pos = 0
-
-    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.pos + self.batch > len(self.order):
-            self.order = self.idx[torch.randperm(len(self.idx), generator=self.gen)]
-            self.pos = 0
-        i = self.order[self.pos : self.pos + self.batch]
-        self.pos += self.batch
-        return self.x.index_select(0, i), self.y.index_select(0, i)
-
-
-@torch.no_grad()
-def _average(per_replica: list[list[torch.Tensor]]) -> None:
-    """Flatten every replica's tensors, take the mean over replicas, copy it back into all."""
-    flat = torch.stack([torch.cat([t.reshape(-1) for t in ts]) for ts in per_replica]).mean(0)
-    numels = [t.numel() for t in per_replica[0]]
-    for ts in per_replica:
-        for t, v in zip(ts, flat.split(numels), strict=True):
-            t.copy_(v.view_as(t))
-
-
-def plain_run(job: Job, method: str, steps: int, period: int) -> list[tuple[float, float]]:
-    k, batch = job.world_size, job.batch_sizes[0]
-    base = job.make_model()
-    models = [copy.deepcopy(base) for _ in range(k)]
-    opts = [torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM) for m in models]
-    params = [list(m.parameters()) for m in models]
-    x, y = job.bundle.train_tensors
-    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
-    shards = [_Shard(x, y, s, batch, r) for r, s in enumerate(perm.chunk(k))]
-    loss_sum = 0.0
-    stamps: list[tuple[float, float]] = []
-    for step in range(steps):
-        for r in range(k):
-            xb, yb = shards[r].next()
-            models[r].zero_grad(set_to_none=True)
-            loss = F.cross_entropy(models[r](xb), yb)
-            loss.backward()
-            loss_sum += loss.item()
-            if method == "local_sgd":
-                opts[r].step()
-        if method == "ar_sgd":
-            _average([[p.grad for p in ps] for ps in params])
-            for opt in opts:
-                opt.step()
-        elif (step + 1) % period == 0:
-            _average([[p.data for p in ps] for ps in params])
-        stamps.append((time.perf_counter(), time.process_time()))
-    return stamps
-
-
-# ---------------------------------------------------------------------------- measurement
-
-
-def _cpu_times() -> tuple[int, int] | None:
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return sum(fields), fields[3] + fields[4]  # total, idle + iowait
-
-
-def busy_fraction(interval: float = 1.0) -> float | None:
-    """Fraction of all CPUs busy over ``interval`` seconds while this process sleeps (= other load)."""
-    a = _cpu_times()
-    time.sleep(interval)
-    b = _cpu_times()
-    if a is None or b is None or b[0] == a[0]:
-        return None
-    return 1.0 - (b[1] - a[1]) / (b[0] - a[0])
-
-
-def wait_quiet(threshold: float | None, timeout: float) -> float | None:
-    """Sleep until other processes use at most ``threshold`` of the CPUs (or ``timeout`` passes)."""
-    busy = busy_fraction(0.5)
-    if threshold is None or busy is None:
-        return busy
-    start = time.perf_counter()
-    while busy > threshold and time.perf_counter() - start < timeout:
-        print(f"    waiting: other processes keep {_pct(busy)} of the CPUs busy", flush=True)
-        busy = busy_fraction(5.0)
-    return busy
-
-
-def per_step_ms(stamps: list[tuple[float, float]], warmup: int) -> tuple[float, float]:
-    """(wall, process CPU) milliseconds per step over the steps after the warm-up."""
-    n = len(stamps) - warmup
-    (w0, c0), (w1, c1) = stamps[warmup - 1], stamps[-1]
-    return (w1 - w0) / n * 1e3, (c1 - c0) / n * 1e3
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.0%}"
-
-
-def _run_variant(variant: str, job: Job, method: str, args: argparse.Namespace) -> tuple[float, float]:
-    total = job.config.budget.steps
-    stamps = engine_run(job) if variant == "engine" else plain_run(job, method, total, args.period)
-    return per_step_ms(stamps, args.warmup)
-
-
-def measure(method: str, k: int, args: argparse.Namespace, image_size: int, bundles: dict[int, Any]) -> dict[str, Any]:
-    steps = args.k_steps.get(k, args.steps)
-    bundle = bundles.get(image_size)
-    job = make_job(method, k, args.batch, steps + args.warmup, image_size, args.train_size, args.period, bundle)
-    bundles[image_size] = job.bundle
-    # an untimed short run of each variant first (allocator, OpenMP pool, first touch of pages)
-    short = make_job(
-        method, k, args.batch, args.warmup + args.period, image_size, args.train_size, args.period, job.bundle
-    )
-    _run_variant("engine", short, method, args)
-    _run_variant("plain", short, method, args)
-    threads = torch.get_num_threads()
-    min_ratio = args.min_cpu_share * min(threads, os.cpu_count() or threads) if args.metric == "wall" else 0.0
-    kept: dict[str, list[tuple[float, float]]] = {"engine": [], "plain": []}
-    dropped: list[dict[str, Any]] = []
-    busy_before: list[float | None] = []
-    rep = 0
-    while len(kept["engine"]) < args.reps:
-        busy = wait_quiet(args.quiet, args.quiet_timeout)
-        order = ("engine", "plain") if rep % 2 == 0 else ("plain", "engine")
-        rep += 1
-        pair = {v: _run_variant(v, job, method, args) for v in order}
-        ok = all(cpu / wall >= min_ratio for wall, cpu in pair.values())
-        (ew, ec), (pw, pc) = pair["engine"], pair["plain"]
-        line = (
-            f"  {method} K={k} {image_size}px pair {rep}: wall engine {ew:.1f} / plain {pw:.1f} ms/step, "
-            f"CPU engine {ec:.1f} / plain {pc:.1f} ms/step (CPU/wall {ec / ew:.2f} / {pc / pw:.2f}, "
-            f"other load before {_pct(busy)})"
-        )
-        if ok:
-            busy_before.append(busy)
-            for v in order:
-                kept[v].append(pair[v])
-        else:
-            dropped.append({"engine": pair["engine"], "plain": pair["plain"], "other_busy_before": busy})
-            line += " DROPPED: process did not get its CPUs"
-            if len(dropped) > args.max_dropped:
-                raise SystemExit(f"too many disturbed pairs ({len(dropped)}); the machine is busy, try later")
-        print(line, flush=True)
-    samples = k * args.batch
-    row: dict[str, Any] = {
-        "method": method,
-        "k": k,
-        "image_size": image_size,
-        "batch": args.batch,
-        "timed_steps": steps,
-        "warmup_steps": args.warmup,
-        "other_busy_before_pair": busy_before,
-        "dropped_pairs": dropped,
-    }
-    for metric, index in (("wall", 0), ("cpu", 1)):
-        row[metric] = _summary([e[index] for e in kept["engine"]], [p[index] for p in kept["plain"]], k, samples)
-    return row
-
-
-def _summary(eng: list[float], pln: list[float], k: int, samples: int) -> dict[str, Any]:
-    """Medians, per-pair overheads and per-worker costs of one metric (ms per step)."""
-    overheads = [(e / p - 1) * 100 for e, p in zip(eng, pln, strict=True)]
-    e_med, p_med = statistics.median(eng), statistics.median(pln)
-    return {
-        "engine_ms": eng,
-        "plain_ms": pln,
-        "engine_ms_median": e_med,
-        "plain_ms_median": p_med,
-        "overhead_pct": overheads,
-        "overhead_pct_median": statistics.median(overheads),
-        "overhead_pct_min": min(overheads),
-        "overhead_pct_max": max(overheads),
-        "overhead_pct_of_medians": (e_med / p_med - 1) * 100,
-        "engine_samples_per_s": samples / e_med * 1e3,
-        "plain_samples_per_s": samples / p_med * 1e3,
-        "engine_ms_per_worker_step": e_med / k,
-        "plain_ms_per_worker_step": p_med / k,
-        "engine_extra_ms_per_worker_step": (e_med - p_med) / k,
-    }
+# ---------------------------------------------------------------------------- where the cost goes
 
 
 def profile_engine(method: str, k: int, args: argparse.Namespace, image_size: int, top: int) -> str:
@@ -379,7 +132,7 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
     out: dict[str, float | None] = {
         "compute_charge_us": best_us(lambda: job.compute_seconds(k - 1, args.batch, 7, 1.0), 2000),
         "grads_of_us": best_us(lambda: grads_of(models[0]), 2000),
-        "plain_average_us_per_worker": best_us(lambda: _average(grads), 50) / k,
+        "plain_average_us_per_worker": best_us(lambda: average(grads), 50) / k,
     }
     # the engine's collective arithmetic, called directly (private API: skipped if it changed)
     try:
@@ -417,9 +170,12 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
 
 
 def code_fingerprint() -> str:
-    """sha256 over the Python sources of distrepro/, methods/ and this script: which engine was timed."""
+    """sha256 over the Python sources of distrepro/, methods/ and this script with its two modules: which engine
+    was timed, against which reference loop."""
     h = hashlib.sha256()
-    files = sorted([*REPO.glob("distrepro/**/*.py"), *REPO.glob("methods/**/*.py"), Path(__file__).resolve()])
+    here = Path(__file__).resolve()
+    parts = [here, here.with_name("inprocess_reference.py"), here.with_name("inprocess_timing.py")]
+    files = sorted([*REPO.glob("distrepro/**/*.py"), *REPO.glob("methods/**/*.py"), *parts])
     for f in files:
         h.update(str(f.relative_to(REPO)).encode())
         h.update(f.read_bytes())
