@@ -141,8 +141,8 @@ def components(k: int, args: argparse.Namespace, image_size: int) -> dict[str, f
         class _Fabric:
             cost = job.cost
 
-            def charged(self, nbytes: float) -> float:
-                return nbytes
+            def charged(self, nbytes: float, bucket: Any = None, extra: float = 0.0) -> float:
+                return nbytes + extra  # the payload as it is: no emulated bucket, no workload scaling
 
         arrivals = {r: ic._Arrival(0.0, grads[r], float(args.batch), None) for r in range(k)}
         ranks = tuple(range(k))
