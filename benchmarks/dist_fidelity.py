@@ -22,7 +22,6 @@ Run ``python benchmarks/dist_fidelity.py --help``; figures and commands live in 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import platform
@@ -32,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from result_json import write_results
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -295,28 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     print(report(runs))
     import torch
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "dist_fidelity",
-                "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "machine": {
-                    "python": platform.python_version(),
-                    "torch": torch.__version__,
-                    "cpus": os.cpu_count(),
-                    "backend": "gloo",
-                },
-                "settings": vars(args),
-                "runs": runs,
-                "total_s": time.monotonic() - t_start,
-            },
-            indent=1,
-        )
-    )
-    print(f"\nwrote {out}", file=sys.stderr)
+    machine = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "backend": "gloo",
+    }
+    write_results(args.out, "dist_fidelity", machine, vars(args), {"runs": runs}, t_start)
     return 0
 
 

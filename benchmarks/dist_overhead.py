@@ -38,20 +38,12 @@ Run ``python benchmarks/dist_overhead.py --help``; figures and commands live in 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
-import cProfile
-import datetime as dt
-import io
 import itertools
-import json
 import os
 import platform
-import pstats
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +51,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# its parts, each a module beside it: the rank processes of a run (and the --worker mode), the --packing timing,
+# and the results file it shares with dist_fidelity.py; this module sets up, computes the statistics and reports
+from dist_overhead_packing import packing_micro
+from dist_overhead_ranks import make_config, run_distrepro, run_plain, worker_main
+from result_json import write_json, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -83,160 +81,7 @@ def write_profiles(folder: Path, worlds: list[int]) -> None:
     (folder / "workloads.yaml").write_text((src / "workloads.yaml").read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def make_config(args: argparse.Namespace, world: int, steps: int) -> dict[str, Any]:
-    return {
-        "name": f"dist-overhead-{world}",
-        "method": "ar_sgd",
-        "method_params": {"lr": 0.05, "momentum": 0.9, "weighting": args.weighting} | overlap_param(args),
-        "profile": f"bench-homogeneous-{world}",
-        "dataset": {"name": "synthetic", "params": {"image_size": args.image_size, "train_size": args.train_size}},
-        "model": {"name": args.model},
-        "batch_size": args.batch_size,
-        "budget": {"steps": steps},
-        "eval": {"times": 1},  # only the final evaluation (eval points at the budget are skipped)
-        "engine": "dist",
-        "dist": {"threads_per_rank": args.threads, "timeout_s": 120},
-        "seeds": [0],
-    }
-
-
-def overlap_param(args: argparse.Namespace) -> dict[str, bool]:
-    """``overlap`` only when pinned: by default the method's own default applies (what users run)."""
-    return {} if args.overlap == "default" else {"overlap": args.overlap == "on"}
-
-
-def rank_env(world: int) -> dict[str, str]:
-    """The environment ``DistEngine`` gives its ranks (OMP threads = cores / world, at least 1)."""
-    return {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // world))}
-
-
-# ---------------------------------------------------------------------------- worker mode
-
-
-class StampObserver:
-    """Rank 0's observer: a perf_counter stamp per lockstep iteration."""
-
-    def __init__(self) -> None:
-        self.stamps: list[float] = []
-        self.cpu: list[float] = []
-
-    def on_allocation(self, epoch: int, allocation: Any) -> None:
-        pass
-
-    def on_eval(self, record: Any) -> None:
-        pass
-
-    def on_progress(self, fraction: float, emulated_s: float) -> None:
-        self.stamps.append(time.perf_counter())
-        self.cpu.append(time.process_time())
-
-
-def worker_main(args: argparse.Namespace) -> int:
-    """One rank, as ``distrepro.engine.multiprocess.worker.main`` does it, with a stamping observer on rank 0."""
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    from distrepro.api.overlap import buckets
-    from distrepro.config.run_config import validate_config
-    from distrepro.engine.multiprocess.pinning import pin_worker
-    from distrepro.engine.multiprocess.run import DistRun, store_of_default_group
-    from distrepro.engine.multiprocess.worker import choose_backend
-    from distrepro.job.resolve import build_job
-
-    spec = json.loads(Path(args.job).read_text())
-    cfg = validate_config(spec["config"])
-    job = build_job(cfg, int(spec["seed"]))
-    method_params = job.params.model_dump(mode="json")
-    n_buckets = len(buckets(job.make_model(), job.bytes_scale)) if method_params.get("overlap") else 1
-    rank, world = args.rank, args.world_size
-    note = pin_worker(job, rank, rank, world)
-    backend = choose_backend(cfg.dist.backend, False)
-    dist.init_process_group(
-        backend,
-        init_method=args.init,
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=cfg.dist.startup_timeout_s),
-    )
-    observer = StampObserver()  # on every rank: DistRun calls on_progress on each after every iteration
-    run = DistRun(job, rank, store_of_default_group(), observer)
-    prof = cProfile.Profile() if (args.cprofile and rank == 0) else None
-    if prof is not None:
-        prof.enable()
-    run.run()
-    if prof is not None:
-        prof.disable()
-    out: dict[str, Any] = {
-        "variant": "distrepro",
-        "rank": rank,
-        "world_size": world,
-        "pinning": note,
-        "method_params": method_params,
-        "buckets": n_buckets,
-        "stamps": observer.stamps,
-        "cpu": observer.cpu,
-    }
-    if prof is not None:
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(45)
-        out["cprofile"] = buf.getvalue()
-    Path(args.stamps_out.replace("{rank}", str(rank))).write_text(json.dumps(out))
-    dist.destroy_process_group()
-    return 0
-
-
-# ---------------------------------------------------------------------------- launching
-
-
-def _run_ranks(cmds: list[list[str]], env: dict[str, str], timeout_s: float) -> None:
-    procs = [subprocess.Popen(c, env=env, start_new_session=True, cwd=REPO) for c in cmds]
-    try:
-        deadline = time.monotonic() + timeout_s
-        for p in procs:
-            rc = p.wait(timeout=max(1.0, deadline - time.monotonic()))
-            if rc != 0:
-                raise RuntimeError(f"rank process {p.args} exited with {rc}")
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-
-
-def run_distrepro(args: argparse.Namespace, world: int, steps: int, cprofile: bool = False) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="dist-overhead-") as tmp:
-        folder = Path(tmp)
-        job_file = folder / "job.json"
-        job_file.write_text(json.dumps({"config": make_config(args, world, steps), "seed": 0}))
-        stamps = str(folder / "stamps.{rank}.json")
-        init = f"file://{folder / 'rendezvous'}"
-        base = [sys.executable, str(Path(__file__).resolve()), "--worker", "--job", str(job_file)]
-        base += ["--stamps-out", stamps, "--init", init, "--world-size", str(world)]
-        if cprofile:
-            base.append("--cprofile")
-        _run_ranks([[*base, "--rank", str(r)] for r in range(world)], rank_env(world), args.timeout)
-        return read_ranks(stamps, world)
-
-
-def run_plain(args: argparse.Namespace, world: int, steps: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="plain-ddp-") as tmp:
-        folder = Path(tmp)
-        stamps = str(folder / "stamps.{rank}.json")
-        init = f"file://{folder / 'rendezvous'}"
-        base = [sys.executable, str(REPO / "benchmarks" / "plain_ddp.py"), "--steps", str(steps)]
-        base += ["--batch-size", str(args.batch_size), "--threads", str(args.threads), "--out", stamps]
-        base += ["--image-size", str(args.image_size), "--train-size", str(args.train_size), "--model", args.model]
-        base += ["--profile", f"bench-homogeneous-{world}", "--init", init, "--world-size", str(world)]
-        _run_ranks([[*base, "--rank", str(r)] for r in range(world)], rank_env(world), args.timeout)
-        return read_ranks(stamps, world)
-
-
-def read_ranks(template: str, world: int) -> dict[str, Any]:
-    """Rank 0's record, with every rank's CPU stamps under ``cpu_by_rank``."""
-    recs = [json.loads(Path(template.replace("{rank}", str(r))).read_text()) for r in range(world)]
-    return {**recs[0], "cpu_by_rank": [r["cpu"] for r in recs]}
+# ---------------------------------------------------------------------------- end-to-end cross-check (--e2e)
 
 
 def run_e2e(args: argparse.Namespace, world: int, steps: int) -> float:
@@ -247,69 +92,6 @@ def run_e2e(args: argparse.Namespace, world: int, steps: int) -> float:
 
     job = build_job(validate_config(make_config(args, world, steps)), 0)
     return DistEngine().run_cell(job, None).wall_s
-
-
-def packing_micro(models: list[str], image_size: int) -> list[dict[str, Any]]:
-    """Per-call cost of distrepro's gradient collective vs a bucket copy, in one process (gloo world of 1).
-
-    With one rank the all-reduce itself costs nothing, so what is left is the Python and memory work
-    around it: DistComm's packing (concatenations, clock slots, unpacking, copies back) against copying
-    the gradients into one bucket and back, which is what DDP does without ``gradient_as_bucket_view``.
-    """
-    import torch
-    import torch.distributed as dist
-    import torch.nn.functional as F
-
-    from distrepro.config.run_config import validate_config
-    from distrepro.engine.clock import VirtualClock
-    from distrepro.engine.multiprocess.comm import DistComm
-    from distrepro.job.resolve import build_job
-
-    torch.set_num_threads(1)
-    tmp = tempfile.mkdtemp(prefix="dist-overhead-micro-")
-    dist.init_process_group("gloo", init_method=f"file://{tmp}/rdzv", rank=0, world_size=1)
-    rows = []
-    try:
-        for name in models:
-            cfg = {"method": "ar_sgd", "profile": "bench-homogeneous-2", "model": {"name": name}}
-            cfg["dataset"] = {"name": "synthetic", "params": {"image_size": image_size}}
-            job = build_job(validate_config(cfg), 0)
-            model = job.make_model()
-            x, y = job.bundle.tensors("train")
-            F.cross_entropy(model(x[:32]), y[:32]).backward()
-            grads = [p.grad for p in model.parameters()]
-            comm = DistComm(0, 1, VirtualClock(0, 0), job.cost, 1.0)
-            n = 1000 if sum(g.numel() for g in grads) < 1_000_000 else 30
-
-            def timed(fn: Any, n: int = n) -> float:
-                for _ in range(5):
-                    fn()
-                ts = []
-                for _ in range(n):
-                    t = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t)
-                return 1e3 * statistics.median(ts)
-
-            def bucket(grads: list[Any] = grads) -> None:
-                flat = torch.cat([g.reshape(-1) for g in grads])
-                dist.all_reduce(flat)
-                for g, v in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
-                    g.copy_(v.view_as(g))
-
-            rows.append(
-                {
-                    "model": name,
-                    "gradient_mb": sum(g.numel() for g in grads) * 4 / 1e6,
-                    "bucket_ms": timed(bucket),
-                    "mean_ms": timed(lambda grads=grads, comm=comm: comm.all_reduce_coalesced(grads, op="mean")),
-                    "weighted_ms": timed(lambda grads=grads, comm=comm: comm.weighted_average(grads, weight=32)),
-                    "charge_ms": timed(lambda job=job: job.compute_seconds(0, 32, 5, 1.0)),
-                }
-            )
-    finally:
-        dist.destroy_process_group()
-    return rows
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -428,11 +210,7 @@ def measure(args: argparse.Namespace) -> int:
                 ],
             )
         )
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps({"benchmark": "dist_overhead --packing", "machine": machine(), "rows": rows}, indent=1)
-        )
+        write_json(args.out, {"benchmark": "dist_overhead --packing", "machine": machine(), "rows": rows})
         return 0
     runs: list[dict[str, Any]] = []
     t_start = time.monotonic()
@@ -558,30 +336,14 @@ def measure(args: argparse.Namespace) -> int:
         )
     for world, txt in profiles_txt.items():
         print(f"\n### cProfile of rank 0, {world} ranks (cumulative)\n\n```\n{txt}\n```")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "dist_overhead",
-                "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "machine": machine(),
-                "settings": {
-                    k: v
-                    for k, v in vars(args).items()
-                    if k not in ("worker", "job", "stamps_out", "rank", "world_size", "init")
-                },
-                "runs": runs,
-                "summary": summary,
-                "e2e": e2e,
-                "cprofile": profiles_txt,
-                "total_s": time.monotonic() - t_start,
-            },
-            indent=1,
-        )
+    write_results(
+        args.out,
+        "dist_overhead",
+        machine(),
+        {k: v for k, v in vars(args).items() if k not in ("worker", "job", "stamps_out", "rank", "world_size", "init")},
+        {"runs": runs, "summary": summary, "e2e": e2e, "cprofile": profiles_txt},
+        t_start,
     )
-    print(f"\nwrote {out}", file=sys.stderr)
     return 0
 
 
