@@ -21,6 +21,10 @@ intra-node (loopback) bandwidth is an estimate [E] that matters little at these 
 shaped measurement. Needs root and network namespaces (``shaped_net.unavailable_reason``); ``netem`` delay is
 used only with ``--delay-ms`` and only where the kernel has it (reported in the output either way).
 
+Its parts, each a module beside it: ``shaped_cases.py`` (the cases and the emulator's prediction for each, which
+need no root), ``shaped_ranks.py`` (the ranks in their namespaces: the timed collectives and what starts and stops
+ranks); this module runs the AR-SGD training runs, compares and reports, and is the command.
+
 Run ``sudo python benchmarks/shaped_links.py --help``; figures and commands live in BENCHMARKS.md.
 """
 
@@ -31,13 +35,11 @@ import datetime as dt
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,267 +50,27 @@ for _path in (str(REPO), str(HERE)):
         sys.path.insert(0, _path)
 
 import shaped_net  # noqa: E402  (a sibling script, found through the path set above)
+from shaped_cases import GOODPUT, LOOPBACK_GBYTES_PER_S, Case, Op, cases, emulated_profile, predict  # noqa: E402
+from shaped_ranks import MAX_RANKS, WORKER_TIMEOUT_S, kill_left, rank_env, run_case, worker  # noqa: E402
 
 OUT_DIR = REPO / "benchmarks" / "out"
-#: TCP payload per full Ethernet frame: MSS 1448 (1500 MTU - 20 IP - 20 TCP - 12 timestamp option) in 1514 bytes
-GOODPUT = 1448 / 1514
-#: loopback bandwidth inside one namespace (the intra-node link) [E]: memcpy-bound TCP on a shared 2-core VM
-LOOPBACK_GBYTES_PER_S = 2.0
-MAX_RANKS = 8
-WORKER_TIMEOUT_S = 300
-
-
-@dataclass(frozen=True)
-class Op:
-    """One timed operation: ``all_reduce`` over every rank, concurrent ``pairs`` exchanging ``nbytes`` each way, or
-    ``send``: the first rank of each pair sends ``nbytes`` to the second (one direction only).
-
-    ``recv_first``: a pair's ``batch_isend_irecv`` lists its receive before its send, as the engine's
-    ``Comm.exchange`` does (``distrepro/engine/multiprocess/peer.py``, *receive_first_swap*: gloo moves a payload
-    only after the peer's "ready to receive" notice, which it queues behind what the rank already queued, so posted
-    send first the two directions take turns). False: the order the engine used before, for the comparison."""
-
-    name: str
-    kind: str
-    nbytes: int
-    pairs: tuple[tuple[int, int], ...] = ()
-    recv_first: bool = True
-
-
-@dataclass(frozen=True)
-class Case:
-    """A node layout (ranks per node, ranks numbered node by node) and the operations run on it."""
-
-    layout: tuple[int, ...]
-    ops: tuple[Op, ...]
-
-    @property
-    def world(self) -> int:
-        return sum(self.layout)
-
-    def node_of(self, rank: int) -> int:
-        edge = 0
-        for node, count in enumerate(self.layout):
-            edge += count
-            if rank < edge:
-                return node
-        raise ValueError(f"rank {rank} outside layout {self.layout}")
-
-
-def cases(nbytes: int, quick: bool = False, swaps_only: bool = False) -> list[Case]:
-    """The benchmark's cases; ``quick``: one two-node ring, for the test suite; ``swaps_only``: the pair
-    exchanges alone, each also with the send posted first (:class:`Op`)."""
-    if quick:
-        return [Case((1, 1), (Op("ring p=2", "all_reduce", nbytes),))]
-    if swaps_only:
-        swaps = []
-        for case in cases(nbytes):
-            ops = [op for op in case.ops if op.kind == "pairs"]
-            ops += [Op(f"{op.name}, send first", op.kind, op.nbytes, op.pairs, False) for op in ops]
-            swaps.append(Case(case.layout, tuple(ops)))
-        return swaps
-    pairs4 = ((0, 1), (2, 3))
-    pairs8 = ((0, 1), (2, 3), (4, 5), (6, 7))
-    return [
-        Case(
-            (1, 1),
-            (
-                Op("ring p=2", "all_reduce", nbytes),
-                Op("one-way send", "send", nbytes, ((0, 1),)),
-                Op("shared NIC m=1", "pairs", nbytes, ((0, 1),)),
-            ),
-        ),
-        Case((1,) * 4, (Op("ring p=4", "all_reduce", nbytes), Op("gossip pairs p=4", "pairs", nbytes, pairs4))),
-        Case((1,) * 8, (Op("ring p=8", "all_reduce", nbytes), Op("gossip pairs p=8", "pairs", nbytes, pairs8))),
-        Case(
-            (2, 2),
-            (
-                Op("hierarchical 2x2 all-reduce", "all_reduce", nbytes),
-                Op("shared NIC m=2", "pairs", nbytes, ((0, 2), (1, 3))),
-            ),
-        ),
-        Case(
-            (4, 4),
-            (
-                Op("hierarchical 2x4 all-reduce", "all_reduce", nbytes),
-                Op("shared NIC m=4", "pairs", nbytes, ((0, 4), (1, 5), (2, 6), (3, 7))),
-            ),
-        ),
-    ]
-
-
-# ---------------------------------------------------------------------- the emulator's side
-
-
-def emulated_profile(layout: tuple[int, ...], rate_mbit: float | None, latency_s: float) -> Any:
-    """A profile of the shaped network: one node per namespace, its NIC at the htb rate's TCP goodput."""
-    from distrepro.hardware.profiles import HardwareProfile
-
-    unshaped = rate_mbit is None
-    nic_gbytes = LOOPBACK_GBYTES_PER_S if unshaped else rate_mbit * 1e6 / 8 * GOODPUT / 1e9
-    nic = {
-        "latency_us": latency_s * 1e6,
-        "bandwidth_gbytes_per_s": nic_gbytes,
-        "source": "[D] htb rate x 1448/1514 TCP goodput; [L] latency: 8-byte gloo all-reduce between two namespaces",
-    }
-    nodes = [
-        {
-            "name": f"ns{i}",
-            "nic": nic,
-            "devices": [
-                {
-                    "name": "cpu-rank",
-                    "kind": "cpu",
-                    "count": count,
-                    "memory_gib": 1,
-                    "effective_flops_per_s": 1e9,
-                    "source": "[L] a gloo rank in a network namespace",
-                }
-            ],
-        }
-        for i, count in enumerate(layout)
-    ]
-    return HardwareProfile.model_validate(
-        {
-            "schema_version": 2,
-            "name": "shaped-links",
-            "description": "namespaces on a bridge, htb-shaped veths (benchmarks/shaped_links.py)",
-            "nodes": nodes,
-            "network": {
-                "intra_node": {
-                    "latency_us": latency_s * 1e6,
-                    "bandwidth_gbytes_per_s": LOOPBACK_GBYTES_PER_S,
-                    "source": "[E] loopback TCP inside one namespace",
-                },
-                "inter_node": nic,
-            },
-            "collective_algorithm": "ring",
-        }
-    )
-
-
-def predict(case: Case, op: Op, rate_mbit: float | None, latency_s: float, algorithm: str = "ring") -> float:
-    """The emulator's seconds for ``op`` on ``case``'s layout at ``rate_mbit`` (noise-free)."""
-    from distrepro.timing.network import Paths, simulate
-    from distrepro.timing.timemodel import CommCostModel
-
-    profile = emulated_profile(case.layout, rate_mbit, latency_s)
-    if op.kind == "all_reduce":
-        ranks = range(case.world)
-        return CommCostModel(profile).collective("all_reduce", ranks, op.nbytes, algorithm=algorithm).seconds
-    if op.kind == "send":  # one message each way of a pair: α + S/B (Hockney)
-        return max(CommCostModel(profile).p2p(a, b, op.nbytes) for a, b in op.pairs)
-    paths = Paths(profile)
-    cost = CommCostModel(profile)
-    flows = []
-    for a, b in op.pairs:
-        # a swap as the in-process engine runs it: S each way over both directions of the pair's path at once
-        cap, uses = paths.of(((a, b), (b, a)))
-        data_s = cost.exchange(a, b, op.nbytes) - profile.link(a, b).latency_s
-        flows.append((0.0, data_s * cap, cap, uses))
-    ends = simulate(flows, paths.capacity)
-    return max(ends) + max(profile.link(a, b).latency_s for a, b in op.pairs)
-
-
-# ---------------------------------------------------------------------- the measured side (ranks)
-
-
-def worker(spec_path: str) -> int:
-    """One rank: join the gloo group through the file store, time every op, rank 0 writes the results."""
-    import torch
-    import torch.distributed as dist
-
-    spec = json.loads(Path(spec_path).read_text())
-    rank, world = int(os.environ["DISTREPRO_SHAPED_RANK"]), int(spec["world"])
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=spec["init"], rank=rank, world_size=world)
-    results = []
-    for op in spec["ops"]:
-        buf = torch.ones(op["nbytes"] // 4)
-        recv = torch.empty_like(buf)
-        partner = next((b if a == rank else a for a, b in op["pairs"] if rank in (a, b)), None)
-        walls, cpus = [], []
-        for rep in range(spec["warmup"] + spec["reps"]):
-            dist.barrier()
-            w0, c0 = time.perf_counter(), time.process_time()
-            if op["kind"] == "all_reduce":
-                dist.all_reduce(buf)
-            elif op["kind"] == "send" and partner is not None:  # the first of each pair sends, the second receives
-                if rank == op["pairs"][0][0]:
-                    dist.send(buf, partner)
-                else:
-                    dist.recv(recv, partner)
-            elif partner is not None:  # a swap, as the engine's Comm.exchange issues it (receive first) or not
-                swap = [dist.P2POp(dist.irecv, recv, partner), dist.P2POp(dist.isend, buf, partner)]
-                for req in dist.batch_isend_irecv(swap if op["recv_first"] else swap[::-1]):
-                    req.wait()
-            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            stats = torch.tensor([wall, cpu], dtype=torch.float64)
-            slowest = stats.clone()
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            dist.all_reduce(stats, op=dist.ReduceOp.SUM)
-            if rep >= spec["warmup"]:
-                walls.append(float(slowest[0]))
-                cpus.append(float(stats[1]))
-        results.append({"name": op["name"], "wall_s": walls, "cpu_s_all_ranks": cpus})
-    if rank == 0:
-        Path(spec["out"]).write_text(json.dumps(results))
-    dist.barrier()
-    dist.destroy_process_group()
-    return 0
-
-
-def run_case(
-    case: Case, rate_mbit: float | None, reps: int, warmup: int, cpu_quota: float | None = None, delay_ms: float = 0.0
-) -> list[dict[str, Any]]:
-    """Start the case's ranks in their namespaces, wait (bounded), return rank 0's per-op results."""
-    if not 2 <= case.world <= MAX_RANKS:
-        raise ValueError(f"a case has 2..{MAX_RANKS} ranks, got {case.world}")
-    with (
-        tempfile.TemporaryDirectory(prefix="distrepro-shaped-") as tmp,
-        shaped_net.ShapedNetwork(len(case.layout), rate_mbit, delay_ms=delay_ms, cpu_quota=cpu_quota) as net,
-    ):
-        spec = {
-            "world": case.world,
-            "init": f"file://{tmp}/rendezvous",
-            "out": f"{tmp}/result.json",
-            "warmup": warmup,
-            "reps": reps,
-            "ops": [
-                {"name": o.name, "kind": o.kind, "nbytes": o.nbytes, "pairs": o.pairs, "recv_first": o.recv_first}
-                for o in case.ops
-            ],
-        }
-        spec_file = Path(tmp) / "spec.json"
-        spec_file.write_text(json.dumps(spec))
-        env = {
-            **os.environ,
-            "GLOO_SOCKET_IFNAME": shaped_net.NODE_IFNAME,
-            "OMP_NUM_THREADS": "1",
-            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        }
-        procs: list[subprocess.Popen[bytes]] = []
-        try:
-            for rank in range(case.world):
-                argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(spec_file)]
-                procs.append(
-                    subprocess.Popen(
-                        net.command(case.node_of(rank), rank, argv),
-                        env={**env, "DISTREPRO_SHAPED_RANK": str(rank)},
-                        start_new_session=True,
-                    )
-                )
-            deadline = time.monotonic() + WORKER_TIMEOUT_S
-            for proc in procs:
-                code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-                if code != 0:
-                    raise RuntimeError(f"a rank of layout {case.layout} exited with status {code}")
-        finally:
-            for proc in procs:  # only the processes started here, each by its own session id
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=30)
-        return json.loads(Path(spec["out"]).read_text())
+#: what the tests and callers reach through this module (the cases and the ranks live in its sibling modules)
+__all__ = [
+    "GOODPUT",
+    "LOOPBACK_GBYTES_PER_S",
+    "MAX_RANKS",
+    "WORKER_TIMEOUT_S",
+    "Case",
+    "Op",
+    "cases",
+    "emulated_profile",
+    "main",
+    "predict",
+    "render",
+    "run_case",
+    "training_rows",
+    "worker",
+]
 
 
 # ---------------------------------------------------------------------- short training runs (--engine dist)
@@ -379,12 +141,7 @@ def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: fl
         job = {"config": cfg.model_dump(mode="json"), "seed": 0, "source": None, "run_id": None,
                "tracking_uri": None, "checkpoint_dir": None, "resume_from": None}  # fmt: skip
         (out / "job.json").write_text(json.dumps(job))
-        env = {
-            **os.environ,
-            "GLOO_SOCKET_IFNAME": shaped_net.NODE_IFNAME,
-            "OMP_NUM_THREADS": "1",
-            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        }
+        env = rank_env()
         argv = [sys.executable, "-m", WORKER_MODULE, "--job", str(out / "job.json"), "--out", str(out)]
         procs: list[subprocess.Popen[bytes]] = []
         cpu0 = os.times()
@@ -399,10 +156,7 @@ def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: fl
                 if proc.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
                     raise RuntimeError(f"a training rank of layout {layout} failed")
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=30)
+            kill_left(procs)
         cpu1 = os.times()
         result = pickle.loads((out / "result.pkl").read_bytes())
         return {
