@@ -32,6 +32,14 @@ def _said() -> None:
     _last_line = time.monotonic()
 
 
+def _print_line(text: str, stream: Any) -> None:
+    """``text`` and its newline in one ``write``: ``print`` writes them in two, and a line another thread writes
+    in between (the heartbeat's thread beside the command's) would end up inside this one, with an empty line
+    after it; then a reader of the log, or a test's filter of heartbeat lines, sees a line that is neither."""
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def clock_text(seconds: float) -> str:
     """``1m02s``: time spent, as the heartbeat lines print it."""
     s = int(seconds)
@@ -84,7 +92,7 @@ def heartbeat(
                 text = status()
                 if text:
                     out = stream or sys.stderr
-                    print(f"[alive {clock_text(time.monotonic() - start)}] {text}", file=out, flush=True)
+                    _print_line(f"[alive {clock_text(time.monotonic() - start)}] {text}", out)
                     _said()
             except Exception:  # a closed stream must not kill the run
                 return
@@ -195,7 +203,7 @@ class Steps:
             spent = int(self.clock() - self.started)
             stamp = f"{spent // 3600}:{spent // 60 % 60:02d}:{spent % 60:02d}"
             head = f"[{self.label} {stamp}]" if self.label else f"[{stamp}]"
-            print(f"{head} {text}", file=self.stream or sys.stderr, flush=True)
+            _print_line(f"{head} {text}", self.stream or sys.stderr)
             _said()
 
 

@@ -146,3 +146,26 @@ def test_a_watch_right_after_another_continues_its_silence(monkeypatch: pytest.M
     with watched(Steps("x")):
         pass
     assert handed[0] == recent and handed[1] is not None and handed[1] > long_ago + 3600.0
+
+
+class WriteCalls(io.StringIO):
+    """A stream that keeps each ``write`` call's text apart: what another thread could slip a line between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_each_line_is_one_write_so_another_threads_line_cannot_land_inside_it() -> None:
+    """``print`` writes a line's text and its newline in two calls; the command's own line written between them
+    (an error, a step announced while the heartbeat's thread prints) would sit inside a heartbeat line."""
+    beats, steps_out = WriteCalls(), WriteCalls()
+    with heartbeat(lambda: "arm/s0", enabled=True, every_s=0.01, stream=beats):
+        time.sleep(0.1)
+    Steps("report for x", ("judging",), announce=True, stream=steps_out, clock=FakeClock()).enter("judging")
+    assert beats.calls and all(c.startswith("[alive ") and c.endswith("\n") for c in beats.calls), beats.calls
+    assert steps_out.calls == ["[report for x 0:00:00] step 1 of 1, judging\n"]
