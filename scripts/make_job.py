@@ -72,12 +72,12 @@ def checkpoint_dir(job: Any, run_id: str | None, output: Path) -> str | None:
 def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tuple[str, str]:
     """An MLflow run for the job, tagged and parametrised like a ``distrepro run`` cell; left RUNNING."""
     from distrepro.orchestration.campaign import run_tags
+    from distrepro.tracking.campaign_run import provenance_tags
     from distrepro.tracking.mlflow_client import (
-        _default_artifact_location,
+        default_artifact_location,
         ensure_experiment,
         experiment_name,
         make_client,
-        provenance_tags,
         resolve_tracking_uri,
     )
     from distrepro.tracking.runlog import RunLogger, flatten_params
@@ -86,7 +86,7 @@ def create_run(spec: dict[str, Any], job: Any, tracking_uri: str | None) -> tupl
     client = make_client(uri)
     cfg = job.config
     experiment = experiment_name(cfg.paper)
-    exp_id = ensure_experiment(client, experiment, _default_artifact_location(uri, experiment))
+    exp_id = ensure_experiment(client, experiment, default_artifact_location(uri, experiment))
     run = client.create_run(exp_id, run_name=f"{cfg.method}-{job.profile.name}-s{job.seed}")
     logger = RunLogger(client, run.info.run_id)
     logger.set_tags({**provenance_tags(REPO), **run_tags(job, "dist"), "distrepro.launch": "make_job.py"})

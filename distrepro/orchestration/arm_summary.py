@@ -86,7 +86,7 @@ CHILD_DESCRIPTION = (
 
 def log_arm_summary(campaign: Any) -> dict[str, float]:
     """Aggregate the finished child runs of ``campaign`` (a started
-    :class:`distrepro.tracking.mlflow_client.Campaign`; resumed seeds included: they are read back from the store)
+    :class:`distrepro.tracking.campaign_run.Campaign`; resumed seeds included: they are read back from the store)
     onto its parent run; returns what was logged."""
     done = [r.data.metrics for r in campaign.children() if r.info.status == "FINISHED"]
     summary = aggregate(done)

@@ -37,10 +37,10 @@ from distrepro.orchestration.machine_memory import check_memory
 from distrepro.orchestration.progress import ProgressObserver, progress_bars, wants_bars
 from distrepro.orchestration.resume import ResumePlan, ResumeTarget, SeedPlan, check_campaign, plan_seeds
 from distrepro.tracking.campaign_lock import CampaignLock
+from distrepro.tracking.campaign_run import Campaign
 from distrepro.tracking.mlflow_client import (
     DESCRIPTION_TAG,
     REPRODUCTION_TAG,
-    Campaign,
     experiment_name,
     make_client,
     resolve_tracking_uri,

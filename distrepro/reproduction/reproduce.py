@@ -37,7 +37,7 @@ from distrepro.reproduction.selection import ArmConfig, arm_configs, choose_arms
 from distrepro.reproduction.training import check_devices, say_estimate, train_arms
 
 if TYPE_CHECKING:
-    from distrepro.tracking.mlflow_client import Campaign
+    from distrepro.tracking.campaign_run import Campaign
 
 
 @dataclass
@@ -243,7 +243,8 @@ def _umbrella(
 ) -> Campaign:
     """The umbrella run (not yet open): new, tagged with how it started (what a resume reads back), or the resumed
     one."""
-    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+    from distrepro.tracking.campaign_run import Campaign
+    from distrepro.tracking.mlflow_client import experiment_name
     from distrepro.tracking.ui_view import EXPLORATORY_TAG
 
     return Campaign(

@@ -220,7 +220,8 @@ def test_pilot_without_runs_is_one_line_naming_what_is_missing(
 
 def _log_pilot(uri: str, seeds: list[int]) -> str:
     """Pilot runs of tinypaper logged by hand: the two arms' bytes, a 2× cut with a little spread per seed."""
-    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+    from distrepro.tracking.campaign_run import Campaign
+    from distrepro.tracking.mlflow_client import experiment_name
 
     tags = {"distrepro.paper": "tinypaper", "distrepro.campaign": "pilot"}
     with Campaign(experiment_name("tinypaper"), "pilot", tags, tracking_uri=uri, flush_every_s=None) as c:

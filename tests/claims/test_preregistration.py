@@ -310,7 +310,8 @@ def test_a_record_without_a_frozen_block_cannot_certify_the_inputs(paper_root: P
 
 def _log_runs(uri: str, seeds: list[int], scale: str = "proxy") -> dict[int, str]:
     """tinypaper runs logged by hand on ``seeds`` at ``scale``, before any record: seed → run id."""
-    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+    from distrepro.tracking.campaign_run import Campaign
+    from distrepro.tracking.mlflow_client import experiment_name
 
     ids = {}
     tags = {"distrepro.paper": "tinypaper", "distrepro.campaign": "early"}

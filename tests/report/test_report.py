@@ -241,7 +241,8 @@ def migrated_template(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 
 def _fake_campaign(uri: str, method: str, times: dict[int, float], failed: tuple[int, ...] = ()) -> str:
     """A campaign logged by hand (no training): per seed three evaluations, summaries, a timeline."""
-    from distrepro.tracking.mlflow_client import Campaign, experiment_name
+    from distrepro.tracking.campaign_run import Campaign
+    from distrepro.tracking.mlflow_client import experiment_name
 
     tags = {"distrepro.paper": "fakepaper", "distrepro.campaign": f"fake-{method}"}
     with Campaign(experiment_name("fakepaper"), f"fake-{method}", tags, tracking_uri=uri, flush_every_s=None) as c:

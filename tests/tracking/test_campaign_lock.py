@@ -26,7 +26,8 @@ from distrepro.tracking.campaign_lock import (
     read_holder,
     stale_reason,
 )
-from distrepro.tracking.mlflow_client import Campaign, make_client
+from distrepro.tracking.campaign_run import Campaign
+from distrepro.tracking.mlflow_client import make_client
 
 REPO = Path(__file__).resolve().parents[2]
 

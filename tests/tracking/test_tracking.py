@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from distrepro.tracking.campaign_run import Campaign
 from distrepro.tracking.mlflow_client import (
     TRUNCATION_MARKER,
-    Campaign,
     RunLogger,
     TrackingError,
     ensure_experiment,

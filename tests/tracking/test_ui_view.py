@@ -25,7 +25,8 @@ from test_mlflow_ui import CHROMIUM
 
 from distrepro.orchestration.arm_summary import log_arm_summary
 from distrepro.report.publish import headline_cell
-from distrepro.tracking.mlflow_client import REPRODUCTION_TAG, Campaign, ensure_experiment, make_client
+from distrepro.tracking.campaign_run import Campaign
+from distrepro.tracking.mlflow_client import REPRODUCTION_TAG, ensure_experiment, make_client
 from distrepro.tracking.ui_view import (
     CONFIRMATORY_FILTER,
     EXPLORATORY_FILTER,
