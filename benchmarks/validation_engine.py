@@ -18,6 +18,7 @@ own buckets (apex's message size). ``--no-noise`` prices both without noise: the
 
     python benchmarks/validation_engine.py                  # every point with a layer table, 3 seeds each
     python benchmarks/validation_engine.py --points dle-rn50-a100-amp-n8 --seeds 5
+    python benchmarks/validation_engine.py --data with_my_points.yaml --points my-point-n8
 """
 
 from __future__ import annotations
@@ -193,12 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", nargs="+", metavar="ID", help="these points only (default: every one)")
     parser.add_argument("--seeds", type=int, default=3, help="engine runs per point, averaged (default 3)")
     parser.add_argument("--no-noise", action="store_true", help="both sides without noise: they should agree")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        help="the points and constants (default: the committed benchmarks/data/emulator_points.yaml); a copy with "
+        "points added (a model with a workload that has a layer table) prices them the same way, in their fold",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows and the summary here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     start = time.perf_counter()
-    raw = read_yaml_mapping(DATA, "emulator validation data")
+    raw = read_yaml_mapping(args.data, "emulator validation data")
     points = engine_points(raw, args.points)
     rows = []
     for n, point in enumerate(points, 1):
