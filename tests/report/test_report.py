@@ -21,6 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 from hang_guard import hang_guard
+from mlflow_server import CHROMIUM
+from timelines import timeline_csv
 
 from distrepro.claims.papers import PaperInfo, find_paper
 from distrepro.claims.runs import RunSet
@@ -30,7 +32,6 @@ from distrepro.tracking.mlflow_client import make_client
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "hetero-2fast-2slow"
-CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 ALL_FIGURES = {"curves_emulated_time", "curves_epochs", "claims", "speedup", "time", "timeline", "breakdown"}
 ALL_FIGURES |= {"allocation", "comm"}
 
@@ -44,21 +45,6 @@ README = """# adaptive: a made-up method
 
 - shares are updated every epoch, not every step
 """
-
-
-def _timeline(speeds: list[float]) -> str:
-    rows, t = [], [0.0] * len(speeds)
-    for step in range(6):
-        for r, v in enumerate(speeds):
-            rows.append((r, "compute", t[r], t[r] + 1 / v, step))
-            t[r] += 1 / v
-        end = max(t)
-        for r in range(len(speeds)):
-            if t[r] < end:
-                rows.append((r, "idle", t[r], end, step))
-            rows.append((r, "comm", end, end + 0.3, step))
-            t[r] = end + 0.3
-    return pd.DataFrame(rows, columns=["rank", "kind", "start_s", "end_s", "step"]).to_csv(index=False)
 
 
 def synthetic_runset() -> RunSet:
@@ -92,7 +78,7 @@ def synthetic_runset() -> RunSet:
                         "val_accuracy": acc * x / 3, "val_loss": 2.0 / x, "samples": 256 * x,
                     }
                 )  # fmt: skip
-            artifacts[(run_id, "timeline.csv")] = _timeline([2.0, 2.0, 1.0, 1.0] if arm == "equal" else [1.0] * 4)
+            artifacts[(run_id, "timeline.csv")] = timeline_csv([2.0, 2.0, 1.0, 1.0] if arm == "equal" else [1.0] * 4)
             artifacts[(run_id, "method_README.md")] = README
     return RunSet(
         "distrepro/synth", "sqlite:///nowhere.db", pd.DataFrame(runs), pd.DataFrame(curves), pd.DataFrame(alloc),
@@ -262,7 +248,7 @@ def _fake_campaign(uri: str, method: str, times: dict[int, float], failed: tuple
                 for epoch in (0, 1):
                     child.log_metrics({"alloc/0/share": 0.5 + 0.1 * epoch, "alloc/1/share": 0.5 - 0.1 * epoch}, epoch)
                 child.log_summary({"final/emulated_s": total, "final/val_accuracy": 0.6, "target_reached": 0.0})
-                child.log_text(_timeline([2.0, 1.0]), "timeline.csv")
+                child.log_text(timeline_csv([2.0, 1.0]), "timeline.csv")
         assert c.run_id is not None
         return c.run_id
 

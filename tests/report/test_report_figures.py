@@ -22,6 +22,7 @@ import pytest
 from figure_text import legends_over_data, overlapping_texts, texts_cut_off
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
+from timelines import timeline_csv
 
 from distrepro.claims.papers import PaperInfo
 from distrepro.claims.runs import RunSet
@@ -31,21 +32,6 @@ from distrepro.report.build import write_report
 SCENARIOS = ["1to2", "1124", "slowdown", "fss", "ffs", "ff", "1to4", "wan-heterogeneous", "8x", "mixed"]
 WORKERS = [2, 4, 3, 8, 3, 2, 2, 6, 8, 5]
 MODES = ["equal", "static", "adaptive"]
-
-
-def _timeline(speeds: list[float]) -> str:
-    rows, t = [], [0.0] * len(speeds)
-    for step in range(6):
-        for r, v in enumerate(speeds):
-            rows.append((r, "compute", t[r], t[r] + 1 / v, step))
-            t[r] += 1 / v
-        end = max(t)
-        for r in range(len(speeds)):
-            if t[r] < end:
-                rows.append((r, "idle", t[r], end, step))
-            rows.append((r, "comm", end, end + 0.3, step))
-            t[r] = end + 0.3
-    return pd.DataFrame(rows, columns=["rank", "kind", "start_s", "end_s", "step"]).to_csv(index=False)
 
 
 def many_arms(n_arms: int, seeds: int = 3) -> tuple[PaperInfo, RunSet]:
@@ -83,7 +69,7 @@ def many_arms(n_arms: int, seeds: int = 3) -> tuple[PaperInfo, RunSet]:
                     {"run_id": run_id, "step": 10 * k, "epoch": x, "time/emulated_s": total * x / 3,
                      "val_accuracy": 0.8 * x / 3 + 0.002 * i, "val_loss": 2.0 / x + 0.01 * i}
                 )  # fmt: skip
-            artifacts[(run_id, "timeline.csv")] = _timeline(speeds if mode == "equal" else [1.0] * n_workers)
+            artifacts[(run_id, "timeline.csv")] = timeline_csv(speeds if mode == "equal" else [1.0] * n_workers)
     src = {"source": {"kind": "abstract"}, "evidence": "verbatim"}
     claims = [
         {"id": "K1", "kind": "speedup", "arm": "adaptive-1to2", "baseline": "equal-1to2", "claimed": 3.0, **src},
@@ -253,7 +239,7 @@ def test_the_timeline_draws_each_span_where_its_worker_and_times_put_it() -> Non
     from distrepro.report.figures.figure_style import SPAN_COLORS
     from distrepro.report.figures.workers import timeline_figure
 
-    frames = {arm: pd.read_csv(io.StringIO(_timeline(speeds))) for arm, speeds in
+    frames = {arm: pd.read_csv(io.StringIO(timeline_csv(speeds))) for arm, speeds in
               (("two", [2.0, 1.0]), ("three", [1.0, 3.0, 1.5]))}  # fmt: skip
     frames["three"]["rank"] = frames["three"]["rank"].map({0: 4, 1: 7, 2: 9})  # ranks need not be 0..n-1
     fig = timeline_figure(frames, arm_style(list(frames)), max_steps=2)

@@ -9,21 +9,16 @@ shows of each arm, cell by cell: tests/tracking/test_ui_view.py.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hang_guard import hang_guard
-from test_mlflow_ui import CHROMIUM, _free_port
+from mlflow_server import CHROMIUM, mlflow_server
 from tiny_paper import write_paper_root
 
 from distrepro.reproduction.reproduce import Reproduction, reproduce
@@ -43,29 +38,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, migrated_mlflow_db: Path) -
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
         result = reproduce("tinypaper", show_progress=False, root=write_paper_root(tmp_path, patch))
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", mlflow_uri],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + hang_guard(90)
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("mlflow server did not become healthy within 90 s")
+    with mlflow_server(mlflow_uri, tmp_path) as base:
         yield base, result
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def _dom(url: str, workdir: Path) -> str:

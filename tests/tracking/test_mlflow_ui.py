@@ -7,29 +7,14 @@ landed on before). Skipped where Chromium is absent (CI installs it).
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from hang_guard import hang_guard
+from mlflow_server import CHROMIUM, mlflow_server
 
 from distrepro.tracking.mlflow_client import ensure_experiment, make_client
 from distrepro.tracking.ui_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND, ui_url
-
-CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.smoke
@@ -61,25 +46,7 @@ def test_ui_opens_on_the_runs_of_a_distrepro_experiment(mlflow_uri: str, tmp_pat
     client.log_metric(run.info.run_id, "val_accuracy", 0.5)
     client.set_terminated(run.info.run_id)
 
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
-    mlflow_bin = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(
-        [*mlflow_bin, "--workers", "1", "--backend-store-uri", mlflow_uri],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + hang_guard(90)
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("mlflow server did not become healthy within 90 s")
+    with mlflow_server(mlflow_uri, tmp_path) as base:
         browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}"]
         browser += ["--virtual-time-budget=20000", "--window-size=1400,900"]
         dom = subprocess.run(
@@ -87,9 +54,6 @@ def test_ui_opens_on_the_runs_of_a_distrepro_experiment(mlflow_uri: str, tmp_pat
         ).stdout
         shot = tmp_path / "ui.png"
         subprocess.run([*browser, f"--screenshot={shot}", ui_url(exp_id, base)], capture_output=True, timeout=120)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
     assert "campaign-for-the-ui" in dom, "the runs table does not list the campaign"
     assert "Run Name" in dom
     assert "Detect Issues" not in dom and "No data available for the selected time range" not in dom
