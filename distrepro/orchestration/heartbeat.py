@@ -36,6 +36,8 @@ def _print_line(text: str, stream: Any) -> None:
     """``text`` and its newline in one ``write``: ``print`` writes them in two, and a line another thread writes
     in between (the heartbeat's thread beside the command's) would end up inside this one, with an empty line
     after it; then a reader of the log, or a test's filter of heartbeat lines, sees a line that is neither."""
+    if stream is None:  # no stderr at all (a windowless interpreter): nowhere to say it
+        return
     stream.write(text + "\n")
     stream.flush()
 
