@@ -19,6 +19,11 @@ own buckets (apex's message size). ``--no-noise`` prices both without noise: the
     python benchmarks/validation_engine.py                  # every point with a layer table, 3 seeds each
     python benchmarks/validation_engine.py --points dle-rn50-a100-amp-n8 --seeds 5
     python benchmarks/validation_engine.py --data with_my_points.yaml --points my-point-n8
+    python benchmarks/validation_engine.py --draws 6          # the engine cells (Decent-DP's points) over 6 seeds
+
+``--draws N`` answers another question about the engine's share of the validation: the Decent-DP points are engine
+runs priced on their first seed, one draw of their GPUs' own speeds; it runs each over seeds 0..N-1 and says how
+far the first seed's price is from their mean (the error bands are built on the first).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 import yaml
 from validation_cluster import cluster_profile, compute_figures
 from validation_folds import fold
-from validation_model import TERMS, Outcome, predict
+from validation_model import TERMS, Outcome, engine_cell_config, engine_cell_ms, predict
 from validation_paths import DATA
 
 from distrepro.hardware.profiles import read_yaml_mapping
@@ -158,6 +163,36 @@ def price(raw: dict[str, Any], point: dict[str, Any], seeds: int, noise: bool) -
     }
 
 
+def engine_cell_draws(data: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
+    """Each engine cell (``kind: engine_cell``) run on seeds 0..``seeds``-1 as ``validation_model.predict_engine``
+    runs it on the first: ms per iteration per seed, their mean, and the first seed's distance from the mean."""
+    rows = []
+    for p in data["points"]:
+        if p["kind"] != "engine_cell":
+            continue
+        raw = engine_cell_config(p)
+        ms = [engine_cell_ms({**raw, "seeds": [seed]}) for seed in range(seeds)]
+        mean = statistics.mean(ms)
+        rows.append(
+            {"id": p["id"], "measured": p["measured"], "ms": [round(m, 2) for m in ms], "mean": round(mean, 2),
+             "first_from_mean": round(ms[0] / mean - 1, 4)}
+        )  # fmt: skip
+    return rows
+
+
+def render_draws(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| engine cell | measured ms | seed 0 | mean | range | seed 0 from the mean |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['id']} | {r['measured']} | {r['ms'][0]:.2f} | {r['mean']:.2f} "
+            f"| {min(r['ms']):.2f}-{max(r['ms']):.2f} | {r['first_from_mean']:+.2%} |"
+        )
+    return "\n".join(lines)
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     gaps = [abs(r["engine_over_analytic"] - 1) for r in rows]
     return {
@@ -202,11 +237,24 @@ def main(argv: list[str] | None = None) -> int:
         "points added (a model with a workload that has a layer table) prices them the same way, in their fold",
     )
     parser.add_argument("--json", type=Path, help="also write the rows and the summary here")
+    parser.add_argument(
+        "--draws",
+        type=int,
+        metavar="N",
+        help="instead: the engine cells (Decent-DP's points) over seeds 0..N-1, against the first seed they are "
+        "priced on",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     start = time.perf_counter()
     raw = read_yaml_mapping(args.data, "emulator validation data")
+    if args.draws is not None:
+        if args.draws < 2:
+            parser.error("--draws must be at least 2")
+        print(render_draws(engine_cell_draws(raw, args.draws)))
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return 0
     points = engine_points(raw, args.points)
     rows = []
     for n, point in enumerate(points, 1):

@@ -315,9 +315,9 @@ def engine_cell_ms(raw: dict[str, Any]) -> float:
 OFF_GRID_METHODS: dict[str, tuple[str, dict[str, Any]]] = {"decent-complete": ("decent-aer", {"topology": "complete"})}
 
 
-def predict_engine(point: dict[str, Any]) -> Outcome:
-    """The Decent-DP grid's cell on the shipped profile, run by the in-process engine alone (nothing logged); a
-    method the grid does not run (:data:`OFF_GRID_METHODS`) runs its grid method's config with its own params."""
+def engine_cell_config(point: dict[str, Any]) -> dict[str, Any]:
+    """The run config of an engine cell: the Decent-DP grid's cell on the shipped profile; a method the grid does not
+    run (:data:`OFF_GRID_METHODS`) takes its grid method's config with its own params."""
     from distrepro.plugins.registry import plugin_module
 
     fig6 = plugin_module("decentdp", "fig6")
@@ -328,6 +328,12 @@ def predict_engine(point: dict[str, Any]) -> Outcome:
     raw = fig6.cell_config(point["setup"], point["gpus"], grid_method, steps, workload, point.get("batch_per_gpu"))
     if params is not None:
         raw["method_params"] = params
+    return raw
+
+
+def predict_engine(point: dict[str, Any]) -> Outcome:
+    """The engine cell's config (:func:`engine_cell_config`) run by the in-process engine alone (nothing logged)."""
+    raw = engine_cell_config(point)
     return Outcome(point, engine_cell_ms(raw), f"in-process engine, hardware_profiles/{raw['profile']}.yaml")
 
 

@@ -71,3 +71,17 @@ def test_the_profile_charges_the_models_workload_at_its_1gpu_rows_speed() -> Non
     assert device["throughput_samples_per_s"] == {"resnet50_in1k_224": pytest.approx(2470.0, rel=0.01)}
     assert sum(d["count"] for n in quiet["nodes"] for d in n["devices"]) == 8
     assert "noise" not in quiet and noisy["noise"]["compute_cv"] > 0 and noisy["noise"]["gpu_cv"] > 0
+
+
+def test_the_engine_cells_first_draw_is_the_one_the_validation_prices() -> None:
+    """``--draws``: each Decent-DP engine cell over seeds; its first seed is the price the error bands are built on
+    (the committed ``emulator_error.yaml``), and a second seed draws the GPUs' speeds anew."""
+    module = _module()
+    rows = module.engine_cell_draws(_raw(module), 2)
+    bands = read_yaml_mapping(benchmark_module("validation_paths").ERROR_BANDS, "emulator error bands")
+    committed = {c["id"]: c["predicted"] for cells in bands["cells"].values() for c in cells}
+    assert {r["id"] for r in rows} == set(committed)
+    for r in rows:
+        assert r["ms"][0] == pytest.approx(committed[r["id"]], abs=0.01), r
+        assert r["mean"] == pytest.approx(sum(r["ms"]) / 2, abs=0.01)
+    assert any(r["ms"][0] != r["ms"][1] for r in rows)  # the GPUs' own speeds are drawn per seed
