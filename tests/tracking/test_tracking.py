@@ -290,16 +290,20 @@ def test_provenance_tags(uri: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.smoke
-def test_logging_1000_points_is_batched_and_fast(uri: str, tmp_path: Path) -> None:
+def test_1000_points_go_out_in_one_batch_never_one_by_one(uri: str, tmp_path: Path) -> None:
+    """Unbatched, 1000 ``log_metric`` calls cost 7-10 s on sqlite, batched about 0.15 s (measured: the runlog
+    module's docstring); what decides that is the number of store calls, which this counts (a time bound would be
+    the machine's load as much as the code's)."""
     with _campaign(uri, tmp_path) as camp, camp.child("cell") as run:
-        start = time.process_time()  # CPU time (threads included): wall time on a loaded machine is the load's
+        calls: list[str] = []
+        for name in ("log_batch", "log_metric"):
+            real = getattr(camp.client, name)
+            setattr(camp.client, name, lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw))
         for i in range(1000):
             run.log_metrics({"loss": float(i)}, step=i)
         run.flush()
-        elapsed = time.process_time() - start
+        assert calls == ["log_batch"]
     assert len(make_client(uri).get_metric_history(run.run_id, "loss")) == 1000
-    # unbatched, this is 7-10 s on sqlite (1000 log_metric calls, measured); batched ~0.1 s; CPU time, not wall
-    assert elapsed < 3.0, f"logging 1000 points took {elapsed:.2f} s of CPU"
 
 
 @pytest.mark.smoke
