@@ -10,19 +10,19 @@ that contract (the worker's options, the ``{rank}`` file template, the record's 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import io
 import json
 import os
 import pstats
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from rank_processes import kill_left, wait_ranks
 
 REPO = Path(__file__).resolve().parents[1]
 #: the entry point whose ``--worker`` mode runs :func:`worker_main` in each distrepro rank
@@ -143,17 +143,9 @@ def _run_ranks(cmds: list[list[str]], env: dict[str, str], timeout_s: float) -> 
     """Run one process per rank, each in its own session, so that a rank left over is killed with its children."""
     procs = [subprocess.Popen(c, env=env, start_new_session=True, cwd=REPO) for c in cmds]
     try:
-        deadline = time.monotonic() + timeout_s
-        for p in procs:
-            rc = p.wait(timeout=max(1.0, deadline - time.monotonic()))
-            if rc != 0:
-                raise RuntimeError(f"rank process {p.args} exited with {rc}")
+        wait_ranks(procs, timeout_s, f"a rank process of {cmds[0][1]}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        kill_left(procs)
 
 
 def run_distrepro(args: argparse.Namespace, world: int, steps: int, cprofile: bool = False) -> dict[str, Any]:

@@ -50,8 +50,9 @@ for _path in (str(REPO), str(HERE)):
         sys.path.insert(0, _path)
 
 import shaped_net  # noqa: E402  (a sibling script, found through the path set above)
+from rank_processes import kill_left, wait_ranks  # noqa: E402
 from shaped_cases import GOODPUT, LOOPBACK_GBYTES_PER_S, Case, Op, cases, emulated_profile, predict  # noqa: E402
-from shaped_ranks import MAX_RANKS, WORKER_TIMEOUT_S, kill_left, rank_env, run_case, worker  # noqa: E402
+from shaped_ranks import MAX_RANKS, WORKER_TIMEOUT_S, rank_env, run_case, worker  # noqa: E402
 
 OUT_DIR = REPO / "benchmarks" / "out"
 #: what the tests and callers reach through this module (the cases and the ranks live in its sibling modules)
@@ -151,10 +152,7 @@ def run_training(layout: tuple[int, ...], rate_mbit: float | None, latency_s: fl
                 procs.append(
                     subprocess.Popen(net.command(case.node_of(rank), rank, rank_argv), env=env, start_new_session=True)
                 )
-            deadline = time.monotonic() + WORKER_TIMEOUT_S
-            for proc in procs:
-                if proc.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
-                    raise RuntimeError(f"a training rank of layout {layout} failed")
+            wait_ranks(procs, WORKER_TIMEOUT_S, f"a training rank of layout {layout}")
         finally:
             kill_left(procs)
         cpu1 = os.times()

@@ -1,17 +1,16 @@
 """The measured side of ``benchmarks/shaped_links.py``: real gloo ranks, each in its node's shaped namespace.
 
 Why a module of its own: ``shaped_links.py`` is the command (it compares, trains and reports); starting ranks in
-the namespaces of :mod:`shaped_net`, waiting for them with a bound and killing what is left is what both its
-collectives (:func:`run_case`, each rank running :func:`worker`) and its training runs need (:func:`rank_env`,
-:func:`kill_left`, :data:`WORKER_TIMEOUT_S`). The ranks are started as ``shaped_links.py --worker SPEC``
-(:data:`ENTRY`), the command's own hidden option, so a rank's command line is the command's.
+the namespaces of :mod:`shaped_net` is what both its collectives (:func:`run_case`, each rank running
+:func:`worker`) and its training runs need (:func:`rank_env`, :data:`WORKER_TIMEOUT_S`; the bounded wait and the
+clean-up: :mod:`rank_processes`). The ranks are started as ``shaped_links.py --worker SPEC`` (:data:`ENTRY`), the
+command's own hidden option, so a rank's command line is the command's.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import shaped_net
+from rank_processes import kill_left, wait_ranks
 from shaped_cases import Case
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,14 +37,6 @@ def rank_env() -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
-
-
-def kill_left(procs: list[subprocess.Popen[bytes]]) -> None:
-    """Kill the ranks still running: only the processes started here, each by its own session id."""
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 def worker(spec_path: str) -> int:
@@ -127,11 +119,7 @@ def run_case(
                         start_new_session=True,
                     )
                 )
-            deadline = time.monotonic() + WORKER_TIMEOUT_S
-            for proc in procs:
-                code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-                if code != 0:
-                    raise RuntimeError(f"a rank of layout {case.layout} exited with status {code}")
+            wait_ranks(procs, WORKER_TIMEOUT_S, f"a rank of layout {case.layout}")
         finally:
             kill_left(procs)
         return json.loads(Path(spec["out"]).read_text())
